@@ -1,0 +1,204 @@
+/**
+ * Compressed sparse row matrices over Float64Array. A party's feature block
+ * stays in this form from file to model: nothing here densifies N x d.
+ */
+export interface Csr {
+  readonly rows: number;
+  readonly cols: number;
+  /** rows + 1 offsets into `indices` / `values`. */
+  readonly indptr: Int32Array;
+  /** 0-based column of each stored entry, increasing within a row. */
+  readonly indices: Int32Array;
+  readonly values: Float64Array;
+}
+
+export function assertLength(name: string, v: ArrayLike<number>, n: number): void {
+  if (v.length !== n) throw new RangeError(`${name} has length ${v.length}, expected ${n}`);
+}
+
+/** Incremental builder: push the entries of one row, then `endRow()`. */
+export class CsrBuilder {
+  private indptr: number[] = [0];
+  private indices: number[] = [];
+  private values: number[] = [];
+  constructor(private cols = 0) {}
+
+  push(col: number, value: number): void {
+    if (value === 0) return;
+    this.indices.push(col);
+    this.values.push(value);
+    if (col + 1 > this.cols) this.cols = col + 1;
+  }
+
+  endRow(): void {
+    this.indptr.push(this.indices.length);
+  }
+
+  build(cols?: number): Csr {
+    const c = cols ?? this.cols;
+    if (c < this.cols) throw new RangeError(`matrix has a column ${this.cols - 1}, more than the ${c} declared`);
+    return {
+      rows: this.indptr.length - 1,
+      cols: c,
+      indptr: Int32Array.from(this.indptr),
+      indices: Int32Array.from(this.indices),
+      values: Float64Array.from(this.values),
+    };
+  }
+}
+
+/** out = A x */
+export function csrMatVec(out: Float64Array, a: Csr, x: Float64Array): Float64Array {
+  assertLength('x', x, a.cols);
+  assertLength('out', out, a.rows);
+  const { indptr, indices, values } = a;
+  for (let i = 0; i < a.rows; i++) {
+    let acc = 0;
+    for (let k = indptr[i]; k < indptr[i + 1]; k++) acc += values[k] * x[indices[k]];
+    out[i] = acc;
+  }
+  return out;
+}
+
+/** out = A^T w */
+export function csrMatTVec(out: Float64Array, a: Csr, w: Float64Array): Float64Array {
+  assertLength('w', w, a.rows);
+  assertLength('out', out, a.cols);
+  out.fill(0);
+  const { indptr, indices, values } = a;
+  for (let i = 0; i < a.rows; i++) {
+    const wi = w[i];
+    if (wi === 0) continue;
+    for (let k = indptr[i]; k < indptr[i + 1]; k++) out[indices[k]] += values[k] * wi;
+  }
+  return out;
+}
+
+/** Rows of `a` in the order given (row i of the result is row `order[i]` of `a`). */
+export function csrSelectRows(a: Csr, order: ArrayLike<number>): Csr {
+  let nnz = 0;
+  for (let i = 0; i < order.length; i++) {
+    const r = order[i];
+    if (!(r >= 0 && r < a.rows)) throw new RangeError(`row ${r} out of range 0..${a.rows - 1}`);
+    nnz += a.indptr[r + 1] - a.indptr[r];
+  }
+  const indptr = new Int32Array(order.length + 1);
+  const indices = new Int32Array(nnz);
+  const values = new Float64Array(nnz);
+  let k = 0;
+  for (let i = 0; i < order.length; i++) {
+    const r = order[i];
+    const start = a.indptr[r];
+    const end = a.indptr[r + 1];
+    indices.set(a.indices.subarray(start, end), k);
+    values.set(a.values.subarray(start, end), k);
+    k += end - start;
+    indptr[i + 1] = k;
+  }
+  return { rows: order.length, cols: a.cols, indptr, indices, values };
+}
+
+/** Columns [start, end) of `a`, renumbered from 0. */
+export function csrSliceColumns(a: Csr, start: number, end: number): Csr {
+  const b = new CsrBuilder(end - start);
+  for (let i = 0; i < a.rows; i++) {
+    for (let k = a.indptr[i]; k < a.indptr[i + 1]; k++) {
+      const j = a.indices[k];
+      if (j >= start && j < end) b.push(j - start, a.values[k]);
+    }
+    b.endRow();
+  }
+  return b.build(end - start);
+}
+
+/** Side-by-side concatenation [A | B | ...] of matrices with the same rows. */
+export function csrHStack(blocks: readonly Csr[]): Csr {
+  const rows = blocks[0].rows;
+  const b = new CsrBuilder();
+  let cols = 0;
+  for (const m of blocks) {
+    if (m.rows !== rows) throw new RangeError(`hstack: ${m.rows} rows, expected ${rows}`);
+    cols += m.cols;
+  }
+  for (let i = 0; i < rows; i++) {
+    let offset = 0;
+    for (const m of blocks) {
+      for (let k = m.indptr[i]; k < m.indptr[i + 1]; k++) b.push(offset + m.indices[k], m.values[k]);
+      offset += m.cols;
+    }
+    b.endRow();
+  }
+  return b.build(cols);
+}
+
+/** The same matrix with a constant column of ones appended. */
+export function csrAppendOnes(a: Csr): Csr {
+  const ones = new CsrBuilder(1);
+  for (let i = 0; i < a.rows; i++) {
+    ones.push(0, 1);
+    ones.endRow();
+  }
+  return csrHStack([a, ones.build(1)]);
+}
+
+/** Column means (length cols). */
+export function csrColumnMeans(a: Csr): Float64Array {
+  const m = new Float64Array(a.cols);
+  for (let k = 0; k < a.indices.length; k++) m[a.indices[k]] += a.values[k];
+  for (let j = 0; j < a.cols; j++) m[j] /= a.rows;
+  return m;
+}
+
+/** A^T A as a dense row-major cols x cols array. */
+export function csrGram(a: Csr): Float64Array {
+  const d = a.cols;
+  const g = new Float64Array(d * d);
+  const { indptr, indices, values } = a;
+  for (let i = 0; i < a.rows; i++) {
+    const s = indptr[i];
+    const e = indptr[i + 1];
+    for (let p = s; p < e; p++) {
+      const jp = indices[p] * d;
+      const vp = values[p];
+      for (let q = s; q < e; q++) g[jp + indices[q]] += vp * values[q];
+    }
+  }
+  return g;
+}
+
+/** A A^T as a dense row-major rows x rows array (only for small row counts). */
+export function csrOuterGram(a: Csr): Float64Array {
+  const n = a.rows;
+  const k = new Float64Array(n * n);
+  const dense = new Float64Array(a.cols);
+  for (let i = 0; i < n; i++) {
+    for (let p = a.indptr[i]; p < a.indptr[i + 1]; p++) dense[a.indices[p]] = a.values[p];
+    for (let j = i; j < n; j++) {
+      let acc = 0;
+      for (let p = a.indptr[j]; p < a.indptr[j + 1]; p++) acc += a.values[p] * dense[a.indices[p]];
+      k[i * n + j] = acc;
+      k[j * n + i] = acc;
+    }
+    for (let p = a.indptr[i]; p < a.indptr[i + 1]; p++) dense[a.indices[p]] = 0;
+  }
+  return k;
+}
+
+export function csrToDense(a: Csr): number[][] {
+  const out: number[][] = [];
+  for (let i = 0; i < a.rows; i++) {
+    const row = new Array<number>(a.cols).fill(0);
+    for (let k = a.indptr[i]; k < a.indptr[i + 1]; k++) row[a.indices[k]] = a.values[k];
+    out.push(row);
+  }
+  return out;
+}
+
+export function csrFromDense(rows: readonly (readonly number[])[], cols?: number): Csr {
+  const b = new CsrBuilder(cols ?? rows[0]?.length ?? 0);
+  for (const r of rows) {
+    r.forEach((v, j) => b.push(j, v));
+    b.endRow();
+  }
+  return b.build(cols ?? rows[0]?.length ?? 0);
+}

@@ -1,0 +1,306 @@
+import { closeSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { type Csr, CsrBuilder } from './csr.js';
+import { DataError } from './errors.js';
+
+/**
+ * Where a row's sample id comes from.
+ * - `row`: the 1-based number of the data row (blank and `#` lines are not counted);
+ *   the first token of a LIBSVM line is then a label (ignored by parties).
+ * - `first`: the first token of each LIBSVM line is the sample id (no label).
+ * - `qid`: a `qid:ID` token after the first token is the sample id.
+ * - `auto`: `qid` if the first data line has a `qid:` token, otherwise `row`.
+ */
+export type IdMode = 'auto' | 'row' | 'first' | 'qid';
+export type FileFormat = 'auto' | 'libsvm' | 'csv';
+
+export interface ReadOptions {
+  format?: FileFormat;
+  ids?: IdMode;
+  /** CSV: the name of the id column (default `id`). */
+  idColumn?: string;
+  /** Number of feature columns; an index beyond it is an error. Default: the largest index seen. */
+  features?: number;
+}
+
+export interface FeatureTable {
+  file: string;
+  ids: string[];
+  X: Csr;
+  featureNames: string[];
+  /** First token of each LIBSVM line when it is a label (`row`/`qid` id modes). */
+  firstTokens?: string[];
+  /** Physical line number of each row, for error messages. */
+  lines: number[];
+}
+
+export function detectFormat(path: string, format: FileFormat = 'auto'): 'libsvm' | 'csv' {
+  if (format !== 'auto') return format;
+  return /\.csv$/i.test(path) ? 'csv' : 'libsvm';
+}
+
+function readText(path: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    throw new DataError(path, undefined, `cannot read file (${e.code ?? e.message})`);
+  }
+}
+
+export function readFeatureFile(path: string, opts: ReadOptions = {}): FeatureTable {
+  return detectFormat(path, opts.format) === 'csv' ? readCsvFeatures(path, opts) : readLibsvm(path, opts);
+}
+
+const INDEX_RE = /^[0-9]+$/;
+
+export function readLibsvm(path: string, opts: ReadOptions = {}): FeatureTable {
+  const text = readText(path);
+  const lines = text.split('\n');
+  let mode = opts.ids ?? 'auto';
+  const ids: string[] = [];
+  const firstTokens: string[] = [];
+  const lineNos: number[] = [];
+  const b = new CsrBuilder(opts.features ?? 0);
+  const seen = new Map<string, number>();
+  let row = 0;
+  for (let ln = 0; ln < lines.length; ln++) {
+    const line = lines[ln].trim();
+    if (line === '' || line.startsWith('#')) continue;
+    const lineNo = ln + 1;
+    const fail = (detail: string): never => {
+      throw new DataError(path, lineNo, detail);
+    };
+    const tokens = line.split(/\s+/);
+    let t = 1;
+    if (mode === 'auto') mode = tokens.length > 1 && tokens[1].startsWith('qid:') ? 'qid' : 'row';
+    row++;
+    let id: string;
+    if (mode === 'first') {
+      id = tokens[0];
+      if (id.includes(':')) fail(`expected a sample id as the first token, found '${id}'`);
+    } else if (mode === 'qid') {
+      if (tokens.length < 2 || !tokens[1].startsWith('qid:')) fail(`expected 'qid:ID' as the second token`);
+      id = tokens[1].slice(4);
+      if (id === '') fail(`empty qid`);
+      t = 2;
+      firstTokens.push(tokens[0]);
+    } else {
+      id = String(row);
+      firstTokens.push(tokens[0]);
+    }
+    if (tokens[0].includes(':')) fail(`first token '${tokens[0]}' looks like index:value; a label or id must come first`);
+    const prev = seen.get(id);
+    if (prev !== undefined) fail(`duplicate sample id '${id}' (first seen on line ${prev})`);
+    seen.set(id, lineNo);
+    ids.push(id);
+    lineNos.push(lineNo);
+    const entries: [number, number][] = [];
+    for (; t < tokens.length; t++) {
+      const tok = tokens[t];
+      const colon = tok.indexOf(':');
+      if (colon <= 0) fail(`token ${t + 1} '${tok}' is not index:value`);
+      const idxText = tok.slice(0, colon);
+      const valText = tok.slice(colon + 1);
+      if (!INDEX_RE.test(idxText)) fail(`token ${t + 1} '${tok}': index '${idxText}' is not a positive integer`);
+      const idx = Number(idxText);
+      if (idx < 1) fail(`token ${t + 1} '${tok}': indices start at 1`);
+      if (opts.features !== undefined && idx > opts.features)
+        fail(`token ${t + 1} '${tok}': index ${idx} exceeds the ${opts.features} features declared`);
+      const val = valText === '' ? NaN : Number(valText);
+      if (!Number.isFinite(val)) fail(`token ${t + 1} '${tok}': value '${valText}' is not a finite number`);
+      entries.push([idx - 1, val]);
+    }
+    entries.sort((a, c) => a[0] - c[0]);
+    for (let k = 0; k < entries.length; k++) {
+      if (k > 0 && entries[k][0] === entries[k - 1][0]) fail(`feature index ${entries[k][0] + 1} appears twice`);
+      b.push(entries[k][0], entries[k][1]);
+    }
+    b.endRow();
+  }
+  if (row === 0) throw new DataError(path, undefined, 'no data rows');
+  const X = b.build(opts.features);
+  const featureNames = Array.from({ length: X.cols }, (_, j) => String(j + 1));
+  return { file: path, ids, X, featureNames, firstTokens: mode === 'first' ? undefined : firstTokens, lines: lineNos };
+}
+
+function splitCsvLine(line: string, path: string, lineNo: number): string[] {
+  if (line.includes('"')) throw new DataError(path, lineNo, 'quoted CSV fields are not supported');
+  return line.split(',').map((s) => s.trim());
+}
+
+interface CsvTable {
+  header: string[];
+  rows: string[][];
+  lines: number[];
+}
+
+function readCsv(path: string): CsvTable {
+  const text = readText(path);
+  const lines = text.split('\n');
+  let header: string[] | undefined;
+  const rows: string[][] = [];
+  const lineNos: number[] = [];
+  for (let ln = 0; ln < lines.length; ln++) {
+    const line = lines[ln].replace(/\r$/, '');
+    if (line.trim() === '') continue;
+    const fields = splitCsvLine(line, path, ln + 1);
+    if (header === undefined) {
+      header = fields;
+      const dup = header.find((h, i) => header!.indexOf(h) !== i);
+      if (dup !== undefined) throw new DataError(path, ln + 1, `column '${dup}' appears twice in the header`);
+      continue;
+    }
+    if (fields.length !== header.length)
+      throw new DataError(path, ln + 1, `${fields.length} fields, but the header has ${header.length}`);
+    rows.push(fields);
+    lineNos.push(ln + 1);
+  }
+  if (header === undefined) throw new DataError(path, undefined, 'empty file: expected a header line');
+  if (rows.length === 0) throw new DataError(path, undefined, 'no data rows after the header');
+  return { header, rows, lines: lineNos };
+}
+
+function columnIndex(t: CsvTable, path: string, name: string): number {
+  const i = t.header.indexOf(name);
+  if (i < 0) throw new DataError(path, 1, `no column named '${name}' in the header (columns: ${t.header.join(', ')})`);
+  return i;
+}
+
+function uniqueIds(raw: string[], lines: number[], path: string): void {
+  const seen = new Map<string, number>();
+  raw.forEach((id, i) => {
+    if (id === '') throw new DataError(path, lines[i], 'empty sample id');
+    const prev = seen.get(id);
+    if (prev !== undefined) throw new DataError(path, lines[i], `duplicate sample id '${id}' (first seen on line ${prev})`);
+    seen.set(id, lines[i]);
+  });
+}
+
+export function readCsvFeatures(path: string, opts: ReadOptions = {}): FeatureTable {
+  const t = readCsv(path);
+  const idCol = columnIndex(t, path, opts.idColumn ?? 'id');
+  const featureCols = t.header.map((_, i) => i).filter((i) => i !== idCol);
+  if (opts.features !== undefined && opts.features !== featureCols.length)
+    throw new DataError(path, 1, `header has ${featureCols.length} feature columns, ${opts.features} declared`);
+  const b = new CsrBuilder(featureCols.length);
+  const ids = t.rows.map((r) => r[idCol]);
+  uniqueIds(ids, t.lines, path);
+  t.rows.forEach((r, i) => {
+    featureCols.forEach((c, j) => {
+      const text = r[c];
+      const v = text === '' ? NaN : Number(text);
+      if (!Number.isFinite(v))
+        throw new DataError(path, t.lines[i], `column '${t.header[c]}': '${text}' is not a finite number`);
+      b.push(j, v);
+    });
+    b.endRow();
+  });
+  return { file: path, ids, X: b.build(featureCols.length), featureNames: featureCols.map((c) => t.header[c]), lines: t.lines };
+}
+
+export interface LabelTable {
+  file: string;
+  ids: string[];
+  raw: string[];
+  lines: number[];
+}
+
+/** Labels with sample ids: CSV with id and label columns, or the first token of a LIBSVM file. */
+export function readLabelFile(
+  path: string,
+  opts: { format?: FileFormat; ids?: IdMode; idColumn?: string; labelColumn?: string } = {},
+): LabelTable {
+  if (detectFormat(path, opts.format) === 'csv') {
+    const t = readCsv(path);
+    const idCol = columnIndex(t, path, opts.idColumn ?? 'id');
+    const labelCol = columnIndex(t, path, opts.labelColumn ?? 'label');
+    const ids = t.rows.map((r) => r[idCol]);
+    uniqueIds(ids, t.lines, path);
+    return { file: path, ids, raw: t.rows.map((r) => r[labelCol]), lines: t.lines };
+  }
+  if (opts.ids === 'first') throw new DataError(path, undefined, "a LIBSVM labels file needs its labels first: use ids 'row' or 'qid'");
+  const f = readLibsvm(path, { ids: opts.ids ?? 'auto' });
+  return { file: path, ids: f.ids, raw: f.firstTokens!, lines: f.lines };
+}
+
+/**
+ * Labels for classification: exactly two distinct values; the larger (numerically when
+ * both are numbers, otherwise as strings) becomes +1, the other -1.
+ */
+export function binaryLabels(t: LabelTable): { y: Float64Array; negative: string; positive: string } {
+  const distinct: string[] = [];
+  for (let i = 0; i < t.raw.length; i++) {
+    const v = t.raw[i];
+    if (v === '') throw new DataError(t.file, t.lines[i], 'empty label');
+    if (!distinct.includes(v)) {
+      distinct.push(v);
+      if (distinct.length > 2)
+        throw new DataError(
+          t.file,
+          t.lines[i],
+          `a third distinct label '${v}' (after '${distinct[0]}' and '${distinct[1]}'): logistic regression needs exactly two classes`,
+        );
+    }
+  }
+  if (distinct.length < 2)
+    throw new DataError(t.file, undefined, `every label is '${distinct[0]}': logistic regression needs two classes`);
+  const [a, b] = distinct;
+  const na = Number(a);
+  const nb = Number(b);
+  const aLarger = Number.isFinite(na) && Number.isFinite(nb) ? na > nb : a > b;
+  const positive = aLarger ? a : b;
+  const negative = aLarger ? b : a;
+  return { y: Float64Array.from(t.raw, (v) => (v === positive ? 1 : -1)), negative, positive };
+}
+
+/** Labels for regression: every label a finite number. */
+export function numericLabels(t: LabelTable): Float64Array {
+  return Float64Array.from(t.raw, (v, i) => {
+    const x = v === '' ? NaN : Number(v);
+    if (!Number.isFinite(x)) throw new DataError(t.file, t.lines[i], `label '${v}' is not a finite number`);
+    return x;
+  });
+}
+
+/**
+ * Write a file so that readers see either the old content or the whole new one:
+ * write a temporary file in the same directory, fsync it, rename it over the target.
+ */
+export function writeFileAtomic(path: string, data: string | Uint8Array): void {
+  const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
+  let fd: number | undefined;
+  try {
+    fd = openSync(tmp, 'w', 0o644);
+    writeSync(fd, typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
+    fsyncSync(fd);
+    closeSync(fd);
+    fd = undefined;
+    renameSync(tmp, path);
+  } catch (err) {
+    if (fd !== undefined) closeSync(fd);
+    try {
+      unlinkSync(tmp);
+    } catch {
+      /* already gone */
+    }
+    throw err;
+  }
+}
+
+/** LIBSVM text with the sample id as the first token (`ids: 'first'`). */
+export function formatLibsvmWithIds(ids: readonly string[], X: Csr): string {
+  const out: string[] = [];
+  for (let i = 0; i < X.rows; i++) {
+    let line = ids[i];
+    for (let k = X.indptr[i]; k < X.indptr[i + 1]; k++) line += ` ${X.indices[k] + 1}:${X.values[k]}`;
+    out.push(line);
+  }
+  return out.join('\n') + '\n';
+}
+
+export function formatLabelsCsv(ids: readonly string[], labels: ArrayLike<number | string>): string {
+  const out = ['id,label'];
+  for (let i = 0; i < ids.length; i++) out.push(`${ids[i]},${labels[i]}`);
+  return out.join('\n') + '\n';
+}
