@@ -52,7 +52,7 @@ export function fitCentral(
         const vp = A.values[p];
         g[jp] += g1 * vp;
         const row = h[jp];
-        for (let q = A.indptr[i]; q < A.indptr[i + 1]; q++) row[A.indices[q]] += h1 * vp * A.values[q];
+        for (let q = A.indptr[i]; q < A.indptr[i + 1]; q++) row[A.indices[q]] += h1 * (vp * A.values[q]); // vp*vq is exact-commutative: H stays symmetric
       }
     }
     for (let j = 0; j < d; j++) {
