@@ -1,1 +1,76 @@
-export {};
+import { resolve } from 'node:path';
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { ConfigError, exitWithError, requireInteger, requireNonNegative, requirePositive, syntheticDataset, yargsFail } from '@admm-share/core';
+import { simulate } from './simulate.js';
+import { writeVerticalSplit } from './split.js';
+
+const TOOL = 'admm-share';
+
+async function main(): Promise<void> {
+  await yargs(hideBin(process.argv))
+    .scriptName(TOOL)
+    .usage('$0 <command> [options]')
+    .env('ADMM_SHARE')
+    .command(
+      'simulate',
+      'split a data set by feature columns, run a coordinator and one party process per block on localhost, compare with central training',
+      (y) =>
+        y
+          .option('data', { type: 'string', describe: 'training set, LIBSVM (default: built-in synthetic set, 3 parties)' })
+          .option('test', { type: 'string', describe: 'test set, LIBSVM' })
+          .option('split', { type: 'string', describe: 'feature block sizes, one per party; the last takes the rest (e.g. 66,57)' })
+          .option('features', { type: 'number', describe: 'number of features (default: largest index seen)' })
+          .option('lambda', { type: 'number', default: 1e-4 })
+          .option('rounds', { type: 'number', default: 100, describe: 'maximum rounds' })
+          .option('variant', { choices: ['exact', 'paper'] as const, default: 'exact' as const })
+          .option('rho', { type: 'number', describe: 'ADMM penalty (default 0.01/N exact, 0.3/N paper)' })
+          .option('alpha', { type: 'number', default: 1.6, describe: 'over-relaxation (exact form)' })
+          .option('eval-every', { type: 'number', default: 0, describe: 'test-set evaluation every k rounds (0: at the end)' })
+          .option('intercept', { type: 'boolean', default: false, describe: 'unpenalised intercept at party 1' })
+          .option('out', { type: 'string', describe: 'output directory (default: runs/<time>)' })
+          .option('seed', { type: 'string', default: 'admm-share', describe: 'seed of the synthetic data set' })
+          .option('baselines', { type: 'boolean', default: true, describe: 'also train centrally on all features and on party 1\'s only' }),
+      async (a) => {
+        await simulate({
+          data: a.data ? resolve(a.data) : undefined,
+          test: a.test ? resolve(a.test) : undefined,
+          split: a.split,
+          features: a.features === undefined ? undefined : requireInteger('features', a.features, 1),
+          lambda: requireNonNegative('lambda', a.lambda),
+          rounds: requireInteger('rounds', a.rounds, 1),
+          variant: a.variant,
+          rho: a.rho === undefined ? undefined : requirePositive('rho', a.rho),
+          alpha: requirePositive('alpha', a.alpha),
+          evalEvery: requireInteger('eval-every', a['eval-every'], 0),
+          intercept: a.intercept,
+          out: a.out,
+          seed: a.seed,
+          baselines: a.baselines,
+        });
+      },
+    )
+    .command(
+      'generate',
+      'write the built-in synthetic data set as per-party files and label files (what docker compose runs on)',
+      (y) =>
+        y
+          .option('out', { type: 'string', demandOption: true, describe: 'directory to write into' })
+          .option('seed', { type: 'string', default: 'admm-share' })
+          .option('rows', { type: 'number', default: 2000, describe: 'training rows' })
+          .option('test-rows', { type: 'number', default: 1000 }),
+      (a) => {
+        const s = syntheticDataset({ seed: a.seed, trainRows: requireInteger('rows', a.rows, 1), testRows: requireInteger('test-rows', a['test-rows'], 1) });
+        const files = writeVerticalSplit(resolve(a.out), s.blocks, s.train, s.test);
+        process.stdout.write(JSON.stringify(files, null, 2) + '\n');
+      },
+    )
+    .demandCommand(1, 'name a command: simulate or generate')
+    .strict()
+    .version(false)
+    .help()
+    .fail(yargsFail(TOOL))
+    .parseAsync();
+}
+
+main().catch((err) => exitWithError(TOOL, err instanceof Error && err.name === 'YError' ? new ConfigError(err.message) : err));

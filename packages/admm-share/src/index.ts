@@ -1,1 +1,3 @@
-export {};
+export * from './simulate.js';
+export * from './split.js';
+export * from './processes.js';

@@ -1,1 +1,100 @@
-export {};
+import { randomBytes } from 'node:crypto';
+import { resolve } from 'node:path';
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import {
+  ConfigError,
+  createLogger,
+  exitWithError,
+  onSignals,
+  requireInteger,
+  requireNonNegative,
+  requirePositive,
+  yargsFail,
+} from '@admm-share/core';
+import { NAME_RE } from '@admm-share/protocol';
+import { type CoordinatorConfig, start } from './coordinator.js';
+
+const TOOL = 'admm-coordinator';
+
+export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: string } {
+  const a = yargs(argv)
+    .scriptName(TOOL)
+    .usage('$0 --labels FILE --parties ID,ID,... [options]\n\nRun the ADMM sharing coordinator: holds the labels, aligns samples, runs the z and dual updates.')
+    .env('ADMM_COORDINATOR')
+    .option('labels', { type: 'string', demandOption: true, describe: 'training labels with sample ids (CSV with id,label columns, or LIBSVM)' })
+    .option('test-labels', { type: 'string', describe: 'test labels; parties then send test-set scores for evaluation' })
+    .option('label-format', { choices: ['auto', 'libsvm', 'csv'] as const, default: 'auto' as const })
+    .option('ids', { choices: ['auto', 'row', 'qid'] as const, default: 'auto' as const, describe: 'LIBSVM labels: where sample ids come from' })
+    .option('id-column', { type: 'string', default: 'id', describe: 'CSV: id column name' })
+    .option('label-column', { type: 'string', default: 'label', describe: 'CSV: label column name' })
+    .option('parties', { type: 'string', array: true, demandOption: true, describe: 'party ids that must join (comma or space separated)' })
+    .option('job', { type: 'string', describe: 'job id (default: random)' })
+    .option('host', { type: 'string', default: '127.0.0.1', describe: 'address to listen on' })
+    .option('port', { type: 'number', default: 7070, describe: '0 picks a free port (see the "listening" log line)' })
+    .option('loss', { choices: ['logistic', 'squared'] as const, default: 'logistic' as const })
+    .option('lambda', { type: 'number', default: 1e-4, describe: 'L2 regularisation weight' })
+    .option('variant', { choices: ['exact', 'paper'] as const, default: 'exact' as const, describe: 'exact sharing ADMM or the paper\'s Algorithm 1' })
+    .option('rho', { type: 'number', describe: 'ADMM penalty (default 0.01/N exact, 0.3/N paper)' })
+    .option('alpha', { type: 'number', default: 1.6, describe: 'over-relaxation, exact form only (1 = none)' })
+    .option('rounds', { type: 'number', default: 100, describe: 'maximum rounds' })
+    .option('tol-abs', { type: 'number', default: 1e-7, describe: 'absolute residual tolerance' })
+    .option('tol-rel', { type: 'number', default: 1e-5, describe: 'relative residual tolerance' })
+    .option('eval-every', { type: 'number', default: 0, describe: 'evaluate on the test set every k rounds (0: at the end only)' })
+    .option('out', { type: 'string', default: 'out', describe: 'directory for trace.jsonl and summary.json' })
+    .option('hello-timeout', { type: 'number', default: 10_000, describe: 'ms a new connection has to say hello' })
+    .option('max-rows-factor', { type: 'number', default: 10, describe: 'a party may declare at most this many times the label rows' })
+    .option('log-level', { choices: ['fatal', 'error', 'warn', 'info', 'debug'] as const, default: 'info' as const })
+    .strict()
+    .version(false)
+    .help()
+    .fail(yargsFail(TOOL))
+    .parseSync();
+  const parties = a.parties.flatMap((p) => String(p).split(',')).map((p) => p.trim()).filter((p) => p !== '');
+  for (const p of parties) if (!NAME_RE.test(p)) throw new ConfigError(`--parties: '${p}' is not a valid party id (letters, digits, . _ -)`);
+  const jobId = a.job ?? `job-${randomBytes(4).toString('hex')}`;
+  if (!NAME_RE.test(jobId)) throw new ConfigError(`--job: '${jobId}' is not a valid job id (letters, digits, . _ -)`);
+  const alpha = requirePositive('alpha', a.alpha);
+  if (alpha >= 2) throw new ConfigError(`--alpha must be in (0, 2), got ${alpha}`);
+  return {
+    host: a.host,
+    port: requireInteger('port', a.port, 0),
+    labels: resolve(a.labels),
+    testLabels: a['test-labels'] ? resolve(a['test-labels']) : undefined,
+    labelOptions: { format: a['label-format'], ids: a.ids, idColumn: a['id-column'], labelColumn: a['label-column'] },
+    parties,
+    jobId,
+    loss: a.loss,
+    lambda: requireNonNegative('lambda', a.lambda),
+    variant: a.variant,
+    rho: a.rho === undefined ? undefined : requirePositive('rho', a.rho),
+    alpha,
+    maxRounds: requireInteger('rounds', a.rounds, 1),
+    tolerance: { abs: requireNonNegative('tol-abs', a['tol-abs']), rel: requireNonNegative('tol-rel', a['tol-rel']) },
+    evalEvery: requireInteger('eval-every', a['eval-every'], 0),
+    out: resolve(a.out),
+    helloTimeoutMs: requireInteger('hello-timeout', a['hello-timeout'], 1),
+    maxRowsFactor: requirePositive('max-rows-factor', a['max-rows-factor']),
+    logLevel: a['log-level'],
+  };
+}
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = parseArgs(hideBin(process.argv));
+  } catch (err) {
+    exitWithError(TOOL, err);
+  }
+  const logger = createLogger(TOOL, config.logLevel);
+  try {
+    const handle = await start(config, { logger });
+    onSignals(logger, () => handle.close());
+    await handle.done;
+    process.exit(0);
+  } catch (err) {
+    exitWithError(TOOL, err, logger);
+  }
+}
+
+void main();

@@ -1,1 +1,3 @@
-export {};
+export * from './coordinator.js';
+export * from './admm.js';
+export * from './labels.js';

@@ -7,3 +7,4 @@ export * from './linalg.js';
 export * from './hash.js';
 export * from './central.js';
 export * from './synthetic.js';
+export * from './cli-support.js';

@@ -1,1 +1,76 @@
-export {};
+import { resolve } from 'node:path';
+import yargs from 'yargs';
+import { hideBin } from 'yargs/helpers';
+import { ConfigError, createLogger, exitWithError, onSignals, requireInteger, yargsFail } from '@admm-share/core';
+import { NAME_RE } from '@admm-share/protocol';
+import { type PartyConfig, start } from './party.js';
+
+const TOOL = 'admm-party';
+
+export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
+  const a = yargs(argv)
+    .scriptName(TOOL)
+    .usage('$0 --coordinator ws://HOST:PORT --id ID --data FILE [options]\n\nRun one party: its feature block and its part of the model stay in this process.')
+    .env('ADMM_PARTY')
+    .option('coordinator', { type: 'string', demandOption: true, describe: 'coordinator URL, ws://host:port' })
+    .option('id', { type: 'string', demandOption: true, describe: 'this party\'s id, as listed in the coordinator\'s --parties' })
+    .option('job', { type: 'string', describe: 'join only this job id' })
+    .option('data', { type: 'string', demandOption: true, describe: 'training features: LIBSVM, or CSV with a header and an id column' })
+    .option('test', { type: 'string', describe: 'test features, same format and columns' })
+    .option('format', { choices: ['auto', 'libsvm', 'csv'] as const, default: 'auto' as const, describe: 'auto: .csv is CSV, anything else LIBSVM' })
+    .option('ids', {
+      choices: ['auto', 'row', 'first', 'qid'] as const,
+      default: 'auto' as const,
+      describe: 'LIBSVM sample ids: first token (first), qid:ID (qid), row number (row); auto = qid if present, else row',
+    })
+    .option('id-column', { type: 'string', default: 'id', describe: 'CSV: name of the id column' })
+    .option('features', { type: 'number', describe: 'number of feature columns (default: largest index in the training file)' })
+    .option('intercept', { type: 'boolean', default: false, describe: 'fit an unpenalised intercept here (one party at most)' })
+    .option('model', { type: 'string', describe: 'model file to write (default: model-ID.json)' })
+    .option('connect-timeout', { type: 'number', default: 30_000, describe: 'ms to wait for the coordinator' })
+    .option('log-level', { choices: ['fatal', 'error', 'warn', 'info', 'debug'] as const, default: 'info' as const })
+    .strict()
+    .version(false)
+    .help()
+    .fail(yargsFail(TOOL))
+    .parseSync();
+  if (!NAME_RE.test(a.id)) throw new ConfigError(`--id: '${a.id}' is not a valid party id (letters, digits, . _ -)`);
+  if (a.job !== undefined && !NAME_RE.test(a.job)) throw new ConfigError(`--job: '${a.job}' is not a valid job id`);
+  return {
+    coordinator: a.coordinator,
+    partyId: a.id,
+    jobId: a.job ?? null,
+    data: resolve(a.data),
+    test: a.test ? resolve(a.test) : undefined,
+    read: {
+      format: a.format,
+      ids: a.ids,
+      idColumn: a['id-column'],
+      features: a.features === undefined ? undefined : requireInteger('features', a.features, 1),
+    },
+    intercept: a.intercept,
+    model: resolve(a.model ?? `model-${a.id}.json`),
+    connectTimeoutMs: requireInteger('connect-timeout', a['connect-timeout'], 1),
+    logLevel: a['log-level'],
+  };
+}
+
+async function main(): Promise<void> {
+  let config;
+  try {
+    config = parseArgs(hideBin(process.argv));
+  } catch (err) {
+    exitWithError(TOOL, err);
+  }
+  const logger = createLogger(TOOL, config.logLevel);
+  try {
+    const handle = start(config, { logger });
+    onSignals(logger, async () => handle.close());
+    await handle.done;
+    process.exit(0);
+  } catch (err) {
+    exitWithError(TOOL, err, logger);
+  }
+}
+
+void main();

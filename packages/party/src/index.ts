@@ -1,1 +1,2 @@
 export * from './xupdate.js';
+export * from './party.js';

@@ -1,1 +1,5 @@
-export {};
+export * from './messages.js';
+export * from './close-codes.js';
+export * from './errors.js';
+export * from './codec.js';
+export * from './validate.js';

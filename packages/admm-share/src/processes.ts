@@ -1,0 +1,58 @@
+import { type ChildProcess, spawn } from 'node:child_process';
+import { createWriteStream } from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { createInterface } from 'node:readline';
+
+const require = createRequire(import.meta.url);
+
+/** Path of a workspace package's bin script, e.g. binPath('coordinator', 'admm-coordinator'). */
+export function binPath(pkg: string, bin: string): string {
+  return join(dirname(require.resolve(`@admm-share/${pkg}/package.json`)), 'bin', `${bin}.js`);
+}
+
+export interface Child {
+  name: string;
+  proc: ChildProcess;
+  exited: Promise<{ code: number | null; signal: NodeJS.Signals | null }>;
+  /** The last lines the process wrote on stderr (its error message, if it failed). */
+  stderrTail(): string;
+}
+
+/**
+ * Start a node script as a separate OS process. Its stdout (pino JSON lines) and stderr
+ * go to `logFile`; each stdout line that parses as JSON is also handed to `onRecord`.
+ */
+export function spawnNode(name: string, script: string, args: string[], logFile: string, onRecord?: (rec: Record<string, unknown>) => void): Child {
+  const proc = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
+  const log = createWriteStream(logFile);
+  const tail: string[] = [];
+  const lines = createInterface({ input: proc.stdout! });
+  lines.on('line', (line) => {
+    log.write(line + '\n');
+    if (!onRecord) return;
+    try {
+      onRecord(JSON.parse(line));
+    } catch {
+      /* not a log record */
+    }
+  });
+  createInterface({ input: proc.stderr! }).on('line', (line) => {
+    log.write(line + '\n');
+    tail.push(line);
+    if (tail.length > 20) tail.shift();
+  });
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null }>((resolve) => {
+    proc.on('error', () => resolve({ code: null, signal: null }));
+    proc.on('close', (code, signal) => {
+      log.end();
+      resolve({ code, signal });
+    });
+  });
+  return { name, proc, exited, stderrTail: () => tail.join('\n') };
+}
+
+/** Kill every child still running (used on failure, signals and exit). */
+export function killAll(children: Iterable<Child>): void {
+  for (const c of children) if (c.proc.exitCode === null && c.proc.signalCode === null) c.proc.kill('SIGTERM');
+}

@@ -1,0 +1,28 @@
+/** A one-line progress bar on an interactive terminal; silent otherwise. */
+export class Progress {
+  private readonly tty: boolean;
+  private drawn = false;
+  constructor(private readonly stream: NodeJS.WriteStream = process.stderr) {
+    this.tty = Boolean(stream.isTTY) && !process.env.CI;
+  }
+
+  update(round: number, total: number, objective: number): void {
+    if (!this.tty) return;
+    const width = 30;
+    const filled = Math.round((width * Math.min(round, total)) / total);
+    const bar = '#'.repeat(filled) + '.'.repeat(width - filled);
+    this.stream.write(`\r[${bar}] round ${round}/${total}  objective ${objective.toFixed(8)}`);
+    this.drawn = true;
+  }
+
+  message(text: string): void {
+    if (!this.tty) return;
+    this.stream.write(`\r\x1b[K${text}`);
+    this.drawn = true;
+  }
+
+  done(): void {
+    if (this.drawn) this.stream.write('\r\x1b[K');
+    this.drawn = false;
+  }
+}

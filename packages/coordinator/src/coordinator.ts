@@ -1,0 +1,613 @@
+import { randomBytes } from 'node:crypto';
+import { closeSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { WebSocketServer, type WebSocket, type RawData } from 'ws';
+import {
+  ConfigError,
+  PeerError,
+  classificationMetrics,
+  hashIds,
+  hashKeys,
+  lossByName,
+  meanLoss,
+  writeFileAtomic,
+} from '@admm-share/core';
+import {
+  type CloseKind,
+  type CoordinatorMessage,
+  type LossName,
+  type PartyMessage,
+  type Scores,
+  type Share,
+  type StopReason,
+  CloseCodes,
+  ID_HASH_BYTES,
+  PROTOCOL_VERSION,
+  ProtocolError,
+  closeReason,
+  decode,
+  encode,
+  validatePartyMessage,
+} from '@admm-share/protocol';
+import { AdmmCoordinator, type RoundStats, type Variant } from './admm.js';
+import { type LabelOptions, type Labels, loadLabels } from './labels.js';
+
+export interface CoordinatorConfig {
+  host: string;
+  /** 0 picks a free port; the `listening` log line reports it. */
+  port: number;
+  labels: string;
+  testLabels?: string;
+  labelOptions: LabelOptions;
+  /** Party ids allowed to join; the job starts when all of them have. */
+  parties: string[];
+  jobId: string;
+  loss: LossName;
+  lambda: number;
+  variant: Variant;
+  /** undefined: the data-scaled default (see defaultRho). */
+  rho?: number;
+  alpha: number;
+  maxRounds: number;
+  tolerance: { abs: number; rel: number };
+  /** Evaluate on the test set every k rounds (0: only at the end). */
+  evalEvery: number;
+  /** Directory for trace.jsonl and summary.json. */
+  out: string;
+  /** An unauthenticated connection must say hello within this time. */
+  helloTimeoutMs: number;
+  /** Largest number of rows a party may declare, relative to the label file (bounds memory and frame size). */
+  maxRowsFactor: number;
+}
+
+export interface PartySummary {
+  id: string;
+  features: number;
+  rows: number;
+  testRows: number;
+}
+
+export interface TestMetrics {
+  logLoss?: number;
+  accuracy?: number;
+  auc?: number;
+  rmse?: number;
+}
+
+export interface Summary {
+  jobId: string;
+  variant: Variant;
+  loss: LossName;
+  lambda: number;
+  rho: { initial: number; final: number };
+  alpha: number;
+  rounds: number;
+  reason: StopReason;
+  converged: boolean;
+  objective: number;
+  residuals: { primal: number; dual: number };
+  test?: TestMetrics;
+  seconds: { total: number; setup: number; training: number; perRound: number };
+  bytes: { toCoordinator: number; fromCoordinator: number };
+  parties: PartySummary[];
+  rows: { train: number; test: number };
+  droppedRows: number;
+  droppedTestRows: number;
+}
+
+export interface CoordinatorHandle {
+  port: number;
+  done: Promise<Summary>;
+  close(): Promise<void>;
+}
+
+/**
+ * Default rho, scaled to the data: the loss is an average over N samples, so its
+ * curvature per sample is O(1/N) and rho is 0.01/N (exact form; 0.3/N for the paper's
+ * form, which needs a larger rho to stay stable). See docs/rho.md for the measurements.
+ */
+export function defaultRho(variant: Variant, n: number): number {
+  return (variant === 'exact' ? 0.01 : 0.3) / n;
+}
+
+/** Bytes of MessagePack framing allowed on top of a message's vectors. */
+const ENVELOPE_BYTES = 4096;
+/** A hello is a few short fields; anything larger before authentication is hostile. */
+const HELLO_MAX_BYTES = 1024;
+
+type Phase = 'waiting' | 'setup' | 'training' | 'finishing' | 'done' | 'failed';
+
+interface PartyState {
+  id: string;
+  ws: WebSocket;
+  features: number;
+  fileRows: { train: number; test: number };
+  hashes: { train?: Uint8Array; test?: Uint8Array };
+  aligned: { train: Uint32Array; test: Uint32Array } | undefined;
+  inbox: PartyMessage[];
+  waiter: { deliver: (m: PartyMessage) => void; fail: (e: Error) => void } | undefined;
+}
+
+export async function start(config: CoordinatorConfig, deps: { logger: Logger }): Promise<CoordinatorHandle> {
+  const c = new Coordinator(config, deps.logger);
+  const port = await c.listen();
+  return { port, done: c.done, close: () => c.close() };
+}
+
+class Coordinator {
+  readonly done: Promise<Summary>;
+  private resolveDone!: (s: Summary) => void;
+  private rejectDone!: (e: Error) => void;
+  private readonly labels: Labels;
+  private readonly testLabels: Labels | undefined;
+  private readonly hashKey = randomBytes(32);
+  private readonly parties = new Map<string, PartyState>();
+  private wss: WebSocketServer | undefined;
+  private phase: Phase = 'waiting';
+  private round = 0;
+  private n = 0;
+  private nTest = 0;
+  private bytesIn = 0;
+  private bytesOut = 0;
+  private readonly started = performance.now();
+  private allJoined!: () => void;
+  private readonly joined = new Promise<void>((r) => (this.allJoined = r));
+  private readonly maxRows: number;
+
+  constructor(
+    private readonly cfg: CoordinatorConfig,
+    private readonly log: Logger,
+  ) {
+    if (cfg.parties.length === 0) throw new ConfigError('no parties configured');
+    if (new Set(cfg.parties).size !== cfg.parties.length) throw new ConfigError(`party ids must be distinct: ${cfg.parties.join(', ')}`);
+    this.done = new Promise((res, rej) => {
+      this.resolveDone = res;
+      this.rejectDone = rej;
+    });
+    this.done.catch(() => undefined);
+    this.labels = loadLabels(cfg.labels, cfg.loss, cfg.labelOptions);
+    this.testLabels = cfg.testLabels ? loadLabels(cfg.testLabels, cfg.loss, cfg.labelOptions) : undefined;
+    this.maxRows = Math.ceil(cfg.maxRowsFactor * Math.max(this.labels.ids.length, this.testLabels?.ids.length ?? 0)) + 1024;
+    log.info(
+      { labels: cfg.labels, rows: this.labels.ids.length, testRows: this.testLabels?.ids.length ?? 0, classes: this.labels.classes },
+      'labels loaded',
+    );
+  }
+
+  listen(): Promise<number> {
+    // The largest legitimate frame: a party's id hashes (up to maxRows of them) or a
+    // vector of doubles over the label rows, whichever is larger. Never the ws default.
+    const rowsForVectors = Math.max(this.labels.ids.length, this.testLabels?.ids.length ?? 0);
+    const maxPayload = Math.max(this.maxRows * ID_HASH_BYTES, rowsForVectors * 8) + ENVELOPE_BYTES;
+    return new Promise((resolve, reject) => {
+      const wss = new WebSocketServer({ host: this.cfg.host, port: this.cfg.port, maxPayload, perMessageDeflate: false });
+      this.wss = wss;
+      wss.on('error', (err) => {
+        if (this.phase === 'waiting' && !wss.address()) reject(new ConfigError(`cannot listen on ${this.cfg.host}:${this.cfg.port}: ${err.message}`));
+        else this.fail(new PeerError(`server error: ${err.message}`));
+      });
+      wss.on('listening', () => {
+        const addr = wss.address();
+        const port = typeof addr === 'object' && addr ? addr.port : this.cfg.port;
+        this.log.info({ port, host: this.cfg.host, jobId: this.cfg.jobId, parties: this.cfg.parties, maxPayload }, 'listening');
+        resolve(port);
+        this.run().catch((err) => this.fail(err));
+      });
+      wss.on('connection', (ws, req) => this.onConnection(ws, req.socket.remoteAddress ?? '?'));
+    });
+  }
+
+  async close(): Promise<void> {
+    if (this.phase !== 'done' && this.phase !== 'failed') this.fail(new PeerError('coordinator stopped'));
+    await this.shutdownServer();
+  }
+
+  // ---- connections -------------------------------------------------------
+
+  private onConnection(ws: WebSocket, remote: string): void {
+    const log = this.log.child({ remote });
+    let party: PartyState | undefined;
+    ws.on('error', (err) => log.warn({ err: err.message }, 'socket error'));
+    const helloTimer = setTimeout(() => {
+      if (!party) reject('helloTimeout', `no hello within ${this.cfg.helloTimeoutMs} ms`);
+    }, this.cfg.helloTimeoutMs);
+    const reject = (kind: CloseKind, detail: string) => {
+      log.warn({ close: CloseCodes[kind].code, detail, party: party?.id }, 'closing connection');
+      ws.close(CloseCodes[kind].code, closeReason(kind, detail));
+    };
+    ws.on('message', (data: RawData, isBinary: boolean) => {
+      const bytes = toBytes(data);
+      this.bytesIn += bytes.length;
+      try {
+        if (!isBinary) throw new ProtocolError('malformed', 'text frame; messages are binary MessagePack');
+        if (!party) {
+          if (bytes.length > HELLO_MAX_BYTES) throw new ProtocolError('invalid', `${bytes.length}-byte frame before hello (limit ${HELLO_MAX_BYTES})`);
+          const msg = validatePartyMessage(decode(bytes), { jobId: undefined });
+          if (msg.type !== 'hello') throw new ProtocolError('unexpected', `'${msg.type}' before hello`);
+          party = this.onHello(ws, msg, log);
+          clearTimeout(helloTimer);
+          return;
+        }
+        const msg = validatePartyMessage(decode(bytes), this.contextFor(party));
+        this.deliver(party, msg);
+      } catch (err) {
+        if (!(err instanceof ProtocolError)) {
+          log.error({ err: (err as Error).message }, 'internal error handling a message');
+          reject('internal', (err as Error).message);
+          if (party) this.fail(new PeerError(`internal error handling a message from ${party.id}: ${(err as Error).message}`));
+          return;
+        }
+        reject(err.kind, err.message);
+        if (party && this.parties.get(party.id) === party) this.fail(new PeerError(`party ${party.id}: ${err.message}`));
+      }
+    });
+    ws.on('close', (code, reason) => {
+      clearTimeout(helloTimer);
+      if (!party || this.parties.get(party.id) !== party) return;
+      const why = `party ${party.id} disconnected (code ${code}${reason.length ? `: ${reason.toString()}` : ''})`;
+      if (this.phase === 'finishing' || this.phase === 'done') {
+        log.debug({ party: party.id, code }, 'party closed');
+        this.partyClosed(party);
+      } else if (this.phase === 'waiting') {
+        // Before the job starts a party may leave and join again (after fixing its data, say).
+        log.warn({ party: party.id, code, reason: reason.toString() }, 'party left before the job started');
+        this.parties.delete(party.id);
+      } else if (this.phase !== 'failed') this.fail(new PeerError(why));
+    });
+  }
+
+  private onHello(ws: WebSocket, msg: Extract<PartyMessage, { type: 'hello' }>, log: Logger): PartyState {
+    const reject = (kind: CloseKind, detail: string): never => {
+      throw new ProtocolError(kind, detail);
+    };
+    if (msg.protocolVersion !== PROTOCOL_VERSION)
+      reject('versionMismatch', `coordinator speaks version ${PROTOCOL_VERSION}, party ${msg.partyId} sent version ${msg.protocolVersion}`);
+    if (!this.cfg.parties.includes(msg.partyId)) reject('unknownParty', `'${msg.partyId}' is not one of ${this.cfg.parties.join(', ')}`);
+    if (this.parties.has(msg.partyId)) reject('duplicateParty', `'${msg.partyId}' is already connected`);
+    if (msg.jobId !== null && msg.jobId !== this.cfg.jobId) reject('wrongJob', `party wants job '${msg.jobId}', this is job '${this.cfg.jobId}'`);
+    if (this.phase !== 'waiting') reject('unexpected', 'the job has already started');
+    if (msg.trainRows > this.maxRows || msg.testRows > this.maxRows)
+      reject('invalid', `party declares ${Math.max(msg.trainRows, msg.testRows)} rows; limit is ${this.maxRows}`);
+    if (this.testLabels && msg.testRows === 0)
+      reject('alignment', `the coordinator evaluates on a test set but party ${msg.partyId} has none`);
+    const state: PartyState = {
+      id: msg.partyId,
+      ws,
+      features: msg.features,
+      fileRows: { train: msg.trainRows, test: msg.testRows },
+      hashes: {},
+      aligned: undefined,
+      inbox: [],
+      waiter: undefined,
+    };
+    this.parties.set(state.id, state);
+    log.info({ party: state.id, features: msg.features, rows: msg.trainRows, testRows: msg.testRows }, 'party joined');
+    this.send(state, { type: 'welcome', protocolVersion: PROTOCOL_VERSION, jobId: this.cfg.jobId, hashKey: this.hashKey });
+    return state;
+  }
+
+  private contextFor(p: PartyState) {
+    return {
+      jobId: this.cfg.jobId,
+      n: this.phase === 'training' || this.phase === 'finishing' ? this.n : undefined,
+      nTest: this.nTest,
+      round: this.phase === 'training' ? this.round : undefined,
+      declaredRows: p.fileRows,
+    };
+  }
+
+  /** Messages that arrive while the job is not waiting for them are protocol violations. */
+  private deliver(p: PartyState, msg: PartyMessage): void {
+    if (msg.type === 'ids') {
+      if (this.phase !== 'waiting') throw new ProtocolError('unexpected', 'ids after alignment');
+      if (msg.set === 'test' && !this.testLabels) {
+        p.hashes.test = new Uint8Array(0); // the coordinator has no test labels: nothing to align
+      } else {
+        if (p.hashes[msg.set]) throw new ProtocolError('unexpected', `${msg.set} ids sent twice`);
+        p.hashes[msg.set] = msg.hashes;
+      }
+      if (this.allIdsIn()) this.allJoined();
+      return;
+    }
+    if (msg.type === 'hello') throw new ProtocolError('unexpected', 'second hello');
+    if (p.waiter) {
+      const w = p.waiter;
+      p.waiter = undefined;
+      w.deliver(msg);
+      return;
+    }
+    // A party speaks only when asked, so at most one message can be pending.
+    if (p.inbox.length > 0) throw new ProtocolError('unexpected', `'${msg.type}' while '${p.inbox[0].type}' is still unprocessed`);
+    p.inbox.push(msg);
+  }
+
+  private allIdsIn(): boolean {
+    if (this.parties.size !== this.cfg.parties.length) return false;
+    for (const p of this.parties.values()) {
+      if (!p.hashes.train) return false;
+      if (p.fileRows.test > 0 && !p.hashes.test) return false;
+    }
+    return true;
+  }
+
+  private next<T extends PartyMessage['type']>(p: PartyState, type: T): Promise<Extract<PartyMessage, { type: T }>> {
+    const check = (m: PartyMessage) => {
+      if (m.type !== type) throw new ProtocolError('unexpected', `'${m.type}' while waiting for '${type}'`);
+      return m as Extract<PartyMessage, { type: T }>;
+    };
+    const queued = p.inbox.shift();
+    if (queued) return Promise.resolve(check(queued));
+    if (this.phase === 'failed') return Promise.reject(new PeerError('job aborted'));
+    return new Promise((resolve, reject) => {
+      p.waiter = {
+        deliver: (m) => {
+          try {
+            resolve(check(m));
+          } catch (err) {
+            const e = err as ProtocolError;
+            p.ws.close(e.closeCode, closeReason(e.kind, e.message));
+            reject(new PeerError(`party ${p.id}: ${e.message}`));
+          }
+        },
+        fail: reject,
+      };
+    });
+  }
+
+  private send(p: PartyState, msg: CoordinatorMessage): void {
+    const bytes = encode(msg);
+    this.bytesOut += bytes.length;
+    p.ws.send(bytes);
+  }
+
+  // ---- the job -----------------------------------------------------------
+
+  private async run(): Promise<void> {
+    await Promise.race([this.joined, this.done.then(() => undefined)]);
+    if (this.phase === 'failed') return;
+    this.phase = 'setup';
+    const setupStart = performance.now();
+    const parties = this.cfg.parties.map((id) => this.parties.get(id)!);
+    const train = this.align('train', this.labels, parties);
+    const test = this.testLabels ? this.align('test', this.testLabels, parties) : undefined;
+    this.n = train.labelRows.length;
+    this.nTest = test?.labelRows.length ?? 0;
+    const y = Float64Array.from(train.labelRows, (r) => this.labels.y[r]);
+    const yTest = test ? Float64Array.from(test.labelRows, (r) => this.testLabels!.y[r]) : undefined;
+    this.log.info({ rows: this.n, dropped: train.dropped, testRows: this.nTest, droppedTest: test?.dropped ?? 0 }, 'samples aligned');
+    for (const p of parties) {
+      p.aligned = { train: train.partyRows.get(p.id)!, test: test?.partyRows.get(p.id) ?? new Uint32Array(0) };
+      this.send(p, { type: 'setup', jobId: this.cfg.jobId, trainRows: p.aligned.train, testRows: p.aligned.test, lambda: this.cfg.lambda, loss: this.cfg.loss });
+    }
+    await Promise.all(parties.map((p) => this.next(p, 'ready')));
+    const setupSeconds = (performance.now() - setupStart) / 1000;
+
+    const loss = lossByName(this.cfg.loss);
+    const rho0 = this.cfg.rho ?? defaultRho(this.cfg.variant, this.n);
+    const admm = new AdmmCoordinator({
+      variant: this.cfg.variant,
+      loss,
+      y,
+      parties: parties.length,
+      lambda: this.cfg.lambda,
+      rho: rho0,
+      alpha: this.cfg.variant === 'exact' ? this.cfg.alpha : 1,
+      adaptive: undefined,
+      tolerance: this.cfg.tolerance,
+    });
+    const zeros = parties.map(() => new Float64Array(this.n));
+    admm.step(zeros, 0, 0); // z and dual from x = 0, so round 1 already moves
+    this.phase = 'training';
+    this.log.info({ rho: rho0, variant: this.cfg.variant, alpha: this.cfg.alpha, maxRounds: this.cfg.maxRounds }, 'training');
+    const trace = new TraceWriter(this.cfg.out);
+    const trainStart = performance.now();
+    let stats: RoundStats | undefined;
+    let reason: StopReason = 'max-rounds';
+    let metrics: TestMetrics | undefined;
+    let completed = false;
+    try {
+      for (let t = 1; t <= this.cfg.maxRounds; t++) {
+        const roundStart = performance.now();
+        const in0 = this.bytesIn;
+        const out0 = this.bytesOut;
+        this.round = t;
+        for (const p of parties) this.send(p, { type: 'round', jobId: this.cfg.jobId, round: t, rho: admm.rho, c: admm.c });
+        const shares = await Promise.all(parties.map((p) => this.next(p, 'share')));
+        stats = admm.step(shares.map((s: Share) => s.share), shares.reduce((a, s) => a + s.penaltySq, 0), t);
+        const converged = stats.primal <= stats.epsPrimal && stats.dual <= stats.epsDual;
+        const last = converged || t === this.cfg.maxRounds;
+        metrics = undefined;
+        if (yTest && (last || (this.cfg.evalEvery > 0 && t % this.cfg.evalEvery === 0))) metrics = await this.evaluate(parties, t, yTest);
+        const now = performance.now();
+        const line = {
+          round: t,
+          objective: stats.objective,
+          primal: stats.primal,
+          dual: stats.dual,
+          rho: stats.rho,
+          seconds: (now - trainStart) / 1000,
+          roundSeconds: (now - roundStart) / 1000,
+          bytes: { toCoordinator: this.bytesIn - in0, fromCoordinator: this.bytesOut - out0 },
+          ...(metrics ? { test: metrics } : {}),
+        };
+        trace.write(line);
+        this.log.info({ ...line, maxRounds: this.cfg.maxRounds }, 'round');
+        if (converged) {
+          reason = 'converged';
+          break;
+        }
+      }
+      completed = true;
+    } finally {
+      trace.close(completed);
+    }
+    if (!stats) throw new ConfigError('no rounds run (maxRounds is 0)');
+    const trainingSeconds = (performance.now() - trainStart) / 1000;
+
+    this.phase = 'finishing';
+    for (const p of parties)
+      this.send(p, {
+        type: 'done',
+        jobId: this.cfg.jobId,
+        reason,
+        rounds: this.round,
+        objective: stats.objective,
+        params: { variant: this.cfg.variant, rho: admm.rho, alpha: this.cfg.alpha, lambda: this.cfg.lambda, loss: this.cfg.loss },
+      });
+    const summary: Summary = {
+      jobId: this.cfg.jobId,
+      variant: this.cfg.variant,
+      loss: this.cfg.loss,
+      lambda: this.cfg.lambda,
+      rho: { initial: rho0, final: admm.rho },
+      alpha: this.cfg.variant === 'exact' ? this.cfg.alpha : 1,
+      rounds: this.round,
+      reason,
+      converged: reason === 'converged',
+      objective: stats.objective,
+      residuals: { primal: stats.primal, dual: stats.dual },
+      ...(metrics ? { test: metrics } : {}),
+      seconds: {
+        total: (performance.now() - this.started) / 1000,
+        setup: setupSeconds,
+        training: trainingSeconds,
+        perRound: trainingSeconds / this.round,
+      },
+      bytes: { toCoordinator: this.bytesIn, fromCoordinator: this.bytesOut },
+      parties: parties.map((p) => ({ id: p.id, features: p.features, rows: p.fileRows.train, testRows: p.fileRows.test })),
+      rows: { train: this.n, test: this.nTest },
+      droppedRows: train.dropped,
+      droppedTestRows: test?.dropped ?? 0,
+    };
+    writeFileAtomic(join(this.cfg.out, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
+    this.log.info({ rounds: summary.rounds, objective: summary.objective, reason, test: summary.test }, 'job done');
+    await this.waitForPartiesToClose(parties);
+    this.phase = 'done';
+    this.resolveDone(summary);
+    await this.shutdownServer();
+  }
+
+  private async evaluate(parties: PartyState[], t: number, yTest: Float64Array): Promise<TestMetrics> {
+    for (const p of parties) this.send(p, { type: 'evaluate', jobId: this.cfg.jobId, round: t });
+    const replies = await Promise.all(parties.map((p) => this.next(p, 'scores')));
+    const total = new Float64Array(this.nTest);
+    for (const r of replies as Scores[]) {
+      if (r.round !== t) throw new PeerError(`scores for round ${r.round}, expected ${t}`);
+      for (let i = 0; i < total.length; i++) total[i] += r.scores[i];
+    }
+    if (this.cfg.loss === 'logistic') return classificationMetrics(total, yTest);
+    return { rmse: Math.sqrt(2 * meanLoss(lossByName('squared'), yTest, total)) };
+  }
+
+  /**
+   * Sample alignment by keyed id hashes: the intersection, in the order of the label
+   * file. Returns the label rows kept and, per party, which of its rows they are.
+   */
+  private align(set: 'train' | 'test', labels: Labels, parties: PartyState[]) {
+    const labelKeys = hashKeys(hashIds(labels.ids, this.hashKey));
+    const union = new Set(labelKeys);
+    const index = parties.map((p) => {
+      const keys = hashKeys(p.hashes[set]!);
+      const m = new Map<string, number>();
+      keys.forEach((k, i) => {
+        if (m.has(k)) this.abortParty(p, 'alignment', `the ${set} ids contain a duplicate`);
+        m.set(k, i);
+        union.add(k);
+      });
+      return m;
+    });
+    const labelRows: number[] = [];
+    const partyRows = parties.map(() => [] as number[]);
+    labelKeys.forEach((k, r) => {
+      const rows = index.map((m) => m.get(k));
+      if (rows.some((x) => x === undefined)) return;
+      labelRows.push(r);
+      rows.forEach((x, m) => partyRows[m].push(x!));
+    });
+    if (labelRows.length === 0) {
+      const err = new PeerError(`no ${set} sample id is shared by the labels and every party`);
+      for (const p of parties) p.ws.close(CloseCodes.alignment.code, closeReason('alignment', `no common ${set} ids`));
+      throw err;
+    }
+    return {
+      labelRows,
+      partyRows: new Map(parties.map((p, m) => [p.id, Uint32Array.from(partyRows[m])])),
+      dropped: union.size - labelRows.length,
+    };
+  }
+
+  private abortParty(p: PartyState, kind: CloseKind, detail: string): never {
+    p.ws.close(CloseCodes[kind].code, closeReason(kind, detail));
+    throw new PeerError(`party ${p.id}: ${detail}`);
+  }
+
+  private closedParties = new Set<string>();
+  private onAllClosed: (() => void) | undefined;
+
+  private partyClosed(p: PartyState): void {
+    this.closedParties.add(p.id);
+    if (this.closedParties.size === this.parties.size) this.onAllClosed?.();
+  }
+
+  /** Parties close after writing their model files; give them a moment, then close for them. */
+  private async waitForPartiesToClose(parties: PartyState[]): Promise<void> {
+    if (this.closedParties.size === parties.length) return;
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(resolve, 10_000);
+      this.onAllClosed = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+  }
+
+  private fail(err: Error): void {
+    if (this.phase === 'failed' || this.phase === 'done') return;
+    this.phase = 'failed';
+    this.log.error({ err: err.message }, 'job failed');
+    for (const p of this.parties.values())
+      if (p.ws.readyState === p.ws.OPEN) p.ws.close(CloseCodes.aborted.code, closeReason('aborted', err.message));
+    for (const p of this.parties.values()) {
+      p.waiter?.fail(err);
+      p.waiter = undefined;
+    }
+    this.rejectDone(err);
+    void this.shutdownServer();
+  }
+
+  private shutdownServer(): Promise<void> {
+    const wss = this.wss;
+    if (!wss) return Promise.resolve();
+    this.wss = undefined;
+    for (const ws of wss.clients) ws.terminate();
+    return new Promise((resolve) => wss.close(() => resolve()));
+  }
+}
+
+function toBytes(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
+}
+
+/**
+ * The per-round trace, one JSON object per line. Written to `trace.jsonl.partial` as the
+ * job runs and renamed to `trace.jsonl` when it completes, so a `trace.jsonl` is always whole.
+ */
+class TraceWriter {
+  private readonly fd: number;
+  private readonly partial: string;
+  constructor(private readonly dir: string) {
+    mkdirSync(dir, { recursive: true });
+    this.partial = join(dir, 'trace.jsonl.partial');
+    this.fd = openSync(this.partial, 'w');
+  }
+  write(obj: object): void {
+    writeSync(this.fd, JSON.stringify(obj) + '\n');
+  }
+  close(complete: boolean): void {
+    closeSync(this.fd);
+    if (complete) renameSync(this.partial, join(this.dir, 'trace.jsonl'));
+  }
+}

@@ -1,0 +1,58 @@
+import { pino, type Logger } from 'pino';
+import { AdmmError, ConfigError, EXIT, exitCodeOf } from './errors.js';
+
+/** One JSON logger per process, on stdout; tests and scripts read its `listening` line. */
+export function createLogger(name: string, level = 'info'): Logger {
+  return pino({ name, level, base: { pid: process.pid, name } }, pino.destination({ fd: 1, sync: true }));
+}
+
+/**
+ * Report a fatal error the way every admm-share command does: one line on stderr naming
+ * the tool and what went wrong (no stack trace unless it is a bug), a `fatal` log record,
+ * and the exit code of the error's kind.
+ */
+export function exitWithError(tool: string, err: unknown, logger?: Logger): never {
+  const known = err instanceof AdmmError;
+  const message = err instanceof Error ? err.message : String(err);
+  logger?.fatal({ err: message, code: known ? (err as AdmmError).code : 'ERR_INTERNAL' }, 'fatal');
+  process.stderr.write(`${tool}: error: ${message}\n`);
+  if (!known && err instanceof Error && process.env.ADMM_DEBUG) process.stderr.write(`${err.stack}\n`);
+  process.exit(exitCodeOf(err));
+}
+
+/** yargs `.fail()` handler: a wrong flag is a configuration error (exit 64) with usage help. */
+export function yargsFail(tool: string) {
+  return (msg: string | undefined, err: Error | undefined, y: { help(): unknown; showHelp(fn: (s: string) => void): unknown }) => {
+    if (err && !(err instanceof ConfigError) && !msg) exitWithError(tool, err);
+    y.showHelp((s) => process.stderr.write(s + '\n'));
+    process.stderr.write(`\n${tool}: error: ${msg ?? err?.message}\n`);
+    process.exit(EXIT.config);
+  };
+}
+
+export function requirePositive(name: string, v: number): number {
+  if (!(Number.isFinite(v) && v > 0)) throw new ConfigError(`--${name} must be a positive number, got ${v}`);
+  return v;
+}
+
+export function requireNonNegative(name: string, v: number): number {
+  if (!(Number.isFinite(v) && v >= 0)) throw new ConfigError(`--${name} must be a number >= 0, got ${v}`);
+  return v;
+}
+
+export function requireInteger(name: string, v: number, min: number): number {
+  if (!(Number.isSafeInteger(v) && v >= min)) throw new ConfigError(`--${name} must be an integer >= ${min}, got ${v}`);
+  return v;
+}
+
+/** Exit cleanly on SIGINT / SIGTERM after `stop` runs. */
+export function onSignals(logger: Logger, stop: () => Promise<void>): void {
+  const handler = (signal: NodeJS.Signals) => {
+    logger.warn({ signal }, 'stopping');
+    stop()
+      .catch(() => undefined)
+      .finally(() => process.exit(EXIT.interrupted));
+  };
+  process.once('SIGINT', handler);
+  process.once('SIGTERM', handler);
+}

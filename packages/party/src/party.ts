@@ -1,0 +1,282 @@
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import type { Logger } from 'pino';
+import WebSocket, { type RawData } from 'ws';
+import {
+  type Csr,
+  type FeatureTable,
+  type ReadOptions,
+  ConfigError,
+  DataError,
+  PeerError,
+  csrSelectRows,
+  hashIds,
+  readFeatureFile,
+  writeFileAtomic,
+} from '@admm-share/core';
+import {
+  type CoordinatorMessage,
+  type Done,
+  type PartyMessage,
+  type ValidationContext,
+  CloseCodes,
+  PROTOCOL_VERSION,
+  ProtocolError,
+  assertNever,
+  closeKindOf,
+  closeReason,
+  decode,
+  encode,
+  validateCoordinatorMessage,
+} from '@admm-share/protocol';
+import { RidgeXUpdate } from './xupdate.js';
+
+export interface PartyConfig {
+  /** ws:// URL of the coordinator. */
+  coordinator: string;
+  partyId: string;
+  /** Join only this job (null: whatever job the coordinator runs). */
+  jobId: string | null;
+  data: string;
+  test?: string;
+  read: ReadOptions;
+  /** Fit an unpenalised intercept at this party (at most one party should). */
+  intercept: boolean;
+  /** Where to write the model file. */
+  model: string;
+  /** Give up if the coordinator does not answer within this time (ms). */
+  connectTimeoutMs: number;
+}
+
+export interface PartyHandle {
+  done: Promise<PartyResult>;
+  close(): void;
+}
+
+export interface PartyResult {
+  jobId: string;
+  rounds: number;
+  model: string;
+}
+
+/** Bytes of MessagePack framing allowed on top of a message's vectors. */
+const ENVELOPE_BYTES = 4096;
+
+type State = 'connecting' | 'welcome' | 'setup' | 'training' | 'done' | 'failed';
+
+/**
+ * One organisation's process: loads its own feature file(s), joins the job, and each round
+ * turns the coordinator's broadcast into a new x_m and share. D_m and x_m never leave it;
+ * what it sends is listed in PROTOCOL.md.
+ */
+export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandle {
+  const log = deps.logger.child({ party: config.partyId });
+  const train = readFeatureFile(config.data, config.read);
+  // The training file fixes the number of features; a test row with a larger index is an error.
+  const features = train.X.cols;
+  const test = config.test ? readFeatureFile(config.test, { ...config.read, features }) : undefined;
+  log.info({ file: config.data, rows: train.ids.length, features, nonzeros: train.X.values.length, testRows: test?.ids.length ?? 0 }, 'data loaded');
+  const party = new Party(config, log, train, test, features);
+  return { done: party.done, close: () => party.close() };
+}
+
+class Party {
+  readonly done: Promise<PartyResult>;
+  private resolve!: (r: PartyResult) => void;
+  private reject!: (e: Error) => void;
+  private readonly ws: WebSocket;
+  private state: State = 'connecting';
+  private jobId: string | undefined;
+  private x: RidgeXUpdate | undefined;
+  private testX: Csr | undefined;
+  private round = 0;
+  private readonly connectTimer: NodeJS.Timeout;
+
+  constructor(
+    private readonly cfg: PartyConfig,
+    private readonly log: Logger,
+    private readonly train: FeatureTable,
+    private readonly test: FeatureTable | undefined,
+    private readonly features: number,
+  ) {
+    this.done = new Promise((res, rej) => {
+      this.resolve = res;
+      this.reject = rej;
+    });
+    this.done.catch(() => undefined);
+    const rows = train.ids.length + (test?.ids.length ?? 0);
+    // The largest frame the coordinator sends: setup (4 bytes per row index) or a round
+    // (8 bytes per training row). Never the ws default of 100 MiB.
+    const maxPayload = Math.max(4 * rows, 8 * train.ids.length) + ENVELOPE_BYTES;
+    let url: URL;
+    try {
+      url = new URL(cfg.coordinator);
+      if (url.protocol !== 'ws:' && url.protocol !== 'wss:') throw new Error('not ws:// or wss://');
+    } catch (err) {
+      throw new ConfigError(`--coordinator '${cfg.coordinator}' is not a ws:// URL (${(err as Error).message})`);
+    }
+    this.ws = new WebSocket(url, { maxPayload, perMessageDeflate: false, handshakeTimeout: cfg.connectTimeoutMs });
+    this.connectTimer = setTimeout(() => {
+      if (this.state === 'connecting' || this.state === 'welcome') this.fail(new PeerError(`no answer from ${cfg.coordinator} within ${cfg.connectTimeoutMs} ms`));
+    }, cfg.connectTimeoutMs);
+    this.ws.on('error', (err) => {
+      const e = err as NodeJS.ErrnoException;
+      this.fail(new PeerError(`connection to ${cfg.coordinator} failed: ${e.code ?? e.message}`));
+    });
+    this.ws.on('open', () => {
+      log.info({ coordinator: cfg.coordinator }, 'connected');
+      this.state = 'welcome';
+      this.send({
+        type: 'hello',
+        protocolVersion: PROTOCOL_VERSION,
+        partyId: cfg.partyId,
+        jobId: cfg.jobId,
+        features: this.features,
+        trainRows: train.ids.length,
+        testRows: test?.ids.length ?? 0,
+      });
+    });
+    this.ws.on('message', (data: RawData, isBinary: boolean) => this.onMessage(data, isBinary));
+    this.ws.on('close', (code, reason) => {
+      clearTimeout(this.connectTimer);
+      if (this.state === 'done' || this.state === 'failed') return;
+      const kind = closeKindOf(code);
+      const text = reason.toString() || (kind ? CloseCodes[kind].reason : 'no reason given');
+      this.fail(new PeerError(`coordinator closed the connection (code ${code}: ${text})`), false);
+    });
+  }
+
+  close(): void {
+    this.fail(new PeerError('party stopped'));
+  }
+
+  private send(msg: PartyMessage): void {
+    this.ws.send(encode(msg));
+  }
+
+  private context(): ValidationContext {
+    return {
+      jobId: this.jobId,
+      n: this.x?.n,
+      nTest: this.testX?.rows,
+      round: undefined,
+      fileRows: { train: this.train.ids.length, test: this.test?.ids.length ?? 0 },
+    };
+  }
+
+  private onMessage(data: RawData, isBinary: boolean): void {
+    try {
+      if (!isBinary) throw new ProtocolError('malformed', 'text frame; messages are binary MessagePack');
+      const msg = validateCoordinatorMessage(decode(data as Buffer), this.context());
+      this.handle(msg);
+    } catch (err) {
+      if (err instanceof ProtocolError) {
+        this.log.error({ close: err.closeCode, err: err.message }, 'bad message from coordinator');
+        this.fail(new PeerError(`coordinator sent a bad message: ${err.message}`), true, err.kind);
+      } else if (err instanceof DataError || err instanceof ConfigError) {
+        this.fail(err, true, 'partyFailure');
+      } else {
+        this.fail(new PeerError(`internal error: ${(err as Error).message}`), true, 'internal');
+      }
+    }
+  }
+
+  private expect(...states: State[]): void {
+    if (!states.includes(this.state)) throw new ProtocolError('unexpected', `message not expected in state '${this.state}'`);
+  }
+
+  private handle(msg: CoordinatorMessage): void {
+    switch (msg.type) {
+      case 'welcome': {
+        this.expect('welcome');
+        if (msg.protocolVersion !== PROTOCOL_VERSION)
+          throw new ProtocolError('versionMismatch', `party speaks version ${PROTOCOL_VERSION}, coordinator sent version ${msg.protocolVersion}`);
+        clearTimeout(this.connectTimer);
+        this.jobId = msg.jobId;
+        this.state = 'setup';
+        this.log.info({ jobId: msg.jobId }, 'joined job');
+        this.send({ type: 'ids', jobId: msg.jobId, set: 'train', hashes: hashIds(this.train.ids, msg.hashKey) });
+        if (this.test) this.send({ type: 'ids', jobId: msg.jobId, set: 'test', hashes: hashIds(this.test.ids, msg.hashKey) });
+        return;
+      }
+      case 'setup': {
+        this.expect('setup');
+        const t0 = performance.now();
+        const D = csrSelectRows(this.train.X, msg.trainRows);
+        this.x = new RidgeXUpdate(D, msg.lambda, this.cfg.intercept);
+        if (this.test && msg.testRows.length > 0) this.testX = csrSelectRows(this.test.X, msg.testRows);
+        this.state = 'training';
+        this.log.info(
+          { rows: D.rows, droppedRows: this.train.ids.length - D.rows, testRows: this.testX?.rows ?? 0, form: this.x.form, factorMs: Math.round(performance.now() - t0) },
+          'aligned and factorised',
+        );
+        this.send({ type: 'ready', jobId: this.jobId! });
+        return;
+      }
+      case 'round': {
+        this.expect('training');
+        if (msg.round !== this.round + 1) throw new ProtocolError('unexpected', `round ${msg.round} after round ${this.round}`);
+        this.round = msg.round;
+        const x = this.x!;
+        x.updateFromBroadcast(msg.c, msg.rho);
+        this.send({ type: 'share', jobId: this.jobId!, round: msg.round, share: x.share, penaltySq: x.penaltySq() });
+        return;
+      }
+      case 'evaluate': {
+        this.expect('training');
+        if (!this.testX) throw new ProtocolError('unexpected', 'evaluate, but no test set was aligned');
+        this.send({ type: 'scores', jobId: this.jobId!, round: this.round, scores: this.x!.scores(this.testX) });
+        return;
+      }
+      case 'done': {
+        this.expect('training');
+        this.writeModel(msg);
+        this.state = 'done';
+        this.log.info({ rounds: msg.rounds, reason: msg.reason, model: this.cfg.model }, 'model written');
+        const result = { jobId: msg.jobId, rounds: msg.rounds, model: this.cfg.model };
+        // Resolve once the close handshake is over, so the coordinator sees a clean close.
+        const fallback = setTimeout(() => this.ws.terminate(), 5000);
+        this.ws.once('close', () => {
+          clearTimeout(fallback);
+          this.resolve(result);
+        });
+        this.ws.close(CloseCodes.done.code, 'model written');
+        return;
+      }
+      default:
+        assertNever(msg);
+    }
+  }
+
+  private writeModel(done: Done): void {
+    const x = this.x!;
+    const names = this.train.featureNames;
+    const model = {
+      format: 'admm-share-party-model/1',
+      jobId: done.jobId,
+      partyId: this.cfg.partyId,
+      features: this.features,
+      featureNames: names,
+      coefficients: Array.from(x.x),
+      intercept: this.cfg.intercept ? x.intercept : null,
+      hyperParameters: { ...done.params, rounds: done.rounds, stopReason: done.reason },
+      trainingObjective: done.objective,
+      rows: x.n,
+      data: this.cfg.data,
+      createdAt: new Date().toISOString(),
+    };
+    mkdirSync(dirname(this.cfg.model), { recursive: true });
+    writeFileAtomic(this.cfg.model, JSON.stringify(model, null, 2) + '\n');
+  }
+
+  private fail(err: Error, close = true, kind: keyof typeof CloseCodes = 'aborted'): void {
+    if (this.state === 'done' || this.state === 'failed') return;
+    this.state = 'failed';
+    clearTimeout(this.connectTimer);
+    if (close && (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING)) {
+      if (this.ws.readyState === WebSocket.OPEN) this.ws.close(CloseCodes[kind].code, closeReason(kind, err.message));
+      else this.ws.terminate();
+    }
+    this.reject(err);
+  }
+}

@@ -1,0 +1,114 @@
+/**
+ * Every message of the admm-share protocol. See PROTOCOL.md for the state machine.
+ * Party -> coordinator: hello, ids, ready, share, scores.
+ * Coordinator -> party: welcome, setup, round, evaluate, done.
+ */
+export const PROTOCOL_VERSION = 1;
+
+export const LOSSES = ['logistic', 'squared'] as const;
+export type LossName = (typeof LOSSES)[number];
+export const SAMPLE_SETS = ['train', 'test'] as const;
+export type SampleSet = (typeof SAMPLE_SETS)[number];
+export const STOP_REASONS = ['converged', 'max-rounds', 'stopped'] as const;
+export type StopReason = (typeof STOP_REASONS)[number];
+
+/** Bytes per keyed id hash (HMAC-SHA256 truncated to 128 bits). */
+export const ID_HASH_BYTES = 16;
+/** Party ids and job ids: short printable names. */
+export const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
+
+export interface Hello {
+  type: 'hello';
+  protocolVersion: number;
+  partyId: string;
+  /** The job the party expects to join, or null to join whatever job the coordinator runs. */
+  jobId: string | null;
+  /** Feature columns (d_m), reported for the summary. */
+  features: number;
+  trainRows: number;
+  /** 0 when the party has no test set. */
+  testRows: number;
+}
+
+export interface Welcome {
+  type: 'welcome';
+  protocolVersion: number;
+  jobId: string;
+  /** Key for the id hashes of this job (HMAC-SHA256), 32 random bytes. */
+  hashKey: Uint8Array;
+}
+
+export interface Ids {
+  type: 'ids';
+  jobId: string;
+  set: SampleSet;
+  /** ID_HASH_BYTES per row, in the party's file order. */
+  hashes: Uint8Array;
+}
+
+export interface Setup {
+  type: 'setup';
+  jobId: string;
+  /** Row i of the aligned training set is row trainRows[i] of the party's file. */
+  trainRows: Uint32Array;
+  testRows: Uint32Array;
+  lambda: number;
+  loss: LossName;
+}
+
+export interface Ready {
+  type: 'ready';
+  jobId: string;
+}
+
+export interface Round {
+  type: 'round';
+  jobId: string;
+  round: number;
+  rho: number;
+  /** The party's next target is w = s_m - c. */
+  c: Float64Array;
+}
+
+export interface Share {
+  type: 'share';
+  jobId: string;
+  round: number;
+  /** s_m = D_m x_m (+ intercept), one number per aligned training sample. */
+  share: Float64Array;
+  /** ||x_m||^2, for the training objective. */
+  penaltySq: number;
+}
+
+export interface Evaluate {
+  type: 'evaluate';
+  jobId: string;
+  round: number;
+}
+
+export interface Scores {
+  type: 'scores';
+  jobId: string;
+  round: number;
+  /** D_test,m x_m (+ intercept), one number per aligned test sample. */
+  scores: Float64Array;
+}
+
+export interface Done {
+  type: 'done';
+  jobId: string;
+  reason: StopReason;
+  rounds: number;
+  objective: number;
+  /** Hyper-parameters of the run, recorded in each party's model file. */
+  params: { variant: string; rho: number; alpha: number; lambda: number; loss: LossName };
+}
+
+export type PartyMessage = Hello | Ids | Ready | Share | Scores;
+export type CoordinatorMessage = Welcome | Setup | Round | Evaluate | Done;
+export type Message = PartyMessage | CoordinatorMessage;
+export type MessageType = Message['type'];
+
+export function assertNever(x: never): never {
+  throw new Error(`unhandled case: ${JSON.stringify(x)}`);
+}

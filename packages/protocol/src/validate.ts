@@ -1,0 +1,240 @@
+import { ProtocolError } from './errors.js';
+import {
+  type CoordinatorMessage,
+  type Done,
+  ID_HASH_BYTES,
+  LOSSES,
+  type LossName,
+  NAME_RE,
+  type PartyMessage,
+  SAMPLE_SETS,
+  type SampleSet,
+  STOP_REASONS,
+  type StopReason,
+} from './messages.js';
+
+/**
+ * What the receiver knows about its session; each field, when present, is checked
+ * against the message. Before alignment N is unknown, afterwards every vector must
+ * have exactly the session's length.
+ */
+export interface ValidationContext {
+  jobId?: string;
+  /** Aligned training rows N. */
+  n?: number;
+  /** Aligned test rows. */
+  nTest?: number;
+  /** The round the receiver expects: a share or round message for another round is stale or early. */
+  round?: number;
+  /** Rows the party declared in its hello (coordinator side, for `ids`). */
+  declaredRows?: { train: number; test: number };
+  /** Rows in the party's own files (party side, for `setup`). */
+  fileRows?: { train: number; test: number };
+}
+
+type Obj = Record<string, unknown>;
+
+function invalid(detail: string): never {
+  throw new ProtocolError('invalid', detail);
+}
+
+function asObject(v: unknown): Obj {
+  if (typeof v !== 'object' || v === null || Array.isArray(v) || ArrayBuffer.isView(v))
+    invalid(`expected a map, got ${describe(v)}`);
+  const proto = Object.getPrototypeOf(v);
+  if (proto !== Object.prototype && proto !== null) invalid(`expected a map, got ${describe(v)}`);
+  return v as Obj;
+}
+
+function describe(v: unknown): string {
+  if (v === null) return 'null';
+  if (Array.isArray(v)) return 'an array';
+  if (ArrayBuffer.isView(v)) return v.constructor.name;
+  if (typeof v === 'object') return (v as object).constructor?.name ?? 'an object';
+  return typeof v;
+}
+
+function exactKeys(o: Obj, type: string, keys: readonly string[]): void {
+  for (const k of Object.keys(o)) if (!keys.includes(k)) invalid(`${type}: unexpected field '${k}'`);
+  for (const k of keys) if (!(k in o)) invalid(`${type}: missing field '${k}'`);
+}
+
+function str(o: Obj, type: string, key: string, re?: RegExp): string {
+  const v = o[key];
+  if (typeof v !== 'string') invalid(`${type}.${key}: expected a string, got ${describe(v)}`);
+  if (re && !re.test(v)) invalid(`${type}.${key}: '${v.slice(0, 40)}' is not a valid name`);
+  return v;
+}
+
+function oneOf<T extends string>(o: Obj, type: string, key: string, allowed: readonly T[]): T {
+  const v = str(o, type, key);
+  if (!(allowed as readonly string[]).includes(v)) invalid(`${type}.${key}: '${v.slice(0, 40)}' is not one of ${allowed.join(', ')}`);
+  return v as T;
+}
+
+function count(o: Obj, type: string, key: string, min = 0): number {
+  const v = o[key];
+  if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min)
+    invalid(`${type}.${key}: expected an integer >= ${min}, got ${typeof v === 'number' ? v : describe(v)}`);
+  return v;
+}
+
+function finite(o: Obj, type: string, key: string, positive = false): number {
+  const v = o[key];
+  if (typeof v !== 'number' || !Number.isFinite(v)) invalid(`${type}.${key}: expected a finite number, got ${typeof v === 'number' ? v : describe(v)}`);
+  if (positive && !(v > 0)) invalid(`${type}.${key}: expected a positive number, got ${v}`);
+  return v;
+}
+
+function vector(o: Obj, type: string, key: string, length: number | undefined): Float64Array {
+  const v = o[key];
+  if (!(v instanceof Float64Array)) invalid(`${type}.${key}: expected a Float64Array, got ${describe(v)}`);
+  if (length !== undefined && v.length !== length) invalid(`${type}.${key}: length ${v.length}, expected ${length}`);
+  for (let i = 0; i < v.length; i++) if (!Number.isFinite(v[i])) invalid(`${type}.${key}[${i}] is ${v[i]}`);
+  return v;
+}
+
+function bytes(o: Obj, type: string, key: string): Uint8Array {
+  const v = o[key];
+  if (!(v instanceof Uint8Array)) invalid(`${type}.${key}: expected bytes, got ${describe(v)}`);
+  return v;
+}
+
+function rowIndex(o: Obj, type: string, key: string, length: number | undefined, bound: number | undefined): Uint32Array {
+  const v = o[key];
+  if (!(v instanceof Uint32Array)) invalid(`${type}.${key}: expected a Uint32Array, got ${describe(v)}`);
+  if (length !== undefined && v.length !== length) invalid(`${type}.${key}: length ${v.length}, expected ${length}`);
+  if (bound !== undefined) {
+    const seen = new Uint8Array(bound);
+    for (let i = 0; i < v.length; i++) {
+      if (v[i] >= bound) invalid(`${type}.${key}[${i}] = ${v[i]} is not a row of a file with ${bound} rows`);
+      if (seen[v[i]]) invalid(`${type}.${key}: row ${v[i]} appears twice`);
+      seen[v[i]] = 1;
+    }
+  }
+  return v;
+}
+
+function job(o: Obj, type: string, ctx: ValidationContext): string {
+  const id = str(o, type, 'jobId', NAME_RE);
+  if (ctx.jobId !== undefined && id !== ctx.jobId)
+    throw new ProtocolError('wrongJob', `${type} for job '${id}', this session is job '${ctx.jobId}'`);
+  return id;
+}
+
+function round(o: Obj, type: string, ctx: ValidationContext): number {
+  const r = count(o, type, 'round', 1);
+  if (ctx.round !== undefined && r !== ctx.round)
+    throw new ProtocolError('unexpected', `${type} for round ${r}, expected round ${ctx.round} (${r < ctx.round ? 'stale' : 'early'})`);
+  return r;
+}
+
+function typeOf(o: Obj): string {
+  const t = o.type;
+  if (typeof t !== 'string') invalid(`field 'type': expected a string, got ${describe(t)}`);
+  return t;
+}
+
+/** Validate a decoded value as a message a party may send. */
+export function validatePartyMessage(value: unknown, ctx: ValidationContext = {}): PartyMessage {
+  const o = asObject(value);
+  const type = typeOf(o);
+  switch (type) {
+    case 'hello': {
+      exactKeys(o, type, ['type', 'protocolVersion', 'partyId', 'jobId', 'features', 'trainRows', 'testRows']);
+      const jobId = o.jobId === null ? null : str(o, type, 'jobId', NAME_RE);
+      return {
+        type,
+        protocolVersion: count(o, type, 'protocolVersion'),
+        partyId: str(o, type, 'partyId', NAME_RE),
+        jobId,
+        features: count(o, type, 'features', 1),
+        trainRows: count(o, type, 'trainRows', 1),
+        testRows: count(o, type, 'testRows'),
+      };
+    }
+    case 'ids': {
+      exactKeys(o, type, ['type', 'jobId', 'set', 'hashes']);
+      const jobId = job(o, type, ctx);
+      const set: SampleSet = oneOf(o, type, 'set', SAMPLE_SETS);
+      const hashes = bytes(o, type, 'hashes');
+      if (hashes.length % ID_HASH_BYTES !== 0) invalid(`ids.hashes: ${hashes.length} bytes is not a multiple of ${ID_HASH_BYTES}`);
+      const rows = ctx.declaredRows?.[set];
+      if (rows !== undefined && hashes.length !== rows * ID_HASH_BYTES)
+        invalid(`ids.hashes: ${hashes.length / ID_HASH_BYTES} ${set} ids, the hello declared ${rows}`);
+      return { type, jobId, set, hashes };
+    }
+    case 'ready':
+      exactKeys(o, type, ['type', 'jobId']);
+      return { type, jobId: job(o, type, ctx) };
+    case 'share': {
+      exactKeys(o, type, ['type', 'jobId', 'round', 'share', 'penaltySq']);
+      const jobId = job(o, type, ctx);
+      const r = round(o, type, ctx);
+      const penaltySq = finite(o, type, 'penaltySq');
+      if (penaltySq < 0) invalid(`share.penaltySq: ${penaltySq} is negative`);
+      return { type, jobId, round: r, share: vector(o, type, 'share', ctx.n), penaltySq };
+    }
+    case 'scores': {
+      exactKeys(o, type, ['type', 'jobId', 'round', 'scores']);
+      const jobId = job(o, type, ctx);
+      const r = round(o, type, ctx);
+      return { type, jobId, round: r, scores: vector(o, type, 'scores', ctx.nTest) };
+    }
+    default:
+      invalid(`'${type.slice(0, 40)}' is not a message a party sends`);
+  }
+}
+
+/** Validate a decoded value as a message the coordinator may send. */
+export function validateCoordinatorMessage(value: unknown, ctx: ValidationContext = {}): CoordinatorMessage {
+  const o = asObject(value);
+  const type = typeOf(o);
+  switch (type) {
+    case 'welcome': {
+      exactKeys(o, type, ['type', 'protocolVersion', 'jobId', 'hashKey']);
+      const hashKey = bytes(o, type, 'hashKey');
+      if (hashKey.length !== 32) invalid(`welcome.hashKey: ${hashKey.length} bytes, expected 32`);
+      return { type, protocolVersion: count(o, type, 'protocolVersion'), jobId: job(o, type, ctx), hashKey };
+    }
+    case 'setup': {
+      exactKeys(o, type, ['type', 'jobId', 'trainRows', 'testRows', 'lambda', 'loss']);
+      const jobId = job(o, type, ctx);
+      const trainRows = rowIndex(o, type, 'trainRows', undefined, ctx.fileRows?.train);
+      if (trainRows.length === 0) invalid('setup.trainRows: no training rows');
+      const testRows = rowIndex(o, type, 'testRows', undefined, ctx.fileRows?.test);
+      const lambda = finite(o, type, 'lambda');
+      if (lambda < 0) invalid(`setup.lambda: ${lambda} is negative`);
+      const loss: LossName = oneOf(o, type, 'loss', LOSSES);
+      return { type, jobId, trainRows, testRows, lambda, loss };
+    }
+    case 'round': {
+      exactKeys(o, type, ['type', 'jobId', 'round', 'rho', 'c']);
+      const jobId = job(o, type, ctx);
+      const r = round(o, type, ctx);
+      return { type, jobId, round: r, rho: finite(o, type, 'rho', true), c: vector(o, type, 'c', ctx.n) };
+    }
+    case 'evaluate': {
+      exactKeys(o, type, ['type', 'jobId', 'round']);
+      const jobId = job(o, type, ctx);
+      return { type, jobId, round: count(o, type, 'round') };
+    }
+    case 'done': {
+      exactKeys(o, type, ['type', 'jobId', 'reason', 'rounds', 'objective', 'params']);
+      const jobId = job(o, type, ctx);
+      const reason: StopReason = oneOf(o, type, 'reason', STOP_REASONS);
+      const p = asObject(o.params);
+      exactKeys(p, 'done.params', ['variant', 'rho', 'alpha', 'lambda', 'loss']);
+      const params: Done['params'] = {
+        variant: str(p, 'done.params', 'variant'),
+        rho: finite(p, 'done.params', 'rho', true),
+        alpha: finite(p, 'done.params', 'alpha', true),
+        lambda: finite(p, 'done.params', 'lambda'),
+        loss: oneOf(p, 'done.params', 'loss', LOSSES),
+      };
+      return { type, jobId, reason, rounds: count(o, type, 'rounds'), objective: finite(o, type, 'objective'), params };
+    }
+    default:
+      invalid(`'${type.slice(0, 40)}' is not a message the coordinator sends`);
+  }
+}
