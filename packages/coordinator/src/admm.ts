@@ -14,19 +14,16 @@ export interface AdmmOptions {
   rho: number;
   /** Over-relaxation for the exact form (1 = none; Boyd et al. suggest 1.5-1.8). */
   alpha: number;
-  /** Residual balancing (Boyd et al. 2011, 3.4.1): rho *= tau when one residual exceeds mu times the other. */
-  adaptive: { mu: number; tau: number; untilRound: number } | undefined;
   /** Stopping tolerances in the form of Boyd et al. 2011, eq. 3.12. */
   tolerance: { abs: number; rel: number };
 }
 
 export interface RoundStats {
-  objective: number;
   primal: number;
   dual: number;
   epsPrimal: number;
   epsDual: number;
-  /** rho for the next round. */
+  /** rho used in this round. */
   rho: number;
 }
 
@@ -40,7 +37,8 @@ export interface RoundStats {
  * `paper`: Algorithm 1 of Hu et al. (eqs. 8-9), a Jacobi multi-block ADMM:
  *   z = argmin l(z) - <y, z> + rho/2 ||sum(s) - z||^2,  y += rho (sum(s) - z),
  *   c = sum(s) - z + y/rho.
- * Both z-updates separate into one scalar problem per sample, solved to full precision.
+ * Both z-updates separate into one scalar problem per sample, solved to full precision
+ * (Loss.proxInto), warm-started from a first-order prediction of the new solution.
  */
 export class AdmmCoordinator {
   readonly n: number;
@@ -51,63 +49,76 @@ export class AdmmCoordinator {
   readonly z: Float64Array;
   /** Scaled dual u (exact) or the dual y (paper). */
   readonly dualVar: Float64Array;
-  private readonly sum: Float64Array;
+  /** sum_m s_m of the last step: the model's training scores. */
+  readonly sum: Float64Array;
   private readonly prevSum: Float64Array;
   private readonly prevShares: Float64Array[];
   private readonly prevZ: Float64Array;
+  /** Prox points, solutions (t = M zbar or z) and slopes dt/da of the last z-update. */
+  private readonly a: Float64Array;
+  private readonly aPrev: Float64Array;
+  private readonly t: Float64Array;
+  private readonly slope: Float64Array;
   private readonly weight: number;
 
   constructor(readonly opts: AdmmOptions) {
-    this.n = opts.y.length;
+    const n = opts.y.length;
+    this.n = n;
     this.rho = opts.rho;
-    this.weight = 1 / this.n;
-    this.c = new Float64Array(this.n);
-    this.z = new Float64Array(this.n);
-    this.dualVar = new Float64Array(this.n);
-    this.sum = new Float64Array(this.n);
-    this.prevSum = new Float64Array(this.n);
-    this.prevZ = new Float64Array(this.n);
-    this.prevShares = Array.from({ length: opts.parties }, () => new Float64Array(this.n));
+    this.weight = 1 / n;
+    this.c = new Float64Array(n);
+    this.z = new Float64Array(n);
+    this.dualVar = new Float64Array(n);
+    this.sum = new Float64Array(n);
+    this.prevSum = new Float64Array(n);
+    this.prevZ = new Float64Array(n);
+    this.a = new Float64Array(n);
+    this.aPrev = new Float64Array(n);
+    this.t = new Float64Array(n);
+    this.slope = new Float64Array(n);
+    this.prevShares = Array.from({ length: opts.parties }, () => new Float64Array(n));
   }
 
-  /**
-   * One coordinator step after every party pushed its share. `penaltySq` is
-   * sum_m ||x_m||^2 as reported by the parties.
-   */
-  step(shares: readonly Float64Array[], penaltySq: number, round: number): RoundStats {
-    const { n, opts, sum, prevSum, z, prevZ, weight } = this;
+  /** One coordinator step after every party pushed its share (from zero shares: the initial step). */
+  step(shares: readonly Float64Array[]): RoundStats {
+    const { n, opts, sum, prevSum, z, prevZ, a, aPrev, t, slope, weight } = this;
     const M = opts.parties;
     if (shares.length !== M) throw new RangeError(`expected ${M} shares, got ${shares.length}`);
+    prevSum.set(sum);
     sum.fill(0);
     for (const s of shares) {
       assertLength('share', s, n);
       for (let i = 0; i < n; i++) sum[i] += s[i];
     }
     prevZ.set(z);
+    aPrev.set(a);
     const rho = this.rho;
     const { loss, y } = opts;
+    const dual = this.dualVar;
     let primalSq = 0;
     let dualSq = 0;
     let normS = 0;
     let normZ = 0;
     let normDual = 0;
-    if (opts.variant === 'exact') {
-      const u = this.dualVar;
-      const alpha = opts.alpha;
-      // Per sample: minimise l_i(M zbar) + M rho/2 (zbar - v)^2; with t = M zbar this is
-      // prox of l_i with kappa = rho / M at M v.
-      const kappa = rho / M;
+    const exact = opts.variant === 'exact';
+    // Prox points: per sample, exact minimises l_i(M zbar) + M rho/2 (zbar - v)^2, i.e. with
+    // t = M zbar the prox of l_i with kappa = rho/M at M v; paper minimises
+    // l_i(z) - y_i z + rho/2 (z - S)^2, the prox with kappa = rho at S + y_i/rho.
+    for (let i = 0; i < n; i++) {
+      a[i] = exact ? M * (dual[i] + opts.alpha * (sum[i] / M) + (1 - opts.alpha) * prevZ[i]) : sum[i] + dual[i] / rho;
+      t[i] += (a[i] - aPrev[i]) * slope[i];
+    }
+    loss.proxInto(t, slope, y, a, exact ? rho / M : rho, weight);
+    if (exact) {
       for (let i = 0; i < n; i++) {
-        const mean = sum[i] / M;
-        const relaxed = alpha * mean + (1 - alpha) * prevZ[i];
-        const v = u[i] + relaxed;
-        const t = loss.prox(y[i], M * v, kappa, weight, M * prevZ[i]);
-        z[i] = t / M;
-        u[i] = v - z[i];
-        const r = mean - z[i];
+        z[i] = t[i] / M;
+        dual[i] = a[i] / M - z[i];
+        const r = sum[i] / M - z[i];
         primalSq += r * r;
+        normDual += dual[i] * dual[i];
       }
       primalSq *= M;
+      normDual *= rho * rho * M;
       // Dual residual: rho * ||z_m^new - z_m^old|| over parties, z_m = s_m + zbar - mean(s).
       for (let m = 0; m < M; m++) {
         const s = shares[m];
@@ -121,61 +132,47 @@ export class AdmmCoordinator {
         }
       }
       dualSq *= rho * rho;
-      for (let i = 0; i < n; i++) normDual += u[i] * u[i];
-      normDual = rho * rho * M * normDual;
     } else {
-      const yv = this.dualVar;
       for (let i = 0; i < n; i++) {
-        const S = sum[i];
-        // minimise l_i(z) - y_i z + rho/2 (z - S)^2 = prox of l_i with kappa = rho at S + y_i/rho
-        z[i] = loss.prox(y[i], S + yv[i] / rho, rho, weight, prevZ[i]);
-        const r = S - z[i];
-        yv[i] += rho * r;
+        z[i] = t[i];
+        const r = sum[i] - z[i];
+        dual[i] += rho * r;
         primalSq += r * r;
         const dz = z[i] - prevZ[i];
         dualSq += dz * dz;
-        normS += S * S;
+        normS += sum[i] * sum[i];
         normZ += z[i] * z[i];
-        normDual += yv[i] * yv[i];
+        normDual += dual[i] * dual[i];
       }
       dualSq *= rho * rho * M;
     }
     for (let m = 0; m < M; m++) this.prevShares[m].set(shares[m]);
-    prevSum.set(sum);
-
-    let objective = 0;
-    for (let i = 0; i < n; i++) objective += loss.value(y[i], sum[i]);
-    objective = objective / n + (opts.lambda / 2) * penaltySq;
 
     const primal = Math.sqrt(primalSq);
-    const dual = Math.sqrt(dualSq);
-    const dim = opts.variant === 'exact' ? M * n : n;
+    const dualRes = Math.sqrt(dualSq);
+    const dim = exact ? M * n : n;
+    const { abs, rel } = opts.tolerance;
     const stats: RoundStats = {
-      objective,
       primal,
-      dual,
-      epsPrimal: Math.sqrt(dim) * opts.tolerance.abs + opts.tolerance.rel * Math.sqrt(Math.max(normS, normZ)),
-      epsDual: Math.sqrt(dim) * opts.tolerance.abs + opts.tolerance.rel * Math.sqrt(normDual),
+      dual: dualRes,
+      epsPrimal: Math.sqrt(dim) * abs + rel * Math.sqrt(Math.max(normS, normZ)),
+      epsDual: Math.sqrt(dim) * abs + rel * Math.sqrt(normDual),
       rho,
     };
-    // Balance the residuals relative to their tolerances: the raw residuals are in
-    // different units (scores vs. loss gradients), the normalised ones are not.
-    this.adapt(primal / stats.epsPrimal, dual / stats.epsDual, round);
-    stats.rho = this.rho;
     this.computeBroadcast();
     return stats;
   }
 
-  private adapt(primal: number, dual: number, round: number): void {
-    const a = this.opts.adaptive;
-    if (!a || round > a.untilRound) return;
-    let factor = 1;
-    if (primal > a.mu * dual) factor = a.tau;
-    else if (dual > a.mu * primal) factor = 1 / a.tau;
-    if (factor === 1) return;
-    this.rho *= factor;
-    // The scaled dual u = y / rho must be rescaled; the paper form keeps y unscaled.
-    if (this.opts.variant === 'exact') for (let i = 0; i < this.n; i++) this.dualVar[i] /= factor;
+  /**
+   * Training objective of the model whose shares the last step received:
+   * l(sum_m s_m) + lambda/2 sum_m ||x_m||^2. Separate from `step` so that the coordinator
+   * can compute it while the parties work on the next round.
+   */
+  objective(penaltySq: number): number {
+    const { n, sum, opts } = this;
+    let f = 0;
+    for (let i = 0; i < n; i++) f += opts.loss.value(opts.y[i], sum[i]);
+    return f / n + (opts.lambda / 2) * penaltySq;
   }
 
   private computeBroadcast(): void {
@@ -185,4 +182,3 @@ export class AdmmCoordinator {
     else for (let i = 0; i < n; i++) c[i] = sum[i] - z[i] + dualVar[i] / rho;
   }
 }
-

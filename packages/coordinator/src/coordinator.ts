@@ -116,6 +116,16 @@ const ENVELOPE_BYTES = 4096;
 /** A hello is a few short fields; anything larger before authentication is hostile. */
 const HELLO_MAX_BYTES = 1024;
 
+interface FinishedRound {
+  round: number;
+  stats: RoundStats;
+  penaltySq: number;
+  test: TestMetrics | undefined;
+  seconds: number;
+  roundSeconds: number;
+  bytes: { toCoordinator: number; fromCoordinator: number };
+}
+
 type Phase = 'waiting' | 'setup' | 'training' | 'finishing' | 'done' | 'failed';
 
 interface PartyState {
@@ -355,6 +365,15 @@ class Coordinator {
     });
   }
 
+  /** The same message to every party, encoded once. */
+  private broadcast(parties: PartyState[], msg: CoordinatorMessage): void {
+    const bytes = encode(msg);
+    for (const p of parties) {
+      this.bytesOut += bytes.length;
+      p.ws.send(bytes);
+    }
+  }
+
   private send(p: PartyState, msg: CoordinatorMessage): void {
     const bytes = encode(msg);
     this.bytesOut += bytes.length;
@@ -393,18 +412,34 @@ class Coordinator {
       lambda: this.cfg.lambda,
       rho: rho0,
       alpha: this.cfg.variant === 'exact' ? this.cfg.alpha : 1,
-      adaptive: undefined,
       tolerance: this.cfg.tolerance,
     });
-    const zeros = parties.map(() => new Float64Array(this.n));
-    admm.step(zeros, 0, 0); // z and dual from x = 0, so round 1 already moves
+    admm.step(parties.map(() => new Float64Array(this.n))); // z and dual from x = 0, so round 1 already moves
     this.phase = 'training';
     this.log.info({ rho: rho0, variant: this.cfg.variant, alpha: this.cfg.alpha, maxRounds: this.cfg.maxRounds }, 'training');
     const trace = new TraceWriter(this.cfg.out);
     const trainStart = performance.now();
-    let stats: RoundStats | undefined;
     let reason: StopReason = 'max-rounds';
-    let metrics: TestMetrics | undefined;
+    let last: FinishedRound | undefined;
+    let objective = NaN;
+    // Report a round (objective, trace line, log) after the next round's broadcast, while
+    // the parties compute: the objective costs a log and an exp per sample.
+    const report = (r: FinishedRound) => {
+      objective = admm.objective(r.penaltySq);
+      const line = {
+        round: r.round,
+        objective,
+        primal: r.stats.primal,
+        dual: r.stats.dual,
+        rho: r.stats.rho,
+        seconds: r.seconds,
+        roundSeconds: r.roundSeconds,
+        bytes: r.bytes,
+        ...(r.test ? { test: r.test } : {}),
+      };
+      trace.write(line);
+      this.log.info({ ...line, maxRounds: this.cfg.maxRounds }, 'round');
+    };
     let completed = false;
     try {
       for (let t = 1; t <= this.cfg.maxRounds; t++) {
@@ -412,37 +447,36 @@ class Coordinator {
         const in0 = this.bytesIn;
         const out0 = this.bytesOut;
         this.round = t;
-        for (const p of parties) this.send(p, { type: 'round', jobId: this.cfg.jobId, round: t, rho: admm.rho, c: admm.c });
+        this.broadcast(parties, { type: 'round', jobId: this.cfg.jobId, round: t, rho: admm.rho, c: admm.c });
+        if (last) report(last);
         const shares = await Promise.all(parties.map((p) => this.next(p, 'share')));
-        stats = admm.step(shares.map((s: Share) => s.share), shares.reduce((a, s) => a + s.penaltySq, 0), t);
+        const stats = admm.step(shares.map((s: Share) => s.share));
         const converged = stats.primal <= stats.epsPrimal && stats.dual <= stats.epsDual;
-        const last = converged || t === this.cfg.maxRounds;
-        metrics = undefined;
-        if (yTest && (last || (this.cfg.evalEvery > 0 && t % this.cfg.evalEvery === 0))) metrics = await this.evaluate(parties, t, yTest);
+        const final = converged || t === this.cfg.maxRounds;
+        const test = yTest && (final || (this.cfg.evalEvery > 0 && t % this.cfg.evalEvery === 0)) ? await this.evaluate(parties, t, yTest) : undefined;
         const now = performance.now();
-        const line = {
+        last = {
           round: t,
-          objective: stats.objective,
-          primal: stats.primal,
-          dual: stats.dual,
-          rho: stats.rho,
+          stats,
+          penaltySq: shares.reduce((acc, s) => acc + s.penaltySq, 0),
+          test,
           seconds: (now - trainStart) / 1000,
           roundSeconds: (now - roundStart) / 1000,
           bytes: { toCoordinator: this.bytesIn - in0, fromCoordinator: this.bytesOut - out0 },
-          ...(metrics ? { test: metrics } : {}),
         };
-        trace.write(line);
-        this.log.info({ ...line, maxRounds: this.cfg.maxRounds }, 'round');
         if (converged) {
           reason = 'converged';
           break;
         }
       }
+      if (!last) throw new ConfigError('no rounds run (maxRounds is 0)');
+      report(last);
       completed = true;
     } finally {
       trace.close(completed);
     }
-    if (!stats) throw new ConfigError('no rounds run (maxRounds is 0)');
+    const stats = last.stats;
+    const metrics = last.test;
     const trainingSeconds = (performance.now() - trainStart) / 1000;
 
     this.phase = 'finishing';
@@ -452,7 +486,7 @@ class Coordinator {
         jobId: this.cfg.jobId,
         reason,
         rounds: this.round,
-        objective: stats.objective,
+        objective,
         params: { variant: this.cfg.variant, rho: admm.rho, alpha: this.cfg.alpha, lambda: this.cfg.lambda, loss: this.cfg.loss },
       });
     const summary: Summary = {
@@ -465,7 +499,7 @@ class Coordinator {
       rounds: this.round,
       reason,
       converged: reason === 'converged',
-      objective: stats.objective,
+      objective,
       residuals: { primal: stats.primal, dual: stats.dual },
       ...(metrics ? { test: metrics } : {}),
       seconds: {
@@ -489,7 +523,7 @@ class Coordinator {
   }
 
   private async evaluate(parties: PartyState[], t: number, yTest: Float64Array): Promise<TestMetrics> {
-    for (const p of parties) this.send(p, { type: 'evaluate', jobId: this.cfg.jobId, round: t });
+    this.broadcast(parties, { type: 'evaluate', jobId: this.cfg.jobId, round: t });
     const replies = await Promise.all(parties.map((p) => this.next(p, 'scores')));
     const total = new Float64Array(this.nTest);
     for (const r of replies as Scores[]) {

@@ -28,11 +28,23 @@ export interface Loss {
   /** d2/dt2 loss(y, t). */
   deriv2(y: number, t: number): number;
   /**
-   * argmin_t  weight * loss(y, t) + kappa/2 (t - a)^2, to full double precision.
-   * `t0` is a warm start (the previous round's value).
+   * The proximal map of every sample at once, to full double precision:
+   *   t[i] = argmin_t  weight * loss(y[i], t) + kappa/2 (t - a[i])^2.
+   * On entry t holds warm starts; on exit slope[i] = dt[i]/da[i] at the solution, which
+   * lets the caller predict the next call's solution to first order.
    */
-  prox(y: number, a: number, kappa: number, weight: number, t0: number): number;
+  proxInto(t: Float64Array, slope: Float64Array, y: Float64Array, a: Float64Array, kappa: number, weight: number): void;
 }
+
+/** The scalar proximal map (one sample), for tests and callers without vectors. */
+export function prox(loss: Loss, y: number, a: number, kappa: number, weight: number, t0 = a): number {
+  const t = Float64Array.of(t0);
+  loss.proxInto(t, new Float64Array(1), Float64Array.of(y), Float64Array.of(a), kappa, weight);
+  return t[0];
+}
+
+/** max |sigma'(s) (1 - 2 sigma(s))| = 1 / (6 sqrt 3): bounds h''/R in the logistic prox. */
+const MAX_SIGMOID_CURVATURE = 1 / (6 * Math.sqrt(3));
 
 export const logistic: Loss = {
   name: 'logistic',
@@ -42,35 +54,38 @@ export const logistic: Loss = {
     const p = sigmoidNeg(y * t);
     return p * (1 - p);
   },
-  prox(y, a, kappa, weight, t0) {
+  proxInto(t, slope, y, a, kappa, weight) {
     // With s = y t and b = y a (y = +-1) the optimality condition is
     //   h(s) = s - b - R sigma(-s) = 0,  R = weight / kappa.
-    // h is increasing, convex for s < 0 and concave for s > 0. Newton's method started on
-    // the far side of the root within the root's half-line (s = 0, or the warm start when it
-    // qualifies) therefore converges monotonically, without overshoot or safeguards.
+    // h is increasing (h' >= 1), convex for s < 0 and concave for s > 0. From any start in
+    // the root's half-line one Newton step lands on the far side of the root, and from
+    // there Newton converges monotonically; a step that leaves the half-line restarts at
+    // s = 0, which is always on the far side. After a step delta the error is at most
+    // (max|h''| / 2 min h') delta^2 <= R C delta^2 / 2, so the loop stops as soon as that
+    // is below rounding: usually one or two exponentials per sample with a good warm start.
     const R = weight / kappa;
-    const b = y * a;
-    // From any point of the root's half-line one Newton step lands on the far side (the
-    // tangent of a convex increasing function lies below it), so a warm start near the
-    // root costs one extra step at most.
-    const rootNegative = -b - R / 2 > 0; // h(0) > 0
-    let s = 0;
-    let w = y * t0;
-    if (w !== 0 && (rootNegative ? w <= 0 : w >= 0)) {
-      const p = sigmoidNeg(w);
-      const hw = w - b - R * p;
-      if (rootNegative ? hw < 0 : hw > 0) w -= hw / (1 + R * p * (1 - p));
-      if (rootNegative ? w <= 0 : w >= 0) s = w;
+    const errScale = 0.5 * R * MAX_SIGMOID_CURVATURE;
+    for (let i = 0; i < t.length; i++) {
+      const yi = y[i];
+      const b = yi * a[i];
+      const rootNegative = -b - R / 2 > 0; // h(0) > 0
+      let s = yi * t[i];
+      if (rootNegative ? s > 0 : s < 0) s = 0;
+      let hp = 1;
+      for (let it = 0; it < 100; it++) {
+        const p = sigmoidNeg(s);
+        hp = 1 + R * p * (1 - p);
+        const step = (s - b - R * p) / hp;
+        s -= step;
+        if (rootNegative ? s > 0 : s < 0) {
+          s = 0;
+          continue;
+        }
+        if (errScale * step * step <= Number.EPSILON * Math.max(1, Math.abs(s))) break;
+      }
+      t[i] = yi * s;
+      slope[i] = 1 / hp;
     }
-    for (let it = 0; it < 100; it++) {
-      const p = sigmoidNeg(s);
-      const step = (s - b - R * p) / (1 + R * p * (1 - p));
-      s -= step;
-      // Quadratic convergence: the error after a step is O(step^2 h''/h'), below rounding
-      // once the step is under 1e-9 relative.
-      if (!(Math.abs(step) > 1e-9 * Math.max(1, Math.abs(s)))) break;
-    }
-    return y * s;
   },
 };
 
@@ -79,7 +94,13 @@ export const squared: Loss = {
   value: (y, t) => 0.5 * (t - y) * (t - y),
   deriv: (y, t) => t - y,
   deriv2: () => 1,
-  prox: (y, a, kappa, weight) => (weight * y + kappa * a) / (weight + kappa),
+  proxInto(t, slope, y, a, kappa, weight) {
+    const sl = kappa / (weight + kappa);
+    for (let i = 0; i < t.length; i++) {
+      t[i] = (weight * y[i] + kappa * a[i]) / (weight + kappa);
+      slope[i] = sl;
+    }
+  },
 };
 
 export function lossByName(name: LossName): Loss {
