@@ -10,6 +10,7 @@ const TOOL = 'admm-share';
 async function main(): Promise<void> {
   await yargs(hideBin(process.argv))
     .scriptName(TOOL)
+    .parserConfiguration({ 'duplicate-arguments-array': false })
     .usage('$0 <command> [options]')
     .env('ADMM_SHARE')
     .command(

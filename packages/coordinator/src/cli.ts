@@ -20,6 +20,7 @@ const TOOL = 'admm-coordinator';
 export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: string } {
   const a = yargs(argv)
     .scriptName(TOOL)
+    .parserConfiguration({ 'duplicate-arguments-array': false })
     .usage('$0 --labels FILE --parties ID,ID,... [options]\n\nRun the ADMM sharing coordinator: holds the labels, aligns samples, runs the z and dual updates.')
     .env('ADMM_COORDINATOR')
     .option('labels', { type: 'string', demandOption: true, describe: 'training labels with sample ids (CSV with id,label columns, or LIBSVM)' })

@@ -10,6 +10,7 @@ const TOOL = 'admm-party';
 export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
   const a = yargs(argv)
     .scriptName(TOOL)
+    .parserConfiguration({ 'duplicate-arguments-array': false })
     .usage('$0 --coordinator ws://HOST:PORT --id ID --data FILE [options]\n\nRun one party: its feature block and its part of the model stay in this process.')
     .env('ADMM_PARTY')
     .option('coordinator', { type: 'string', demandOption: true, describe: 'coordinator URL, ws://host:port' })

@@ -1,0 +1,181 @@
+// The coordinator and party executables started directly, against each other and against
+// misbehaving peers written here.
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { randomBytes } from 'node:crypto';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { WebSocket, WebSocketServer } from 'ws';
+import { syntheticDataset } from '@admm-share/core';
+import { CloseCodes, PROTOCOL_VERSION, encode } from '@admm-share/protocol';
+import { writeVerticalSplit } from '../split.js';
+import { BIN, STACK_LINE, killAll, run, tempDir } from './procs.js';
+
+after(killAll);
+
+function dataset(dir: string) {
+  const s = syntheticDataset({ trainRows: 400, testRows: 200, seed: 'processes-test' });
+  return writeVerticalSplit(join(dir, 'data'), s.blocks, s.train, s.test);
+}
+
+function startCoordinator(files: ReturnType<typeof dataset>, out: string, extra: string[] = []) {
+  return run(BIN.coordinator, [
+    '--port', '0',
+    '--labels', files.labels,
+    '--test-labels', files.testLabels!,
+    '--parties', files.parties.map((p) => p.id).join(','),
+    '--job', 'test-job',
+    '--out', out,
+    '--rounds', '30',
+    '--hello-timeout', '500',
+    ...extra,
+  ]);
+}
+
+function startParty(files: ReturnType<typeof dataset>, m: number, port: number, out: string) {
+  const f = files.parties[m];
+  return run(BIN.party, ['--coordinator', `ws://127.0.0.1:${port}`, '--id', f.id, '--data', f.train, '--test', f.test!, '--ids', 'first', '--model', join(out, `model-${f.id}.json`)]);
+}
+
+/** Open a raw client, send `frames`, and resolve with the close code and reason it receives. */
+function rawClient(port: number, frames: (Buffer | string)[]): Promise<{ code: number; reason: string }> {
+  return new Promise((resolve, reject) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}`);
+    ws.on('error', reject);
+    ws.on('open', () => {
+      for (const f of frames) ws.send(f);
+    });
+    ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
+  });
+}
+
+function hello(partyId: string, protocolVersion = PROTOCOL_VERSION) {
+  return encode({ type: 'hello', protocolVersion, partyId, jobId: null, features: 3, trainRows: 10, testRows: 10 });
+}
+
+test('hostile and mistaken clients are turned away with named close codes, and the job still completes', async (t) => {
+  const dir = tempDir(t);
+  const files = dataset(dir);
+  const out = join(dir, 'out');
+  const coord = startCoordinator(files, out);
+  const { port } = (await coord.waitFor((r) => r.msg === 'listening', 'listening')) as { port: number };
+
+  const cases = await Promise.all([
+    rawClient(port, [randomBytes(64)]),
+    rawClient(port, ['{"type":"hello"}']),
+    rawClient(port, [hello('party-1', PROTOCOL_VERSION + 1)]),
+    rawClient(port, [hello('mallory')]),
+    rawClient(port, [encode({ type: 'ready', jobId: 'test-job' })]),
+    rawClient(port, []), // says nothing: closed after --hello-timeout
+  ]);
+  assert.equal(cases[0].code, CloseCodes.malformed.code);
+  assert.equal(cases[1].code, CloseCodes.malformed.code);
+  assert.equal(cases[2].code, CloseCodes.versionMismatch.code);
+  assert.match(cases[2].reason, new RegExp(`coordinator speaks version ${PROTOCOL_VERSION}, party party-1 sent version ${PROTOCOL_VERSION + 1}`));
+  assert.equal(cases[3].code, CloseCodes.unknownParty.code);
+  assert.match(cases[3].reason, /'mallory'/);
+  assert.equal(cases[4].code, CloseCodes.unexpected.code);
+  assert.equal(cases[5].code, CloseCodes.helloTimeout.code);
+
+  const parties = files.parties.map((_, m) => startParty(files, m, port, out));
+  // A second process claiming an id that is already connected is refused; the first stays.
+  await coord.waitFor((r) => r.msg === 'party joined' && r.party === 'party-1');
+  const dup = await rawClient(port, [hello('party-1')]);
+  assert.ok(dup.code === CloseCodes.duplicateParty.code || dup.code === CloseCodes.unexpected.code, `close code ${dup.code}`);
+
+  for (const p of [coord, ...parties]) {
+    const { code } = await p.exit;
+    assert.equal(code, 0, p.stderr());
+  }
+  const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+  assert.equal(summary.rounds, 30);
+  assert.ok(Number.isFinite(summary.objective));
+  for (const f of files.parties) assert.ok(existsSync(join(out, `model-${f.id}.json`)));
+  // Every rejection was logged with its close code.
+  const closes = coord.records.filter((r) => r.msg === 'closing connection').map((r) => r.close);
+  for (const c of [CloseCodes.malformed.code, CloseCodes.versionMismatch.code, CloseCodes.unknownParty.code, CloseCodes.helloTimeout.code])
+    assert.ok(closes.includes(c), `logged close ${c}`);
+});
+
+test('a party refuses a coordinator that speaks another protocol version, with a clear reason on both sides', async (t) => {
+  const dir = tempDir(t);
+  const files = dataset(dir);
+  const wss = new WebSocketServer({ host: '127.0.0.1', port: 0 });
+  t.after(() => wss.close());
+  await new Promise((r) => wss.once('listening', r));
+  const port = (wss.address() as { port: number }).port;
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    wss.on('connection', (ws) => {
+      ws.on('error', () => undefined);
+      ws.once('message', () => ws.send(encode({ type: 'welcome', protocolVersion: PROTOCOL_VERSION + 7, jobId: 'j', hashKey: new Uint8Array(32) })));
+      ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
+    }),
+  );
+  const party = startParty(files, 0, port, dir);
+  const { code } = await party.exit;
+  const seen = await closed;
+  assert.equal(seen.code, CloseCodes.versionMismatch.code);
+  assert.match(seen.reason, new RegExp(`party speaks version ${PROTOCOL_VERSION}, coordinator sent version ${PROTOCOL_VERSION + 7}`));
+  assert.equal(code, 69);
+  assert.match(party.stderr(), /admm-party: error: .*version/);
+  assert.doesNotMatch(party.stderr(), STACK_LINE);
+});
+
+test('a party that dies mid-training ends the job cleanly everywhere (no hang, exit 69)', async (t) => {
+  const dir = tempDir(t);
+  const files = dataset(dir);
+  const out = join(dir, 'out');
+  const coord = startCoordinator(files, out, ['--rounds', '100000', '--tol-abs', '0', '--tol-rel', '0']);
+  const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
+  const parties = files.parties.map((_, m) => startParty(files, m, port, out));
+  await coord.waitFor((r) => r.msg === 'round' && (r.round as number) >= 5, 'round 5');
+  parties[1].child.kill('SIGKILL');
+  const c = await coord.exit;
+  assert.equal(c.code, 69);
+  assert.match(coord.stderr(), /admm-coordinator: error: party party-2 disconnected/);
+  for (const m of [0, 2]) {
+    const r = await parties[m].exit;
+    assert.equal(r.code, 69);
+    assert.match(parties[m].stderr(), /job aborted/);
+  }
+  assert.equal(existsSync(join(out, 'summary.json')), false);
+  assert.equal(existsSync(join(out, 'trace.jsonl')), false, 'an incomplete trace keeps its .partial name');
+  assert.equal(existsSync(join(out, 'trace.jsonl.partial')), true);
+});
+
+test('a malformed data file gives a one-line error naming the file and line, exit 65', async (t) => {
+  const dir = tempDir(t);
+  const bad = join(dir, 'bad.libsvm');
+  writeFileSync(bad, 'a 1:1 2:0.5\nb 1:1\nc 2:x\n');
+  const party = run(BIN.party, ['--coordinator', 'ws://127.0.0.1:9', '--id', 'p', '--data', bad, '--ids', 'first']);
+  const { code } = await party.exit;
+  assert.equal(code, 65);
+  assert.match(party.stderr(), /bad\.libsvm:3: token 2 '2:x': value 'x' is not a finite number/);
+  assert.doesNotMatch(party.stderr(), STACK_LINE);
+
+  const labels = join(dir, 'labels.csv');
+  writeFileSync(labels, 'id,label\na,1\nb,0\nc,2\n');
+  const coord = run(BIN.coordinator, ['--port', '0', '--labels', labels, '--parties', 'p', '--out', dir]);
+  assert.equal((await coord.exit).code, 65);
+  assert.match(coord.stderr(), /labels\.csv:4: a third distinct label '2'/);
+  assert.doesNotMatch(coord.stderr(), STACK_LINE);
+});
+
+test('wrong flags give usage errors with exit 64, never a stack trace', async () => {
+  const cases: [string, string[], RegExp][] = [
+    [BIN.coordinator, ['--labels', 'x.csv', '--parties', 'a', '--lambda', '-1'], /--lambda must be a number >= 0/],
+    [BIN.coordinator, ['--labels', 'x.csv', '--parties', 'a', '--bogus', '1'], /Unknown argument/i],
+    [BIN.coordinator, ['--parties', 'a'], /Missing required argument: labels/i],
+    [BIN.party, ['--coordinator', 'http://x', '--id', 'p', '--data', '/dev/null'], /not a ws:\/\/ URL|no data rows/],
+    [BIN.party, ['--coordinator', 'ws://x', '--id', 'bad id', '--data', 'x'], /not a valid party id/],
+    [BIN.share, ['simulate', '--rounds', '0'], /--rounds must be an integer >= 1/],
+    [BIN.share, ['frobnicate'], /Unknown argument|name a command/i],
+  ];
+  for (const [bin, args, re] of cases) {
+    const p = run(bin, args);
+    const { code } = await p.exit;
+    assert.match(p.stderr(), re, `${args.join(' ')}`);
+    assert.ok(code === 64 || code === 65, `${args.join(' ')}: exit ${code}`);
+    assert.doesNotMatch(p.stderr(), STACK_LINE);
+  }
+});

@@ -1,0 +1,80 @@
+// End to end: `admm-share simulate` starts a real coordinator and real party processes on
+// localhost; the result is compared with the optimum computed centrally by Newton's method.
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { fitCentral, logistic, syntheticDataset } from '@admm-share/core';
+import { A9A, BIN, killAll, run, tempDir } from './procs.js';
+
+after(killAll);
+
+const synthetic = syntheticDataset(); // what `simulate` uses without --data (same default seed)
+
+for (const intercept of [false, true]) {
+  test(`simulate, synthetic data, 3 parties, ${intercept ? 'with' : 'without'} intercept, converges to the central optimum`, async (t) => {
+    const out = tempDir(t);
+    const args = ['simulate', '--out', out, '--rounds', '400', '--rho', String(0.1 / synthetic.train.ids.length), '--no-baselines'];
+    if (intercept) args.push('--intercept');
+    const p = run(BIN.share, args);
+    const { code } = await p.exit;
+    assert.equal(code, 0, p.stderr());
+    assert.match(p.stdout(), /privacy: none/);
+
+    const central = fitCentral(synthetic.train.X, synthetic.train.y, logistic, 1e-4, { intercept });
+    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+    assert.ok(
+      Math.abs(summary.objective - central.objective) / central.objective <= 1e-6,
+      `objective ${summary.objective} vs central ${central.objective}`,
+    );
+    assert.equal(summary.converged, true);
+    assert.equal(summary.parties.length, 3);
+    assert.deepEqual(summary.parties.map((q: { features: number }) => q.features), synthetic.blocks);
+    assert.equal(summary.droppedRows, 0);
+    assert.ok(summary.bytes.toCoordinator > 0 && summary.bytes.fromCoordinator > 0);
+    for (const k of ['logLoss', 'accuracy', 'auc']) assert.ok(Number.isFinite(summary.test[k]), k);
+
+    const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    assert.equal(trace.length, summary.rounds);
+    assert.deepEqual(trace.map((r) => r.round), Array.from({ length: summary.rounds }, (_, i) => i + 1));
+
+    // Each party's model holds its own block of the central solution.
+    let offset = 0;
+    for (const [m, d] of synthetic.blocks.entries()) {
+      const model = JSON.parse(readFileSync(join(out, `model-party-${m + 1}.json`), 'utf8'));
+      assert.equal(model.coefficients.length, d);
+      for (let j = 0; j < d; j++) assert.ok(Math.abs(model.coefficients[j] - central.x[offset + j]) < 1e-3, `party ${m + 1} coefficient ${j}`);
+      assert.equal(model.intercept === null, !(intercept && m === 0));
+      offset += d;
+    }
+    if (intercept) {
+      const model = JSON.parse(readFileSync(join(out, 'model-party-1.json'), 'utf8'));
+      assert.ok(Math.abs(model.intercept - central.intercept) < 1e-3);
+    }
+    assert.deepEqual(readdirSync(out).filter((f) => f.endsWith('.tmp') || f.endsWith('.partial')), []);
+  });
+}
+
+test('simulate on a9a (66 | 57, lambda 1e-4, defaults) reaches the reference objective and accuracy', async (t) => {
+  const out = tempDir(t);
+  const p = run(BIN.share, ['simulate', '--data', join(A9A, 'a9a'), '--test', join(A9A, 'a9a.t'), '--split', '66,57', '--out', out, '--no-baselines']);
+  const { code } = await p.exit;
+  assert.equal(code, 0, p.stderr());
+  const fStar = 0.3245069247; // scikit-learn, ALGORITHM.md
+  const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const first = trace.find((r) => Math.abs(r.objective - fStar) / fStar <= 1e-4);
+  assert.ok(first && first.round <= 100, `objective within 1e-4 of f* by round 100 (first at ${first?.round})`);
+  const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+  assert.ok(summary.test.accuracy >= 0.849, `accuracy ${summary.test.accuracy}`);
+  assert.equal(summary.rows.train, 32561);
+  assert.equal(summary.rows.test, 16281);
+});
+
+test('simulate with a wrong split fails with a clear message and exit code 64', async (t) => {
+  const out = tempDir(t);
+  const p = run(BIN.share, ['simulate', '--split', '30,5', '--out', out]);
+  const { code } = await p.exit;
+  assert.equal(code, 64);
+  assert.match(p.stderr(), /--split '30,5'/);
+  assert.equal(existsSync(join(out, 'summary.json')), false);
+});
