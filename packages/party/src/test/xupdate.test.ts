@@ -1,0 +1,299 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Matrix, solve } from 'ml-matrix';
+import { type Csr, csrFromDense } from '@admm-share/core';
+import { RidgeXUpdate } from '../xupdate.js';
+
+// ---------------------------------------------------------------------------------------
+// Helpers: seeded PRNG, random data, and the independent dense reference solution.
+// ---------------------------------------------------------------------------------------
+
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+function gaussian(rand: () => number): () => number {
+  return () => {
+    const u = 1 - rand();
+    const v = rand();
+    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
+  };
+}
+
+/** A dense n x d array with roughly `density` of the entries non-zero. */
+function randomDense(rand: () => number, n: number, d: number, density: number): number[][] {
+  const g = gaussian(rand);
+  return Array.from({ length: n }, () =>
+    Array.from({ length: d }, () => (rand() < density ? Math.round(g() * 1000) / 250 + 0.5 : 0)),
+  );
+}
+
+function randomVector(rand: () => number, n: number, scale = 1, offset = 0): Float64Array {
+  const g = gaussian(rand);
+  return Float64Array.from({ length: n }, () => offset + scale * g());
+}
+
+interface Reference {
+  x: Float64Array;
+  intercept: number;
+  share: Float64Array;
+}
+
+/**
+ * argmin_x lambda/2 ||x||^2 + rho/2 ||D x + b 1 - w||^2 (b only with `intercept`) from the
+ * dense normal equations (P + rho A^T A) theta = rho A^T w, A = [D | 1], P = diag(lambda, .., 0).
+ */
+function referencePrimal(dense: number[][], w: Float64Array, lambda: number, rho: number, intercept: boolean): Reference {
+  const d = dense[0].length;
+  const A = new Matrix(intercept ? dense.map((r) => [...r, 1]) : dense.map((r) => [...r]));
+  const p = A.columns;
+  const lhs = A.transpose().mmul(A).mul(rho);
+  for (let j = 0; j < d; j++) lhs.set(j, j, lhs.get(j, j) + lambda);
+  const rhs = A.transpose().mmul(Matrix.columnVector(Array.from(w))).mul(rho);
+  const theta = solve(lhs, rhs).getColumn(0);
+  assert.equal(theta.length, p);
+  return withShare(dense, Float64Array.from(theta.slice(0, d)), intercept ? theta[d] : 0);
+}
+
+/**
+ * The same minimiser from the N x N representer form, better conditioned when d > N and
+ * lambda is small (the d x d system above then has a huge null-space/row-space gap):
+ * x = D^T alpha with, from the optimality conditions lambda x = -rho D^T r and 1^T r = 0,
+ *   [lambda I + rho D D^T, rho 1; 1^T, 0] [alpha; b] = [rho w; 0]   (b and its row only with an intercept).
+ */
+function referenceDual(dense: number[][], w: Float64Array, lambda: number, rho: number, intercept: boolean): Reference {
+  const n = dense.length;
+  const d = dense[0].length;
+  const Dm = new Matrix(dense.map((r) => [...r]));
+  const p = intercept ? n + 1 : n;
+  const lhs = Matrix.zeros(p, p);
+  lhs.setSubMatrix(Dm.mmul(Dm.transpose()).mul(rho), 0, 0);
+  for (let i = 0; i < n; i++) lhs.set(i, i, lhs.get(i, i) + lambda);
+  const rhs = Matrix.zeros(p, 1);
+  for (let i = 0; i < n; i++) rhs.set(i, 0, rho * w[i]);
+  if (intercept) {
+    for (let i = 0; i < n; i++) {
+      lhs.set(i, n, rho);
+      lhs.set(n, i, 1);
+    }
+  }
+  const sol = solve(lhs, rhs).getColumn(0);
+  const alpha = Matrix.columnVector(sol.slice(0, n));
+  const x = Float64Array.from(Dm.transpose().mmul(alpha).getColumn(0));
+  assert.equal(x.length, d);
+  return withShare(dense, x, intercept ? sol[n] : 0);
+}
+
+function reference(dense: number[][], w: Float64Array, lambda: number, rho: number, intercept: boolean): Reference {
+  return dense[0].length > dense.length && lambda > 0
+    ? referenceDual(dense, w, lambda, rho, intercept)
+    : referencePrimal(dense, w, lambda, rho, intercept);
+}
+
+function withShare(dense: number[][], x: Float64Array, b: number): Reference {
+  const n = dense.length;
+  const d = x.length;
+  const share = new Float64Array(n);
+  for (let i = 0; i < n; i++) {
+    let acc = b;
+    for (let j = 0; j < d; j++) acc += dense[i][j] * x[j];
+    share[i] = acc;
+  }
+  return { x, intercept: b, share };
+}
+
+function maxAbs(v: ArrayLike<number>): number {
+  let m = 0;
+  for (let i = 0; i < v.length; i++) m = Math.max(m, Math.abs(v[i]));
+  return m;
+}
+
+/** max_i |a_i - e_i| <= rel * max(scale, max_i |e_i|) */
+function assertCloseVec(actual: ArrayLike<number>, expected: ArrayLike<number>, rel: number, what: string, scale = 0): void {
+  assert.equal(actual.length, expected.length, `${what}: length`);
+  let err = 0;
+  for (let i = 0; i < expected.length; i++) err = Math.max(err, Math.abs(actual[i] - expected[i]));
+  const tol = rel * Math.max(scale, maxAbs(expected), Number.MIN_VALUE);
+  assert.ok(err <= tol, `${what}: max abs error ${err.toExponential(3)} > ${tol.toExponential(3)}`);
+}
+
+function assertCloseScalar(actual: number, expected: number, rel: number, what: string, scale = 0): void {
+  assertCloseVec([actual], [expected], rel, what, scale);
+}
+
+function checkAgainstReference(u: RidgeXUpdate, ref: Reference, what: string): void {
+  assertCloseVec(u.x, ref.x, 1e-9, `${what}: x`);
+  // The intercept can be close to 0: compare it on the scale of the share it is part of.
+  assertCloseScalar(u.intercept, ref.intercept, 1e-9, `${what}: intercept`, maxAbs(ref.share));
+  assertCloseVec(u.share, ref.share, 1e-9, `${what}: share`);
+}
+
+const RHOS = [1, 0.01, 37.5, 0.3, 1];
+
+test('test self-check: the two dense references agree on a well-conditioned d > N problem', () => {
+  const rand = mulberry32(3);
+  const dense = randomDense(rand, 8, 20, 0.5);
+  for (const intercept of [false, true]) {
+    const w = randomVector(rand, 8, 2, 1.5);
+    const a = referencePrimal(dense, w, 0.7, 1.3, intercept);
+    const b = referenceDual(dense, w, 0.7, 1.3, intercept);
+    assertCloseVec(a.x, b.x, 1e-10, 'x');
+    assertCloseVec(a.share, b.share, 1e-10, 'share');
+  }
+});
+
+interface Case {
+  name: string;
+  n: number;
+  d: number;
+  density: number;
+  lambda: number;
+  form: 'primal' | 'dual';
+  seed: number;
+}
+
+const CASES: Case[] = [
+  { name: 'primal 40x6 sparse', n: 40, d: 6, density: 0.45, lambda: 0.7, form: 'primal', seed: 11 },
+  { name: 'dual 8x20 sparse', n: 8, d: 20, density: 0.5, lambda: 0.7, form: 'dual', seed: 12 },
+  { name: 'dual 8x20 dense, small lambda', n: 8, d: 20, density: 1, lambda: 1e-3, form: 'dual', seed: 13 },
+  { name: 'square 10x10 (primal boundary)', n: 10, d: 10, density: 0.6, lambda: 0.2, form: 'primal', seed: 14 },
+];
+
+// ---------------------------------------------------------------------------------------
+// solve(w, rho) against the dense normal equations
+// ---------------------------------------------------------------------------------------
+
+for (const c of CASES) {
+  for (const intercept of [false, true]) {
+    test(`RidgeXUpdate.solve: ${c.name}, ${intercept ? 'with' : 'without'} intercept, several rho in one object`, () => {
+      const rand = mulberry32(c.seed * 7 + (intercept ? 1 : 0));
+      const dense = randomDense(rand, c.n, c.d, c.density);
+      const D = csrFromDense(dense, c.d);
+      if (c.density < 1) assert.ok(D.values.length < c.n * c.d, 'test matrix should have zeros');
+      const u = new RidgeXUpdate(D, c.lambda, intercept);
+      assert.equal(u.form, c.form);
+      assert.equal(u.n, c.n);
+      assert.equal(u.d, c.d);
+      for (const rho of RHOS) {
+        // A target with a clear non-zero mean, so the intercept matters.
+        const w = randomVector(rand, c.n, 2, 1.5);
+        const ref = reference(dense, w, c.lambda, rho, intercept);
+        u.solve(Float64Array.from(w), rho);
+        checkAgainstReference(u, ref, `rho=${rho}`);
+        if (!intercept) assert.equal(u.intercept, 0);
+      }
+    });
+  }
+}
+
+test('RidgeXUpdate.solve: lambda = 0 with full-column-rank D (least squares), with and without intercept', () => {
+  const rand = mulberry32(99);
+  const dense = randomDense(rand, 40, 6, 0.5);
+  const D = csrFromDense(dense, 6);
+  for (const intercept of [false, true]) {
+    const u = new RidgeXUpdate(D, 0, intercept);
+    assert.equal(u.form, 'primal');
+    for (const rho of [0.05, 1, 20]) {
+      const w = randomVector(rand, 40, 1, -0.7);
+      const ref = reference(dense, w, 0, rho, intercept);
+      u.solve(Float64Array.from(w), rho);
+      checkAgainstReference(u, ref, `lambda=0 intercept=${intercept} rho=${rho}`);
+      // With lambda = 0 the answer does not depend on rho.
+      const ref1 = reference(dense, w, 0, 1, intercept);
+      assertCloseVec(u.x, ref1.x, 1e-9, 'lambda=0 solution independent of rho');
+    }
+  }
+});
+
+test('RidgeXUpdate.solve: an all-zero column gets coefficient 0 (lambda > 0)', () => {
+  const rand = mulberry32(5);
+  const dense = randomDense(rand, 30, 5, 0.5);
+  for (const r of dense) r[2] = 0;
+  const D = csrFromDense(dense, 5);
+  for (const intercept of [false, true]) {
+    const u = new RidgeXUpdate(D, 0.3, intercept);
+    const w = randomVector(rand, 30, 1, 0.4);
+    const ref = reference(dense, w, 0.3, 2, intercept);
+    u.solve(Float64Array.from(w), 2);
+    checkAgainstReference(u, ref, `zero column intercept=${intercept}`);
+    assert.ok(Math.abs(u.x[2]) <= 1e-12 * maxAbs(ref.x), `x[2] = ${u.x[2]}`);
+  }
+});
+
+// ---------------------------------------------------------------------------------------
+// updateFromBroadcast, penaltySq, scores
+// ---------------------------------------------------------------------------------------
+
+for (const c of CASES.slice(0, 2)) {
+  for (const intercept of [false, true]) {
+    test(`RidgeXUpdate.updateFromBroadcast: target w = share_prev - c (${c.name}, intercept=${intercept})`, () => {
+      const rand = mulberry32(c.seed * 13 + (intercept ? 1 : 0));
+      const dense = randomDense(rand, c.n, c.d, c.density);
+      const D = csrFromDense(dense, c.d);
+      const u = new RidgeXUpdate(D, c.lambda, intercept);
+      // First round from a zero share: w = -c.
+      assert.deepEqual(Array.from(u.share), new Array<number>(c.n).fill(0));
+      let sharePrev = new Float64Array(c.n);
+      for (const rho of [0.5, 0.5, 3, 0.02]) {
+        const bc = randomVector(rand, c.n, 1.5, -0.3);
+        const bcCopy = Float64Array.from(bc);
+        const w = sharePrev.map((s, i) => s - bc[i]);
+        const ref = reference(dense, w, c.lambda, rho, intercept);
+        u.updateFromBroadcast(bc, rho);
+        checkAgainstReference(u, ref, `broadcast rho=${rho}`);
+        assert.deepEqual(bc, bcCopy, 'updateFromBroadcast must not modify c');
+        sharePrev = Float64Array.from(ref.share);
+      }
+    });
+  }
+}
+
+test('RidgeXUpdate.penaltySq is ||x||^2 without the intercept; scores(X) = X x + b', () => {
+  for (const c of CASES.slice(0, 2)) {
+    for (const intercept of [false, true]) {
+      const rand = mulberry32(c.seed * 31 + (intercept ? 1 : 0));
+      const dense = randomDense(rand, c.n, c.d, c.density);
+      const D = csrFromDense(dense, c.d);
+      const u = new RidgeXUpdate(D, c.lambda, intercept);
+      const w = randomVector(rand, c.n, 1, 3);
+      const ref = reference(dense, w, c.lambda, 0.8, intercept);
+      u.solve(Float64Array.from(w), 0.8);
+      if (intercept) assert.ok(Math.abs(ref.intercept) > 0.1, 'test needs a clearly non-zero intercept');
+      let sq = 0;
+      for (const v of ref.x) sq += v * v;
+      assertCloseScalar(u.penaltySq(), sq, 1e-9, `${c.name} intercept=${intercept}: penaltySq`);
+
+      // A test matrix with the same columns and different rows.
+      const testDense = randomDense(rand, 17, c.d, 0.6);
+      const Xtest: Csr = csrFromDense(testDense, c.d);
+      const expected = testDense.map((r) => r.reduce((acc, v, j) => acc + v * ref.x[j], ref.intercept));
+      const got = u.scores(Xtest);
+      assert.equal(got.length, 17);
+      assertCloseVec(got, expected, 1e-9, `${c.name} intercept=${intercept}: scores`);
+      // On the training matrix, scores equal the share.
+      assertCloseVec(u.scores(D), ref.share, 1e-9, `${c.name} intercept=${intercept}: scores(D) = share`);
+    }
+  }
+});
+
+test('RidgeXUpdate rejects bad arguments', () => {
+  const D = csrFromDense([
+    [1, 0],
+    [0, 2],
+    [3, 1],
+  ]);
+  assert.throws(() => new RidgeXUpdate(D, -1, false), RangeError);
+  assert.throws(() => new RidgeXUpdate(D, Number.NaN, false), RangeError);
+  const u = new RidgeXUpdate(D, 1, false);
+  assert.throws(() => u.solve(new Float64Array(3), 0), RangeError);
+  assert.throws(() => u.solve(new Float64Array(3), -1), RangeError);
+  assert.throws(() => u.solve(new Float64Array(2), 1), RangeError);
+  assert.throws(() => u.updateFromBroadcast(new Float64Array(4), 1), RangeError);
+});
