@@ -53,6 +53,12 @@ export function readFeatureFile(path: string, opts: ReadOptions = {}): FeatureTa
 }
 
 const INDEX_RE = /^[0-9]+$/;
+/**
+ * Largest feature index accepted. Column indices are stored as Int32, and a party's model
+ * holds one coefficient (and name) per column, so an absurd index in a file is an error,
+ * not a 2^31-column allocation.
+ */
+export const MAX_FEATURES = 1 << 24;
 
 export function readLibsvm(path: string, opts: ReadOptions = {}): FeatureTable {
   const text = readText(path);
@@ -105,6 +111,7 @@ export function readLibsvm(path: string, opts: ReadOptions = {}): FeatureTable {
       if (!INDEX_RE.test(idxText)) fail(`token ${t + 1} '${tok}': index '${idxText}' is not a positive integer`);
       const idx = Number(idxText);
       if (idx < 1) fail(`token ${t + 1} '${tok}': indices start at 1`);
+      if (idx > MAX_FEATURES) fail(`token ${t + 1} '${tok}': index ${idx} exceeds the limit of ${MAX_FEATURES} features`);
       if (opts.features !== undefined && idx > opts.features)
         fail(`token ${t + 1} '${tok}': index ${idx} exceeds the ${opts.features} features declared`);
       const val = valText === '' ? NaN : Number(valText);
@@ -131,6 +138,7 @@ function splitCsvLine(line: string, path: string, lineNo: number): string[] {
 
 interface CsvTable {
   header: string[];
+  headerLine: number;
   rows: string[][];
   lines: number[];
 }
@@ -139,6 +147,7 @@ function readCsv(path: string): CsvTable {
   const text = readText(path);
   const lines = text.split('\n');
   let header: string[] | undefined;
+  let headerLine = 0;
   const rows: string[][] = [];
   const lineNos: number[] = [];
   for (let ln = 0; ln < lines.length; ln++) {
@@ -147,6 +156,7 @@ function readCsv(path: string): CsvTable {
     const fields = splitCsvLine(line, path, ln + 1);
     if (header === undefined) {
       header = fields;
+      headerLine = ln + 1;
       const dup = header.find((h, i) => header!.indexOf(h) !== i);
       if (dup !== undefined) throw new DataError(path, ln + 1, `column '${dup}' appears twice in the header`);
       continue;
@@ -158,12 +168,12 @@ function readCsv(path: string): CsvTable {
   }
   if (header === undefined) throw new DataError(path, undefined, 'empty file: expected a header line');
   if (rows.length === 0) throw new DataError(path, undefined, 'no data rows after the header');
-  return { header, rows, lines: lineNos };
+  return { header, headerLine, rows, lines: lineNos };
 }
 
 function columnIndex(t: CsvTable, path: string, name: string): number {
   const i = t.header.indexOf(name);
-  if (i < 0) throw new DataError(path, 1, `no column named '${name}' in the header (columns: ${t.header.join(', ')})`);
+  if (i < 0) throw new DataError(path, t.headerLine, `no column named '${name}' in the header (columns: ${t.header.join(', ')})`);
   return i;
 }
 
@@ -182,7 +192,7 @@ export function readCsvFeatures(path: string, opts: ReadOptions = {}): FeatureTa
   const idCol = columnIndex(t, path, opts.idColumn ?? 'id');
   const featureCols = t.header.map((_, i) => i).filter((i) => i !== idCol);
   if (opts.features !== undefined && opts.features !== featureCols.length)
-    throw new DataError(path, 1, `header has ${featureCols.length} feature columns, ${opts.features} declared`);
+    throw new DataError(path, t.headerLine, `header has ${featureCols.length} feature columns, ${opts.features} declared`);
   const b = new CsrBuilder(featureCols.length);
   const ids = t.rows.map((r) => r[idCol]);
   uniqueIds(ids, t.lines, path);
@@ -229,11 +239,16 @@ export function readLabelFile(
  * both are numbers, otherwise as strings) becomes +1, the other -1.
  */
 export function binaryLabels(t: LabelTable): { y: Float64Array; negative: string; positive: string } {
+  // Labels that are numbers are compared as numbers, so '1' and '+1' are one class.
+  const key = (v: string) => (v.trim() !== '' && Number.isFinite(Number(v)) ? `#${Number(v)}` : v);
   const distinct: string[] = [];
+  const keys: string[] = [];
   for (let i = 0; i < t.raw.length; i++) {
     const v = t.raw[i];
     if (v === '') throw new DataError(t.file, t.lines[i], 'empty label');
-    if (!distinct.includes(v)) {
+    const k = key(v);
+    if (!keys.includes(k)) {
+      keys.push(k);
       distinct.push(v);
       if (distinct.length > 2)
         throw new DataError(
@@ -251,7 +266,8 @@ export function binaryLabels(t: LabelTable): { y: Float64Array; negative: string
   const aLarger = Number.isFinite(na) && Number.isFinite(nb) ? na > nb : a > b;
   const positive = aLarger ? a : b;
   const negative = aLarger ? b : a;
-  return { y: Float64Array.from(t.raw, (v) => (v === positive ? 1 : -1)), negative, positive };
+  const positiveKey = key(positive);
+  return { y: Float64Array.from(t.raw, (v) => (key(v) === positiveKey ? 1 : -1)), negative, positive };
 }
 
 /** Labels for regression: every label a finite number. */

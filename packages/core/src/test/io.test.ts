@@ -1,0 +1,384 @@
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import {
+  type Csr,
+  DataError,
+  binaryLabels,
+  numericLabels,
+  readCsvFeatures,
+  readLabelFile,
+  readLibsvm,
+  writeFileAtomic,
+} from '../index.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'admm-core-io-'));
+after(() => rmSync(dir, { recursive: true, force: true }));
+
+let counter = 0;
+/** Writes `text` to a fresh file in the temp dir and returns its path. */
+function file(text: string, ext = '.txt'): string {
+  const p = join(dir, `f${counter++}${ext}`);
+  writeFileSync(p, text);
+  return p;
+}
+
+/** Plain arrays of a CSR matrix, for deepEqual against hand-written expectations. */
+function plain(a: Csr) {
+  return {
+    rows: a.rows,
+    cols: a.cols,
+    indptr: Array.from(a.indptr),
+    indices: Array.from(a.indices),
+    values: Array.from(a.values),
+  };
+}
+
+/** Asserts that fn throws a DataError naming `path` and (if given) `:line:`. */
+function throwsData(fn: () => unknown, path: string, line: number | undefined, detail?: RegExp): void {
+  assert.throws(fn, (err: unknown) => {
+    assert.ok(err instanceof DataError, `expected DataError, got ${String(err)}`);
+    assert.ok(err.message.includes(path), `message '${err.message}' does not name ${path}`);
+    if (line !== undefined) {
+      assert.ok(err.message.includes(`${path}:${line}:`), `message '${err.message}' does not name line ${line}`);
+      assert.equal(err.line, line);
+    } else {
+      assert.equal(err.line, undefined);
+      assert.ok(err.message.startsWith(`${path}: `), `message '${err.message}' should name no line`);
+    }
+    assert.equal(err.file, path);
+    assert.equal(err.code, 'ERR_DATA');
+    assert.equal(err.exitCode, 65);
+    if (detail) assert.match(err.message, detail);
+    return true;
+  });
+}
+
+// ---------------------------------------------------------------------------------------
+// readLibsvm
+// ---------------------------------------------------------------------------------------
+
+test("readLibsvm ids 'row': label first, 1-based data rows, blank and # lines skipped", () => {
+  const p = file(
+    [
+      '# a comment line',
+      '+1 3:0.5 1:2',
+      '',
+      '-1 2:-1.25',
+      '   ',
+      '  # indented comment',
+      '+1',
+      '-1 4:7 2:0 1:1e-3\r',
+      '',
+    ].join('\n'),
+  );
+  const t = readLibsvm(p, { ids: 'row' });
+  assert.equal(t.file, p);
+  assert.deepEqual(t.ids, ['1', '2', '3', '4']);
+  assert.deepEqual(t.firstTokens, ['+1', '-1', '+1', '-1']);
+  assert.deepEqual(t.lines, [2, 4, 7, 8]);
+  // Row 1: 1:2 3:0.5 (sorted); row 2: 2:-1.25; row 3: empty; row 4: 1:1e-3 4:7 (2:0 not stored).
+  assert.deepEqual(plain(t.X), {
+    rows: 4,
+    cols: 4,
+    indptr: [0, 2, 3, 3, 5],
+    indices: [0, 2, 1, 0, 3],
+    values: [2, 0.5, -1.25, 0.001, 7],
+  });
+  assert.deepEqual(t.featureNames, ['1', '2', '3', '4']);
+});
+
+test('readLibsvm: declared features widen the matrix', () => {
+  const p = file('1 2:1\n0 1:3\n');
+  const t = readLibsvm(p, { ids: 'row', features: 6 });
+  assert.deepEqual(plain(t.X), { rows: 2, cols: 6, indptr: [0, 1, 2], indices: [1, 0], values: [1, 3] });
+  assert.equal(t.featureNames.length, 6);
+});
+
+test("readLibsvm ids 'first': first token is the sample id, no labels", () => {
+  const p = file('s7 5:1 2:3\n\n# c\nabc 1:-4\nx-9\n');
+  const t = readLibsvm(p, { ids: 'first' });
+  assert.deepEqual(t.ids, ['s7', 'abc', 'x-9']);
+  assert.equal(t.firstTokens, undefined);
+  assert.deepEqual(t.lines, [1, 4, 5]);
+  assert.deepEqual(plain(t.X), { rows: 3, cols: 5, indptr: [0, 2, 3, 3], indices: [1, 4, 0], values: [3, 1, -4] });
+});
+
+test("readLibsvm ids 'qid': qid:ID second token is the id, first token kept as label", () => {
+  const p = file('1 qid:u1 3:1 2:2\n0 qid:u20 1:5\n');
+  const t = readLibsvm(p, { ids: 'qid' });
+  assert.deepEqual(t.ids, ['u1', 'u20']);
+  assert.deepEqual(t.firstTokens, ['1', '0']);
+  assert.deepEqual(plain(t.X), { rows: 2, cols: 3, indptr: [0, 2, 3], indices: [1, 2, 0], values: [2, 1, 5] });
+});
+
+test("readLibsvm ids 'auto': qid when the first data line has qid:, row otherwise", () => {
+  const q = readLibsvm(file('# header\n\n-1 qid:17 1:1\n+1 qid:4 2:1\n'), { ids: 'auto' });
+  assert.deepEqual(q.ids, ['17', '4']);
+  assert.deepEqual(q.firstTokens, ['-1', '+1']);
+  const r = readLibsvm(file('\n-1 1:1\n+1 2:1\n'));
+  assert.deepEqual(r.ids, ['1', '2']);
+  assert.deepEqual(r.firstTokens, ['-1', '+1']);
+  assert.deepEqual(plain(r.X), { rows: 2, cols: 2, indptr: [0, 1, 2], indices: [0, 1], values: [1, 1] });
+});
+
+test('readLibsvm: unsorted indices are sorted with their values', () => {
+  const t = readLibsvm(file('0 9:9 3:3 7:7 1:1 5:5\n'), { ids: 'row' });
+  assert.deepEqual(Array.from(t.X.indices), [0, 2, 4, 6, 8]);
+  assert.deepEqual(Array.from(t.X.values), [1, 3, 5, 7, 9]);
+});
+
+test('readLibsvm malformed: bad token x:1', () => {
+  const p = file('# c\n1 1:1\n\n0 x:1\n');
+  throwsData(() => readLibsvm(p, { ids: 'row' }), p, 4);
+});
+
+test('readLibsvm malformed: non-numeric value 3:abc', () => {
+  const p = file('1 1:1\n0 2:1 3:abc\n');
+  throwsData(() => readLibsvm(p, { ids: 'row' }), p, 2);
+});
+
+test('readLibsvm malformed: other bad tokens (no colon, empty value, infinite value, negative index)', () => {
+  for (const bad of ['7', '3:', '3:1e999', '-2:1', ':1']) {
+    const p = file(`1 1:1\n1 1:1\n0 ${bad}\n`);
+    throwsData(() => readLibsvm(p, { ids: 'row' }), p, 3);
+  }
+});
+
+test('readLibsvm malformed: index 0', () => {
+  const p = file('1 1:1\n\n0 0:1 2:1\n');
+  throwsData(() => readLibsvm(p, { ids: 'row' }), p, 3);
+});
+
+test('readLibsvm malformed: duplicate index (also when not adjacent in the line)', () => {
+  const p = file('1 1:1\n0 5:1 3:1 5:2\n');
+  throwsData(() => readLibsvm(p, { ids: 'row' }), p, 2, /index 5/);
+});
+
+test('readLibsvm malformed: duplicate sample id', () => {
+  const p = file('a 1:1\nb 1:1\n\na 2:1\n');
+  throwsData(() => readLibsvm(p, { ids: 'first' }), p, 4, /'a'/);
+  const q = file('1 qid:5 1:1\n0 qid:6 1:1\n1 qid:5 1:1\n');
+  throwsData(() => readLibsvm(q, { ids: 'qid' }), q, 3);
+});
+
+test('readLibsvm malformed: index beyond declared features', () => {
+  const p = file('1 5:1\n0 6:1\n');
+  assert.equal(readLibsvm(file('1 5:1\n'), { features: 5 }).X.cols, 5);
+  throwsData(() => readLibsvm(p, { ids: 'row', features: 5 }), p, 2);
+});
+
+test("readLibsvm malformed: a first token that is index:value, a missing qid", () => {
+  const p = file('1 1:1\n2:1 3:1\n');
+  throwsData(() => readLibsvm(p, { ids: 'row' }), p, 2);
+  const q = file('1 qid:1 1:1\n0 1:1\n');
+  throwsData(() => readLibsvm(q, { ids: 'qid' }), q, 2);
+  const r = file('x 1:1\n1:1 2:1\n');
+  throwsData(() => readLibsvm(r, { ids: 'first' }), r, 2);
+});
+
+test('readLibsvm malformed: an absurd index without declared features is a DataError', () => {
+  const p = file('1 1:1\n0 99999999999:1\n');
+  throwsData(() => readLibsvm(p, { ids: 'row' }), p, 2);
+  const q = file('1 1:1\n0 2147483649:1\n');
+  throwsData(() => readLibsvm(q, { ids: 'row' }), q, 2);
+});
+
+test('readCsvFeatures: a header after blank lines is reported on its own line', () => {
+  const p = file('\n\nkey,a\n1,2\n');
+  throwsData(() => readCsvFeatures(p), p, 3);
+});
+
+test("binaryLabels: '1' and '+1' are the same class", () => {
+  const t = { file: 'x', ids: ['a', 'b', 'c'], raw: ['1', '-1', '+1'], lines: [1, 2, 3] };
+  assert.deepEqual(Array.from(binaryLabels(t).y), [1, -1, 1]);
+});
+
+test('readLibsvm malformed: empty file / only comments', () => {
+  const p = file('');
+  throwsData(() => readLibsvm(p), p, undefined);
+  const q = file('# nothing\n\n   \n');
+  throwsData(() => readLibsvm(q), q, undefined);
+});
+
+test('readLibsvm: missing file is a DataError naming it', () => {
+  const p = join(dir, 'does-not-exist.svm');
+  throwsData(() => readLibsvm(p), p, undefined);
+});
+
+// ---------------------------------------------------------------------------------------
+// readCsvFeatures
+// ---------------------------------------------------------------------------------------
+
+test('readCsvFeatures: header, id column anywhere, zeros not stored', () => {
+  const p = file('f1,id,f2,f3\r\n1.5,a,0,2\r\n\r\n0,b,0,0\r\n-3, c ,4,0\r\n', '.csv');
+  const t = readCsvFeatures(p);
+  assert.deepEqual(t.ids, ['a', 'b', 'c']);
+  assert.deepEqual(t.featureNames, ['f1', 'f2', 'f3']);
+  assert.deepEqual(t.lines, [2, 4, 5]);
+  assert.deepEqual(plain(t.X), {
+    rows: 3,
+    cols: 3,
+    indptr: [0, 2, 2, 4],
+    indices: [0, 2, 0, 1],
+    values: [1.5, 2, -3, 4],
+  });
+});
+
+test('readCsvFeatures: custom id column name and declared feature count', () => {
+  const p = file('sample,x,y\n10,0,1e2\n11,-0.5,0\n', '.csv');
+  const t = readCsvFeatures(p, { idColumn: 'sample', features: 2 });
+  assert.deepEqual(t.ids, ['10', '11']);
+  assert.deepEqual(plain(t.X), { rows: 2, cols: 2, indptr: [0, 1, 2], indices: [1, 0], values: [100, -0.5] });
+  throwsData(() => readCsvFeatures(p, { idColumn: 'sample', features: 3 }), p, 1);
+});
+
+test('readCsvFeatures malformed: row with the wrong number of fields', () => {
+  const p = file('id,a,b\n1,1,2\n2,3\n', '.csv');
+  throwsData(() => readCsvFeatures(p), p, 3);
+  const q = file('id,a,b\n1,1,2\n\n2,3,4,5\n', '.csv');
+  throwsData(() => readCsvFeatures(q), q, 4);
+});
+
+test('readCsvFeatures malformed: non-numeric and empty values', () => {
+  const p = file('id,a,b\n1,1,2\n2,3,abc\n', '.csv');
+  throwsData(() => readCsvFeatures(p), p, 3, /'b'/);
+  const q = file('id,a,b\n1,,2\n', '.csv');
+  throwsData(() => readCsvFeatures(q), q, 2);
+});
+
+test('readCsvFeatures malformed: missing id column', () => {
+  const p = file('key,a,b\n1,1,2\n', '.csv');
+  throwsData(() => readCsvFeatures(p), p, 1, /'id'/);
+});
+
+test('readCsvFeatures malformed: duplicate and empty sample ids', () => {
+  const p = file('id,a\nx,1\ny,2\nx,3\n', '.csv');
+  throwsData(() => readCsvFeatures(p), p, 4, /'x'/);
+  const q = file('id,a\nx,1\n,2\n', '.csv');
+  throwsData(() => readCsvFeatures(q), q, 3);
+});
+
+test('readCsvFeatures malformed: empty file, header only', () => {
+  const p = file('', '.csv');
+  throwsData(() => readCsvFeatures(p), p, undefined);
+  const q = file('\n\n', '.csv');
+  throwsData(() => readCsvFeatures(q), q, undefined);
+  const r = file('id,a\n', '.csv');
+  throwsData(() => readCsvFeatures(r), r, undefined);
+});
+
+// ---------------------------------------------------------------------------------------
+// Labels
+// ---------------------------------------------------------------------------------------
+
+test('readLabelFile CSV + binaryLabels: -1/+1', () => {
+  const p = file('id,label\na,-1\nb,+1\nc,+1\nd,-1\n', '.csv');
+  const t = readLabelFile(p);
+  assert.deepEqual(t.ids, ['a', 'b', 'c', 'd']);
+  assert.deepEqual(t.raw, ['-1', '+1', '+1', '-1']);
+  assert.deepEqual(t.lines, [2, 3, 4, 5]);
+  const b = binaryLabels(t);
+  assert.deepEqual(Array.from(b.y), [-1, 1, 1, -1]);
+  assert.equal(b.positive, '+1');
+  assert.equal(b.negative, '-1');
+});
+
+test('binaryLabels: 0/1 maps 1 -> +1, 0 -> -1', () => {
+  const p = file('label,id\n1,r1\n0,r2\n0,r3\n', '.csv');
+  const b = binaryLabels(readLabelFile(p));
+  assert.deepEqual(Array.from(b.y), [1, -1, -1]);
+  assert.equal(b.positive, '1');
+  assert.equal(b.negative, '0');
+});
+
+test("binaryLabels: strings compare as strings ('spam' > 'ham')", () => {
+  const p = file('id,label\n1,ham\n2,spam\n3,ham\n', '.csv');
+  const b = binaryLabels(readLabelFile(p));
+  assert.deepEqual(Array.from(b.y), [-1, 1, -1]);
+  assert.equal(b.positive, 'spam');
+  assert.equal(b.negative, 'ham');
+});
+
+test("binaryLabels: numbers compare numerically ('10' > '9')", () => {
+  const p = file('id,label\n1,9\n2,10\n3,10\n', '.csv');
+  const b = binaryLabels(readLabelFile(p));
+  assert.deepEqual(Array.from(b.y), [-1, 1, 1]);
+  assert.equal(b.positive, '10');
+  assert.equal(b.negative, '9');
+});
+
+test('readLabelFile: custom id and label columns', () => {
+  const p = file('y,extra,key\nyes,0,k1\nno,0,k2\n', '.csv');
+  const t = readLabelFile(p, { idColumn: 'key', labelColumn: 'y' });
+  assert.deepEqual(t.ids, ['k1', 'k2']);
+  assert.deepEqual(t.raw, ['yes', 'no']);
+  throwsData(() => readLabelFile(p), p, 1, /'id'/);
+  throwsData(() => readLabelFile(p, { idColumn: 'key' }), p, 1, /'label'/);
+});
+
+test('readLabelFile LIBSVM (row ids and qid ids) + binaryLabels', () => {
+  const p = file('# labels\n+1 1:1\n-1\n\n-1 3:1 2:1\n');
+  const t = readLabelFile(p);
+  assert.deepEqual(t.ids, ['1', '2', '3']);
+  assert.deepEqual(t.raw, ['+1', '-1', '-1']);
+  assert.deepEqual(t.lines, [2, 3, 5]);
+  assert.deepEqual(Array.from(binaryLabels(t).y), [1, -1, -1]);
+
+  const q = file('0 qid:s1 1:1\n1 qid:s2\n');
+  const tq = readLabelFile(q);
+  assert.deepEqual(tq.ids, ['s1', 's2']);
+  assert.deepEqual(Array.from(binaryLabels(tq).y), [-1, 1]);
+
+  throwsData(() => readLabelFile(p, { ids: 'first' }), p, undefined);
+});
+
+test('binaryLabels: a third distinct value is a DataError naming its line', () => {
+  const p = file('id,label\na,1\nb,0\n\nc,1\nd,2\n', '.csv');
+  const t = readLabelFile(p);
+  throwsData(() => binaryLabels(t), p, 6, /'2'/);
+  const q = file('1 1:1\n-1 1:1\n0 1:1\n');
+  throwsData(() => binaryLabels(readLabelFile(q)), q, 3, /'0'/);
+});
+
+test('binaryLabels: one class only is a DataError', () => {
+  const p = file('id,label\na,1\nb,1\n', '.csv');
+  throwsData(() => binaryLabels(readLabelFile(p)), p, undefined, /two classes/);
+});
+
+test('numericLabels: numbers parsed, non-numeric rejected with its line', () => {
+  const p = file('id,label\na,1.5\nb,-2e3\nc,0\n', '.csv');
+  assert.deepEqual(Array.from(numericLabels(readLabelFile(p))), [1.5, -2000, 0]);
+  const q = file('id,label\na,1.5\nb,abc\n', '.csv');
+  throwsData(() => numericLabels(readLabelFile(q)), q, 3, /'abc'/);
+});
+
+// ---------------------------------------------------------------------------------------
+// writeFileAtomic
+// ---------------------------------------------------------------------------------------
+
+test('writeFileAtomic: writes, overwrites, and leaves no temporary file', () => {
+  const sub = mkdtempSync(join(dir, 'atomic-'));
+  const target = join(sub, 'model.json');
+  writeFileAtomic(target, 'first version, rather long content\n');
+  assert.equal(readFileSync(target, 'utf8'), 'first version, rather long content\n');
+  assert.deepEqual(readdirSync(sub), ['model.json']);
+  writeFileAtomic(target, 'short');
+  assert.equal(readFileSync(target, 'utf8'), 'short');
+  writeFileAtomic(target, Uint8Array.of(0xe2, 0x82, 0xac));
+  assert.equal(readFileSync(target, 'utf8'), '€');
+  assert.deepEqual(readdirSync(sub), ['model.json']);
+});
+
+test('writeFileAtomic: a failed write throws and leaves no temporary file', () => {
+  const sub = mkdtempSync(join(dir, 'atomic-fail-'));
+  // The target is an existing non-empty directory, so the final rename fails.
+  const target = join(sub, 'occupied');
+  mkdirSync(target);
+  writeFileSync(join(target, 'x'), 'keep');
+  assert.throws(() => writeFileAtomic(target, 'data'));
+  assert.deepEqual(readdirSync(sub), ['occupied']);
+  assert.equal(readFileSync(join(target, 'x'), 'utf8'), 'keep');
+});
