@@ -50,7 +50,11 @@ function describe(v: unknown): string {
   if (v === null) return 'null';
   if (Array.isArray(v)) return 'an array';
   if (ArrayBuffer.isView(v)) return v.constructor.name;
-  if (typeof v === 'object') return (v as object).constructor?.name ?? 'an object';
+  if (typeof v === 'object') {
+    // A decoded map may carry its own `constructor` key: never trust what it holds.
+    const name: unknown = Object.getPrototypeOf(v) === Object.prototype ? undefined : (v as object).constructor?.name;
+    return typeof name === 'string' ? name : 'a map';
+  }
   return typeof v;
 }
 

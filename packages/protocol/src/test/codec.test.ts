@@ -1,0 +1,446 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  CloseCodes,
+  type CloseKind,
+  type CoordinatorMessage,
+  decode,
+  encode,
+  type Message,
+  type PartyMessage,
+  ProtocolError,
+  validateCoordinatorMessage,
+  validatePartyMessage,
+  type ValidationContext,
+} from '../index.js';
+
+// ---------------------------------------------------------------------------------------
+// Helpers
+
+/** mulberry32: a tiny deterministic PRNG returning floats in [0, 1). */
+function mulberry32(seed: number): () => number {
+  let a = seed >>> 0;
+  return () => {
+    a = (a + 0x6d2b79f5) >>> 0;
+    let t = a;
+    t = Math.imul(t ^ (t >>> 15), t | 1);
+    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
+    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
+  };
+}
+
+const randInt = (rnd: () => number, n: number): number => Math.floor(rnd() * n);
+
+const PARTY_TYPES = new Set(['hello', 'ids', 'ready', 'share', 'scores']);
+
+/** Awkward but finite values every vector cycles through. */
+const AWKWARD = [-0, 1e-300, 1e300, -1.5, 0, 5e-324, -5e-324, Number.MAX_VALUE, -Number.MAX_VALUE, 1 / 3, -1e-300, -1e300, 2 ** 53 + 2, Math.PI];
+
+function awkwardVector(length: number, seed = 1): Float64Array {
+  const rnd = mulberry32(seed);
+  const v = new Float64Array(length);
+  for (let i = 0; i < length; i++) {
+    // First the fixed awkward values, then a mix of awkward and random ones.
+    v[i] = i < AWKWARD.length || i % 3 === 0 ? AWKWARD[i % AWKWARD.length] : (rnd() - 0.5) * 10 ** (randInt(rnd, 600) - 300);
+  }
+  if (length === 1) v[0] = -0;
+  return v;
+}
+
+function bytesOf(a: ArrayBufferView): Buffer {
+  return Buffer.from(a.buffer, a.byteOffset, a.byteLength);
+}
+
+/** Same constructor, same length, bit-identical elements (so -0 stays -0). */
+function assertSameTyped(actual: unknown, expected: Float64Array | Uint32Array | Uint8Array, label: string): void {
+  assert.ok(actual !== null && typeof actual === 'object', `${label}: not an object`);
+  assert.equal((actual as object).constructor, expected.constructor, `${label}: constructor ${(actual as object).constructor?.name}`);
+  const a = actual as typeof expected;
+  assert.equal(a.length, expected.length, `${label}: length`);
+  for (let i = 0; i < expected.length; i++) {
+    if (!Object.is(a[i], expected[i])) assert.fail(`${label}[${i}]: got ${a[i]}, expected ${Object.is(expected[i], -0) ? '-0' : expected[i]}`);
+  }
+  assert.ok(bytesOf(a).equals(bytesOf(expected)), `${label}: bytes differ`);
+}
+
+/** Compare a validated message with the one that was encoded: typed arrays element-wise, the rest deeply. */
+function assertSameMessage(actual: Message, expected: Message): void {
+  assert.deepEqual(Object.keys(actual).sort(), Object.keys(expected).sort(), `${expected.type}: keys`);
+  for (const [k, v] of Object.entries(expected)) {
+    const got = (actual as unknown as Record<string, unknown>)[k];
+    if (ArrayBuffer.isView(v)) assertSameTyped(got, v as Float64Array, `${expected.type}.${k}`);
+    else assert.deepEqual(got, v, `${expected.type}.${k}`);
+  }
+}
+
+function roundTrip(msg: Message, ctx: ValidationContext): Message {
+  const bytes = encode(msg);
+  assert.ok(bytes instanceof Uint8Array && bytes.length > 0, 'encode returns non-empty bytes');
+  const decoded = decode(bytes);
+  const validated = PARTY_TYPES.has(msg.type) ? validatePartyMessage(decoded, ctx) : validateCoordinatorMessage(decoded, ctx);
+  assert.equal(validated.type, msg.type);
+  assertSameMessage(validated, msg);
+  return validated;
+}
+
+function hashes(rows: number, seed: number): Uint8Array {
+  const rnd = mulberry32(seed);
+  const h = new Uint8Array(rows * 16);
+  for (let i = 0; i < h.length; i++) h[i] = randInt(rnd, 256);
+  return h;
+}
+
+function rowPermutation(length: number, fileRows: number, seed: number): Uint32Array {
+  // `length` distinct rows out of `fileRows`, in shuffled order, always including the last row.
+  const rnd = mulberry32(seed);
+  const all = new Uint32Array(fileRows);
+  for (let i = 0; i < fileRows; i++) all[i] = i;
+  for (let i = fileRows - 1; i > 0; i--) {
+    const j = randInt(rnd, i + 1);
+    const t = all[i];
+    all[i] = all[j];
+    all[j] = t;
+  }
+  const out = all.slice(0, length);
+  if (length > 0 && !out.includes(fileRows - 1)) out[0] = fileRows - 1;
+  return out;
+}
+
+const JOB = 'job-2024.01_a';
+const LENGTHS = [0, 1, 70000];
+
+// ---------------------------------------------------------------------------------------
+// Round trips, party -> coordinator
+
+test('round trip: hello (with and without a job id)', () => {
+  const a: Message = { type: 'hello', protocolVersion: 1, partyId: 'bank-A', jobId: JOB, features: 12, trainRows: 70000, testRows: 0 };
+  const b: Message = { type: 'hello', protocolVersion: 1, partyId: 'x'.repeat(64), jobId: null, features: 1, trainRows: 1, testRows: 2 ** 40 };
+  assert.equal((roundTrip(a, {}) as { jobId: string }).jobId, JOB);
+  assert.equal((roundTrip(b, {}) as { jobId: string | null }).jobId, null);
+});
+
+test('round trip: ids with 0, 1 and 70000 hashes, train and test sets', () => {
+  for (const rows of LENGTHS) {
+    for (const set of ['train', 'test'] as const) {
+      const msg: Message = { type: 'ids', jobId: JOB, set, hashes: hashes(rows, rows + 7) };
+      const ctx: ValidationContext = { jobId: JOB, declaredRows: { train: set === 'train' ? rows : 5, test: set === 'test' ? rows : 5 } };
+      const out = roundTrip(msg, ctx);
+      assert.equal(out.type === 'ids' && out.hashes.length, rows * 16);
+    }
+  }
+});
+
+test('round trip: ready', () => {
+  roundTrip({ type: 'ready', jobId: JOB }, { jobId: JOB });
+  roundTrip({ type: 'ready', jobId: '0' }, {});
+});
+
+test('round trip: share with vectors of length 0, 1 and 70000 and awkward values', () => {
+  for (const n of LENGTHS) {
+    const share = awkwardVector(n, n + 1);
+    for (const penaltySq of [0, 1e-300, 1e300, 1.5]) {
+      const out = roundTrip({ type: 'share', jobId: JOB, round: 17, share, penaltySq }, { jobId: JOB, n, round: 17 });
+      assert.ok(out.type === 'share' && out.share !== share, 'decoded vector is a new array');
+    }
+  }
+  // The special values really are in the long vector (the test would be weaker otherwise).
+  const v = awkwardVector(70000);
+  assert.ok(Object.is(v[0], -0) && v[1] === 1e-300 && v[2] === 1e300 && v[3] === -1.5);
+});
+
+test('round trip: scores with vectors of length 0, 1 and 70000', () => {
+  for (const nTest of LENGTHS) {
+    roundTrip({ type: 'scores', jobId: JOB, round: 3, scores: awkwardVector(nTest, 99 + nTest) }, { jobId: JOB, nTest, round: 3 });
+  }
+});
+
+// ---------------------------------------------------------------------------------------
+// Round trips, coordinator -> party
+
+test('round trip: welcome with a 32-byte key', () => {
+  const hashKey = new Uint8Array(32);
+  for (let i = 0; i < 32; i++) hashKey[i] = 255 - i * 7;
+  const out = roundTrip({ type: 'welcome', protocolVersion: 1, jobId: JOB, hashKey }, { jobId: JOB });
+  assert.ok(out.type === 'welcome' && out.hashKey.length === 32);
+});
+
+test('round trip: setup with 1 and 70000 training rows, 0, 1 and 70000 test rows', () => {
+  const fileRows = { train: 80000, test: 75000 };
+  for (const nTrain of [1, 70000]) {
+    for (const nTest of LENGTHS) {
+      const msg: Message = {
+        type: 'setup',
+        jobId: JOB,
+        trainRows: rowPermutation(nTrain, fileRows.train, nTrain),
+        testRows: rowPermutation(nTest, fileRows.test, nTest + 3),
+        lambda: nTest === 0 ? 0 : 1e-300,
+        loss: nTest === 1 ? 'squared' : 'logistic',
+      };
+      roundTrip(msg, { jobId: JOB, fileRows });
+    }
+  }
+  // Row indices above 2^16 and up to 2^32 - 1 survive without a file-size bound.
+  roundTrip({ type: 'setup', jobId: JOB, trainRows: new Uint32Array([0xffffffff, 65536, 0]), testRows: new Uint32Array(0), lambda: 1e300, loss: 'squared' }, {});
+});
+
+test('round trip: round with vectors of length 0, 1 and 70000 and awkward rho', () => {
+  for (const n of LENGTHS) {
+    for (const rho of [1e-300, 1.5, 1e300]) {
+      roundTrip({ type: 'round', jobId: JOB, round: 2 ** 31, rho, c: awkwardVector(n, 5 * n + 2) }, { jobId: JOB, n, round: 2 ** 31 });
+    }
+  }
+});
+
+test('round trip: evaluate', () => {
+  roundTrip({ type: 'evaluate', jobId: JOB, round: 0 }, { jobId: JOB });
+  roundTrip({ type: 'evaluate', jobId: JOB, round: 123456 }, { jobId: JOB, round: 123456 });
+});
+
+test('round trip: done with every stop reason', () => {
+  for (const reason of ['converged', 'max-rounds', 'stopped'] as const) {
+    roundTrip(
+      {
+        type: 'done',
+        jobId: JOB,
+        reason,
+        rounds: 250,
+        objective: -1.5,
+        params: { variant: 'jacobi', rho: 1e-300, alpha: 1.6, lambda: 0, loss: 'logistic' },
+      },
+      { jobId: JOB },
+    );
+  }
+});
+
+test('decode accepts a plain Uint8Array (not only a Buffer) and copies vectors out of it', () => {
+  const share = awkwardVector(1000, 42);
+  const buf = encode({ type: 'share', jobId: JOB, round: 1, share, penaltySq: 2 });
+  const plain = new Uint8Array(buf); // a copy in a fresh ArrayBuffer
+  const out = validatePartyMessage(decode(plain), { n: 1000 });
+  assert.ok(out.type === 'share');
+  assertSameTyped(out.share, share, 'share');
+  // Overwriting the input afterwards must not change the decoded vector.
+  plain.fill(0);
+  assertSameTyped(out.share, share, 'share after the frame was overwritten');
+});
+
+test('encoding is deterministic and different messages encode differently', () => {
+  const a: Message = { type: 'round', jobId: JOB, round: 1, rho: 1, c: awkwardVector(10) };
+  const b: Message = { type: 'round', jobId: JOB, round: 2, rho: 1, c: awkwardVector(10) };
+  assert.ok(encode(a).equals(encode(a)));
+  assert.ok(!encode(a).equals(encode(b)));
+});
+
+// ---------------------------------------------------------------------------------------
+// Malformed input
+
+/** decode + validate must either throw a ProtocolError ('malformed' from decode) or yield a value the validator rejects. */
+function assertRejected(bytes: Uint8Array, ctx: ValidationContext, label: string): void {
+  let value: unknown;
+  try {
+    value = decode(bytes);
+  } catch (err) {
+    assert.ok(err instanceof ProtocolError, `${label}: decode threw ${(err as Error)?.constructor?.name}: ${(err as Error)?.message}`);
+    assert.equal(err.kind, 'malformed', `${label}: decode error kind`);
+    assert.equal(err.closeCode, CloseCodes.malformed.code);
+    return;
+  }
+  for (const validate of [validatePartyMessage, validateCoordinatorMessage]) {
+    try {
+      validate(value, ctx);
+    } catch (err) {
+      assert.ok(err instanceof ProtocolError, `${label}: ${validate.name} threw ${(err as Error)?.constructor?.name}: ${(err as Error)?.message}`);
+      continue;
+    }
+    assert.fail(`${label}: ${validate.name} accepted ${JSON.stringify(value)}`);
+  }
+}
+
+test('decode of an empty buffer throws ProtocolError malformed', () => {
+  for (const empty of [Buffer.alloc(0), new Uint8Array(0), Buffer.from('a1ff', 'hex').subarray(1, 1)]) {
+    assert.throws(
+      () => decode(empty),
+      (err: unknown) => err instanceof ProtocolError && err.kind === 'malformed' && err.closeCode === 4002,
+    );
+  }
+});
+
+test('decode of bytes that are never valid MessagePack throws ProtocolError (malformed, or invalid once validated)', () => {
+  // 0xc1 is the one byte MessagePack never uses. msgpackr decodes it to a sentinel object
+  // (C1Type) instead of throwing, so it is only caught by the validators, as 'invalid'.
+  for (const hex of ['c1', '81a474797065c1', '81c1a161']) {
+    const bytes = Buffer.from(hex, 'hex');
+    assertRejected(bytes, {}, hex);
+    for (const validate of [validatePartyMessage, validateCoordinatorMessage]) {
+      assert.throws(() => validate(decode(bytes)), (err: unknown) => err instanceof ProtocolError && (err.kind === 'invalid' || err.kind === 'malformed'));
+    }
+  }
+  // These announce data that is not there.
+  for (const hex of ['dc', 'de', 'cb0000', 'a5616263', 'c4ff00', '82a474797065']) {
+    assert.throws(
+      () => decode(Buffer.from(hex, 'hex')),
+      (err: unknown) => err instanceof ProtocolError && err.kind === 'malformed',
+      hex,
+    );
+  }
+});
+
+test('decode of random bytes throws ProtocolError or yields a value every validator rejects', () => {
+  const rnd = mulberry32(0xdecade);
+  for (let i = 0; i < 3000; i++) {
+    const bytes = new Uint8Array(1 + randInt(rnd, 64));
+    for (let j = 0; j < bytes.length; j++) bytes[j] = randInt(rnd, 256);
+    // Every so often start with a map header so the decoder gets further.
+    if (i % 3 === 0) bytes[0] = 0x80 | randInt(rnd, 8);
+    assertRejected(bytes, { jobId: JOB, n: 3, nTest: 2, round: 1 }, `random #${i} ${Buffer.from(bytes).toString('hex')}`);
+  }
+});
+
+function sampleMessages(): Message[] {
+  return [
+    { type: 'hello', protocolVersion: 1, partyId: 'p1', jobId: null, features: 3, trainRows: 10, testRows: 4 },
+    { type: 'ids', jobId: JOB, set: 'train', hashes: hashes(3, 1) },
+    { type: 'ready', jobId: JOB },
+    { type: 'share', jobId: JOB, round: 4, share: awkwardVector(5), penaltySq: 0.25 },
+    { type: 'scores', jobId: JOB, round: 4, scores: awkwardVector(2) },
+    { type: 'welcome', protocolVersion: 1, jobId: JOB, hashKey: hashes(2, 2) },
+    { type: 'setup', jobId: JOB, trainRows: new Uint32Array([4, 0, 2]), testRows: new Uint32Array([1]), lambda: 0.1, loss: 'logistic' },
+    { type: 'round', jobId: JOB, round: 4, rho: 2, c: awkwardVector(5, 9) },
+    { type: 'evaluate', jobId: JOB, round: 4 },
+    { type: 'done', jobId: JOB, reason: 'converged', rounds: 4, objective: 0.5, params: { variant: 'v', rho: 2, alpha: 1, lambda: 0.1, loss: 'squared' } },
+  ];
+}
+
+test('every truncation of every message type is rejected with a ProtocolError', () => {
+  const ctx: ValidationContext = { jobId: JOB, n: 5, nTest: 2, round: 4 };
+  for (const msg of sampleMessages()) {
+    const full = encode(msg);
+    // The untruncated encoding is accepted (otherwise this test proves nothing).
+    if (PARTY_TYPES.has(msg.type)) validatePartyMessage(decode(full), ctx);
+    else validateCoordinatorMessage(decode(full), ctx);
+    for (let k = 0; k < full.length; k++) {
+      // Both a view into the original (bytes continue past the end) and a standalone copy.
+      assertRejected(full.subarray(0, k), ctx, `${msg.type} cut to ${k}/${full.length} (view)`);
+      assertRejected(Uint8Array.prototype.slice.call(full, 0, k), ctx, `${msg.type} cut to ${k}/${full.length} (copy)`);
+    }
+  }
+});
+
+test('trailing bytes after a complete message are rejected with a ProtocolError', () => {
+  for (const msg of sampleMessages()) {
+    const full = encode(msg);
+    for (const tail of ['00', 'c0', 'ff', 'a161', '80']) {
+      assertRejected(Buffer.concat([full, Buffer.from(tail, 'hex')]), {}, `${msg.type} + ${tail}`);
+    }
+  }
+});
+
+// ---------------------------------------------------------------------------------------
+// Fuzz
+
+function randomMessage(rnd: () => number): Message {
+  const n = randInt(rnd, 12);
+  const vec = () => {
+    const v = new Float64Array(n);
+    for (let i = 0; i < n; i++) v[i] = rnd() < 0.2 ? AWKWARD[randInt(rnd, AWKWARD.length)] : rnd() * 100 - 50;
+    return v;
+  };
+  const round = 1 + randInt(rnd, 1000);
+  switch (randInt(rnd, 10)) {
+    case 0:
+      return { type: 'hello', protocolVersion: 1, partyId: `p${randInt(rnd, 100)}`, jobId: rnd() < 0.5 ? null : JOB, features: 1 + n, trainRows: 1 + n, testRows: n };
+    case 1:
+      return { type: 'ids', jobId: JOB, set: rnd() < 0.5 ? 'train' : 'test', hashes: hashes(n, randInt(rnd, 1e9)) };
+    case 2:
+      return { type: 'ready', jobId: JOB };
+    case 3:
+      return { type: 'share', jobId: JOB, round, share: vec(), penaltySq: rnd() * 10 };
+    case 4:
+      return { type: 'scores', jobId: JOB, round, scores: vec() };
+    case 5:
+      return { type: 'welcome', protocolVersion: 1, jobId: JOB, hashKey: hashes(2, randInt(rnd, 1e9)) };
+    case 6:
+      return {
+        type: 'setup',
+        jobId: JOB,
+        trainRows: rowPermutation(1 + n, 20, randInt(rnd, 1e9)),
+        testRows: rowPermutation(n, 20, randInt(rnd, 1e9)),
+        lambda: rnd(),
+        loss: rnd() < 0.5 ? 'logistic' : 'squared',
+      };
+    case 7:
+      return { type: 'round', jobId: JOB, round, rho: 0.1 + rnd(), c: vec() };
+    case 8:
+      return { type: 'evaluate', jobId: JOB, round };
+    default:
+      return {
+        type: 'done',
+        jobId: JOB,
+        reason: 'max-rounds',
+        rounds: round,
+        objective: rnd() * 100,
+        params: { variant: 'jacobi', rho: 1 + rnd(), alpha: 1.5, lambda: rnd(), loss: 'logistic' },
+      };
+  }
+}
+
+function mutate(rnd: () => number, src: Uint8Array): Uint8Array {
+  let b = Array.from(src);
+  const edits = 1 + randInt(rnd, 4);
+  for (let e = 0; e < edits; e++) {
+    const op = randInt(rnd, 5);
+    const pos = randInt(rnd, b.length + 1);
+    if (op === 0 && b.length > 0) b[pos % b.length] ^= 1 << randInt(rnd, 8); // flip a bit
+    else if (op === 1 && b.length > 0) b[pos % b.length] = randInt(rnd, 256); // replace a byte
+    else if (op === 2) b.splice(pos, 0, randInt(rnd, 256)); // insert a byte
+    else if (op === 3 && b.length > 0) b.splice(pos % b.length, 1); // delete a byte
+    else b = b.slice(0, pos); // truncate
+  }
+  return Uint8Array.from(b);
+}
+
+const KINDS = new Set(Object.keys(CloseCodes));
+
+test('fuzz: 20,000 mutated encodings only ever raise ProtocolError', () => {
+  const rnd = mulberry32(20240601);
+  const thrown = new Map<string, number>();
+  let accepted = 0;
+  const contexts: ValidationContext[] = [{}, { jobId: JOB }, { jobId: JOB, n: 5, nTest: 5, round: 4, declaredRows: { train: 3, test: 3 }, fileRows: { train: 20, test: 20 } }];
+  for (let i = 0; i < 20000; i++) {
+    const msg = randomMessage(rnd);
+    const bytes = mutate(rnd, encode(msg));
+    const ctx = contexts[i % contexts.length];
+    const validators = PARTY_TYPES.has(msg.type)
+      ? [validatePartyMessage, validateCoordinatorMessage]
+      : [validateCoordinatorMessage, validatePartyMessage];
+    let value: unknown;
+    try {
+      value = decode(bytes);
+    } catch (err) {
+      if (!(err instanceof ProtocolError)) assert.fail(`#${i} decode threw ${(err as Error)?.constructor?.name}: ${(err as Error)?.message} for ${Buffer.from(bytes).toString('hex')}`);
+      assert.equal(err.kind, 'malformed');
+      thrown.set('decode:malformed', (thrown.get('decode:malformed') ?? 0) + 1);
+      continue;
+    }
+    for (const validate of validators) {
+      let result: PartyMessage | CoordinatorMessage;
+      try {
+        result = validate(value, ctx);
+      } catch (err) {
+        if (!(err instanceof ProtocolError))
+          assert.fail(`#${i} ${validate.name} threw ${(err as Error)?.constructor?.name}: ${(err as Error)?.message} for ${Buffer.from(bytes).toString('hex')}`);
+        assert.ok(KINDS.has(err.kind), `unknown kind ${err.kind}`);
+        assert.equal(err.closeCode, CloseCodes[err.kind as CloseKind].code);
+        thrown.set(`validate:${err.kind}`, (thrown.get(`validate:${err.kind}`) ?? 0) + 1);
+        continue;
+      }
+      // Whatever passes validation must be a well-typed message that encodes again.
+      accepted++;
+      assert.ok(encode(result).length > 0);
+    }
+  }
+  // The fuzzer must actually exercise both the decoder's and the validator's rejections.
+  assert.ok((thrown.get('decode:malformed') ?? 0) > 1000, `decode rejections: ${JSON.stringify([...thrown])}`);
+  assert.ok((thrown.get('validate:invalid') ?? 0) > 1000, `validate rejections: ${JSON.stringify([...thrown])}`);
+  assert.ok(accepted > 0);
+});

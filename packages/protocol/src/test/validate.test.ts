@@ -1,0 +1,556 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import {
+  CloseCodes,
+  type CloseKind,
+  closeKindOf,
+  closeReason,
+  decode,
+  encode,
+  type Message,
+  ProtocolError,
+  validateCoordinatorMessage,
+  validatePartyMessage,
+  type ValidationContext,
+} from '../index.js';
+
+// ---------------------------------------------------------------------------------------
+// Fixtures and helpers
+
+type Obj = Record<string, unknown>;
+type Validator = (value: unknown, ctx?: ValidationContext) => Message;
+
+const JOB = 'job-1';
+const N = 4;
+const N_TEST = 3;
+const ROUND = 7;
+const FILE_ROWS = { train: 10, test: 5 };
+const DECLARED = { train: 3, test: 2 };
+
+/** A context with every field set, matching the base messages below. */
+const CTX: ValidationContext = { jobId: JOB, n: N, nTest: N_TEST, round: ROUND, declaredRows: DECLARED, fileRows: FILE_ROWS };
+
+/** Fresh valid messages (as plain objects), each accepted by its validator under CTX. */
+function base(): Record<string, Obj> {
+  return {
+    hello: { type: 'hello', protocolVersion: 1, partyId: 'party-A', jobId: JOB, features: 5, trainRows: 10, testRows: 5 },
+    ids: { type: 'ids', jobId: JOB, set: 'train', hashes: new Uint8Array(16 * DECLARED.train).fill(9) },
+    ready: { type: 'ready', jobId: JOB },
+    share: { type: 'share', jobId: JOB, round: ROUND, share: new Float64Array([1, -0, 1e-300, -1.5]), penaltySq: 2.5 },
+    scores: { type: 'scores', jobId: JOB, round: ROUND, scores: new Float64Array([0.5, -2, 1e300]) },
+    welcome: { type: 'welcome', protocolVersion: 1, jobId: JOB, hashKey: new Uint8Array(32).fill(1) },
+    setup: { type: 'setup', jobId: JOB, trainRows: new Uint32Array([9, 0, 4, 2]), testRows: new Uint32Array([4, 1, 0]), lambda: 0.1, loss: 'logistic' },
+    round: { type: 'round', jobId: JOB, round: ROUND, rho: 1.5, c: new Float64Array([0, 1, 2, 3]) },
+    evaluate: { type: 'evaluate', jobId: JOB, round: ROUND },
+    done: {
+      type: 'done',
+      jobId: JOB,
+      reason: 'converged',
+      rounds: ROUND,
+      objective: 12.5,
+      params: { variant: 'jacobi', rho: 1.5, alpha: 1.6, lambda: 0.1, loss: 'logistic' },
+    },
+  };
+}
+
+const PARTY_TYPES = ['hello', 'ids', 'ready', 'share', 'scores'];
+const COORD_TYPES = ['welcome', 'setup', 'round', 'evaluate', 'done'];
+
+function validatorFor(type: string): Validator {
+  return PARTY_TYPES.includes(type) ? validatePartyMessage : validateCoordinatorMessage;
+}
+
+/** Through the wire: the validators see what `decode` produces. */
+function wire(value: unknown): unknown {
+  return decode(encode(value as Message));
+}
+
+/** Assert that `fn` throws a ProtocolError of `kind` (and the matching close code). */
+function throwsKind(fn: () => unknown, kind: CloseKind, label: string, message?: RegExp): void {
+  let caught: unknown;
+  try {
+    fn();
+  } catch (err) {
+    caught = err;
+  }
+  if (caught === undefined) assert.fail(`${label}: no error thrown, expected ProtocolError '${kind}'`);
+  assert.ok(caught instanceof ProtocolError, `${label}: threw ${(caught as Error)?.constructor?.name}: ${(caught as Error)?.message}`);
+  assert.equal(caught.kind, kind, `${label}: kind (message: ${caught.message})`);
+  assert.equal(caught.closeCode, CloseCodes[kind].code, `${label}: closeCode`);
+  if (message) assert.match(caught.message, message, label);
+}
+
+/**
+ * The base message of `type` with `patch` applied (a value of `undefined` deletes the key),
+ * checked both as a plain object and after an encode/decode round trip.
+ */
+function rejects(type: string, patch: Obj, kind: CloseKind, ctx: ValidationContext = CTX, message?: RegExp): void {
+  const msg = { ...base()[type], ...patch };
+  for (const [k, v] of Object.entries(patch)) if (v === undefined) delete msg[k];
+  const validate = validatorFor(type);
+  const label = `${type} ${describePatch(patch)}`;
+  throwsKind(() => validate(msg, ctx), kind, `${label} (object)`, message);
+  throwsKind(() => validate(wire(msg), ctx), kind, `${label} (wire)`, message);
+}
+
+/** The same patch is accepted: boundaries right next to the rejected values. */
+function accepts(type: string, patch: Obj, ctx: ValidationContext = CTX): Message {
+  const msg = { ...base()[type], ...patch };
+  const validate = validatorFor(type);
+  validate(msg, ctx);
+  return validate(wire(msg), ctx);
+}
+
+function describePatch(patch: Obj): string {
+  return JSON.stringify(patch, (_k, v) =>
+    ArrayBuffer.isView(v) ? `${v.constructor.name}(${(v as Float64Array).length})` : typeof v === 'number' && !Number.isFinite(v) ? String(v) : v,
+  );
+}
+
+// ---------------------------------------------------------------------------------------
+// Baseline: every fixture is valid, so each rejection below is caused by its patch.
+
+test('baseline: every base message validates under the full context, as an object and after the wire', () => {
+  for (const [type, msg] of Object.entries(base())) {
+    const validate = validatorFor(type);
+    for (const value of [msg, wire(msg)]) {
+      const out = validate(value, CTX) as unknown as Obj;
+      assert.equal(out.type, type);
+      assert.deepEqual(Object.keys(out).sort(), Object.keys(msg).sort(), type);
+    }
+    // And with an empty context.
+    assert.equal(validate(msg).type, type);
+  }
+});
+
+// ---------------------------------------------------------------------------------------
+// Shape of the document
+
+test('top-level values that are not maps are rejected as invalid by both validators', () => {
+  const values: [string, unknown][] = [
+    ['array', [{ type: 'ready', jobId: JOB }]],
+    ['empty array', []],
+    ['number', 42],
+    ['string', 'ready'],
+    ['null', null],
+    ['boolean', true],
+    ['Float64Array', new Float64Array([1, 2])],
+    ['Uint8Array', new Uint8Array([0x81])],
+    ['Date', new Date(0)],
+  ];
+  for (const [label, v] of values) {
+    for (const validate of [validatePartyMessage, validateCoordinatorMessage]) {
+      throwsKind(() => validate(v, CTX), 'invalid', `${validate.name} ${label}`, /expected a map/);
+      throwsKind(() => validate(wire(v), CTX), 'invalid', `${validate.name} ${label} (wire)`, /expected a map/);
+    }
+  }
+  throwsKind(() => validatePartyMessage(undefined), 'invalid', 'undefined');
+  throwsKind(() => validateCoordinatorMessage(undefined), 'invalid', 'undefined');
+  // Class instances and Maps are not plain maps either, even with the right keys.
+  const asMap = new Map<string, unknown>(Object.entries(base().ready));
+  throwsKind(() => validatePartyMessage(asMap, CTX), 'invalid', 'Map');
+  class Fake {
+    type = 'ready';
+    jobId = JOB;
+  }
+  throwsKind(() => validatePartyMessage(new Fake(), CTX), 'invalid', 'class instance');
+});
+
+test('unknown, missing or non-string type is invalid', () => {
+  for (const validate of [validatePartyMessage, validateCoordinatorMessage]) {
+    for (const type of ['bogus', '', 'Hello', 'SHARE', 'hello ', '__proto__', 'toString']) {
+      throwsKind(() => validate({ type, jobId: JOB }, CTX), 'invalid', `${validate.name} type '${type}'`);
+    }
+    for (const type of [42, null, true, ['hello'], { t: 1 }]) {
+      throwsKind(() => validate(wire({ type, jobId: JOB }), CTX), 'invalid', `${validate.name} type ${JSON.stringify(type)}`);
+    }
+    throwsKind(() => validate({ jobId: JOB }, CTX), 'invalid', `${validate.name} no type`);
+    throwsKind(() => validate({}, CTX), 'invalid', `${validate.name} empty map`);
+  }
+});
+
+test('a coordinator type given to validatePartyMessage, and a party type to validateCoordinatorMessage, is invalid', () => {
+  const b = base();
+  for (const type of COORD_TYPES) {
+    assert.equal(validateCoordinatorMessage(b[type], CTX).type, type); // valid on the right side
+    throwsKind(() => validatePartyMessage(b[type], CTX), 'invalid', `party <- ${type}`, /not a message a party sends/);
+    throwsKind(() => validatePartyMessage(wire(b[type]), {}), 'invalid', `party <- ${type} (wire, no ctx)`);
+  }
+  for (const type of PARTY_TYPES) {
+    assert.equal(validatePartyMessage(b[type], CTX).type, type);
+    throwsKind(() => validateCoordinatorMessage(b[type], CTX), 'invalid', `coordinator <- ${type}`, /not a message the coordinator sends/);
+    throwsKind(() => validateCoordinatorMessage(wire(b[type]), {}), 'invalid', `coordinator <- ${type} (wire, no ctx)`);
+  }
+});
+
+test('every missing field of every message type is invalid', () => {
+  for (const [type, msg] of Object.entries(base())) {
+    for (const key of Object.keys(msg)) {
+      if (key === 'type') continue;
+      rejects(type, { [key]: undefined }, 'invalid', CTX, new RegExp(`missing field '${key}'`));
+      rejects(type, { [key]: undefined }, 'invalid', {});
+    }
+  }
+});
+
+test('an extra field in any message type is invalid', () => {
+  for (const type of Object.keys(base())) {
+    for (const extra of [{ extra: 1 }, { Type: type }, { hashes2: new Uint8Array(16) }, { proto: null }]) {
+      rejects(type, extra, 'invalid', CTX, /unexpected field/);
+    }
+  }
+});
+
+// ---------------------------------------------------------------------------------------
+// Field types
+
+test('a string where a number is expected is invalid', () => {
+  const cases: [string, string][] = [
+    ['hello', 'protocolVersion'],
+    ['hello', 'features'],
+    ['hello', 'trainRows'],
+    ['hello', 'testRows'],
+    ['share', 'round'],
+    ['share', 'penaltySq'],
+    ['scores', 'round'],
+    ['welcome', 'protocolVersion'],
+    ['setup', 'lambda'],
+    ['round', 'round'],
+    ['round', 'rho'],
+    ['evaluate', 'round'],
+    ['done', 'rounds'],
+    ['done', 'objective'],
+  ];
+  for (const [type, key] of cases) {
+    const good = String(base()[type][key]);
+    rejects(type, { [key]: good }, 'invalid', CTX);
+    rejects(type, { [key]: good }, 'invalid', {});
+  }
+});
+
+test('numbers and other values where a string is expected are invalid', () => {
+  rejects('hello', { partyId: 5 }, 'invalid');
+  rejects('hello', { jobId: 5 }, 'invalid');
+  rejects('ready', { jobId: 1 }, 'invalid');
+  rejects('ready', { jobId: null }, 'invalid'); // only hello allows a null job
+  rejects('ids', { set: 0 }, 'invalid');
+  rejects('setup', { loss: ['logistic'] }, 'invalid');
+  rejects('done', { reason: true }, 'invalid');
+});
+
+test('non-integer, negative or unsafe counts are invalid', () => {
+  rejects('hello', { features: 1.5 }, 'invalid');
+  rejects('hello', { features: 0 }, 'invalid');
+  rejects('hello', { trainRows: 0 }, 'invalid');
+  rejects('hello', { testRows: -1 }, 'invalid');
+  rejects('hello', { protocolVersion: 2 ** 60 }, 'invalid');
+  rejects('share', { round: 0 }, 'invalid', { ...CTX, round: undefined });
+  rejects('share', { round: 7.5 }, 'invalid', { ...CTX, round: undefined });
+  rejects('done', { rounds: -3 }, 'invalid');
+  rejects('evaluate', { round: NaN }, 'invalid');
+  // Boundaries that are fine.
+  accepts('hello', { testRows: 0, features: 1, trainRows: 1 });
+  accepts('done', { rounds: 0 });
+});
+
+test('vectors that are number[] or another typed array instead of Float64Array are invalid', () => {
+  const wrong: [string, unknown][] = [
+    ['number[]', [1, 2, 3, 4]],
+    ['Float32Array', new Float32Array(4)],
+    ['Int32Array', new Int32Array(4)],
+    ['BigInt64Array', new BigInt64Array(4)],
+    ['Uint8Array of 32 bytes', new Uint8Array(32)],
+    ['string', '1,2,3,4'],
+    ['null', null],
+  ];
+  for (const [label, v] of wrong) {
+    rejects('share', { share: v }, 'invalid', CTX, /expected a Float64Array/);
+    rejects('share', { share: v }, 'invalid', {}, /expected a Float64Array/);
+    rejects('round', { c: v }, 'invalid', CTX, /expected a Float64Array/);
+    rejects('scores', { scores: v }, 'invalid', { ...CTX, nTest: undefined }, /expected a Float64Array/);
+    assert.ok(label);
+  }
+});
+
+test('row indices, hashes and keys of the wrong type are invalid', () => {
+  for (const v of [[0, 1, 2], new Int32Array([0, 1]), new Float64Array([0, 1]), new Uint16Array([0, 1]), 'abc']) {
+    rejects('setup', { trainRows: v }, 'invalid', CTX, /expected a Uint32Array/);
+    rejects('setup', { testRows: v }, 'invalid', {}, /expected a Uint32Array/);
+  }
+  for (const v of [Array.from({ length: 48 }, () => 0), 'x'.repeat(48), new Float64Array(6), new Uint32Array(12)]) {
+    rejects('ids', { hashes: v }, 'invalid', CTX, /expected bytes/);
+  }
+  for (const v of [Array.from({ length: 32 }, () => 0), 'k'.repeat(32), new Float64Array(4), new Uint32Array(8)]) {
+    rejects('welcome', { hashKey: v }, 'invalid', CTX, /expected bytes/);
+  }
+});
+
+// ---------------------------------------------------------------------------------------
+// Non-finite and out-of-range numbers
+
+test('NaN, Infinity and -Infinity anywhere inside a vector are invalid', () => {
+  for (const bad of [NaN, Infinity, -Infinity]) {
+    for (const pos of [0, 2, N - 1]) {
+      const v = new Float64Array([1, 2, 3, 4]);
+      v[pos] = bad;
+      rejects('share', { share: v }, 'invalid', CTX, new RegExp(`share\\.share\\[${pos}\\]`));
+      rejects('share', { share: v }, 'invalid', {});
+      rejects('round', { c: v }, 'invalid', CTX, new RegExp(`round\\.c\\[${pos}\\]`));
+    }
+    const s = new Float64Array(N_TEST);
+    s[N_TEST - 1] = bad;
+    rejects('scores', { scores: s }, 'invalid', CTX);
+    // Also as the last of a long vector.
+    const long = new Float64Array(70000);
+    long[69999] = bad;
+    rejects('share', { share: long }, 'invalid', { ...CTX, n: 70000 }, /\[69999\]/);
+  }
+});
+
+test('NaN, Infinity and -Infinity as scalars are invalid', () => {
+  for (const bad of [NaN, Infinity, -Infinity]) {
+    rejects('share', { penaltySq: bad }, 'invalid');
+    rejects('round', { rho: bad }, 'invalid');
+    rejects('setup', { lambda: bad }, 'invalid');
+    rejects('done', { objective: bad }, 'invalid');
+    rejects('done', { params: { ...base().done.params as Obj, lambda: bad } }, 'invalid');
+    rejects('done', { params: { ...base().done.params as Obj, rho: bad } }, 'invalid');
+    rejects('done', { params: { ...base().done.params as Obj, alpha: bad } }, 'invalid');
+  }
+});
+
+test('a negative penaltySq or lambda is invalid; zero is fine', () => {
+  for (const neg of [-1, -1e-300, -5e-324, -1e300]) {
+    rejects('share', { penaltySq: neg }, 'invalid', CTX, /negative/);
+    rejects('setup', { lambda: neg }, 'invalid', CTX, /negative/);
+  }
+  accepts('share', { penaltySq: 0 });
+  accepts('share', { penaltySq: 5e-324 });
+  accepts('setup', { lambda: 0 });
+});
+
+test('rho <= 0 is invalid in round and done.params, alpha too; tiny positive values are fine', () => {
+  for (const bad of [0, -0, -1, -5e-324]) {
+    rejects('round', { rho: bad }, 'invalid', CTX, /positive/);
+    rejects('done', { params: { ...base().done.params as Obj, rho: bad } }, 'invalid');
+    rejects('done', { params: { ...base().done.params as Obj, alpha: bad } }, 'invalid');
+  }
+  accepts('round', { rho: 5e-324 });
+  accepts('round', { rho: 1e300 });
+});
+
+// ---------------------------------------------------------------------------------------
+// Checks against the context
+
+test('a vector length different from ctx.n / ctx.nTest is invalid', () => {
+  for (const len of [0, N - 1, N + 1, 70000]) {
+    rejects('share', { share: new Float64Array(len) }, 'invalid', CTX, new RegExp(`length ${len}, expected ${N}`));
+    rejects('round', { c: new Float64Array(len) }, 'invalid', CTX, /length/);
+  }
+  for (const len of [0, N_TEST - 1, N_TEST + 1]) {
+    rejects('scores', { scores: new Float64Array(len) }, 'invalid', CTX, new RegExp(`expected ${N_TEST}`));
+  }
+  // The share length is checked against n, not nTest (and the other way round).
+  rejects('share', { share: new Float64Array(N_TEST) }, 'invalid');
+  rejects('scores', { scores: new Float64Array(N) }, 'invalid');
+  // Without n the length is free; with n = 0, an empty vector is right.
+  accepts('share', { share: new Float64Array(11) }, { ...CTX, n: undefined });
+  accepts('share', { share: new Float64Array(0) }, { ...CTX, n: 0 });
+  accepts('scores', { scores: new Float64Array(0) }, { ...CTX, nTest: 0 });
+});
+
+test("a jobId that differs from ctx.jobId is 'wrongJob' for every type that carries one", () => {
+  for (const type of ['ids', 'ready', 'share', 'scores', 'welcome', 'setup', 'round', 'evaluate', 'done']) {
+    for (const other of ['job-2', 'Job-1', 'job-1x']) {
+      rejects(type, { jobId: other }, 'wrongJob', CTX, new RegExp(`'${other}'`));
+    }
+    // Without ctx.jobId any valid name is accepted.
+    accepts(type, { jobId: 'job-2' }, { ...CTX, jobId: undefined });
+  }
+});
+
+test("a share, scores or round for another round than ctx.round is 'unexpected' (stale and early)", () => {
+  for (const type of ['share', 'scores', 'round']) {
+    rejects(type, { round: ROUND - 1 }, 'unexpected', CTX, /stale/);
+    rejects(type, { round: 1 }, 'unexpected', CTX, /stale/);
+    rejects(type, { round: ROUND + 1 }, 'unexpected', CTX, /early/);
+    rejects(type, { round: 2 ** 40 }, 'unexpected', CTX, /early/);
+    accepts(type, { round: ROUND + 1 }, { ...CTX, round: undefined });
+  }
+});
+
+test('invalid names for partyId and jobId are invalid (not wrongJob)', () => {
+  const bad = ['a b', 'x'.repeat(100), 'y'.repeat(65), '', ' lead', '-dash', '.dot', '_under', 'tab\t', 'new\nline', 'é', 'a/b', 'a:b'];
+  for (const name of bad) {
+    rejects('hello', { partyId: name }, 'invalid', CTX);
+    rejects('hello', { jobId: name }, 'invalid', CTX);
+    rejects('share', { jobId: name }, 'invalid', CTX);
+    rejects('welcome', { jobId: name }, 'invalid', {});
+  }
+  accepts('hello', { partyId: 'y'.repeat(64) });
+  accepts('hello', { partyId: '0', jobId: null });
+  accepts('hello', { partyId: 'A.b_c-9' });
+});
+
+test('ids.hashes whose length is not a multiple of 16 is invalid', () => {
+  for (const len of [1, 15, 17, 33, 16 * DECLARED.train + 1, 16 * DECLARED.train - 1]) {
+    rejects('ids', { hashes: new Uint8Array(len) }, 'invalid', CTX, /multiple of 16/);
+    rejects('ids', { hashes: new Uint8Array(len) }, 'invalid', {}, /multiple of 16/);
+  }
+  accepts('ids', { hashes: new Uint8Array(16 * 5) }, {});
+  accepts('ids', { hashes: new Uint8Array(0) }, {});
+});
+
+test('ids.hashes with a row count different from ctx.declaredRows is invalid, per set', () => {
+  for (const rows of [0, DECLARED.train - 1, DECLARED.train + 1]) {
+    rejects('ids', { set: 'train', hashes: new Uint8Array(16 * rows) }, 'invalid', CTX, /the hello declared 3/);
+  }
+  // The test set is compared with declaredRows.test, not .train.
+  rejects('ids', { set: 'test', hashes: new Uint8Array(16 * DECLARED.train) }, 'invalid', CTX, /the hello declared 2/);
+  accepts('ids', { set: 'test', hashes: new Uint8Array(16 * DECLARED.test) });
+  rejects('ids', { set: 'validation' }, 'invalid');
+});
+
+test('setup row indices out of range, duplicated, or an empty trainRows are invalid', () => {
+  // Index equal to the file's row count is one too far.
+  rejects('setup', { trainRows: new Uint32Array([0, FILE_ROWS.train]) }, 'invalid', CTX, /not a row of a file with 10 rows/);
+  rejects('setup', { trainRows: new Uint32Array([0xffffffff]) }, 'invalid', CTX);
+  rejects('setup', { testRows: new Uint32Array([FILE_ROWS.test]) }, 'invalid', CTX, /with 5 rows/);
+  rejects('setup', { testRows: new Uint32Array([0]) }, 'invalid', { ...CTX, fileRows: { train: 10, test: 0 } });
+  accepts('setup', { trainRows: new Uint32Array([FILE_ROWS.train - 1]), testRows: new Uint32Array([FILE_ROWS.test - 1]) });
+  // Duplicates, adjacent or not.
+  rejects('setup', { trainRows: new Uint32Array([3, 3]) }, 'invalid', CTX, /row 3 appears twice/);
+  rejects('setup', { trainRows: new Uint32Array([1, 5, 2, 9, 5]) }, 'invalid', CTX, /row 5 appears twice/);
+  rejects('setup', { testRows: new Uint32Array([0, 4, 0]) }, 'invalid', CTX, /appears twice/);
+  // No training rows at all, with and without a context.
+  rejects('setup', { trainRows: new Uint32Array(0) }, 'invalid', CTX, /no training rows/);
+  rejects('setup', { trainRows: new Uint32Array(0) }, 'invalid', {}, /no training rows/);
+  accepts('setup', { testRows: new Uint32Array(0) });
+  rejects('setup', { loss: 'hinge' }, 'invalid');
+});
+
+test('welcome.hashKey that is not exactly 32 bytes is invalid', () => {
+  for (const len of [0, 1, 16, 31, 33, 64]) {
+    rejects('welcome', { hashKey: new Uint8Array(len) }, 'invalid', CTX, new RegExp(`${len} bytes, expected 32`));
+  }
+  accepts('welcome', { hashKey: new Uint8Array(32) }, {});
+});
+
+test('done.params with a missing key, an extra key or of the wrong shape is invalid', () => {
+  const params = base().done.params as Obj;
+  for (const key of Object.keys(params)) {
+    const p = { ...params };
+    delete p[key];
+    rejects('done', { params: p }, 'invalid', CTX, new RegExp(`missing field '${key}'`));
+  }
+  for (const extra of [{ beta: 1 }, { type: 'done' }, { Rho: 1 }]) {
+    rejects('done', { params: { ...params, ...extra } }, 'invalid', CTX, /unexpected field/);
+  }
+  for (const shape of [null, [], [1, 2, 3, 4, 5], 'params', 3, new Float64Array(5)]) {
+    rejects('done', { params: shape }, 'invalid', CTX, /expected a map/);
+  }
+  rejects('done', { params: { ...params, loss: 'hinge' } }, 'invalid');
+  rejects('done', { params: { ...params, variant: 3 } }, 'invalid');
+  rejects('done', { reason: 'crashed' }, 'invalid');
+});
+
+test('validators return exactly the message fields with the checked values', () => {
+  const out = validatePartyMessage(wire(base().share), CTX);
+  assert.ok(out.type === 'share');
+  assert.deepEqual(Object.keys(out).sort(), ['jobId', 'penaltySq', 'round', 'share', 'type']);
+  assert.equal(out.round, ROUND);
+  assert.equal(out.penaltySq, 2.5);
+  assert.ok(out.share instanceof Float64Array && Object.is(out.share[1], -0));
+});
+
+test(
+  'a field whose decoded value has a non-string constructor.name is rejected with a ProtocolError',
+  () => {
+    // A perfectly decodable document: {type: {constructor: {name: {toString: 1}}}}.
+    const evil = wire({ type: { constructor: { name: { toString: 1 } } } });
+    for (const validate of [validatePartyMessage, validateCoordinatorMessage]) {
+      throwsKind(() => validate(evil), 'invalid', `${validate.name} type with odd constructor`);
+    }
+    const evilJob = wire({ ...base().ready, jobId: { constructor: { name: { toString: 1 } } } });
+    throwsKind(() => validatePartyMessage(evilJob), 'invalid', 'ready.jobId with odd constructor');
+  },
+);
+
+// ---------------------------------------------------------------------------------------
+// ProtocolError and close codes
+
+test('ProtocolError.closeCode is CloseCodes[kind].code, and the error identifies itself', () => {
+  const kinds: CloseKind[] = ['malformed', 'invalid', 'unexpected', 'wrongJob', 'versionMismatch', 'internal', 'done'];
+  for (const kind of kinds) {
+    const err = new ProtocolError(kind, 'detail');
+    assert.equal(err.closeCode, CloseCodes[kind].code, kind);
+    assert.equal(err.kind, kind);
+    assert.equal(err.message, 'detail');
+    assert.equal(err.name, 'ProtocolError');
+    assert.equal(err.code, `ERR_PROTOCOL_${kind.toUpperCase()}`);
+    assert.ok(err instanceof Error);
+  }
+  assert.equal(new ProtocolError('malformed', '').closeCode, 4002);
+  assert.equal(new ProtocolError('invalid', '').closeCode, 4003);
+  assert.equal(new ProtocolError('unexpected', '').closeCode, 4004);
+  assert.equal(new ProtocolError('wrongJob', '').closeCode, 4007);
+  // Errors raised by the validators carry the same mapping.
+  throwsKind(() => validatePartyMessage(base().ready, { jobId: 'other' }), 'wrongJob', 'wrongJob from validator');
+});
+
+test('close codes are distinct, in the right ranges, and closeKindOf maps each back', () => {
+  const kinds = Object.keys(CloseCodes) as CloseKind[];
+  assert.ok(kinds.length >= 10);
+  const codes = kinds.map((k) => CloseCodes[k].code);
+  assert.equal(new Set(codes).size, codes.length, `duplicate close codes: ${codes.join(', ')}`);
+  for (const kind of kinds) {
+    const { code, reason } = CloseCodes[kind];
+    assert.ok(Number.isInteger(code));
+    assert.ok(kind === 'done' ? code === 1000 : code >= 4000 && code <= 4999, `${kind}: ${code}`);
+    assert.ok(reason.length > 0 && Buffer.byteLength(reason) <= 123);
+    assert.equal(closeKindOf(code), kind);
+  }
+  for (const code of [0, 1001, 1006, 4000, 4999, 5000, -1, 4002.5]) assert.equal(closeKindOf(code), undefined, String(code));
+});
+
+test('closeReason leaves short reasons unchanged', () => {
+  assert.equal(closeReason('invalid'), 'invalid message');
+  assert.equal(closeReason('invalid', ''), 'invalid message');
+  assert.equal(closeReason('wrongJob', 'job x'), 'wrong job id: job x');
+  assert.equal(closeReason('aborted', 'é€😀'), 'job aborted: é€😀');
+  // Exactly 123 bytes fits; 124 does not.
+  const prefix = 'invalid message: ';
+  const fits = 'a'.repeat(123 - Buffer.byteLength(prefix));
+  assert.equal(closeReason('invalid', fits), prefix + fits);
+  assert.equal(Buffer.byteLength(closeReason('invalid', fits)), 123);
+  assert.notEqual(closeReason('invalid', fits + 'a'), prefix + fits + 'a');
+  const fitsMulti = '€'.repeat(35) + 'a'.repeat(123 - Buffer.byteLength(prefix) - 105);
+  assert.equal(closeReason('invalid', fitsMulti), prefix + fitsMulti);
+});
+
+test('closeReason truncates long details to at most 123 bytes of UTF-8 without breaking characters', () => {
+  const chars = ['a', 'é', '€', '😀', 'aé', 'a€', 'é€😀'];
+  for (const kind of Object.keys(CloseCodes) as CloseKind[]) {
+    for (const ch of chars) {
+      for (let count = 1; count <= 130; count++) {
+        const detail = ch.repeat(count);
+        const full = `${CloseCodes[kind].reason}: ${detail}`;
+        const r = closeReason(kind, detail);
+        const label = `${kind} ${JSON.stringify(ch)} x ${count}`;
+        assert.ok(Buffer.byteLength(r, 'utf8') <= 123, `${label}: ${Buffer.byteLength(r, 'utf8')} bytes`);
+        if (Buffer.byteLength(full) <= 123) {
+          assert.equal(r, full, label);
+          continue;
+        }
+        assert.ok(r.endsWith('...'), `${label}: ${r}`);
+        const kept = r.slice(0, -3);
+        assert.ok(full.startsWith(kept), `${label}: not a prefix`);
+        assert.ok(!kept.includes('\uFFFD'), `${label}: replacement character`);
+        // At most a partial character (<= 3 bytes) is lost at the 120-byte cut.
+        assert.ok(Buffer.byteLength(kept) >= 117 && Buffer.byteLength(kept) <= 120, `${label}: kept ${Buffer.byteLength(kept)} bytes`);
+        // Round-trips through UTF-8 unchanged (no lone surrogate at the cut).
+        assert.equal(Buffer.from(r, 'utf8').toString('utf8'), r, label);
+      }
+    }
+  }
+});
