@@ -71,20 +71,21 @@ export const logistic: Loss = {
       const rootNegative = -b - R / 2 > 0; // h(0) > 0
       let s = yi * t[i];
       if (rootNegative ? s > 0 : s < 0) s = 0;
-      let hp = 1;
+      let inv = 1;
       for (let it = 0; it < 100; it++) {
-        const p = sigmoidNeg(s);
-        hp = 1 + R * p * (1 - p);
-        const step = (s - b - R * p) / hp;
+        // sigma(-s) = 1/(1+e^s): exp overflows to Infinity or underflows to 0 harmlessly.
+        const p = 1 / (1 + Math.exp(s));
+        inv = 1 / (1 + R * p * (1 - p));
+        const step = (s - b - R * p) * inv;
         s -= step;
         if (rootNegative ? s > 0 : s < 0) {
           s = 0;
           continue;
         }
-        if (errScale * step * step <= Number.EPSILON * Math.max(1, Math.abs(s))) break;
+        if (errScale * step * step <= Number.EPSILON * (s > 1 ? s : s < -1 ? -s : 1)) break;
       }
       t[i] = yi * s;
-      slope[i] = 1 / hp;
+      slope[i] = inv;
     }
   },
 };
