@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { ConfigError, exitWithError, requireInteger, requireNonNegative, requirePositive, syntheticDataset, yargsFail } from '@admm-share/core';
+import { ConfigError, exitWithError, installCrashHandlers, requireInteger, requireNonNegative, requirePositive, syntheticDataset, yargsFail } from '@admm-share/core';
 import { simulate } from './simulate.js';
 import { writeVerticalSplit } from './split.js';
 
@@ -74,4 +74,5 @@ async function main(): Promise<void> {
     .parseAsync();
 }
 
+installCrashHandlers(TOOL);
 main().catch((err) => exitWithError(TOOL, err instanceof Error && err.name === 'YError' ? new ConfigError(err.message) : err));

@@ -6,6 +6,7 @@ import {
   ConfigError,
   createLogger,
   exitWithError,
+  installCrashHandlers,
   onSignals,
   requireInteger,
   requireNonNegative,
@@ -88,6 +89,7 @@ async function main(): Promise<void> {
     exitWithError(TOOL, err);
   }
   const logger = createLogger(TOOL, config.logLevel);
+  installCrashHandlers(TOOL, logger);
   try {
     const handle = await start(config, { logger });
     onSignals(logger, () => handle.close());

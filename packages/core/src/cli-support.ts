@@ -20,6 +20,15 @@ export function exitWithError(tool: string, err: unknown, logger?: Logger): neve
   process.exit(exitCodeOf(err));
 }
 
+/**
+ * Last line of defence: an exception or rejection nothing else caught still ends the process
+ * with a one-line message and the right exit code, never a raw stack trace.
+ */
+export function installCrashHandlers(tool: string, logger?: Logger): void {
+  process.on('uncaughtException', (err) => exitWithError(tool, err, logger));
+  process.on('unhandledRejection', (err) => exitWithError(tool, err, logger));
+}
+
 /** yargs `.fail()` handler: a wrong flag is a configuration error (exit 64) with usage help. */
 export function yargsFail(tool: string) {
   return (msg: string | undefined, err: Error | undefined, y: { help(): unknown; showHelp(fn: (s: string) => void): unknown }) => {

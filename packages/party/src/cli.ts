@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { ConfigError, createLogger, exitWithError, onSignals, requireInteger, yargsFail } from '@admm-share/core';
+import { ConfigError, createLogger, installCrashHandlers, exitWithError, onSignals, requireInteger, yargsFail } from '@admm-share/core';
 import { NAME_RE } from '@admm-share/protocol';
 import { type PartyConfig, start } from './party.js';
 
@@ -64,6 +64,7 @@ async function main(): Promise<void> {
     exitWithError(TOOL, err);
   }
   const logger = createLogger(TOOL, config.logLevel);
+  installCrashHandlers(TOOL, logger);
   try {
     const handle = start(config, { logger });
     onSignals(logger, async () => handle.close());
