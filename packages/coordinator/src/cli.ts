@@ -4,10 +4,7 @@ import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import {
   ConfigError,
-  createLogger,
-  exitWithError,
-  installCrashHandlers,
-  onSignals,
+  runService,
   requireInteger,
   requireNonNegative,
   requirePositive,
@@ -81,23 +78,4 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: strin
   };
 }
 
-async function main(): Promise<void> {
-  let config;
-  try {
-    config = parseArgs(hideBin(process.argv));
-  } catch (err) {
-    exitWithError(TOOL, err);
-  }
-  const logger = createLogger(TOOL, config.logLevel);
-  installCrashHandlers(TOOL, logger);
-  try {
-    const handle = await start(config, { logger });
-    onSignals(logger, () => handle.close());
-    await handle.done;
-    process.exit(0);
-  } catch (err) {
-    exitWithError(TOOL, err, logger);
-  }
-}
-
-void main();
+void runService(TOOL, () => parseArgs(hideBin(process.argv)), (config, logger) => start(config, { logger }));

@@ -54,6 +54,36 @@ export function requireInteger(name: string, v: number, min: number): number {
   return v;
 }
 
+/**
+ * The life of a long-running command (admm-party, admm-coordinator): parse the flags (a bad
+ * one exits 64 before any log), build the logger, start, exit 0 when the job is done or
+ * with the error's code when it fails or a signal stops it.
+ */
+export async function runService<C extends { logLevel: string }>(
+  tool: string,
+  parse: () => C,
+  start: (config: C, logger: Logger) => Promise<{ done: Promise<unknown>; close(): unknown }> | { done: Promise<unknown>; close(): unknown },
+): Promise<never> {
+  let config: C;
+  try {
+    config = parse();
+  } catch (err) {
+    exitWithError(tool, err);
+  }
+  const logger = createLogger(tool, config.logLevel);
+  installCrashHandlers(tool, logger);
+  try {
+    const handle = await start(config, logger);
+    onSignals(logger, async () => {
+      await handle.close();
+    });
+    await handle.done;
+    process.exit(EXIT.ok);
+  } catch (err) {
+    exitWithError(tool, err, logger);
+  }
+}
+
 /** Exit cleanly on SIGINT / SIGTERM after `stop` runs. */
 export function onSignals(logger: Logger, stop: () => Promise<void>): void {
   const handler = (signal: NodeJS.Signals) => {

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { ConfigError, createLogger, installCrashHandlers, exitWithError, onSignals, requireInteger, yargsFail } from '@admm-share/core';
+import { ConfigError, runService, requireInteger, yargsFail } from '@admm-share/core';
 import { NAME_RE } from '@admm-share/protocol';
 import { type PartyConfig, start } from './party.js';
 
@@ -56,23 +56,4 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
   };
 }
 
-async function main(): Promise<void> {
-  let config;
-  try {
-    config = parseArgs(hideBin(process.argv));
-  } catch (err) {
-    exitWithError(TOOL, err);
-  }
-  const logger = createLogger(TOOL, config.logLevel);
-  installCrashHandlers(TOOL, logger);
-  try {
-    const handle = start(config, { logger });
-    onSignals(logger, async () => handle.close());
-    await handle.done;
-    process.exit(0);
-  } catch (err) {
-    exitWithError(TOOL, err, logger);
-  }
-}
-
-void main();
+void runService(TOOL, () => parseArgs(hideBin(process.argv)), (config, logger) => start(config, { logger }));

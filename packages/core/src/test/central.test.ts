@@ -15,18 +15,10 @@ import {
   readLibsvm,
   squared,
 } from '../index.js';
+import seedrandom from 'seedrandom';
 
-/** mulberry32: a small seeded PRNG, so failures reproduce. */
-function prng(seed: number): () => number {
-  let s = seed >>> 0;
-  return () => {
-    s = (s + 0x6d2b79f5) >>> 0;
-    let t = s;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded generator of floats in [0, 1), so failures reproduce. */
+const prng = (seed: number): (() => number) => seedrandom(String(seed));
 function gaussian(r: () => number): number {
   return Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r());
 }

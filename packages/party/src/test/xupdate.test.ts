@@ -3,21 +3,14 @@ import assert from 'node:assert/strict';
 import { Matrix, solve } from 'ml-matrix';
 import { type Csr, csrFromDense } from '@admm-share/core';
 import { RidgeXUpdate } from '../xupdate.js';
+import seedrandom from 'seedrandom';
 
 // ---------------------------------------------------------------------------------------
 // Helpers: seeded PRNG, random data, and the independent dense reference solution.
 // ---------------------------------------------------------------------------------------
 
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded generator of floats in [0, 1), so failures reproduce. */
+const mulberry32 = (seed: number): (() => number) => seedrandom(String(seed));
 
 function gaussian(rand: () => number): () => number {
   return () => {

@@ -13,21 +13,13 @@ import {
   validatePartyMessage,
   type ValidationContext,
 } from '../index.js';
+import seedrandom from 'seedrandom';
 
 // ---------------------------------------------------------------------------------------
 // Helpers
 
-/** mulberry32: a tiny deterministic PRNG returning floats in [0, 1). */
-function mulberry32(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
+/** A seeded generator of floats in [0, 1), so failures reproduce. */
+const mulberry32 = (seed: number): (() => number) => seedrandom(String(seed));
 
 const randInt = (rnd: () => number, n: number): number => Math.floor(rnd() * n);
 
