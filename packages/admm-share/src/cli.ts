@@ -1,18 +1,14 @@
 import { resolve } from 'node:path';
-import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { ConfigError, exitWithError, installCrashHandlers, requireInteger, requireNonNegative, requirePositive, syntheticDataset, yargsFail } from '@admm-share/core';
+import { ConfigError, exitWithError, installCrashHandlers, requireInteger, requireNonNegative, requirePositive, syntheticDataset, commandLine } from '@admm-share/core';
 import { simulate } from './simulate.js';
 import { writeVerticalSplit } from './split.js';
 
 const TOOL = 'admm-share';
 
 async function main(): Promise<void> {
-  await yargs(hideBin(process.argv))
-    .scriptName(TOOL)
-    .parserConfiguration({ 'duplicate-arguments-array': false })
+  await commandLine(hideBin(process.argv), TOOL, 'ADMM_SHARE')
     .usage('$0 <command> [options]')
-    .env('ADMM_SHARE')
     .command(
       'simulate',
       'split a data set by feature columns, run a coordinator and one party process per block on localhost, compare with central training',
@@ -67,10 +63,6 @@ async function main(): Promise<void> {
       },
     )
     .demandCommand(1, 'name a command: simulate or generate')
-    .strict()
-    .version(false)
-    .help()
-    .fail(yargsFail(TOOL))
     .parseAsync();
 }
 

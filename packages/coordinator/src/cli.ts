@@ -1,6 +1,5 @@
 import { randomBytes } from 'node:crypto';
 import { resolve } from 'node:path';
-import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import {
   ConfigError,
@@ -8,7 +7,7 @@ import {
   requireInteger,
   requireNonNegative,
   requirePositive,
-  yargsFail,
+  commandLine,
 } from '@admm-share/core';
 import { NAME_RE } from '@admm-share/protocol';
 import { type CoordinatorConfig, start } from './coordinator.js';
@@ -16,11 +15,8 @@ import { type CoordinatorConfig, start } from './coordinator.js';
 const TOOL = 'admm-coordinator';
 
 export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: string } {
-  const a = yargs(argv)
-    .scriptName(TOOL)
-    .parserConfiguration({ 'duplicate-arguments-array': false })
+  const a = commandLine(argv, TOOL, 'ADMM_COORDINATOR')
     .usage('$0 --labels FILE --parties ID,ID,... [options]\n\nRun the ADMM sharing coordinator: holds the labels, aligns samples, runs the z and dual updates.')
-    .env('ADMM_COORDINATOR')
     .option('labels', { type: 'string', demandOption: true, describe: 'training labels with sample ids (CSV with id,label columns, or LIBSVM)' })
     .option('test-labels', { type: 'string', describe: 'test labels; parties then send test-set scores for evaluation' })
     .option('label-format', { choices: ['auto', 'libsvm', 'csv'] as const, default: 'auto' as const })
@@ -44,10 +40,6 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: strin
     .option('hello-timeout', { type: 'number', default: 10_000, describe: 'ms a new connection has to say hello' })
     .option('max-rows-factor', { type: 'number', default: 10, describe: 'a party may declare at most this many times the label rows' })
     .option('log-level', { choices: ['fatal', 'error', 'warn', 'info', 'debug'] as const, default: 'info' as const })
-    .strict()
-    .version(false)
-    .help()
-    .fail(yargsFail(TOOL))
     .parseSync();
   const parties = a.parties.flatMap((p) => String(p).split(',')).map((p) => p.trim()).filter((p) => p !== '');
   for (const p of parties) if (!NAME_RE.test(p)) throw new ConfigError(`--parties: '${p}' is not a valid party id (letters, digits, . _ -)`);

@@ -1,4 +1,5 @@
 import { pino, type Logger } from 'pino';
+import yargs, { type Argv } from 'yargs';
 import { AdmmError, ConfigError, EXIT, exitCodeOf } from './errors.js';
 
 /** One JSON logger per process, on stdout; tests and scripts read its `listening` line. */
@@ -82,6 +83,22 @@ export async function runService<C extends { logLevel: string }>(
   } catch (err) {
     exitWithError(tool, err, logger);
   }
+}
+
+/**
+ * The yargs parser every admm-share command starts from: strict (an unknown flag is an
+ * error), every flag also readable from the environment as PREFIX_FLAG, a repeated flag
+ * means its last value, and a parse failure exits 64 with the usage text.
+ */
+export function commandLine(argv: string[], tool: string, envPrefix: string): Argv {
+  return yargs(argv)
+    .scriptName(tool)
+    .parserConfiguration({ 'duplicate-arguments-array': false })
+    .env(envPrefix)
+    .strict()
+    .version(false)
+    .help()
+    .fail(yargsFail(tool));
 }
 
 /** Exit cleanly on SIGINT / SIGTERM after `stop` runs. */

@@ -1,18 +1,14 @@
 import { resolve } from 'node:path';
-import yargs from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { ConfigError, runService, requireInteger, yargsFail } from '@admm-share/core';
+import { ConfigError, runService, requireInteger, commandLine } from '@admm-share/core';
 import { NAME_RE } from '@admm-share/protocol';
 import { type PartyConfig, start } from './party.js';
 
 const TOOL = 'admm-party';
 
 export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
-  const a = yargs(argv)
-    .scriptName(TOOL)
-    .parserConfiguration({ 'duplicate-arguments-array': false })
+  const a = commandLine(argv, TOOL, 'ADMM_PARTY')
     .usage('$0 --coordinator ws://HOST:PORT --id ID --data FILE [options]\n\nRun one party: its feature block and its part of the model stay in this process.')
-    .env('ADMM_PARTY')
     .option('coordinator', { type: 'string', demandOption: true, describe: 'coordinator URL, ws://host:port' })
     .option('id', { type: 'string', demandOption: true, describe: 'this party\'s id, as listed in the coordinator\'s --parties' })
     .option('job', { type: 'string', describe: 'join only this job id' })
@@ -30,10 +26,6 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
     .option('model', { type: 'string', describe: 'model file to write (default: model-ID.json)' })
     .option('connect-timeout', { type: 'number', default: 30_000, describe: 'ms to wait for the coordinator' })
     .option('log-level', { choices: ['fatal', 'error', 'warn', 'info', 'debug'] as const, default: 'info' as const })
-    .strict()
-    .version(false)
-    .help()
-    .fail(yargsFail(TOOL))
     .parseSync();
   if (!NAME_RE.test(a.id)) throw new ConfigError(`--id: '${a.id}' is not a valid party id (letters, digits, . _ -)`);
   if (a.job !== undefined && !NAME_RE.test(a.job)) throw new ConfigError(`--job: '${a.job}' is not a valid job id`);
