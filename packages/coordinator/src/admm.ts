@@ -56,7 +56,6 @@ export class AdmmCoordinator {
   private readonly prevZ: Float64Array;
   /** Prox points, solutions (t = M zbar or z) and slopes dt/da of the last z-update. */
   private readonly a: Float64Array;
-  private readonly aPrev: Float64Array;
   private readonly t: Float64Array;
   private readonly slope: Float64Array;
   private readonly weight: number;
@@ -73,7 +72,6 @@ export class AdmmCoordinator {
     this.prevSum = new Float64Array(n);
     this.prevZ = new Float64Array(n);
     this.a = new Float64Array(n);
-    this.aPrev = new Float64Array(n);
     this.t = new Float64Array(n);
     this.slope = new Float64Array(n);
     this.prevShares = Array.from({ length: opts.parties }, () => new Float64Array(n));
@@ -81,86 +79,88 @@ export class AdmmCoordinator {
 
   /** One coordinator step after every party pushed its share (from zero shares: the initial step). */
   step(shares: readonly Float64Array[]): RoundStats {
-    const { n, opts, sum, prevSum, z, prevZ, a, aPrev, t, slope, weight } = this;
+    const { n, opts, sum, prevSum, z, prevZ, a, t, slope, weight, dualVar: dual, c } = this;
     const M = opts.parties;
     if (shares.length !== M) throw new RangeError(`expected ${M} shares, got ${shares.length}`);
-    prevSum.set(sum);
-    sum.fill(0);
-    for (const s of shares) {
-      assertLength('share', s, n);
-      for (let i = 0; i < n; i++) sum[i] += s[i];
-    }
-    prevZ.set(z);
-    aPrev.set(a);
+    for (const s of shares) assertLength('share', s, n);
     const rho = this.rho;
-    const { loss, y } = opts;
-    const dual = this.dualVar;
+    const exact = opts.variant === 'exact';
+    const alpha = opts.alpha;
+    const invM = 1 / M;
+    // Pass 1: sum the shares, then the prox points. Per sample, exact minimises
+    // l_i(M zbar) + M rho/2 (zbar - v)^2, i.e. with t = M zbar the prox of l_i with
+    // kappa = rho/M at M v; paper minimises l_i(z) - y_i z + rho/2 (z - S)^2, the prox with
+    // kappa = rho at S + y_i/rho. The warm start is the last solution moved along its slope.
+    for (let i = 0; i < n; i++) {
+      let S = 0;
+      for (let m = 0; m < M; m++) S += shares[m][i];
+      prevSum[i] = sum[i];
+      sum[i] = S;
+      prevZ[i] = z[i];
+      const ai = exact ? M * (dual[i] + alpha * S * invM + (1 - alpha) * z[i]) : S + dual[i] / rho;
+      t[i] += (ai - a[i]) * slope[i];
+      a[i] = ai;
+    }
+    opts.loss.proxInto(t, slope, opts.y, a, exact ? rho * invM : rho, weight);
+    // Pass 2: z, dual, broadcast vector, residuals and their scales.
     let primalSq = 0;
     let dualSq = 0;
     let normS = 0;
     let normZ = 0;
     let normDual = 0;
-    const exact = opts.variant === 'exact';
-    // Prox points: per sample, exact minimises l_i(M zbar) + M rho/2 (zbar - v)^2, i.e. with
-    // t = M zbar the prox of l_i with kappa = rho/M at M v; paper minimises
-    // l_i(z) - y_i z + rho/2 (z - S)^2, the prox with kappa = rho at S + y_i/rho.
     for (let i = 0; i < n; i++) {
-      a[i] = exact ? M * (dual[i] + opts.alpha * (sum[i] / M) + (1 - opts.alpha) * prevZ[i]) : sum[i] + dual[i] / rho;
-      t[i] += (a[i] - aPrev[i]) * slope[i];
-    }
-    loss.proxInto(t, slope, y, a, exact ? rho / M : rho, weight);
-    if (exact) {
-      for (let i = 0; i < n; i++) {
-        z[i] = t[i] / M;
-        dual[i] = a[i] / M - z[i];
-        const r = sum[i] / M - z[i];
+      const S = sum[i];
+      if (exact) {
+        const zi = t[i] * invM;
+        z[i] = zi;
+        const ui = a[i] * invM - zi; // u + mean^ - zbar
+        dual[i] = ui;
+        const mean = S * invM;
+        c[i] = mean - zi + ui;
+        primalSq += (mean - zi) * (mean - zi);
+        normDual += ui * ui;
+        // Dual residual: rho ||z_m^new - z_m^old|| over parties, z_m = s_m + zbar - mean(s).
+        const common = zi - mean - (prevZ[i] - prevSum[i] * invM);
+        for (let m = 0; m < M; m++) {
+          const s = shares[m][i];
+          const old = this.prevShares[m];
+          const dz = s - old[i] + common;
+          dualSq += dz * dz;
+          normS += s * s;
+          const zm = s + zi - mean;
+          normZ += zm * zm;
+          old[i] = s;
+        }
+      } else {
+        const zi = t[i];
+        z[i] = zi;
+        const r = S - zi;
+        const yi = dual[i] + rho * r;
+        dual[i] = yi;
+        c[i] = r + yi / rho;
         primalSq += r * r;
-        normDual += dual[i] * dual[i];
+        const dz = zi - prevZ[i];
+        dualSq += dz * dz;
+        normS += S * S;
+        normZ += zi * zi;
+        normDual += yi * yi;
       }
+    }
+    if (exact) {
       primalSq *= M;
       normDual *= rho * rho * M;
-      // Dual residual: rho * ||z_m^new - z_m^old|| over parties, z_m = s_m + zbar - mean(s).
-      for (let m = 0; m < M; m++) {
-        const s = shares[m];
-        const old = this.prevShares[m];
-        for (let i = 0; i < n; i++) {
-          const zi = s[i] + z[i] - sum[i] / M;
-          const dz = zi - (old[i] + prevZ[i] - prevSum[i] / M);
-          dualSq += dz * dz;
-          normS += s[i] * s[i];
-          normZ += zi * zi;
-        }
-      }
       dualSq *= rho * rho;
-    } else {
-      for (let i = 0; i < n; i++) {
-        z[i] = t[i];
-        const r = sum[i] - z[i];
-        dual[i] += rho * r;
-        primalSq += r * r;
-        const dz = z[i] - prevZ[i];
-        dualSq += dz * dz;
-        normS += sum[i] * sum[i];
-        normZ += z[i] * z[i];
-        normDual += dual[i] * dual[i];
-      }
-      dualSq *= rho * rho * M;
-    }
-    for (let m = 0; m < M; m++) this.prevShares[m].set(shares[m]);
+    } else dualSq *= rho * rho * M;
 
-    const primal = Math.sqrt(primalSq);
-    const dualRes = Math.sqrt(dualSq);
     const dim = exact ? M * n : n;
     const { abs, rel } = opts.tolerance;
-    const stats: RoundStats = {
-      primal,
-      dual: dualRes,
+    return {
+      primal: Math.sqrt(primalSq),
+      dual: Math.sqrt(dualSq),
       epsPrimal: Math.sqrt(dim) * abs + rel * Math.sqrt(Math.max(normS, normZ)),
       epsDual: Math.sqrt(dim) * abs + rel * Math.sqrt(normDual),
       rho,
     };
-    this.computeBroadcast();
-    return stats;
   }
 
   /**
@@ -173,12 +173,5 @@ export class AdmmCoordinator {
     let f = 0;
     for (let i = 0; i < n; i++) f += opts.loss.value(opts.y[i], sum[i]);
     return f / n + (opts.lambda / 2) * penaltySq;
-  }
-
-  private computeBroadcast(): void {
-    const { n, c, z, sum, dualVar, rho } = this;
-    const M = this.opts.parties;
-    if (this.opts.variant === 'exact') for (let i = 0; i < n; i++) c[i] = sum[i] / M - z[i] + dualVar[i];
-    else for (let i = 0; i < n; i++) c[i] = sum[i] - z[i] + dualVar[i] / rho;
   }
 }

@@ -74,6 +74,48 @@ export function csrMatTVec(out: Float64Array, a: Csr, w: Float64Array): Float64A
   return out;
 }
 
+/** Compressed sparse columns: the same matrix stored by column, for fast A^T w. */
+export interface Csc {
+  readonly rows: number;
+  readonly cols: number;
+  readonly colptr: Int32Array;
+  readonly rowIndices: Int32Array;
+  readonly values: Float64Array;
+}
+
+export function csrToCsc(a: Csr): Csc {
+  const colptr = new Int32Array(a.cols + 1);
+  for (let k = 0; k < a.indices.length; k++) colptr[a.indices[k] + 1]++;
+  for (let j = 0; j < a.cols; j++) colptr[j + 1] += colptr[j];
+  const next = colptr.slice(0, a.cols);
+  const rowIndices = new Int32Array(a.indices.length);
+  const values = new Float64Array(a.indices.length);
+  for (let i = 0; i < a.rows; i++) {
+    for (let k = a.indptr[i]; k < a.indptr[i + 1]; k++) {
+      const p = next[a.indices[k]]++;
+      rowIndices[p] = i;
+      values[p] = a.values[k];
+    }
+  }
+  return { rows: a.rows, cols: a.cols, colptr, rowIndices, values };
+}
+
+/**
+ * out = A^T w from the column form: one gather and a register sum per column, about
+ * twice as fast as scattering from the row form.
+ */
+export function cscMatTVec(out: Float64Array, a: Csc, w: Float64Array): Float64Array {
+  assertLength('w', w, a.rows);
+  assertLength('out', out, a.cols);
+  const { colptr, rowIndices, values } = a;
+  for (let j = 0; j < a.cols; j++) {
+    let acc = 0;
+    for (let k = colptr[j]; k < colptr[j + 1]; k++) acc += values[k] * w[rowIndices[k]];
+    out[j] = acc;
+  }
+  return out;
+}
+
 /** Rows of `a` in the order given (row i of the result is row `order[i]` of `a`). */
 export function csrSelectRows(a: Csr, order: ArrayLike<number>): Csr {
   let nnz = 0;

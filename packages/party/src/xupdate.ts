@@ -1,9 +1,11 @@
 import {
+  type Csc,
   type Csr,
+  cscMatTVec,
+  csrToCsc,
   assertLength,
   csrColumnMeans,
   csrGram,
-  csrMatTVec,
   csrMatVec,
   csrOuterGram,
   dot,
@@ -37,6 +39,8 @@ export class RidgeXUpdate {
   readonly share: Float64Array;
 
   private readonly mu: Float64Array | undefined;
+  /** D by columns, for the D^T w product of every round. */
+  private readonly Dc: Csc;
   private readonly q: Float64Array;
   private readonly ev: Float64Array;
   private readonly k: number;
@@ -54,6 +58,7 @@ export class RidgeXUpdate {
     this.d = D.cols;
     this.form = this.d <= this.n ? 'primal' : 'dual';
     this.mu = withIntercept ? csrColumnMeans(D) : undefined;
+    this.Dc = csrToCsc(D);
     let gram: Float64Array;
     if (this.form === 'primal') {
       this.k = this.d;
@@ -102,7 +107,7 @@ export class RidgeXUpdate {
     }
     // With a centred w, D~^T w = D^T w because 1^T w = 0.
     if (this.form === 'primal') {
-      csrMatTVec(tmp, D, w);
+      cscMatTVec(tmp, this.Dc, w);
       matTVec(t, q, k, k, tmp);
       for (let j = 0; j < k; j++) t[j] *= shrink(lambda, rho, ev[j]);
       matVec(x, q, k, k, t);
@@ -111,7 +116,7 @@ export class RidgeXUpdate {
       matTVec(t, q, k, k, w);
       for (let j = 0; j < k; j++) t[j] *= shrink(lambda, rho, ev[j]);
       matVec(tmp, q, k, k, t);
-      csrMatTVec(x, D, tmp);
+      cscMatTVec(x, this.Dc, tmp);
       if (mu) {
         let sa = 0;
         for (let i = 0; i < n; i++) sa += tmp[i];

@@ -122,9 +122,11 @@ for (const { rhoN, alpha } of [
         const z = coord.z[i];
         const scale = Math.max(1, Math.abs(v));
         assertClose(z, zGolden, 1e-6 * scale, `round ${round} sample ${i}: zbar vs golden section`);
-        // No worse than the brute-force minimiser, up to rounding of f: evaluating f near its
-        // minimum cancels in (z - v), so allow a few dozen ulps (stationarity below is the sharp test).
-        assert.ok(f(z) <= f(zGolden) + 64 * Number.EPSILON * Math.abs(f(zGolden)), `round ${round} sample ${i}: f(zbar) > f(golden)`);
+        // No worse than the brute-force minimiser, up to rounding: evaluating f near its minimum
+        // cancels in (z - v), and v itself is known only to a few ulps (the coordinator forms it
+        // in another order), which moves f by (M rho/2) (ulps of v)^2. Stationarity below is the sharp test.
+        const vUlps = 8 * Number.EPSILON * Math.max(1, Math.abs(v));
+        assert.ok(f(z) <= f(zGolden) + 64 * Number.EPSILON * Math.abs(f(zGolden)) + ((M * rho) / 2) * vUlps * vUlps, `round ${round} sample ${i}: f(zbar) > f(golden)`);
         // Stationarity to near machine precision.
         const g1 = (-yi * M * sigmoid(-yi * M * z)) / N;
         const g2 = M * rho * (z - v);
