@@ -38,7 +38,7 @@ export interface RoundStats {
  *   z = argmin l(z) - <y, z> + rho/2 ||sum(s) - z||^2,  y += rho (sum(s) - z),
  *   c = sum(s) - z + y/rho.
  * Both z-updates separate into one scalar problem per sample, solved to full precision
- * (Loss.proxInto), warm-started from a first-order prediction of the new solution.
+ * (Loss.proxInto), warm-started from a second-order prediction of the new solution.
  */
 export class AdmmCoordinator {
   readonly n: number;
@@ -58,6 +58,7 @@ export class AdmmCoordinator {
   private readonly a: Float64Array;
   private readonly t: Float64Array;
   private readonly slope: Float64Array;
+  private readonly curvature: Float64Array;
   private readonly weight: number;
 
   constructor(readonly opts: AdmmOptions) {
@@ -74,12 +75,13 @@ export class AdmmCoordinator {
     this.a = new Float64Array(n);
     this.t = new Float64Array(n);
     this.slope = new Float64Array(n);
+    this.curvature = new Float64Array(n);
     this.prevShares = Array.from({ length: opts.parties }, () => new Float64Array(n));
   }
 
   /** One coordinator step after every party pushed its share (from zero shares: the initial step). */
   step(shares: readonly Float64Array[]): RoundStats {
-    const { n, opts, sum, prevSum, z, prevZ, a, t, slope, weight, dualVar: dual, c } = this;
+    const { n, opts, sum, prevSum, z, prevZ, a, t, slope, curvature, weight, dualVar: dual, c } = this;
     const M = opts.parties;
     if (shares.length !== M) throw new RangeError(`expected ${M} shares, got ${shares.length}`);
     for (const s of shares) assertLength('share', s, n);
@@ -90,7 +92,7 @@ export class AdmmCoordinator {
     // Pass 1: sum the shares, then the prox points. Per sample, exact minimises
     // l_i(M zbar) + M rho/2 (zbar - v)^2, i.e. with t = M zbar the prox of l_i with
     // kappa = rho/M at M v; paper minimises l_i(z) - y_i z + rho/2 (z - S)^2, the prox with
-    // kappa = rho at S + y_i/rho. The warm start is the last solution moved along its slope.
+    // kappa = rho at S + y_i/rho. The warm start is the last solution moved along its slope and curvature.
     for (let i = 0; i < n; i++) {
       let S = 0;
       for (let m = 0; m < M; m++) S += shares[m][i];
@@ -98,10 +100,11 @@ export class AdmmCoordinator {
       sum[i] = S;
       prevZ[i] = z[i];
       const ai = exact ? M * (dual[i] + alpha * S * invM + (1 - alpha) * z[i]) : S + dual[i] / rho;
-      t[i] += (ai - a[i]) * slope[i];
+      const da = ai - a[i];
+      t[i] += da * (slope[i] + 0.5 * da * curvature[i]);
       a[i] = ai;
     }
-    opts.loss.proxInto(t, slope, opts.y, a, exact ? rho * invM : rho, weight);
+    opts.loss.proxInto(t, slope, this.curvature, opts.y, a, exact ? rho * invM : rho, weight);
     // Pass 2: z, dual, broadcast vector, residuals and their scales.
     let primalSq = 0;
     let dualSq = 0;

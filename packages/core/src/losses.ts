@@ -30,16 +30,17 @@ export interface Loss {
   /**
    * The proximal map of every sample at once, to full double precision:
    *   t[i] = argmin_t  weight * loss(y[i], t) + kappa/2 (t - a[i])^2.
-   * On entry t holds warm starts; on exit slope[i] = dt[i]/da[i] at the solution, which
-   * lets the caller predict the next call's solution to first order.
+   * On entry t holds warm starts; on exit slope[i] = dt[i]/da[i] and curvature[i] =
+   * d2t[i]/da[i]^2 at the solution, which let the caller predict the next call's solution
+   * to second order.
    */
-  proxInto(t: Float64Array, slope: Float64Array, y: Float64Array, a: Float64Array, kappa: number, weight: number): void;
+  proxInto(t: Float64Array, slope: Float64Array, curvature: Float64Array, y: Float64Array, a: Float64Array, kappa: number, weight: number): void;
 }
 
 /** The scalar proximal map (one sample), for tests and callers without vectors. */
 export function prox(loss: Loss, y: number, a: number, kappa: number, weight: number, t0 = a): number {
   const t = Float64Array.of(t0);
-  loss.proxInto(t, new Float64Array(1), Float64Array.of(y), Float64Array.of(a), kappa, weight);
+  loss.proxInto(t, new Float64Array(1), new Float64Array(1), Float64Array.of(y), Float64Array.of(a), kappa, weight);
   return t[0];
 }
 
@@ -54,7 +55,7 @@ export const logistic: Loss = {
     const p = sigmoidNeg(y * t);
     return p * (1 - p);
   },
-  proxInto(t, slope, y, a, kappa, weight) {
+  proxInto(t, slope, curvature, y, a, kappa, weight) {
     // With s = y t and b = y a (y = +-1) the optimality condition is
     //   h(s) = s - b - R sigma(-s) = 0,  R = weight / kappa.
     // h is increasing (h' >= 1), convex for s < 0 and concave for s > 0. From any start in
@@ -72,9 +73,10 @@ export const logistic: Loss = {
       let s = yi * t[i];
       if (rootNegative ? s > 0 : s < 0) s = 0;
       let inv = 1;
+      let p = 0;
       for (let it = 0; it < 100; it++) {
         // sigma(-s) = 1/(1+e^s): exp overflows to Infinity or underflows to 0 harmlessly.
-        const p = 1 / (1 + Math.exp(s));
+        p = 1 / (1 + Math.exp(s));
         inv = 1 / (1 + R * p * (1 - p));
         const step = (s - b - R * p) * inv;
         s -= step;
@@ -85,7 +87,10 @@ export const logistic: Loss = {
         if (errScale * step * step <= Number.EPSILON * (s > 1 ? s : s < -1 ? -s : 1)) break;
       }
       t[i] = yi * s;
+      // Implicit differentiation of h(s(b)) = b: s' = 1/h', s'' = -h'' s'^3 with
+      // h'' = -R p (1-p) (1-2p); in t = y s, a = y b: dt/da = s', d2t/da2 = y s''.
       slope[i] = inv;
+      curvature[i] = yi * R * p * (1 - p) * (1 - 2 * p) * inv * inv * inv;
     }
   },
 };
@@ -95,11 +100,12 @@ export const squared: Loss = {
   value: (y, t) => 0.5 * (t - y) * (t - y),
   deriv: (y, t) => t - y,
   deriv2: () => 1,
-  proxInto(t, slope, y, a, kappa, weight) {
+  proxInto(t, slope, curvature, y, a, kappa, weight) {
     const sl = kappa / (weight + kappa);
     for (let i = 0; i < t.length; i++) {
       t[i] = (weight * y[i] + kappa * a[i]) / (weight + kappa);
       slope[i] = sl;
+      curvature[i] = 0;
     }
   },
 };

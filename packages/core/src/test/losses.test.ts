@@ -160,7 +160,7 @@ for (const loss of [logistic, squared]) {
       const a = Float64Array.from({ length: n }, () => -50 + 100 * r());
       const t = Float64Array.from({ length: n }, () => -1e3 + 2e3 * r()); // warm starts anywhere
       const slope = new Float64Array(n);
-      loss.proxInto(t, slope, y, a, kappa, weight);
+      loss.proxInto(t, slope, new Float64Array(t.length), y, a, kappa, weight);
       const h = 1e-5;
       for (let i = 0; i < n; i++) {
         const want = refProx(loss.name, y[i], a[i], kappa, weight);
@@ -178,7 +178,7 @@ for (const loss of [logistic, squared]) {
 test('squared prox slope is kappa/(weight + kappa) exactly', () => {
   const t = new Float64Array(3);
   const slope = new Float64Array(3);
-  squared.proxInto(t, slope, Float64Array.of(1, -1, 1), Float64Array.of(0, 2, -4), 3, 1);
+  squared.proxInto(t, slope, new Float64Array(3), Float64Array.of(1, -1, 1), Float64Array.of(0, 2, -4), 3, 1);
   // (weight*y + kappa*a)/(weight + kappa) with weight 1, kappa 3
   assert.deepEqual(Array.from(t), [0.25, 1.25, -2.75]);
   assert.deepEqual(Array.from(slope), [0.75, 0.75, 0.75]);
@@ -225,4 +225,24 @@ test('loss values and derivatives agree with finite differences', () => {
   assert.equal(lossByName('squared'), squared);
   // meanLoss: (0.5*(2-1)^2 + 0.5*(0+1)^2 + 0.5*(3-1)^2)/3 = (0.5 + 0.5 + 2)/3 = 1
   assert.equal(meanLoss(squared, Float64Array.of(1, -1, 1), Float64Array.of(2, 0, 3)), 1);
+});
+
+test('logistic proxInto: curvature d2t/da2 matches a finite difference of the slope', () => {
+  const rand = prng(77);
+  const solve = (y: number, a: number, kappa: number) => {
+    const t = Float64Array.of(a);
+    const slope = new Float64Array(1);
+    const curvature = new Float64Array(1);
+    logistic.proxInto(t, slope, curvature, Float64Array.of(y), Float64Array.of(a), kappa, 1);
+    return { slope: slope[0], curvature: curvature[0] };
+  };
+  for (let k = 0; k < 300; k++) {
+    const y = rand() < 0.5 ? -1 : 1;
+    const a = (rand() - 0.5) * 40;
+    const kappa = 10 ** (rand() * 4 - 2);
+    const h = 1e-4;
+    const fd = (solve(y, a + h, kappa).slope - solve(y, a - h, kappa).slope) / (2 * h);
+    const c = solve(y, a, kappa).curvature;
+    assert.ok(Math.abs(fd - c) <= 1e-4 * (Math.abs(c) + 1e-3), `y ${y} a ${a} kappa ${kappa}: curvature ${c} vs finite difference ${fd}`);
+  }
 });
