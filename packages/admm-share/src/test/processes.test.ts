@@ -6,7 +6,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { WebSocket, WebSocketServer } from 'ws';
-import { syntheticDataset } from '@admm-share/core';
+import { csrSelectRows, fitCentral, logistic, syntheticDataset } from '@admm-share/core';
 import { CloseCodes, PROTOCOL_VERSION, encode } from '@admm-share/protocol';
 import { writeVerticalSplit } from '../split.js';
 import { BIN, STACK_LINE, killAll, run, tempDir } from './procs.js';
@@ -178,4 +178,30 @@ test('wrong flags give usage errors with exit 64, never a stack trace', async ()
     assert.ok(code === 64 || code === 65, `${args.join(' ')}: exit ${code}`);
     assert.doesNotMatch(p.stderr(), STACK_LINE);
   }
+});
+
+test('rows missing at a party are dropped from training and counted; foreign ids are ignored', async (t) => {
+  const dir = tempDir(t);
+  const files = dataset(dir);
+  const out = join(dir, 'out');
+  // party-2 lacks 5 samples and holds 2 that nobody else has; the rows come in another order.
+  const lines = readFileSync(files.parties[1].train, 'utf8').trim().split('\n');
+  const kept = lines.filter((_, i) => i % 80 !== 7).reverse();
+  assert.equal(lines.length - kept.length, 5);
+  writeFileSync(files.parties[1].train, [...kept, 'stranger-1 1:0.5', 'stranger-2 2:1'].join('\n') + '\n');
+  const n = lines.length - 5;
+  const coord = startCoordinator(files, out, ['--rounds', '1000', '--rho', String(0.1 / n)]);
+  const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
+  const parties = files.parties.map((_, m) => startParty(files, m, port, out));
+  for (const p of [coord, ...parties]) assert.equal((await p.exit).code, 0, p.stderr());
+  const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+  assert.equal(summary.rows.train, n);
+  // Rows matched by id, not position: the optimum is the central one on the common rows.
+  const s = syntheticDataset({ trainRows: 400, testRows: 200, seed: 'processes-test' });
+  const keep = Array.from({ length: 400 }, (_, i) => i).filter((i) => i % 80 !== 7);
+  const central = fitCentral(csrSelectRows(s.train.X, keep), Float64Array.from(keep, (i) => s.train.y[i]), logistic, 1e-4);
+  assert.ok(Math.abs(summary.objective - central.objective) / central.objective <= 1e-6, `objective ${summary.objective} vs central ${central.objective}`);
+  assert.equal(summary.droppedRows, 7);
+  assert.equal(summary.droppedTestRows, 0);
+  assert.equal(summary.parties[1].rows, kept.length + 2);
 });
