@@ -1,10 +1,28 @@
 import { resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
 import { ConfigError, exitWithError, installCrashHandlers, requireInteger, requireNonNegative, requirePositive, syntheticDataset, commandLine } from '@admm-share/core';
-import { simulate } from './simulate.js';
+import { type SimulatePrivacy, simulate } from './simulate.js';
 import { writeVerticalSplit } from './split.js';
 
 const TOOL = 'admm-share';
+
+function simulatePrivacy(a: { mechanism?: SimulatePrivacy['mechanism']; epsilon?: number; delta: number; seed?: string; bx?: number; bw?: number; b1: number; c1: number }): SimulatePrivacy {
+  const mechanism = a.mechanism ?? (a.epsilon !== undefined ? 'gaussian-share' : 'none');
+  if (mechanism === 'none') {
+    if (a.epsilon !== undefined) throw new ConfigError('--epsilon with --mechanism none: choose a budget or no noise');
+    return { mechanism, delta: a.delta };
+  }
+  if (a.epsilon === undefined) throw new ConfigError(`--mechanism ${mechanism} needs --epsilon`);
+  return {
+    mechanism,
+    epsilon: requirePositive('epsilon', a.epsilon),
+    delta: a.delta,
+    seed: a.seed,
+    bx: a.bx,
+    bw: a.bw,
+    ...(mechanism === 'paper' ? { b1: requirePositive('b1', a.b1), c1: requirePositive('c1', a.c1) } : {}),
+  };
+}
 
 async function main(): Promise<void> {
   await commandLine(hideBin(process.argv), TOOL, 'ADMM_SHARE')
@@ -26,7 +44,15 @@ async function main(): Promise<void> {
           .option('eval-every', { type: 'number', default: 0, describe: 'test-set evaluation every k rounds (0: at the end)' })
           .option('intercept', { type: 'boolean', default: false, describe: 'unpenalised intercept at party 1' })
           .option('out', { type: 'string', describe: 'output directory (default: runs/<time>)' })
-          .option('seed', { type: 'string', default: 'admm-share', describe: 'seed of the synthetic data set' })
+          .option('data-seed', { type: 'string', default: 'admm-share', describe: 'seed of the synthetic data set' })
+          .option('mechanism', { choices: ['gaussian-share', 'paper', 'none'] as const, describe: 'privacy mechanism of every party (default: none; gaussian-share with --epsilon)' })
+          .option('epsilon', { type: 'number', describe: 'privacy budget of every party for the whole training' })
+          .option('delta', { type: 'number', default: 1e-5, describe: 'privacy delta of every party' })
+          .option('seed', { type: 'string', describe: 'seed the parties\' noise (predictable: experiments only)' })
+          .option('bx', { type: 'number', describe: 'gaussian-share bound on ||x_m|| (party default 10)' })
+          .option('bw', { type: 'number', describe: 'gaussian-share clip of the target (party default 10)' })
+          .option('b1', { type: 'number', default: 1, describe: 'paper mechanism: Lemma 1 bound b1' })
+          .option('c1', { type: 'number', default: 1, describe: 'paper mechanism: Lemma 1 bound c1' })
           .option('baselines', { type: 'boolean', default: true, describe: 'also train centrally on all features and on party 1\'s only' }),
       async (a) => {
         await simulate({
@@ -42,8 +68,9 @@ async function main(): Promise<void> {
           evalEvery: requireInteger('eval-every', a['eval-every'], 0),
           intercept: a.intercept,
           out: a.out,
-          seed: a.seed,
+          dataSeed: a['data-seed'],
           baselines: a.baselines,
+          privacy: simulatePrivacy(a),
         });
       },
     )

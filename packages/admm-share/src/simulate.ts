@@ -36,8 +36,38 @@ export interface SimulateOptions {
   evalEvery: number;
   intercept: boolean;
   out?: string;
-  seed: string;
+  /** Seed of the synthetic data set. */
+  dataSeed: string;
   baselines: boolean;
+  privacy: SimulatePrivacy;
+}
+
+/** Privacy flags passed to every party; no noise unless asked. */
+export interface SimulatePrivacy {
+  mechanism: 'gaussian-share' | 'paper' | 'none';
+  epsilon?: number;
+  delta: number;
+  /** Noise seed (each party gets `${seed}/${party id}`): predictable, for experiments. */
+  seed?: string;
+  bx?: number;
+  bw?: number;
+  b1?: number;
+  c1?: number;
+}
+
+export function describePrivacy(p: SimulatePrivacy): string {
+  if (p.mechanism === 'none') return 'privacy: none (shares are sent without noise)';
+  const noise = p.seed !== undefined ? `SEEDED noise ('${p.seed}'): predictable, for experiments only` : 'noise from the OS CSPRNG';
+  const caveat = p.mechanism === 'paper' ? "; the paper's mechanism, guarantee NOT established" : '';
+  return `privacy: ${p.mechanism}, epsilon ${p.epsilon}, delta ${p.delta} per party, ${noise}${caveat}; test scores are sent without noise for evaluation`;
+}
+
+function privacyArgs(p: SimulatePrivacy, party: string): string[] {
+  if (p.mechanism === 'none') return ['--mechanism', 'none'];
+  const args = ['--mechanism', p.mechanism, '--epsilon', String(p.epsilon), '--delta', String(p.delta), '--release-test-scores'];
+  if (p.seed !== undefined) args.push('--seed', `${p.seed}/${party}`);
+  for (const k of ['bx', 'bw', 'b1', 'c1'] as const) if (p[k] !== undefined) args.push(`--${k}`, String(p[k]));
+  return args;
 }
 
 export interface Baseline {
@@ -46,7 +76,6 @@ export interface Baseline {
 }
 
 export interface SimulateSummary extends Summary {
-  privacy: { noise: 'none' };
   baselines?: { central: Baseline; local: Baseline & { party: string } };
   files: { dir: string; logs: string; models: string[] };
 }
@@ -75,9 +104,9 @@ function withCols(X: Csr, cols: number): Csr {
 function loadData(opts: SimulateOptions): { train: LabelledSet; test?: LabelledSet; blocks: number[]; source: string } {
   if (!opts.data) {
     if (opts.test) throw new SimulationError('--test needs --data', EXIT.config);
-    const s = syntheticDataset({ seed: opts.seed });
+    const s = syntheticDataset({ seed: opts.dataSeed });
     const d = s.train.X.cols;
-    return { train: s.train, test: s.test, blocks: opts.split ? parseSplit(opts.split, d) : s.blocks, source: `synthetic (seed '${opts.seed}')` };
+    return { train: s.train, test: s.test, blocks: opts.split ? parseSplit(opts.split, d) : s.blocks, source: `synthetic (seed '${opts.dataSeed}')` };
   }
   const train = loadLibsvmSet(opts.data, opts.features);
   const test = opts.test ? loadLibsvmSet(opts.test, opts.features) : undefined;
@@ -109,7 +138,7 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
   const progress = new Progress();
   out.write(`admm-share simulate: ${source}, ${train.ids.length} training rows${test ? `, ${test.ids.length} test rows` : ''}, ` +
     `${blocks.length} parties (${blocks.join(' | ')} features)\n`);
-  out.write(`privacy: none (shares are sent without noise)\n`);
+  out.write(describePrivacy(opts.privacy) + '\n');
 
   const children = new Set<Child>();
   const cleanup = () => killAll(children);
@@ -164,6 +193,7 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
         '--features', String(p.features),
         '--model', join(dir, `model-${p.id}.json`),
         ...(opts.intercept && m === 0 ? ['--intercept'] : []),
+        ...privacyArgs(opts.privacy, p.id),
       ];
       const c = spawnNode(p.id, binPath('party', 'admm-party'), args, join(logDir, `${p.id}.log`));
       children.add(c);
@@ -184,7 +214,6 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
     const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) as Summary;
     const result: SimulateSummary = {
       ...summary,
-      privacy: { noise: 'none' },
       files: { dir, logs: logDir, models: files.parties.map((p) => join(dir, `model-${p.id}.json`)) },
     };
     if (opts.baselines) {

@@ -18,6 +18,7 @@ import {
   type CoordinatorMessage,
   type LossName,
   type PartyMessage,
+  type PrivacyInfo,
   type Scores,
   type Share,
   type StopReason,
@@ -94,6 +95,8 @@ export interface Summary {
   rows: { train: number; test: number };
   droppedRows: number;
   droppedTestRows: number;
+  /** Each party's privacy setting as it reported it, and the budget it had spent at the end. */
+  privacy: (PrivacyInfo & { party: string; epsilonSpent: number })[];
 }
 
 export interface CoordinatorHandle {
@@ -118,6 +121,7 @@ const HELLO_MAX_BYTES = 1024;
 
 interface FinishedRound {
   round: number;
+  epsilonSpent: Record<string, number>;
   stats: RoundStats;
   penaltySq: number;
   test: TestMetrics | undefined;
@@ -341,9 +345,9 @@ class Coordinator {
     return true;
   }
 
-  private next<T extends PartyMessage['type']>(p: PartyState, type: T): Promise<Extract<PartyMessage, { type: T }>> {
+  private next<T extends PartyMessage['type']>(p: PartyState, ...types: T[]): Promise<Extract<PartyMessage, { type: T }>> {
     const check = (m: PartyMessage) => {
-      if (m.type !== type) throw new ProtocolError('unexpected', `'${m.type}' while waiting for '${type}'`);
+      if (!(types as string[]).includes(m.type)) throw new ProtocolError('unexpected', `'${m.type}' while waiting for '${types.join("' or '")}'`);
       return m as Extract<PartyMessage, { type: T }>;
     };
     const queued = p.inbox.shift();
@@ -395,15 +399,32 @@ class Coordinator {
     const y = Float64Array.from(train.labelRows, (r) => this.labels.y[r]);
     const yTest = test ? Float64Array.from(test.labelRows, (r) => this.testLabels!.y[r]) : undefined;
     this.log.info({ rows: this.n, dropped: train.dropped, testRows: this.nTest, droppedTest: test?.dropped ?? 0 }, 'samples aligned');
+    const rho0 = this.cfg.rho ?? defaultRho(this.cfg.variant, this.n);
     for (const p of parties) {
       p.aligned = { train: train.partyRows.get(p.id)!, test: test?.partyRows.get(p.id) ?? new Uint32Array(0) };
-      this.send(p, { type: 'setup', jobId: this.cfg.jobId, trainRows: p.aligned.train, testRows: p.aligned.test, lambda: this.cfg.lambda, loss: this.cfg.loss });
+      this.send(p, {
+        type: 'setup',
+        jobId: this.cfg.jobId,
+        trainRows: p.aligned.train,
+        testRows: p.aligned.test,
+        lambda: this.cfg.lambda,
+        loss: this.cfg.loss,
+        rounds: this.cfg.maxRounds,
+        rho: rho0,
+        parties: parties.length,
+      });
     }
-    await Promise.all(parties.map((p) => this.next(p, 'ready')));
+    const ready = await Promise.all(parties.map((p) => this.next(p, 'ready')));
+    const privacy = ready.map((r, m) => ({ party: parties[m].id, ...r.privacy }));
+    // A party's budget pays for a number of rounds; the job runs no more than the smallest.
+    const maxRounds = Math.min(this.cfg.maxRounds, ...privacy.map((q) => q.rounds));
+    if (maxRounds < this.cfg.maxRounds) this.log.warn({ maxRounds, requested: this.cfg.maxRounds }, 'rounds capped by a party\'s privacy budget');
+    for (const q of privacy) this.log.info(q, `party ${q.party} privacy: ${q.mechanism}${q.seeded ? ' (SEEDED noise: predictable)' : ''}`);
+    const noisy = privacy.some((q) => q.mechanism !== 'none');
+    const epsilonSpent: Record<string, number> = Object.fromEntries(parties.map((p) => [p.id, 0]));
     const setupSeconds = (performance.now() - setupStart) / 1000;
 
     const loss = lossByName(this.cfg.loss);
-    const rho0 = this.cfg.rho ?? defaultRho(this.cfg.variant, this.n);
     const admm = new AdmmCoordinator({
       variant: this.cfg.variant,
       loss,
@@ -416,7 +437,7 @@ class Coordinator {
     });
     admm.step(parties.map(() => new Float64Array(this.n))); // z and dual from x = 0, so round 1 already moves
     this.phase = 'training';
-    this.log.info({ rho: rho0, variant: this.cfg.variant, alpha: this.cfg.alpha, maxRounds: this.cfg.maxRounds }, 'training');
+    this.log.info({ rho: rho0, variant: this.cfg.variant, alpha: this.cfg.alpha, maxRounds }, 'training');
     const trace = new TraceWriter(this.cfg.out);
     const trainStart = performance.now();
     let reason: StopReason = 'max-rounds';
@@ -435,24 +456,35 @@ class Coordinator {
         seconds: r.seconds,
         roundSeconds: r.roundSeconds,
         bytes: r.bytes,
+        ...(noisy ? { epsilonSpent: r.epsilonSpent } : {}),
         ...(r.test ? { test: r.test } : {}),
       };
       trace.write(line);
-      this.log.info({ ...line, maxRounds: this.cfg.maxRounds }, 'round');
+      this.log.info({ ...line, maxRounds }, 'round');
     };
     let completed = false;
     try {
-      for (let t = 1; t <= this.cfg.maxRounds; t++) {
+      for (let t = 1; t <= maxRounds; t++) {
         const roundStart = performance.now();
         const in0 = this.bytesIn;
         const out0 = this.bytesOut;
         this.round = t;
         this.broadcast(parties, { type: 'round', jobId: this.cfg.jobId, round: t, rho: admm.rho, c: admm.c });
         if (last) report(last);
-        const shares = await Promise.all(parties.map((p) => this.next(p, 'share')));
-        const stats = admm.step(shares.map((s: Share) => s.share));
+        const replies = await Promise.all(parties.map((p) => this.next(p, 'share', 'exhausted')));
+        for (const [m, r] of replies.entries()) epsilonSpent[parties[m].id] = r.epsilonSpent;
+        const refused = replies.flatMap((r, m) => (r.type === 'exhausted' ? [parties[m].id] : []));
+        if (refused.length > 0) {
+          // A party's ledger refused this round: end with the model of the round before.
+          this.log.warn({ round: t, parties: refused }, 'privacy budget exhausted: ending the job');
+          reason = 'budget';
+          this.round = t - 1;
+          break;
+        }
+        const shares = replies as Share[];
+        const stats = admm.step(shares.map((s) => s.share));
         const converged = stats.primal <= stats.epsPrimal && stats.dual <= stats.epsDual;
-        const final = converged || t === this.cfg.maxRounds;
+        const final = converged || t === maxRounds;
         const test = yTest && (final || (this.cfg.evalEvery > 0 && t % this.cfg.evalEvery === 0)) ? await this.evaluate(parties, t, yTest) : undefined;
         const now = performance.now();
         last = {
@@ -463,13 +495,14 @@ class Coordinator {
           seconds: (now - trainStart) / 1000,
           roundSeconds: (now - roundStart) / 1000,
           bytes: { toCoordinator: this.bytesIn - in0, fromCoordinator: this.bytesOut - out0 },
+          epsilonSpent: { ...epsilonSpent },
         };
         if (converged) {
           reason = 'converged';
           break;
         }
       }
-      if (!last) throw new ConfigError('no rounds run (maxRounds is 0)');
+      if (!last) throw new PeerError('no round ran: a party\'s privacy budget does not pay for one');
       report(last);
       completed = true;
     } finally {
@@ -513,6 +546,7 @@ class Coordinator {
       rows: { train: this.n, test: this.nTest },
       droppedRows: train.dropped,
       droppedTestRows: test?.dropped ?? 0,
+      privacy: privacy.map((q) => ({ ...q, epsilonSpent: epsilonSpent[q.party] })),
     };
     writeFileAtomic(join(this.cfg.out, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
     this.log.info({ rounds: summary.rounds, objective: summary.objective, reason, test: summary.test }, 'job done');

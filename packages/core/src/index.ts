@@ -8,3 +8,5 @@ export * from './hash.js';
 export * from './central.js';
 export * from './synthetic.js';
 export * from './cli-support.js';
+export * from './privacy/accounting.js';
+export * from './privacy/noise.js';

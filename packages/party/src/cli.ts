@@ -3,6 +3,7 @@ import { hideBin } from 'yargs/helpers';
 import { ConfigError, runService, requireInteger, commandLine } from '@admm-share/core';
 import { NAME_RE } from '@admm-share/protocol';
 import { type PartyConfig, start } from './party.js';
+import { DEFAULT_BW, DEFAULT_BX } from './privacy.js';
 
 const TOOL = 'admm-party';
 
@@ -25,8 +26,24 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
     .option('intercept', { type: 'boolean', default: false, describe: 'fit an unpenalised intercept here (one party at most)' })
     .option('model', { type: 'string', describe: 'model file to write (default: model-ID.json)' })
     .option('connect-timeout', { type: 'number', default: 30_000, describe: 'ms to wait for the coordinator' })
+    .option('mechanism', {
+      choices: ['gaussian-share', 'paper', 'none'] as const,
+      describe: 'privacy mechanism; gaussian-share when --epsilon is given. Required: a budget, or --mechanism none to send shares without noise',
+    })
+    .option('epsilon', { type: 'number', describe: 'privacy budget for the whole training' })
+    .option('delta', { type: 'number', default: 1e-5, describe: 'privacy delta for the whole training' })
+    .option('seed', { type: 'string', describe: 'seed the noise (PREDICTABLE: reproducible experiments only)' })
+    .option('bx', { type: 'number', default: DEFAULT_BX, describe: 'gaussian-share: bound on ||x_m||' })
+    .option('bw', { type: 'number', default: DEFAULT_BW, describe: 'gaussian-share: clip of the target, per sample' })
+    .option('b1', { type: 'number', describe: 'paper: Lemma 1 bound b1 on ||x||, ||y||, ||z||' })
+    .option('c1', { type: 'number', describe: 'paper: Lemma 1 bound c1 on R\'\'' })
+    .option('privacy-rounds', { type: 'number', describe: 'calibrate the noise for at most this many rounds (default: the coordinator\'s plan)' })
+    .option('release-test-scores', { type: 'boolean', default: false, describe: 'with privacy on, still send un-noised test-set scores for evaluation' })
     .option('log-level', { choices: ['fatal', 'error', 'warn', 'info', 'debug'] as const, default: 'info' as const })
     .parseSync();
+  if (a.mechanism === undefined && a.epsilon === undefined)
+    throw new ConfigError('choose a privacy setting: --epsilon E [--delta D] for differentially private shares, or --mechanism none to send shares without noise');
+  const mechanism = a.mechanism ?? 'gaussian-share';
   if (!NAME_RE.test(a.id)) throw new ConfigError(`--id: '${a.id}' is not a valid party id (letters, digits, . _ -)`);
   if (a.job !== undefined && !NAME_RE.test(a.job)) throw new ConfigError(`--job: '${a.job}' is not a valid job id`);
   return {
@@ -42,6 +59,18 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
       features: a.features === undefined ? undefined : requireInteger('features', a.features, 1),
     },
     intercept: a.intercept,
+    privacy: {
+      mechanism,
+      epsilon: a.epsilon,
+      delta: mechanism === 'none' ? undefined : a.delta,
+      seed: a.seed,
+      bx: a.bx,
+      bw: a.bw,
+      b1: a.b1,
+      c1: a.c1,
+      rounds: a['privacy-rounds'],
+    },
+    releaseTestScores: a['release-test-scores'],
     model: resolve(a.model ?? `model-${a.id}.json`),
     connectTimeoutMs: requireInteger('connect-timeout', a['connect-timeout'], 1),
     logLevel: a['log-level'],

@@ -1,2 +1,3 @@
 export * from './xupdate.js';
 export * from './party.js';
+export * from './privacy.js';

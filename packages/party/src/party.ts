@@ -29,6 +29,7 @@ import {
   encode,
   validateCoordinatorMessage,
 } from '@admm-share/protocol';
+import { type PrivacyConfig, Privacy, normaliseRows, validatePrivacyConfig } from './privacy.js';
 import { RidgeXUpdate } from './xupdate.js';
 
 export interface PartyConfig {
@@ -42,8 +43,14 @@ export interface PartyConfig {
   read: ReadOptions;
   /** Fit an unpenalised intercept at this party (at most one party should). */
   intercept: boolean;
-  /** Where to write the model file. */
+  /** Where to write the model file (the privacy report goes next to it). */
   model: string;
+  privacy: PrivacyConfig;
+  /**
+   * With privacy on, test-set scores D_test x_m are not covered by the guarantee (they are
+   * not noised); they are sent only if this is set.
+   */
+  releaseTestScores: boolean;
   /** Give up if the coordinator does not answer within this time (ms). */
   connectTimeoutMs: number;
 }
@@ -71,13 +78,36 @@ type State = 'connecting' | 'welcome' | 'setup' | 'training' | 'done' | 'failed'
  */
 export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandle {
   const log = deps.logger.child({ party: config.partyId });
+  validatePrivacyConfig(config.privacy, config.intercept);
+  const privacy = new Privacy(config.privacy);
   const train = readFeatureFile(config.data, config.read);
   // The training file fixes the number of features; a test row with a larger index is an error.
   const features = train.X.cols;
-  const test = config.test ? readFeatureFile(config.test, { ...config.read, features }) : undefined;
+  let test = config.test ? readFeatureFile(config.test, { ...config.read, features }) : undefined;
   log.info({ file: config.data, rows: train.ids.length, features, nonzeros: train.X.values.length, testRows: test?.ids.length ?? 0 }, 'data loaded');
-  const party = new Party(config, log, train, test, features);
+  let scaled = 0;
+  if (privacy.enabled) {
+    // The sensitivity bounds assume rows of norm <= 1 (docs/privacy.md).
+    const n = normaliseRows(train.X);
+    train.X = n.X;
+    scaled = n.scaled;
+    if (test) test.X = normaliseRows(test.X).X;
+    log.info({ rowsScaled: scaled, rows: train.ids.length }, 'privacy: rows with norm > 1 scaled to norm 1');
+    if (privacy.noise?.seeded) log.warn({ seed: config.privacy.seed }, 'privacy: noise is SEEDED and therefore predictable: for reproducible experiments only, no privacy');
+    if (config.privacy.mechanism === 'paper')
+      log.warn("privacy: the paper's mechanism does not deliver its stated guarantee (docs/privacy.md); use it to reproduce the paper only");
+    if (test && !config.releaseTestScores) {
+      log.warn('privacy: test-set scores are not noised, so the test set is not used (pass --release-test-scores to send them anyway)');
+      test = undefined;
+    }
+  }
+  const party = new Party(config, log, train, test, features, privacy, scaled);
   return { done: party.done, close: () => party.close() };
+}
+
+/** model-p1.json -> model-p1.privacy.json */
+export function privacyReportPath(model: string): string {
+  return model.replace(/(\.json)?$/, '.privacy.json');
 }
 
 class Party {
@@ -90,6 +120,8 @@ class Party {
   private x: RidgeXUpdate | undefined;
   private testX: Csr | undefined;
   private round = 0;
+  /** The model before the last round, restored if the job ends one round earlier (budget). */
+  private previous: { x: Float64Array; intercept: number } | undefined;
   private readonly connectTimer: NodeJS.Timeout;
 
   constructor(
@@ -98,6 +130,8 @@ class Party {
     private readonly train: FeatureTable,
     private readonly test: FeatureTable | undefined,
     private readonly features: number,
+    private readonly privacy: Privacy,
+    private readonly rowsScaled: number,
   ) {
     this.done = new Promise((res, rej) => {
       this.resolve = res;
@@ -205,21 +239,31 @@ class Party {
         const D = csrSelectRows(this.train.X, msg.trainRows);
         this.x = new RidgeXUpdate(D, msg.lambda, this.cfg.intercept);
         if (this.test && msg.testRows.length > 0) this.testX = csrSelectRows(this.test.X, msg.testRows);
+        const privacy = this.privacy.calibrate({ lambda: msg.lambda, rho: msg.rho, rounds: msg.rounds, parties: msg.parties, features: this.features });
         this.state = 'training';
         this.log.info(
           { rows: D.rows, droppedRows: this.train.ids.length - D.rows, testRows: this.testX?.rows ?? 0, form: this.x.form, factorMs: Math.round(performance.now() - t0) },
           'aligned and factorised',
         );
-        this.send({ type: 'ready', jobId: this.jobId! });
+        this.log.info({ ...privacy }, `privacy: ${privacy.mechanism === 'none' ? 'none, shares are sent without noise' : privacy.mechanism}`);
+        this.send({ type: 'ready', jobId: this.jobId!, privacy });
         return;
       }
       case 'round': {
         this.expect('training');
         if (msg.round !== this.round + 1) throw new ProtocolError('unexpected', `round ${msg.round} after round ${this.round}`);
-        this.round = msg.round;
         const x = this.x!;
-        x.updateFromBroadcast(msg.c, msg.rho);
-        this.send({ type: 'share', jobId: this.jobId!, round: msg.round, share: x.share, penaltySq: x.penaltySq() });
+        const allowed = this.privacy.check(msg.round, msg.rho);
+        if (!allowed.ok) {
+          this.log.warn({ round: msg.round, epsilonSpent: this.privacy.spent }, `privacy: refusing round: ${allowed.why}`);
+          this.send({ type: 'exhausted', jobId: this.jobId!, round: msg.round, epsilonSpent: this.privacy.spent });
+          return;
+        }
+        this.round = msg.round;
+        this.previous = { x: x.x.slice(), intercept: x.intercept };
+        x.updateFromBroadcast(msg.c, msg.rho, this.privacy.bounds);
+        this.privacy.release(x);
+        this.send({ type: 'share', jobId: this.jobId!, round: msg.round, share: x.released, penaltySq: x.penaltySq(), epsilonSpent: this.privacy.spent });
         return;
       }
       case 'evaluate': {
@@ -230,6 +274,11 @@ class Party {
       }
       case 'done': {
         this.expect('training');
+        if (msg.rounds === this.round - 1 && this.previous) {
+          // Another party refused this round: the job's model is the one of the round before.
+          this.x!.x.set(this.previous.x);
+          this.x!.intercept = this.previous.intercept;
+        }
         this.writeModel(msg);
         this.state = 'done';
         this.log.info({ rounds: msg.rounds, reason: msg.reason, model: this.cfg.model }, 'model written');
@@ -260,6 +309,7 @@ class Party {
       coefficients: Array.from(x.x),
       intercept: this.cfg.intercept ? x.intercept : null,
       hyperParameters: { ...done.params, rounds: done.rounds, stopReason: done.reason },
+      rowNormalisation: this.privacy.enabled ? 'rows with norm > 1 scaled to norm 1 (apply the same to new data)' : null,
       trainingObjective: done.objective,
       rows: x.n,
       data: this.cfg.data,
@@ -267,6 +317,7 @@ class Party {
     };
     mkdirSync(dirname(this.cfg.model), { recursive: true });
     writeFileAtomic(this.cfg.model, JSON.stringify(model, null, 2) + '\n');
+    writeFileAtomic(privacyReportPath(this.cfg.model), JSON.stringify(this.privacy.report(this.cfg.partyId, done.jobId, this.rowsScaled), null, 2) + '\n');
   }
 
   private fail(err: Error, close = true, kind: keyof typeof CloseCodes = 'aborted'): void {

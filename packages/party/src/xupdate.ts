@@ -37,6 +37,12 @@ export class RidgeXUpdate {
   intercept = 0;
   /** The share s_m = D_m x + b. */
   readonly share: Float64Array;
+  /**
+   * What the party last sent: the share, plus noise when privacy is on. The next target is
+   * w = released - c, so the update depends on the data only through D (and on public values
+   * otherwise), which is what the privacy analysis needs.
+   */
+  readonly released: Float64Array;
 
   private readonly mu: Float64Array | undefined;
   /** D by columns, for the D^T w product of every round. */
@@ -81,23 +87,41 @@ export class RidgeXUpdate {
     this.q = vectors;
     this.x = new Float64Array(this.d);
     this.share = new Float64Array(this.n);
+    this.released = new Float64Array(this.n);
     this.wc = new Float64Array(this.n);
     this.t = new Float64Array(this.k);
     this.tmp = new Float64Array(this.k);
   }
 
-  /** Target of the next update: w = s_m - c, c as broadcast by the coordinator. */
-  updateFromBroadcast(c: Float64Array, rho: number): void {
+  /**
+   * Target of the next update: w = released - c, c as broadcast by the coordinator. With
+   * `bounds` (privacy), the target is clipped to [-clip, clip] coordinate-wise and x is kept
+   * in the ball ||x|| <= radius. Afterwards `released` holds the new share.
+   */
+  updateFromBroadcast(c: Float64Array, rho: number, bounds?: { clip: number; radius: number }): void {
     assertLength('c', c, this.n);
-    const { wc, share } = this;
-    for (let i = 0; i < this.n; i++) wc[i] = share[i] - c[i];
-    this.solve(wc, rho);
+    const { wc, released } = this;
+    if (bounds) {
+      const b = bounds.clip;
+      for (let i = 0; i < this.n; i++) {
+        const w = released[i] - c[i];
+        wc[i] = w > b ? b : w < -b ? -b : w;
+      }
+    } else for (let i = 0; i < this.n; i++) wc[i] = released[i] - c[i];
+    this.solve(wc, rho, bounds?.radius);
+    released.set(this.share);
   }
 
-  /** x, intercept and share for target w (overwritten with the centred target). */
-  solve(w: Float64Array, rho: number): void {
+  /**
+   * x, intercept and share for target w (overwritten with the centred target), minimising
+   * lambda/2 ||x||^2 + rho/2 ||D x + b - w||^2 over ||x|| <= radius. Outside the ball the
+   * minimiser is that of the same problem with lambda + mu for the mu >= 0 that puts x on
+   * the sphere (the KKT condition), found by Newton's method on 1/||x(mu)|| - 1/radius.
+   */
+  solve(w: Float64Array, rho: number, radius = Infinity): void {
     assertLength('w', w, this.n);
     if (!(rho > 0)) throw new RangeError(`rho must be > 0, got ${rho}`);
+    if (!(radius > 0)) throw new RangeError(`radius must be > 0, got ${radius}`);
     const { n, d, k, q, ev, t, tmp, x, lambda, mu, D } = this;
     let wm = 0;
     if (mu) {
@@ -105,16 +129,17 @@ export class RidgeXUpdate {
       wm /= n;
       for (let i = 0; i < n; i++) w[i] -= wm;
     }
+    // t: the right-hand side in the eigenbasis, rho Q^T D^T w (primal) or Q^T w (dual).
     // With a centred w, D~^T w = D^T w because 1^T w = 0.
     if (this.form === 'primal') {
       cscMatTVec(tmp, this.Dc, w);
       matTVec(t, q, k, k, tmp);
-      for (let j = 0; j < k; j++) t[j] *= shrink(lambda, rho, ev[j]);
-      matVec(x, q, k, k, t);
-    } else {
+    } else matTVec(t, q, k, k, w);
+    const muBall = Number.isFinite(radius) ? this.ballMultiplier(rho, radius) : 0;
+    for (let j = 0; j < k; j++) t[j] *= shrink(lambda + muBall, rho, ev[j]);
+    if (this.form === 'primal') matVec(x, q, k, k, t);
+    else {
       // x = rho D~^T (lambda I + rho D~ D~^T)^-1 w~
-      matTVec(t, q, k, k, w);
-      for (let j = 0; j < k; j++) t[j] *= shrink(lambda, rho, ev[j]);
       matVec(tmp, q, k, k, t);
       cscMatTVec(x, this.Dc, tmp);
       if (mu) {
@@ -127,6 +152,70 @@ export class RidgeXUpdate {
     if (mu) {
       this.intercept = wm - dot(mu, x);
       for (let i = 0; i < n; i++) this.share[i] += this.intercept;
+    }
+  }
+
+  /**
+   * ||x(m)||^2 = sum_j g_j (t_j s_j(m))^2 with s_j(m) = rho / (lambda + m + rho ev_j), g_j = 1
+   * (primal) or ev_j (dual: ||D^T a||^2 = a^T D D^T a); returns the m >= 0 that makes it
+   * radius^2, or 0 when the unconstrained minimiser is inside the ball.
+   */
+  private ballMultiplier(rho: number, radius: number): number {
+    const { k, ev, t, lambda } = this;
+    const primal = this.form === 'primal';
+    const normSq = (m: number): [number, number] => {
+      let f = 0;
+      let df = 0;
+      for (let j = 0; j < k; j++) {
+        const g = primal ? 1 : ev[j];
+        const den = lambda + m + rho * ev[j];
+        if (!(den > 0) || g === 0) continue;
+        const a = (rho * t[j]) / den;
+        f += g * a * a;
+        df -= (2 * g * a * a) / den;
+      }
+      return [f, df];
+    };
+    let [f, df] = normSq(0);
+    if (f <= radius * radius) return 0;
+    // phi(m) = 1/sqrt(f(m)) - 1/radius is increasing and concave: Newton from m = 0 rises
+    // monotonically to the root (More and Sorensen 1983).
+    let m = 0;
+    for (let it = 0; it < 100; it++) {
+      const phi = 1 / Math.sqrt(f) - 1 / radius;
+      const dphi = -0.5 * df * f ** -1.5;
+      const step = phi / dphi;
+      m -= step;
+      if (m < 0) m = 0;
+      [f, df] = normSq(m);
+      if (Math.abs(step) <= 1e-15 * Math.max(1, m)) break;
+    }
+    return m;
+  }
+
+  /**
+   * The paper's perturbation (eq. 17): released += D xi with xi ~ N(0, sigma^2 (D^T D)^-1),
+   * sampled through the cached eigendecomposition D^T D = Q diag(ev) Q^T as
+   * xi = sigma Q diag(ev^-1/2) u (directions with ev = 0 get none: the pseudo-inverse).
+   * In the N x N form, D xi = sigma sum_j q_j u_j over the non-zero eigenvalues of D D^T.
+   * Without an intercept only.
+   */
+  addModelNoise(sigma: number, normal: (out: Float64Array, sigma: number) => void): void {
+    if (this.mu) throw new RangeError('the paper mechanism is not defined with an intercept');
+    const { k, q, ev } = this;
+    const u = new Float64Array(k);
+    normal(u, sigma);
+    if (this.form === 'primal') {
+      for (let j = 0; j < k; j++) u[j] = ev[j] > 0 ? u[j] / Math.sqrt(ev[j]) : 0;
+      const xi = new Float64Array(k);
+      matVec(xi, q, k, k, u);
+      const dxi = csrMatVec(new Float64Array(this.n), this.D, xi);
+      for (let i = 0; i < this.n; i++) this.released[i] += dxi[i];
+    } else {
+      for (let j = 0; j < k; j++) if (ev[j] === 0) u[j] = 0;
+      const dxi = new Float64Array(this.n);
+      matVec(dxi, q, k, k, u);
+      for (let i = 0; i < this.n; i++) this.released[i] += dxi[i];
     }
   }
 

@@ -1,15 +1,18 @@
 /**
  * Every message of the admm-share protocol. See PROTOCOL.md for the state machine.
- * Party -> coordinator: hello, ids, ready, share, scores.
+ * Party -> coordinator: hello, ids, ready, share, exhausted, scores.
  * Coordinator -> party: welcome, setup, round, evaluate, done.
  */
-export const PROTOCOL_VERSION = 1;
+export const PROTOCOL_VERSION = 2;
 
 export const LOSSES = ['logistic', 'squared'] as const;
 export type LossName = (typeof LOSSES)[number];
 export const SAMPLE_SETS = ['train', 'test'] as const;
 export type SampleSet = (typeof SAMPLE_SETS)[number];
-export const STOP_REASONS = ['converged', 'max-rounds', 'stopped'] as const;
+export const STOP_REASONS = ['converged', 'max-rounds', 'budget', 'stopped'] as const;
+export const MECHANISMS = ['gaussian-share', 'paper', 'none'] as const;
+export type MechanismName = (typeof MECHANISMS)[number];
+export const ACCOUNTANT_NAMES = ['exact', 'rdp', 'advanced'] as const;
 export type StopReason = (typeof STOP_REASONS)[number];
 
 /** Bytes per keyed id hash (HMAC-SHA256 truncated to 128 bits). */
@@ -54,11 +57,35 @@ export interface Setup {
   testRows: Uint32Array;
   lambda: number;
   loss: LossName;
+  /** The rounds the coordinator plans to run (parties calibrate their noise for them). */
+  rounds: number;
+  /** rho of every round (parties with privacy refuse a larger one). */
+  rho: number;
+  /** Number of parties M. */
+  parties: number;
+}
+
+/** What a party tells the coordinator about its privacy setting (for the summary). */
+export interface PrivacyInfo {
+  mechanism: MechanismName;
+  /** The party's total budget (null without noise). */
+  epsilon: number | null;
+  delta: number | null;
+  /** Rounds the budget pays for; the coordinator runs no more. */
+  rounds: number;
+  /** Noise standard deviation per share coordinate (0 without noise). */
+  sigma: number;
+  /** L2 sensitivity of one round's release that sigma is calibrated for. */
+  sensitivity: number;
+  accountant: (typeof ACCOUNTANT_NAMES)[number] | null;
+  /** True when the noise comes from a seeded, predictable generator. */
+  seeded: boolean;
 }
 
 export interface Ready {
   type: 'ready';
   jobId: string;
+  privacy: PrivacyInfo;
 }
 
 export interface Round {
@@ -78,6 +105,16 @@ export interface Share {
   share: Float64Array;
   /** ||x_m||^2, for the training objective. */
   penaltySq: number;
+  /** Privacy budget spent after this round (0 without noise). */
+  epsilonSpent: number;
+}
+
+/** The party refuses round `round`: running it would overspend its privacy budget. */
+export interface Exhausted {
+  type: 'exhausted';
+  jobId: string;
+  round: number;
+  epsilonSpent: number;
 }
 
 export interface Evaluate {
@@ -104,7 +141,7 @@ export interface Done {
   params: { variant: string; rho: number; alpha: number; lambda: number; loss: LossName };
 }
 
-export type PartyMessage = Hello | Ids | Ready | Share | Scores;
+export type PartyMessage = Hello | Ids | Ready | Share | Exhausted | Scores;
 export type CoordinatorMessage = Welcome | Setup | Round | Evaluate | Done;
 export type Message = PartyMessage | CoordinatorMessage;
 export type MessageType = Message['type'];

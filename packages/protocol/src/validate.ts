@@ -11,6 +11,9 @@ import {
   type SampleSet,
   STOP_REASONS,
   type StopReason,
+  ACCOUNTANT_NAMES,
+  MECHANISMS,
+  type PrivacyInfo,
 } from './messages.js';
 
 /**
@@ -98,6 +101,12 @@ function vector(o: Obj, type: string, key: string, length: number | undefined): 
   return v;
 }
 
+function bool(o: Obj, type: string, key: string): boolean {
+  const v = o[key];
+  if (typeof v !== 'boolean') invalid(`${type}.${key}: expected true or false, got ${describe(v)}`);
+  return v;
+}
+
 function bytes(o: Obj, type: string, key: string): Uint8Array {
   const v = o[key];
   if (!(v instanceof Uint8Array)) invalid(`${type}.${key}: expected bytes, got ${describe(v)}`);
@@ -168,16 +177,45 @@ export function validatePartyMessage(value: unknown, ctx: ValidationContext = {}
         invalid(`ids.hashes: ${hashes.length / ID_HASH_BYTES} ${set} ids, the hello declared ${rows}`);
       return { type, jobId, set, hashes };
     }
-    case 'ready':
-      exactKeys(o, type, ['type', 'jobId']);
-      return { type, jobId: job(o, type, ctx) };
+    case 'ready': {
+      exactKeys(o, type, ['type', 'jobId', 'privacy']);
+      const jobId = job(o, type, ctx);
+      const p = asObject(o.privacy);
+      const t = 'ready.privacy';
+      exactKeys(p, t, ['mechanism', 'epsilon', 'delta', 'rounds', 'sigma', 'sensitivity', 'accountant', 'seeded']);
+      const mechanism = oneOf(p, t, 'mechanism', MECHANISMS);
+      const privacy: PrivacyInfo = {
+        mechanism,
+        epsilon: p.epsilon === null ? null : finite(p, t, 'epsilon', true),
+        delta: p.delta === null ? null : finite(p, t, 'delta', true),
+        rounds: count(p, t, 'rounds', 1),
+        sigma: finite(p, t, 'sigma'),
+        sensitivity: finite(p, t, 'sensitivity'),
+        accountant: p.accountant === null ? null : oneOf(p, t, 'accountant', ACCOUNTANT_NAMES),
+        seeded: bool(p, t, 'seeded'),
+      };
+      if (privacy.sigma < 0 || privacy.sensitivity < 0) invalid(`${t}: sigma and sensitivity must be >= 0`);
+      if (mechanism !== 'none' && (privacy.epsilon === null || privacy.delta === null || privacy.accountant === null || !(privacy.sigma > 0)))
+        invalid(`${t}: mechanism '${mechanism}' needs epsilon, delta, an accountant and sigma > 0`);
+      return { type, jobId, privacy };
+    }
     case 'share': {
-      exactKeys(o, type, ['type', 'jobId', 'round', 'share', 'penaltySq']);
+      exactKeys(o, type, ['type', 'jobId', 'round', 'share', 'penaltySq', 'epsilonSpent']);
       const jobId = job(o, type, ctx);
       const r = round(o, type, ctx);
       const penaltySq = finite(o, type, 'penaltySq');
       if (penaltySq < 0) invalid(`share.penaltySq: ${penaltySq} is negative`);
-      return { type, jobId, round: r, share: vector(o, type, 'share', ctx.n), penaltySq };
+      const epsilonSpent = finite(o, type, 'epsilonSpent');
+      if (epsilonSpent < 0) invalid(`share.epsilonSpent: ${epsilonSpent} is negative`);
+      return { type, jobId, round: r, share: vector(o, type, 'share', ctx.n), penaltySq, epsilonSpent };
+    }
+    case 'exhausted': {
+      exactKeys(o, type, ['type', 'jobId', 'round', 'epsilonSpent']);
+      const jobId = job(o, type, ctx);
+      const r = round(o, type, ctx);
+      const epsilonSpent = finite(o, type, 'epsilonSpent');
+      if (epsilonSpent < 0) invalid(`exhausted.epsilonSpent: ${epsilonSpent} is negative`);
+      return { type, jobId, round: r, epsilonSpent };
     }
     case 'scores': {
       exactKeys(o, type, ['type', 'jobId', 'round', 'scores']);
@@ -202,7 +240,7 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
       return { type, protocolVersion: count(o, type, 'protocolVersion'), jobId: job(o, type, ctx), hashKey };
     }
     case 'setup': {
-      exactKeys(o, type, ['type', 'jobId', 'trainRows', 'testRows', 'lambda', 'loss']);
+      exactKeys(o, type, ['type', 'jobId', 'trainRows', 'testRows', 'lambda', 'loss', 'rounds', 'rho', 'parties']);
       const jobId = job(o, type, ctx);
       const trainRows = rowIndex(o, type, 'trainRows', undefined, ctx.fileRows?.train);
       if (trainRows.length === 0) invalid('setup.trainRows: no training rows');
@@ -210,7 +248,17 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
       const lambda = finite(o, type, 'lambda');
       if (lambda < 0) invalid(`setup.lambda: ${lambda} is negative`);
       const loss: LossName = oneOf(o, type, 'loss', LOSSES);
-      return { type, jobId, trainRows, testRows, lambda, loss };
+      return {
+        type,
+        jobId,
+        trainRows,
+        testRows,
+        lambda,
+        loss,
+        rounds: count(o, type, 'rounds', 1),
+        rho: finite(o, type, 'rho', true),
+        parties: count(o, type, 'parties', 1),
+      };
     }
     case 'round': {
       exactKeys(o, type, ['type', 'jobId', 'round', 'rho', 'c']);

@@ -34,7 +34,7 @@ function startCoordinator(files: ReturnType<typeof dataset>, out: string, extra:
 
 function startParty(files: ReturnType<typeof dataset>, m: number, port: number, out: string) {
   const f = files.parties[m];
-  return run(BIN.party, ['--coordinator', `ws://127.0.0.1:${port}`, '--id', f.id, '--data', f.train, '--test', f.test!, '--ids', 'first', '--model', join(out, `model-${f.id}.json`)]);
+  return run(BIN.party, ['--coordinator', `ws://127.0.0.1:${port}`, '--id', f.id, '--data', f.train, '--test', f.test!, '--ids', 'first', '--model', join(out, `model-${f.id}.json`), '--mechanism', 'none']);
 }
 
 /** Open a raw client, send `frames`, and resolve with the close code and reason it receives. */
@@ -65,7 +65,7 @@ test('hostile and mistaken clients are turned away with named close codes, and t
     rawClient(port, ['{"type":"hello"}']),
     rawClient(port, [hello('party-1', PROTOCOL_VERSION + 1)]),
     rawClient(port, [hello('mallory')]),
-    rawClient(port, [encode({ type: 'ready', jobId: 'test-job' })]),
+    rawClient(port, [encode({ type: 'ready', jobId: 'test-job', privacy: { mechanism: 'none', epsilon: null, delta: null, rounds: 1, sigma: 0, sensitivity: 0, accountant: null, seeded: false } })]),
     rawClient(port, []), // says nothing: closed after --hello-timeout
   ]);
   assert.equal(cases[0].code, CloseCodes.malformed.code);
@@ -147,7 +147,7 @@ test('a malformed data file gives a one-line error naming the file and line, exi
   const dir = tempDir(t);
   const bad = join(dir, 'bad.libsvm');
   writeFileSync(bad, 'a 1:1 2:0.5\nb 1:1\nc 2:x\n');
-  const party = run(BIN.party, ['--coordinator', 'ws://127.0.0.1:9', '--id', 'p', '--data', bad, '--ids', 'first']);
+  const party = run(BIN.party, ['--coordinator', 'ws://127.0.0.1:9', '--id', 'p', '--data', bad, '--ids', 'first', '--mechanism', 'none']);
   const { code } = await party.exit;
   assert.equal(code, 65);
   assert.match(party.stderr(), /bad\.libsvm:3: token 2 '2:x': value 'x' is not a finite number/);
@@ -166,8 +166,11 @@ test('wrong flags give usage errors with exit 64, never a stack trace', async ()
     [BIN.coordinator, ['--labels', 'x.csv', '--parties', 'a', '--lambda', '-1'], /--lambda must be a number >= 0/],
     [BIN.coordinator, ['--labels', 'x.csv', '--parties', 'a', '--bogus', '1'], /Unknown argument/i],
     [BIN.coordinator, ['--parties', 'a'], /Missing required argument: labels/i],
-    [BIN.party, ['--coordinator', 'http://x', '--id', 'p', '--data', '/dev/null'], /not a ws:\/\/ URL|no data rows/],
-    [BIN.party, ['--coordinator', 'ws://x', '--id', 'bad id', '--data', 'x'], /not a valid party id/],
+    [BIN.party, ['--coordinator', 'http://x', '--id', 'p', '--data', '/dev/null', '--mechanism', 'none'], /not a ws:\/\/ URL|no data rows/],
+    [BIN.party, ['--coordinator', 'ws://x', '--id', 'bad id', '--data', 'x', '--mechanism', 'none'], /not a valid party id/],
+    [BIN.party, ['--coordinator', 'ws://x', '--id', 'p', '--data', 'x'], /choose a privacy setting: --epsilon E .* or --mechanism none/],
+    [BIN.party, ['--coordinator', 'ws://x', '--id', 'p', '--data', 'x', '--mechanism', 'paper', '--epsilon', '1'], /needs --b1 and --c1/],
+    [BIN.share, ['simulate', '--mechanism', 'gaussian-share'], /needs --epsilon/],
     [BIN.share, ['simulate', '--rounds', '0'], /--rounds must be an integer >= 1/],
     [BIN.share, ['frobnicate'], /Unknown argument|name a command/i],
   ];

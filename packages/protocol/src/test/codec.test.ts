@@ -15,6 +15,8 @@ import {
 } from '../index.js';
 import seedrandom from 'seedrandom';
 
+const NO_PRIVACY = { mechanism: 'none', epsilon: null, delta: null, rounds: 100, sigma: 0, sensitivity: 0, accountant: null, seeded: false } as const;
+
 // ---------------------------------------------------------------------------------------
 // Helpers
 
@@ -123,15 +125,15 @@ test('round trip: ids with 0, 1 and 70000 hashes, train and test sets', () => {
 });
 
 test('round trip: ready', () => {
-  roundTrip({ type: 'ready', jobId: JOB }, { jobId: JOB });
-  roundTrip({ type: 'ready', jobId: '0' }, {});
+  roundTrip({ type: 'ready', jobId: JOB, privacy: NO_PRIVACY }, { jobId: JOB });
+  roundTrip({ type: 'ready', jobId: '0', privacy: NO_PRIVACY }, {});
 });
 
 test('round trip: share with vectors of length 0, 1 and 70000 and awkward values', () => {
   for (const n of LENGTHS) {
     const share = awkwardVector(n, n + 1);
     for (const penaltySq of [0, 1e-300, 1e300, 1.5]) {
-      const out = roundTrip({ type: 'share', jobId: JOB, round: 17, share, penaltySq }, { jobId: JOB, n, round: 17 });
+      const out = roundTrip({ type: 'share', jobId: JOB, round: 17, share, penaltySq, epsilonSpent: 0 }, { jobId: JOB, n, round: 17 });
       assert.ok(out.type === 'share' && out.share !== share, 'decoded vector is a new array');
     }
   }
@@ -167,12 +169,15 @@ test('round trip: setup with 1 and 70000 training rows, 0, 1 and 70000 test rows
         testRows: rowPermutation(nTest, fileRows.test, nTest + 3),
         lambda: nTest === 0 ? 0 : 1e-300,
         loss: nTest === 1 ? 'squared' : 'logistic',
+        rounds: 100,
+        rho: 0.5,
+        parties: 2,
       };
       roundTrip(msg, { jobId: JOB, fileRows });
     }
   }
   // Row indices above 2^16 and up to 2^32 - 1 survive without a file-size bound.
-  roundTrip({ type: 'setup', jobId: JOB, trainRows: new Uint32Array([0xffffffff, 65536, 0]), testRows: new Uint32Array(0), lambda: 1e300, loss: 'squared' }, {});
+  roundTrip({ type: 'setup', jobId: JOB, trainRows: new Uint32Array([0xffffffff, 65536, 0]), testRows: new Uint32Array(0), lambda: 1e300, loss: 'squared', rounds: 100, rho: 0.5, parties: 2 }, {});
 });
 
 test('round trip: round with vectors of length 0, 1 and 70000 and awkward rho', () => {
@@ -206,7 +211,7 @@ test('round trip: done with every stop reason', () => {
 
 test('decode accepts a plain Uint8Array (not only a Buffer) and copies vectors out of it', () => {
   const share = awkwardVector(1000, 42);
-  const buf = encode({ type: 'share', jobId: JOB, round: 1, share, penaltySq: 2 });
+  const buf = encode({ type: 'share', jobId: JOB, round: 1, share, penaltySq: 2, epsilonSpent: 0 });
   const plain = new Uint8Array(buf); // a copy in a fresh ArrayBuffer
   const out = validatePartyMessage(decode(plain), { n: 1000 });
   assert.ok(out.type === 'share');
@@ -292,11 +297,11 @@ function sampleMessages(): Message[] {
   return [
     { type: 'hello', protocolVersion: 1, partyId: 'p1', jobId: null, features: 3, trainRows: 10, testRows: 4 },
     { type: 'ids', jobId: JOB, set: 'train', hashes: hashes(3, 1) },
-    { type: 'ready', jobId: JOB },
-    { type: 'share', jobId: JOB, round: 4, share: awkwardVector(5), penaltySq: 0.25 },
+    { type: 'ready', jobId: JOB, privacy: NO_PRIVACY },
+    { type: 'share', jobId: JOB, round: 4, share: awkwardVector(5), penaltySq: 0.25, epsilonSpent: 0 },
     { type: 'scores', jobId: JOB, round: 4, scores: awkwardVector(2) },
     { type: 'welcome', protocolVersion: 1, jobId: JOB, hashKey: hashes(2, 2) },
-    { type: 'setup', jobId: JOB, trainRows: new Uint32Array([4, 0, 2]), testRows: new Uint32Array([1]), lambda: 0.1, loss: 'logistic' },
+    { type: 'setup', jobId: JOB, trainRows: new Uint32Array([4, 0, 2]), testRows: new Uint32Array([1]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2 },
     { type: 'round', jobId: JOB, round: 4, rho: 2, c: awkwardVector(5, 9) },
     { type: 'evaluate', jobId: JOB, round: 4 },
     { type: 'done', jobId: JOB, reason: 'converged', rounds: 4, objective: 0.5, params: { variant: 'v', rho: 2, alpha: 1, lambda: 0.1, loss: 'squared' } },
@@ -344,9 +349,9 @@ function randomMessage(rnd: () => number): Message {
     case 1:
       return { type: 'ids', jobId: JOB, set: rnd() < 0.5 ? 'train' : 'test', hashes: hashes(n, randInt(rnd, 1e9)) };
     case 2:
-      return { type: 'ready', jobId: JOB };
+      return { type: 'ready', jobId: JOB, privacy: NO_PRIVACY };
     case 3:
-      return { type: 'share', jobId: JOB, round, share: vec(), penaltySq: rnd() * 10 };
+      return { type: 'share', jobId: JOB, round, share: vec(), penaltySq: rnd() * 10, epsilonSpent: rnd() };
     case 4:
       return { type: 'scores', jobId: JOB, round, scores: vec() };
     case 5:
@@ -359,6 +364,9 @@ function randomMessage(rnd: () => number): Message {
         testRows: rowPermutation(n, 20, randInt(rnd, 1e9)),
         lambda: rnd(),
         loss: rnd() < 0.5 ? 'logistic' : 'squared',
+        rounds: 1 + randInt(rnd, 500),
+        rho: 0.1 + rnd(),
+        parties: 1 + randInt(rnd, 5),
       };
     case 7:
       return { type: 'round', jobId: JOB, round, rho: 0.1 + rnd(), c: vec() };

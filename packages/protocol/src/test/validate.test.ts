@@ -14,6 +14,8 @@ import {
   type ValidationContext,
 } from '../index.js';
 
+const NO_PRIVACY = { mechanism: 'none', epsilon: null, delta: null, rounds: 100, sigma: 0, sensitivity: 0, accountant: null, seeded: false } as const;
+
 // ---------------------------------------------------------------------------------------
 // Fixtures and helpers
 
@@ -35,11 +37,11 @@ function base(): Record<string, Obj> {
   return {
     hello: { type: 'hello', protocolVersion: 1, partyId: 'party-A', jobId: JOB, features: 5, trainRows: 10, testRows: 5 },
     ids: { type: 'ids', jobId: JOB, set: 'train', hashes: new Uint8Array(16 * DECLARED.train).fill(9) },
-    ready: { type: 'ready', jobId: JOB },
-    share: { type: 'share', jobId: JOB, round: ROUND, share: new Float64Array([1, -0, 1e-300, -1.5]), penaltySq: 2.5 },
+    ready: { type: 'ready', jobId: JOB, privacy: NO_PRIVACY },
+    share: { type: 'share', jobId: JOB, round: ROUND, share: new Float64Array([1, -0, 1e-300, -1.5]), penaltySq: 2.5, epsilonSpent: 0 },
     scores: { type: 'scores', jobId: JOB, round: ROUND, scores: new Float64Array([0.5, -2, 1e300]) },
     welcome: { type: 'welcome', protocolVersion: 1, jobId: JOB, hashKey: new Uint8Array(32).fill(1) },
-    setup: { type: 'setup', jobId: JOB, trainRows: new Uint32Array([9, 0, 4, 2]), testRows: new Uint32Array([4, 1, 0]), lambda: 0.1, loss: 'logistic' },
+    setup: { type: 'setup', jobId: JOB, trainRows: new Uint32Array([9, 0, 4, 2]), testRows: new Uint32Array([4, 1, 0]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2 },
     round: { type: 'round', jobId: JOB, round: ROUND, rho: 1.5, c: new Float64Array([0, 1, 2, 3]) },
     evaluate: { type: 'evaluate', jobId: JOB, round: ROUND },
     done: {
@@ -128,7 +130,7 @@ test('baseline: every base message validates under the full context, as an objec
 
 test('top-level values that are not maps are rejected as invalid by both validators', () => {
   const values: [string, unknown][] = [
-    ['array', [{ type: 'ready', jobId: JOB }]],
+    ['array', [{ type: 'ready', jobId: JOB, privacy: NO_PRIVACY }]],
     ['empty array', []],
     ['number', 42],
     ['string', 'ready'],
@@ -457,7 +459,7 @@ test('done.params with a missing key, an extra key or of the wrong shape is inva
 test('validators return exactly the message fields with the checked values', () => {
   const out = validatePartyMessage(wire(base().share), CTX);
   assert.ok(out.type === 'share');
-  assert.deepEqual(Object.keys(out).sort(), ['jobId', 'penaltySq', 'round', 'share', 'type']);
+  assert.deepEqual(Object.keys(out).sort(), ['epsilonSpent', 'jobId', 'penaltySq', 'round', 'share', 'type']);
   assert.equal(out.round, ROUND);
   assert.equal(out.penaltySq, 2.5);
   assert.ok(out.share instanceof Float64Array && Object.is(out.share[1], -0));
