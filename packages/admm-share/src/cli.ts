@@ -49,8 +49,8 @@ async function main(): Promise<void> {
           .option('epsilon', { type: 'number', describe: 'privacy budget of every party for the whole training' })
           .option('delta', { type: 'number', default: 1e-5, describe: 'privacy delta of every party' })
           .option('seed', { type: 'string', describe: 'seed the parties\' noise (predictable: experiments only)' })
-          .option('bx', { type: 'number', describe: 'gaussian-share bound on ||x_m|| (party default 10)' })
-          .option('bw', { type: 'number', describe: 'gaussian-share clip of the target (party default 10)' })
+          .option('bx', { type: 'number', describe: 'gaussian-share bound on ||x_m|| (party default 20)' })
+          .option('bw', { type: 'number', describe: 'gaussian-share clip of the target (party default 3 bx + 1/(N rho))' })
           .option('b1', { type: 'number', default: 1, describe: 'paper mechanism: Lemma 1 bound b1' })
           .option('c1', { type: 'number', default: 1, describe: 'paper mechanism: Lemma 1 bound c1' })
           .option('baselines', { type: 'boolean', default: true, describe: 'also train centrally on all features and on party 1\'s only' }),

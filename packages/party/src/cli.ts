@@ -3,7 +3,7 @@ import { hideBin } from 'yargs/helpers';
 import { ConfigError, runService, requireInteger, commandLine } from '@admm-share/core';
 import { NAME_RE } from '@admm-share/protocol';
 import { type PartyConfig, start } from './party.js';
-import { DEFAULT_BW, DEFAULT_BX } from './privacy.js';
+import { DEFAULT_BX } from './privacy.js';
 
 const TOOL = 'admm-party';
 
@@ -34,7 +34,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
     .option('delta', { type: 'number', default: 1e-5, describe: 'privacy delta for the whole training' })
     .option('seed', { type: 'string', describe: 'seed the noise (PREDICTABLE: reproducible experiments only)' })
     .option('bx', { type: 'number', default: DEFAULT_BX, describe: 'gaussian-share: bound on ||x_m||' })
-    .option('bw', { type: 'number', default: DEFAULT_BW, describe: 'gaussian-share: clip of the target, per sample' })
+    .option('bw', { type: 'number', describe: 'gaussian-share: clip of the target, per sample (default 3 bx + 1/(N rho))' })
     .option('b1', { type: 'number', describe: 'paper: Lemma 1 bound b1 on ||x||, ||y||, ||z||' })
     .option('c1', { type: 'number', describe: 'paper: Lemma 1 bound c1 on R\'\'' })
     .option('privacy-rounds', { type: 'number', describe: 'calibrate the noise for at most this many rounds (default: the coordinator\'s plan)' })

@@ -239,7 +239,7 @@ class Party {
         const D = csrSelectRows(this.train.X, msg.trainRows);
         this.x = new RidgeXUpdate(D, msg.lambda, this.cfg.intercept);
         if (this.test && msg.testRows.length > 0) this.testX = csrSelectRows(this.test.X, msg.testRows);
-        const privacy = this.privacy.calibrate({ lambda: msg.lambda, rho: msg.rho, rounds: msg.rounds, parties: msg.parties, features: this.features });
+        const privacy = this.privacy.calibrate({ lambda: msg.lambda, rho: msg.rho, rounds: msg.rounds, parties: msg.parties, features: this.features, n: D.rows });
         this.state = 'training';
         this.log.info(
           { rows: D.rows, droppedRows: this.train.ids.length - D.rows, testRows: this.testX?.rows ?? 0, form: this.x.form, factorMs: Math.round(performance.now() - t0) },

@@ -26,8 +26,8 @@ export interface PrivacyConfig {
   seed?: string;
   /** gaussian-share: the model is kept in ||x_m|| <= bx. */
   bx: number;
-  /** gaussian-share: each coordinate of the public target is clipped to [-bw, bw]. */
-  bw: number;
+  /** gaussian-share: each coordinate of the public target is clipped to [-bw, bw] (default: defaultBw). */
+  bw?: number;
   /** paper: Lemma 1's bounds on ||x||, ||y||, ||z|| (b1) and on R'' (c1), given by the user. */
   b1?: number;
   c1?: number;
@@ -43,18 +43,35 @@ export interface JobParameters {
   parties: number;
   /** The party's feature count d_m. */
   features: number;
+  /** Aligned training rows N. */
+  n: number;
 }
 
-export const DEFAULT_BX = 10;
-export const DEFAULT_BW = 10;
+/**
+ * Default bound on ||x_m||. On rows of norm <= 1 a score is at most ||x_m||; the central
+ * a9a model on normalised rows has block norms 10.0 and 5.4 (docs/privacy.md), so 20 rarely binds.
+ */
+export const DEFAULT_BX = 20;
+
+/**
+ * Default clip of the target w = released - c: at the ADMM fixed point |w_i| <= |s_i| +
+ * |mean_i| + |zbar_i| + |u_i| <= 3 bx + 1/(N rho), since the scaled dual is the loss gradient
+ * (at most 1/N per sample for the averaged logistic loss) over rho.
+ */
+export function defaultBw(bx: number, n: number, rho: number): number {
+  return 3 * bx + 1 / (n * rho);
+}
 
 /**
  * L2 sensitivity of one gaussian-share release (docs/privacy.md, Theorem 1): for rows of
- * norm <= 1, a public target clipped to [-bw, bw] and ||x|| <= bx, replacing one row changes
- * the share D x by at most 2 sqrt(rho/lambda) (bx + bw) + 2 bx.
+ * norm <= 1, a public target clipped to [-bw, bw] and ||x|| <= bx, replacing row i changes
+ * the other coordinates of the share by at most 2 sqrt(rho/lambda) (bx + bw) in L2 norm and
+ * coordinate i by at most 2 bx, so the share moves by at most the root of their squares.
  */
 export function gaussianShareSensitivity(p: { lambda: number; rho: number; bx: number; bw: number }): number {
-  return 2 * Math.sqrt(p.rho / p.lambda) * (p.bx + p.bw) + 2 * p.bx;
+  const others = 2 * Math.sqrt(p.rho / p.lambda) * (p.bx + p.bw);
+  const own = 2 * p.bx;
+  return Math.hypot(others, own);
 }
 
 /** Lemma 1 of the paper: C = 3 / (d_m rho) (lambda c1 + (1 + M rho) b1). Not a proven bound (docs/privacy.md). */
@@ -86,7 +103,7 @@ export function validatePrivacyConfig(c: PrivacyConfig, intercept: boolean): voi
   if (c.epsilon === undefined || !(c.epsilon > 0)) throw new ConfigError(`--mechanism ${c.mechanism} needs --epsilon > 0`);
   if (c.delta === undefined || !(c.delta > 0 && c.delta < 1)) throw new ConfigError(`--mechanism ${c.mechanism} needs --delta in (0, 1)`);
   if (intercept) throw new ConfigError('--intercept is not supported with privacy (the bounds assume no unpenalised column)');
-  if (!(c.bx > 0) || !(c.bw > 0)) throw new ConfigError('--bx and --bw must be positive');
+  if (!(c.bx > 0) || (c.bw !== undefined && !(c.bw > 0))) throw new ConfigError('--bx and --bw must be positive');
   if (c.mechanism === 'paper' && !(c.b1! > 0 && c.c1! > 0)) throw new ConfigError('--mechanism paper needs --b1 and --c1 (Lemma 1 of the paper), both positive');
   if (c.rounds !== undefined && !(Number.isSafeInteger(c.rounds) && c.rounds >= 1)) throw new ConfigError('--privacy-rounds must be an integer >= 1');
 }
@@ -95,6 +112,7 @@ export class Privacy {
   readonly noise: NoiseSource | undefined;
   private info: PrivacyInfo | undefined;
   private rho = 0;
+  private bw = 0;
   private spentRounds = 0;
 
   constructor(readonly cfg: PrivacyConfig) {
@@ -120,7 +138,8 @@ export class Privacy {
     let sensitivity: number;
     let accountant: Accountant;
     if (cfg.mechanism === 'gaussian-share') {
-      sensitivity = gaussianShareSensitivity({ lambda: job.lambda, rho: job.rho, bx: cfg.bx, bw: cfg.bw });
+      this.bw = cfg.bw ?? defaultBw(cfg.bx, job.n, job.rho);
+      sensitivity = gaussianShareSensitivity({ lambda: job.lambda, rho: job.rho, bx: cfg.bx, bw: this.bw });
       accountant = 'exact';
     } else {
       sensitivity = paperSensitivity({ ...job, b1: cfg.b1!, c1: cfg.c1! });
@@ -133,7 +152,7 @@ export class Privacy {
 
   /** Bounds the update must respect (gaussian-share only). */
   get bounds(): { clip: number; radius: number } | undefined {
-    return this.cfg.mechanism === 'gaussian-share' ? { clip: this.cfg.bw, radius: this.cfg.bx } : undefined;
+    return this.cfg.mechanism === 'gaussian-share' ? { clip: this.bw, radius: this.cfg.bx } : undefined;
   }
 
   /** Epsilon spent after `rounds` releases. */
@@ -196,7 +215,7 @@ export class Privacy {
       sigma: i.sigma,
       sensitivity: i.sensitivity,
       accountant: i.accountant,
-      bounds: i.mechanism === 'gaussian-share' ? { bx: this.cfg.bx, bw: this.cfg.bw } : i.mechanism === 'paper' ? { b1: this.cfg.b1, c1: this.cfg.c1 } : null,
+      bounds: i.mechanism === 'gaussian-share' ? { bx: this.cfg.bx, bw: this.bw } : i.mechanism === 'paper' ? { b1: this.cfg.b1, c1: this.cfg.c1 } : null,
       rowsNormalised: i.mechanism === 'none' ? null : { rule: 'rows with norm > 1 scaled to norm 1', rowsScaled: normalisedRows },
       noise: i.mechanism === 'none' ? null : i.seeded ? 'SEEDED: predictable by anyone who knows the seed; for experiments only, no privacy' : 'operating system CSPRNG',
       createdAt: new Date().toISOString(),
