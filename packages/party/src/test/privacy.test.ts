@@ -1,0 +1,114 @@
+// The party's privacy ledger and the ball-constrained update the bound relies on.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import seedrandom from 'seedrandom';
+import { GRID_BITS, accountEpsilon, calibrateSigma, csrFromDense, csrMatTVec, csrMatVec } from '@admm-share/core';
+import { RidgeXUpdate } from '../xupdate.js';
+import { Privacy, defaultBw, gaussianShareSensitivity, paperSensitivity } from '../privacy.js';
+
+const job = { lambda: 1e-3, rho: 1e-2, rounds: 10, parties: 2, features: 3, n: 100 };
+
+test('gaussian-share calibrates its sigma for the planned rounds with the exact accountant', () => {
+  const p = new Privacy({ mechanism: 'gaussian-share', epsilon: 2, delta: 1e-5, bx: 5, seed: 'x' });
+  const info = p.calibrate(job);
+  const bw = defaultBw(5, job.n, job.rho);
+  const sensitivity = gaussianShareSensitivity({ lambda: job.lambda, rho: job.rho, bx: 5, bw });
+  assert.equal(info.sensitivity, sensitivity);
+  assert.equal(info.sigma, calibrateSigma({ epsilon: 2, delta: 1e-5, rounds: 10, sensitivity, method: 'exact' }));
+  assert.deepEqual([info.mechanism, info.accountant, info.rounds, info.seeded], ['gaussian-share', 'exact', 10, true]);
+  assert.deepEqual(p.bounds, { clip: bw, radius: 5 });
+});
+
+test('the ledger pays for exactly the budgeted rounds, then refuses; a larger rho is refused', () => {
+  const p = new Privacy({ mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, bx: 5, seed: 'y', rounds: 3 });
+  const info = p.calibrate(job);
+  assert.equal(info.rounds, 3, '--privacy-rounds caps the plan');
+  const x = new RidgeXUpdate(csrFromDense([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0.5, 0.5, 0]]), job.lambda, false);
+  assert.equal(p.check(1, job.rho * 2).ok, false, 'rho above the calibrated one');
+  for (let t = 1; t <= 3; t++) {
+    assert.deepEqual(p.check(t, job.rho), { ok: true });
+    p.release(x);
+    const expected = accountEpsilon({ sigma: info.sigma, delta: 1e-5, rounds: t, sensitivity: info.sensitivity });
+    assert.ok(Math.abs(p.spent - expected) < 1e-12);
+  }
+  assert.ok(Math.abs(p.spent - 1) < 1e-9);
+  const refused = p.check(4, job.rho);
+  assert.equal(refused.ok, false);
+  assert.match(refused.ok ? '' : refused.why, /would spend epsilon 1\.1\d* of a budget of 1/);
+  assert.equal(p.check(5, job.rho).ok, false, 'skipping a round is refused too');
+});
+
+test('release adds noise of the calibrated size to the released share only', () => {
+  const p = new Privacy({ mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, bx: 5, seed: 'z' });
+  const info = p.calibrate({ ...job, n: 4000 });
+  const rows = Array.from({ length: 4000 }, (_, i) => [i % 2, 1 - (i % 2), 0]);
+  const x = new RidgeXUpdate(csrFromDense(rows), job.lambda, false);
+  x.updateFromBroadcast(new Float64Array(4000).fill(-1), job.rho, p.bounds);
+  const clean = x.share.slice();
+  p.release(x);
+  let ss = 0;
+  for (let i = 0; i < clean.length; i++) ss += (x.released[i] - clean[i]) ** 2;
+  const sd = Math.sqrt(ss / clean.length);
+  assert.ok(Math.abs(sd / info.sigma - 1) < 0.05, `noise sd ${sd} vs sigma ${info.sigma}`);
+  assert.deepEqual(x.share, clean, 'the private share itself is untouched');
+});
+
+test('paper mechanism: sensitivity from Lemma 1, advanced composition, noise only in the column space of D', () => {
+  const p = new Privacy({ mechanism: 'paper', epsilon: 1, delta: 1e-5, bx: 5, b1: 2, c1: 3, seed: 'p' });
+  const info = p.calibrate(job);
+  const C = (3 / (job.features * job.rho)) * (job.lambda * 3 + (1 + job.parties * job.rho) * 2);
+  assert.ok(Math.abs(info.sensitivity - C) < 1e-12 * C);
+  assert.equal(info.sensitivity, paperSensitivity({ ...job, b1: 2, c1: 3 }));
+  assert.equal(info.accountant, 'advanced');
+  // Rank-2 data in R^3 rows: the released perturbation lies in col(D).
+  const rows = Array.from({ length: 30 }, (_, i) => [i % 3, (i * 7) % 5, (i % 3) + 2 * ((i * 7) % 5)]);
+  const D = csrFromDense(rows);
+  const x = new RidgeXUpdate(D, job.lambda, false);
+  p.release(x); // released was 0: now it is D xi
+  // Project onto the orthogonal complement of col(D): (1, 2, -1) spans null(D^T D), so a
+  // vector in col(D) is D v; check D^T r is consistent by least squares residual ~ 0.
+  const r = x.released;
+  const g = csrMatTVec(new Float64Array(3), D, r);
+  const gram = [0, 1, 2].map((j) => csrMatTVec(new Float64Array(3), D, csrMatVec(new Float64Array(30), D, Float64Array.from([0, 1, 2], (k) => (k === j ? 1 : 0)))));
+  // Solve on the 2-dimensional range: v = (a, b, 0) with [g00 g01; g10 g11] (a, b) = (g0, g1).
+  const det = gram[0][0] * gram[1][1] - gram[0][1] * gram[1][0];
+  const a = (g[0] * gram[1][1] - g[1] * gram[1][0]) / det;
+  const b = (gram[0][0] * g[1] - gram[0][1] * g[0]) / det;
+  const fit = csrMatVec(new Float64Array(30), D, Float64Array.of(a, b, 0));
+  const resid = Math.hypot(...r.map((v, i) => v - fit[i]));
+  // Up to the rounding of released values to the noise grid (a post-processing step).
+  const spacing = 2 ** (Math.floor(Math.log2(info.sigma)) - GRID_BITS);
+  assert.ok(resid <= (Math.sqrt(30) * spacing) / 2, `residual ${resid}, grid ${spacing}`);
+  assert.ok(Math.hypot(...r) > 100 * resid, 'the noise itself is much larger than the rounding');
+  assert.ok(Math.hypot(...r) > 0);
+});
+
+test('the ball-constrained x-update satisfies the KKT conditions', () => {
+  const rand = seedrandom('kkt');
+  for (let k = 0; k < 40; k++) {
+    const n = 20 + Math.floor(rand() * 30);
+    const d = 1 + Math.floor(rand() * 5);
+    const dual = rand() < 0.3; // also the N x N form
+    const cols = dual ? n + 3 : d;
+    const rows = Array.from({ length: n }, () => Array.from({ length: cols }, () => (rand() < 0.4 ? 0 : rand() - 0.5)));
+    const D = csrFromDense(rows, cols);
+    const lambda = 10 ** (-3 + 2 * rand());
+    const rho = 10 ** (-2 + 2 * rand());
+    const w = Float64Array.from({ length: n }, () => (rand() - 0.5) * 40);
+    const x = new RidgeXUpdate(D, lambda, false);
+    x.solve(w.slice(), rho);
+    const free = Math.sqrt(x.penaltySq());
+    const radius = free * (0.1 + 0.8 * rand()); // binding
+    x.solve(w.slice(), rho, radius);
+    assert.ok(Math.abs(Math.sqrt(x.penaltySq()) - radius) < 1e-8 * radius, 'on the sphere');
+    // grad = lambda x + rho D^T (D x - w) = -mu x with mu >= 0
+    const res = csrMatVec(new Float64Array(n), D, x.x).map((v, i) => v - w[i]);
+    const grad = csrMatTVec(new Float64Array(cols), D, res).map((v, j) => rho * v + lambda * x.x[j]);
+    const mu = -grad.reduce((acc, v, j) => acc + v * x.x[j], 0) / x.penaltySq();
+    assert.ok(mu >= 0);
+    const kkt = Math.hypot(...grad.map((v, j) => v + mu * x.x[j]));
+    assert.ok(kkt < 1e-7 * (Math.hypot(...grad) + 1e-12), `KKT residual ${kkt}`);
+    x.solve(w.slice(), rho, free * 2);
+    assert.ok(Math.abs(Math.sqrt(x.penaltySq()) - free) < 1e-9 * free, 'a slack ball changes nothing');
+  }
+});
