@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
-import { ConfigError, exitWithError, installCrashHandlers, requireInteger, requireNonNegative, requirePositive, syntheticDataset, commandLine } from '@admm-share/core';
+import { ConfigError, accountEpsilon, calibrateSigma, exitWithError, installCrashHandlers, requireInteger, requireNonNegative, requirePositive, syntheticDataset, commandLine } from '@admm-share/core';
 import { type SimulatePrivacy, simulate } from './simulate.js';
 import { writeVerticalSplit } from './split.js';
 
@@ -89,7 +89,45 @@ async function main(): Promise<void> {
         process.stdout.write(JSON.stringify(files, null, 2) + '\n');
       },
     )
-    .demandCommand(1, 'name a command: simulate or generate')
+    .command('privacy', 'privacy accounting: calibrate noise for a budget, or account the budget a noise level spends', (y) =>
+      y
+        .command(
+          'calibrate',
+          'sigma that makes T rounds of the Gaussian mechanism (epsilon, delta)-DP',
+          (z) =>
+            z
+              .option('epsilon', { type: 'number', demandOption: true })
+              .option('delta', { type: 'number', demandOption: true })
+              .option('rounds', { type: 'number', demandOption: true })
+              .option('sensitivity', { type: 'number', demandOption: true, describe: 'L2 sensitivity of one round' })
+              .option('method', { choices: ['exact', 'rdp', 'advanced'] as const, default: 'exact' as const })
+              .option('json', { type: 'boolean', default: false }),
+          (a) => {
+            const q = { epsilon: a.epsilon, delta: a.delta, rounds: a.rounds, sensitivity: a.sensitivity, method: a.method };
+            const sigma = calibrateSigma(q);
+            process.stdout.write(a.json ? JSON.stringify({ sigma, ...q }) + '\n' : `sigma = ${sigma} (${a.method} accounting)\n`);
+          },
+        )
+        .command(
+          'account',
+          'epsilon spent by T rounds of the Gaussian mechanism with noise sigma',
+          (z) =>
+            z
+              .option('sigma', { type: 'number', demandOption: true })
+              .option('delta', { type: 'number', demandOption: true })
+              .option('rounds', { type: 'number', demandOption: true })
+              .option('sensitivity', { type: 'number', demandOption: true, describe: 'L2 sensitivity of one round' })
+              .option('method', { choices: ['exact', 'rdp', 'advanced'] as const, default: 'exact' as const })
+              .option('json', { type: 'boolean', default: false }),
+          (a) => {
+            const q = { sigma: a.sigma, delta: a.delta, rounds: a.rounds, sensitivity: a.sensitivity, method: a.method };
+            const epsilon = accountEpsilon(q);
+            process.stdout.write(a.json ? JSON.stringify({ epsilon, ...q }) + '\n' : `epsilon = ${epsilon} (${a.method} accounting)\n`);
+          },
+        )
+        .demandCommand(1, 'name a privacy command: calibrate or account'),
+    )
+    .demandCommand(1, 'name a command: simulate, generate or privacy')
     .parseAsync();
 }
 

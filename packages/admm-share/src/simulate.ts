@@ -268,7 +268,8 @@ export function formatTable(s: SimulateSummary): string {
     body.map(line).join('') +
     `\n${s.rounds} rounds (${s.reason}), ${(s.seconds.perRound * 1000).toFixed(2)} ms/round, ` +
     `${(s.bytes.toCoordinator / 1e6).toFixed(1)} MB to / ${(s.bytes.fromCoordinator / 1e6).toFixed(1)} MB from the coordinator` +
-    (gap !== undefined ? `, objective gap to central ${gap.toExponential(2)}` : '') +
+    (gap !== undefined && s.objectiveFrom === 'shares' ? `, objective gap to central ${gap.toExponential(2)}` : '') +
+    (s.objectiveFrom === 'noisy shares' ? ', ADMM objective computed from the noisy shares' : '') +
     (s.droppedRows ? `, ${s.droppedRows} rows dropped in alignment` : '') +
     '\n'
   );

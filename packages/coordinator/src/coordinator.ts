@@ -87,6 +87,11 @@ export interface Summary {
   reason: StopReason;
   converged: boolean;
   objective: number;
+  /**
+   * The coordinator computes the objective from what it receives: with noise on, from the
+   * noisy shares, which is not the objective of the parties' models.
+   */
+  objectiveFrom: 'shares' | 'noisy shares';
   residuals: { primal: number; dual: number };
   test?: TestMetrics;
   seconds: { total: number; setup: number; training: number; perRound: number };
@@ -442,6 +447,7 @@ class Coordinator {
     const trainStart = performance.now();
     let reason: StopReason = 'max-rounds';
     let last: FinishedRound | undefined;
+    let unreported: FinishedRound | undefined;
     let objective = NaN;
     // Report a round (objective, trace line, log) after the next round's broadcast, while
     // the parties compute: the objective costs a log and an exp per sample.
@@ -470,7 +476,8 @@ class Coordinator {
         const out0 = this.bytesOut;
         this.round = t;
         this.broadcast(parties, { type: 'round', jobId: this.cfg.jobId, round: t, rho: admm.rho, c: admm.c });
-        if (last) report(last);
+        if (unreported) report(unreported);
+        unreported = undefined;
         const replies = await Promise.all(parties.map((p) => this.next(p, 'share', 'exhausted')));
         for (const [m, r] of replies.entries()) epsilonSpent[parties[m].id] = r.epsilonSpent;
         const refused = replies.flatMap((r, m) => (r.type === 'exhausted' ? [parties[m].id] : []));
@@ -487,7 +494,7 @@ class Coordinator {
         const final = converged || t === maxRounds;
         const test = yTest && (final || (this.cfg.evalEvery > 0 && t % this.cfg.evalEvery === 0)) ? await this.evaluate(parties, t, yTest) : undefined;
         const now = performance.now();
-        last = {
+        last = unreported = {
           round: t,
           stats,
           penaltySq: shares.reduce((acc, s) => acc + s.penaltySq, 0),
@@ -503,7 +510,7 @@ class Coordinator {
         }
       }
       if (!last) throw new PeerError('no round ran: a party\'s privacy budget does not pay for one');
-      report(last);
+      if (unreported) report(unreported);
       completed = true;
     } finally {
       trace.close(completed);
@@ -533,6 +540,7 @@ class Coordinator {
       reason,
       converged: reason === 'converged',
       objective,
+      objectiveFrom: noisy ? 'noisy shares' : 'shares',
       residuals: { primal: stats.primal, dual: stats.dual },
       ...(metrics ? { test: metrics } : {}),
       seconds: {

@@ -1,0 +1,172 @@
+// Privacy end to end: the accounting CLI against the reference vectors, and training with
+// noise over real processes (reports, reproducible seeded noise, budgets enforced by the parties).
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { WebSocket } from 'ws';
+import { hashIds, syntheticDataset } from '@admm-share/core';
+import { PROTOCOL_VERSION, decode, encode, validateCoordinatorMessage } from '@admm-share/protocol';
+import { writeVerticalSplit } from '../split.js';
+import { BIN, STACK_LINE, killAll, run, tempDir } from './procs.js';
+
+after(killAll);
+
+const VECTORS = fileURLToPath(new URL('../../../../../shared/privacy/gaussian-composition-vectors.json', import.meta.url));
+const vectors = JSON.parse(readFileSync(VECTORS, 'utf8'));
+const rel = (a: number, b: number) => Math.abs(a - b) / Math.abs(b);
+
+async function cli(args: string[]): Promise<Record<string, number>> {
+  const p = run(BIN.share, args);
+  const { code } = await p.exit;
+  assert.equal(code, 0, p.stderr());
+  return JSON.parse(p.stdout());
+}
+
+test('admm-share privacy calibrate / account --json match the reference vectors to 1e-6', async () => {
+  const jobs: Promise<void>[] = [];
+  for (const v of vectors.calibrate)
+    for (const [method, key] of [['exact', 'sigma_exact'], ['rdp', 'sigma_rdp'], ['advanced', 'sigma_advanced']]) {
+      const args = ['privacy', 'calibrate', '--epsilon', String(v.epsilon), '--delta', String(v.delta), '--rounds', String(v.rounds), '--sensitivity', String(v.sensitivity), '--method', method, '--json'];
+      jobs.push(cli(args).then((out) => assert.ok(rel(out.sigma, v[key]) <= 1e-6, `${args.join(' ')}: ${out.sigma} vs ${v[key]}`)));
+    }
+  for (const v of vectors.account)
+    for (const [method, key] of [['exact', 'epsilon_exact'], ['rdp', 'epsilon_rdp']]) {
+      const args = ['privacy', 'account', '--sigma', String(v.sigma), '--delta', String(v.delta), '--rounds', String(v.rounds), '--sensitivity', String(v.sensitivity), '--method', method, '--json'];
+      jobs.push(cli(args).then((out) => assert.ok(rel(out.epsilon, v[key]) <= 1e-6, `${args.join(' ')}: ${out.epsilon} vs ${v[key]}`)));
+    }
+  await Promise.all(jobs);
+  const bad = run(BIN.share, ['privacy', 'calibrate', '--epsilon', '-1', '--delta', '1e-5', '--rounds', '3', '--sensitivity', '1']);
+  assert.equal((await bad.exit).code, 64);
+  assert.match(bad.stderr(), /epsilon must be a positive number/);
+  assert.doesNotMatch(bad.stderr(), STACK_LINE);
+});
+
+test('simulate with gaussian-share: seeded noise reproduces, says so, and every party reports its spend', async (t) => {
+  const runs = [];
+  for (const k of [1, 2]) {
+    const out = tempDir(t);
+    const p = run(BIN.share, ['simulate', '--out', out, '--rounds', '8', '--epsilon', '5', '--seed', 'repro', '--no-baselines']);
+    const { code } = await p.exit;
+    assert.equal(code, 0, p.stderr());
+    assert.match(p.stdout(), /privacy: gaussian-share, epsilon 5, delta 0\.00001 per party, SEEDED noise \('repro'\): predictable/);
+    runs.push({ out, summary: JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')), k });
+  }
+  assert.equal(runs[0].summary.objective, runs[1].summary.objective, 'same seed, same noise, same run');
+  const s = runs[0].summary;
+  assert.equal(s.privacy.length, 3);
+  for (const q of s.privacy) {
+    assert.deepEqual([q.mechanism, q.epsilon, q.delta, q.rounds, q.accountant, q.seeded], ['gaussian-share', 5, 1e-5, 8, 'exact', true]);
+    assert.ok(q.sigma > 0 && q.sensitivity > 0);
+    assert.ok(Math.abs(q.epsilonSpent - 5) < 1e-6, `spent ${q.epsilonSpent}`);
+    const report = JSON.parse(readFileSync(join(runs[0].out, `model-${q.party}.privacy.json`), 'utf8'));
+    assert.match(report.guarantee, /^\(5, 0\.00001\)-differential privacy/);
+    assert.match(report.noise, /^SEEDED/);
+    assert.equal(report.roundsReleased, 8);
+    assert.equal(report.sigma, q.sigma);
+  }
+  const trace = readFileSync(join(runs[0].out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const spent = trace.map((r) => r.epsilonSpent['party-1']);
+  assert.ok(spent.every((e, i) => i === 0 || e > spent[i - 1]), 'the ledger grows every round');
+  // Without a seed the noise differs between runs.
+  const out = tempDir(t);
+  const p = run(BIN.share, ['simulate', '--out', out, '--rounds', '8', '--epsilon', '5', '--no-baselines']);
+  assert.equal((await p.exit).code, 0, p.stderr());
+  assert.match(p.stdout(), /noise from the OS CSPRNG/);
+  const fresh = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+  assert.notEqual(fresh.objective, s.objective);
+  assert.equal(fresh.privacy[0].seeded, false);
+});
+
+test("the paper's mechanism runs, and its report says the guarantee is not established", async (t) => {
+  const out = tempDir(t);
+  const p = run(BIN.share, ['simulate', '--out', out, '--rounds', '5', '--mechanism', 'paper', '--epsilon', '5', '--seed', 'paper', '--no-baselines']);
+  assert.equal((await p.exit).code, 0, p.stderr());
+  assert.match(p.stdout(), /guarantee NOT established/);
+  const report = JSON.parse(readFileSync(join(out, 'model-party-2.privacy.json'), 'utf8'));
+  assert.match(report.guarantee, /^NOT ESTABLISHED/);
+  assert.equal(report.accountant, 'advanced');
+  assert.match(readFileSync(join(out, 'logs', 'party-2.log'), 'utf8'), /does not deliver its stated guarantee/);
+});
+
+function dataset(dir: string) {
+  const s = syntheticDataset({ trainRows: 300, testRows: 100, seed: 'privacy-test' });
+  return { s, files: writeVerticalSplit(join(dir, 'data'), s.blocks, s.train, s.test) };
+}
+
+test('a party whose budget pays for fewer rounds caps the job; the ledger ends exactly at epsilon', async (t) => {
+  const dir = tempDir(t);
+  const { files } = dataset(dir);
+  const out = join(dir, 'out');
+  const coord = run(BIN.coordinator, ['--port', '0', '--labels', files.labels, '--parties', files.parties.map((p) => p.id).join(','), '--out', out, '--rounds', '50']);
+  const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
+  const parties = files.parties.map((f, m) =>
+    run(BIN.party, [
+      '--coordinator', `ws://127.0.0.1:${port}`, '--id', f.id, '--data', f.train, '--ids', 'first', '--model', join(out, `model-${f.id}.json`),
+      ...(m === 1 ? ['--epsilon', '1', '--privacy-rounds', '4'] : ['--mechanism', 'none']),
+    ]),
+  );
+  for (const p of [coord, ...parties]) assert.equal((await p.exit).code, 0, p.stderr());
+  const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+  assert.equal(summary.rounds, 4);
+  const q = summary.privacy.find((x: { party: string }) => x.party === 'party-2');
+  assert.equal(q.rounds, 4);
+  assert.ok(Math.abs(q.epsilonSpent - 1) < 1e-9);
+  assert.equal(summary.privacy.find((x: { party: string }) => x.party === 'party-1').mechanism, 'none');
+  assert.match(coord.stdout(), /rounds capped by a party's privacy budget/);
+});
+
+test('a party that refuses a round ends the job cleanly with the model of the round before', async (t) => {
+  const dir = tempDir(t);
+  const { s, files } = dataset(dir);
+  const out = join(dir, 'out');
+  const coord = run(BIN.coordinator, ['--port', '0', '--labels', files.labels, '--parties', 'party-1,party-2,refuser', '--out', out, '--rounds', '20']);
+  const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
+  const parties = files.parties.slice(0, 2).map((f) =>
+    run(BIN.party, ['--coordinator', `ws://127.0.0.1:${port}`, '--id', f.id, '--data', f.train, '--ids', 'first', '--model', join(out, `model-${f.id}.json`), '--mechanism', 'none']),
+  );
+  // A third party written here: it takes part properly, then refuses round 3 as if its
+  // ledger were spent.
+  const refusals = new Promise<void>((resolve, reject) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}`);
+    ws.on('error', reject);
+    const n = s.train.ids.length;
+    let jobId = '';
+    ws.on('open', () => ws.send(encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'refuser', jobId: null, features: 1, trainRows: n, testRows: 0 })));
+    ws.on('message', (data: Buffer) => {
+      const msg = validateCoordinatorMessage(decode(data));
+      if (msg.type === 'welcome') {
+        jobId = msg.jobId;
+        ws.send(encode({ type: 'ids', jobId, set: 'train', hashes: hashIds(s.train.ids, msg.hashKey) }));
+      } else if (msg.type === 'setup') {
+        ws.send(encode({ type: 'ready', jobId, privacy: { mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, rounds: 20, sigma: 3, sensitivity: 1, accountant: 'exact', seeded: false } }));
+      } else if (msg.type === 'round') {
+        if (msg.round < 3) ws.send(encode({ type: 'share', jobId, round: msg.round, share: new Float64Array(n), penaltySq: 0, epsilonSpent: 0.4 * msg.round }));
+        else ws.send(encode({ type: 'exhausted', jobId, round: msg.round, epsilonSpent: 0.8 }));
+      } else if (msg.type === 'done') {
+        assert.equal(msg.reason, 'budget');
+        assert.equal(msg.rounds, 2);
+        ws.close(1000);
+        resolve();
+      }
+    });
+  });
+  await refusals;
+  for (const p of [coord, ...parties]) assert.equal((await p.exit).code, 0, p.stderr());
+  const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+  assert.deepEqual([summary.reason, summary.rounds, summary.converged], ['budget', 2, false]);
+  assert.equal(summary.privacy.find((x: { party: string }) => x.party === 'refuser').epsilonSpent, 0.8);
+  const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n');
+  assert.equal(trace.length, 2);
+  // The real parties computed round 3 but keep the model of round 2, the job's last.
+  const model = JSON.parse(readFileSync(join(out, 'model-party-1.json'), 'utf8'));
+  assert.equal(model.hyperParameters.rounds, 2);
+  assert.equal(model.hyperParameters.stopReason, 'budget');
+});
+
+test('admm-party refuses to start without an explicit privacy setting', async () => {
+  const p = run(BIN.party, ['--coordinator', 'ws://127.0.0.1:9', '--id', 'p', '--data', 'x.libsvm']);
+  assert.equal((await p.exit).code, 64);
+  assert.match(p.stderr(), /choose a privacy setting/);
+});
