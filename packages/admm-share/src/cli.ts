@@ -3,6 +3,7 @@ import { hideBin } from 'yargs/helpers';
 import { ConfigError, accountEpsilon, calibrateSigma, exitWithError, installCrashHandlers, requireInteger, requireNonNegative, requirePositive, syntheticDataset, commandLine } from '@admm-share/core';
 import { type SimulatePrivacy, simulate } from './simulate.js';
 import { writeVerticalSplit } from './split.js';
+import { privacySweep } from './sweep.js';
 
 const TOOL = 'admm-share';
 
@@ -125,7 +126,46 @@ async function main(): Promise<void> {
             process.stdout.write(a.json ? JSON.stringify({ epsilon, ...q }) + '\n' : `epsilon = ${epsilon} (${a.method} accounting)\n`);
           },
         )
-        .demandCommand(1, 'name a privacy command: calibrate or account'),
+        .command(
+          'sweep',
+          'test log loss and accuracy against epsilon for both mechanisms over real processes: sweep.csv and sweep.svg',
+          (z) =>
+            z
+              .option('data', { type: 'string', demandOption: true, describe: 'training set, LIBSVM' })
+              .option('test', { type: 'string', demandOption: true, describe: 'test set, LIBSVM' })
+              .option('split', { type: 'string', default: '66,57' })
+              .option('out', { type: 'string', demandOption: true })
+              .option('epsilons', { type: 'string', default: '0.5,1,2,5,10,50' })
+              .option('delta', { type: 'number', default: 1e-5 })
+              .option('rounds', { type: 'number', default: 100 })
+              .option('lambda', { type: 'number', default: 1e-4 })
+              .option('mechanisms', { type: 'string', default: 'gaussian-share,paper' })
+              .option('seed', { type: 'string', describe: 'seed the noise (reproducible, predictable)' }),
+          async (a) => {
+            const epsilons = a.epsilons.split(',').map((e) => requirePositive('epsilons', Number(e)));
+            const mechanisms = a.mechanisms.split(',').map((m) => {
+              if (m !== 'gaussian-share' && m !== 'paper') throw new ConfigError(`--mechanisms: '${m}' is not gaussian-share or paper`);
+              return m;
+            });
+            const rows = await privacySweep(
+              {
+                data: resolve(a.data),
+                test: resolve(a.test),
+                split: a.split,
+                out: a.out,
+                epsilons,
+                delta: a.delta,
+                rounds: requireInteger('rounds', a.rounds, 1),
+                lambda: requirePositive('lambda', a.lambda),
+                mechanisms,
+                seed: a.seed,
+              },
+              (line) => process.stderr.write(line + '\n'),
+            );
+            process.stdout.write(`${rows.length} runs; wrote ${resolve(a.out)}/sweep.csv and sweep.svg\n`);
+          },
+        )
+        .demandCommand(1, 'name a privacy command: calibrate, account or sweep'),
     )
     .demandCommand(1, 'name a command: simulate, generate or privacy')
     .parseAsync();
