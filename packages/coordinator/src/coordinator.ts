@@ -89,7 +89,8 @@ export interface Summary {
   objective: number;
   /**
    * The coordinator computes the objective from what it receives: with noise on, from the
-   * noisy shares, which is not the objective of the parties' models.
+   * noisy shares and without the parties' penalties (which they do not send then), which is
+   * not the objective of the parties' models.
    */
   objectiveFrom: 'shares' | 'noisy shares';
   residuals: { primal: number; dual: number };

@@ -263,7 +263,10 @@ class Party {
         this.previous = { x: x.x.slice(), intercept: x.intercept };
         x.updateFromBroadcast(msg.c, msg.rho, this.privacy.bounds);
         this.privacy.release(x);
-        this.send({ type: 'share', jobId: this.jobId!, round: msg.round, share: x.released, penaltySq: x.penaltySq(), epsilonSpent: this.privacy.spent });
+        // ||x_m||^2 depends on the data and is not noised, so with privacy on it is not sent
+        // (the coordinator's objective then lacks the penalty; it is computed from noisy shares anyway).
+        const penaltySq = this.privacy.enabled ? 0 : x.penaltySq();
+        this.send({ type: 'share', jobId: this.jobId!, round: msg.round, share: x.released, penaltySq, epsilonSpent: this.privacy.spent });
         return;
       }
       case 'evaluate': {
