@@ -119,14 +119,18 @@ async function plot(rows: SweepRow[], ref: { central: { logLoss?: number; accura
           mark: { type: 'line', point: true },
           encoding: {
             x: { field: 'epsilon', type: 'quantitative', scale: { type: 'log' }, title: 'epsilon (delta = 1e-5, per party)' },
-            y: { field, type: 'quantitative', title, scale: { zero: false } },
+            // Log loss spans 0.3 to 10^6 across mechanisms: a log scale keeps both readable.
+            y: { field, type: 'quantitative', title, scale: field === 'logLoss' ? { type: 'log' } : { zero: false } },
             color: { field: 'mechanism', type: 'nominal', title: 'mechanism' },
           },
         },
         {
           data: { values: rules },
           mark: { type: 'rule', strokeDash: [4, 3] },
-          encoding: { y: { field: 'value', type: 'quantitative' }, strokeDash: { field: 'label', type: 'nominal', title: 'reference' } },
+          encoding: {
+            y: { field: 'value', type: 'quantitative' },
+            strokeDash: { field: 'label', type: 'nominal', title: 'reference', legend: { labelLimit: 200 } },
+          },
         },
       ],
     };

@@ -170,3 +170,22 @@ test('admm-party refuses to start without an explicit privacy setting', async ()
   assert.equal((await p.exit).code, 64);
   assert.match(p.stderr(), /choose a privacy setting/);
 });
+
+test('privacy sweep (small): CSV rows for every mechanism and epsilon plus the references, and an SVG', async (t) => {
+  const out = tempDir(t);
+  const A9A = fileURLToPath(new URL('../../../../../shared/data/a9a/', import.meta.url));
+  const p = run(BIN.share, ['privacy', 'sweep', '--data', join(A9A, 'a9a'), '--test', join(A9A, 'a9a.t'), '--out', out, '--epsilons', '1,20', '--rounds', '3', '--seed', 'small']);
+  assert.equal((await p.exit).code, 0, p.stderr());
+  const csv = readFileSync(join(out, 'sweep.csv'), 'utf8').trim().split('\n');
+  assert.equal(csv[0], 'mechanism,epsilon,delta,rounds,sigma,sensitivity,test_log_loss,test_accuracy,test_auc');
+  assert.deepEqual(
+    csv.slice(1).map((l) => l.split(',').slice(0, 2).join(' ')),
+    ['none none', 'gaussian-share 1', 'gaussian-share 20', 'paper 1', 'paper 20', 'central (all features) none', 'party-1 only none'],
+  );
+  const sigma = (mech: string, eps: string) => Number(csv.find((l) => l.startsWith(`${mech},${eps},`))!.split(',')[4]);
+  assert.ok(sigma('gaussian-share', '1') > sigma('gaussian-share', '20'), 'more budget, less noise');
+  assert.ok(sigma('paper', '1') > sigma('gaussian-share', '1'));
+  const svg = readFileSync(join(out, 'sweep.svg'), 'utf8');
+  assert.match(svg, /^<svg/);
+  assert.match(svg, /test log loss/);
+});
