@@ -38,6 +38,7 @@ function base(): Record<string, Obj> {
     hello: { type: 'hello', protocolVersion: 1, partyId: 'party-A', jobId: JOB, features: 5, trainRows: 10, testRows: 5 },
     ids: { type: 'ids', jobId: JOB, set: 'train', hashes: new Uint8Array(16 * DECLARED.train).fill(9) },
     ready: { type: 'ready', jobId: JOB, privacy: NO_PRIVACY },
+    exhausted: { type: 'exhausted', jobId: JOB, round: ROUND, epsilonSpent: 0.75 },
     share: { type: 'share', jobId: JOB, round: ROUND, share: new Float64Array([1, -0, 1e-300, -1.5]), penaltySq: 2.5, epsilonSpent: 0 },
     scores: { type: 'scores', jobId: JOB, round: ROUND, scores: new Float64Array([0.5, -2, 1e300]) },
     welcome: { type: 'welcome', protocolVersion: 1, jobId: JOB, hashKey: new Uint8Array(32).fill(1) },
@@ -55,7 +56,7 @@ function base(): Record<string, Obj> {
   };
 }
 
-const PARTY_TYPES = ['hello', 'ids', 'ready', 'share', 'scores'];
+const PARTY_TYPES = ['exhausted', 'hello', 'ids', 'ready', 'share', 'scores'];
 const COORD_TYPES = ['welcome', 'setup', 'round', 'evaluate', 'done'];
 
 function validatorFor(type: string): Validator {
@@ -555,4 +556,40 @@ test('closeReason truncates long details to at most 123 bytes of UTF-8 without b
       }
     }
   }
+});
+
+
+// ---------------------------------------------------------------------------------------
+// Version 2: privacy fields
+
+const NOISY = { mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, rounds: 10, sigma: 3.5, sensitivity: 1, accountant: 'exact', seeded: false };
+
+test('ready.privacy: a noisy mechanism needs its budget, accountant and sigma; fields are checked', () => {
+  accepts('ready', { privacy: NOISY });
+  accepts('ready', { privacy: { ...NOISY, mechanism: 'paper', accountant: 'advanced', seeded: true } });
+  rejects('ready', { privacy: { ...NOISY, epsilon: null } }, 'invalid');
+  rejects('ready', { privacy: { ...NOISY, sigma: 0 } }, 'invalid');
+  rejects('ready', { privacy: { ...NOISY, accountant: null } }, 'invalid');
+  rejects('ready', { privacy: { ...NOISY, accountant: 'moments' } }, 'invalid');
+  rejects('ready', { privacy: { ...NOISY, mechanism: 'laplace' } }, 'invalid');
+  rejects('ready', { privacy: { ...NOISY, seeded: 'no' } }, 'invalid');
+  rejects('ready', { privacy: { ...NOISY, rounds: 0 } }, 'invalid');
+  rejects('ready', { privacy: { ...NOISY, sigma: Number.NaN } }, 'invalid');
+  rejects('ready', { privacy: { ...NOISY, extra: 1 } }, 'invalid');
+  rejects('ready', { privacy: undefined }, 'invalid');
+});
+
+test('share.epsilonSpent and exhausted are validated like every other field', () => {
+  rejects('share', { epsilonSpent: -0.1 }, 'invalid', CTX, /negative/);
+  rejects('share', { epsilonSpent: Number.POSITIVE_INFINITY }, 'invalid');
+  rejects('share', { epsilonSpent: undefined }, 'invalid');
+  accepts('exhausted', {});
+  rejects('exhausted', { round: ROUND + 1 }, 'unexpected');
+  rejects('exhausted', { epsilonSpent: -1 }, 'invalid');
+  rejects('exhausted', { jobId: 'other-job' }, 'wrongJob');
+  rejects('setup', { rounds: 0 }, 'invalid');
+  rejects('setup', { rho: 0 }, 'invalid');
+  rejects('setup', { parties: undefined }, 'invalid');
+  rejects('done', { reason: 'tired' }, 'invalid');
+  accepts('done', { reason: 'budget' });
 });
