@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import type { Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { ConfigError, accountEpsilon, calibrateSigma, exitWithError, installCrashHandlers, requireInteger, requireNonNegative, requirePositive, syntheticDataset, commandLine } from '@admm-share/core';
 import { type SimulatePrivacy, simulate } from './simulate.js';
@@ -6,6 +7,16 @@ import { writeVerticalSplit } from './split.js';
 import { privacySweep } from './sweep.js';
 
 const TOOL = 'admm-share';
+
+/** The flags `privacy calibrate` and `privacy account` share. */
+function accountingOptions<T>(y: Argv<T>) {
+  return y
+    .option('delta', { type: 'number', demandOption: true })
+    .option('rounds', { type: 'number', demandOption: true })
+    .option('sensitivity', { type: 'number', demandOption: true, describe: 'L2 sensitivity of one round' })
+    .option('method', { choices: ['exact', 'rdp', 'advanced'] as const, default: 'exact' as const })
+    .option('json', { type: 'boolean', default: false, describe: 'print one JSON object' });
+}
 
 function simulatePrivacy(a: { mechanism?: SimulatePrivacy['mechanism']; epsilon?: number; delta: number; seed?: string; bx?: number; bw?: number; b1: number; c1: number }): SimulatePrivacy {
   const mechanism = a.mechanism ?? (a.epsilon !== undefined ? 'gaussian-share' : 'none');
@@ -95,14 +106,7 @@ async function main(): Promise<void> {
         .command(
           'calibrate',
           'sigma that makes T rounds of the Gaussian mechanism (epsilon, delta)-DP',
-          (z) =>
-            z
-              .option('epsilon', { type: 'number', demandOption: true })
-              .option('delta', { type: 'number', demandOption: true })
-              .option('rounds', { type: 'number', demandOption: true })
-              .option('sensitivity', { type: 'number', demandOption: true, describe: 'L2 sensitivity of one round' })
-              .option('method', { choices: ['exact', 'rdp', 'advanced'] as const, default: 'exact' as const })
-              .option('json', { type: 'boolean', default: false }),
+          (z) => accountingOptions(z.option('epsilon', { type: 'number', demandOption: true })),
           (a) => {
             const q = { epsilon: a.epsilon, delta: a.delta, rounds: a.rounds, sensitivity: a.sensitivity, method: a.method };
             const sigma = calibrateSigma(q);
@@ -112,14 +116,7 @@ async function main(): Promise<void> {
         .command(
           'account',
           'epsilon spent by T rounds of the Gaussian mechanism with noise sigma',
-          (z) =>
-            z
-              .option('sigma', { type: 'number', demandOption: true })
-              .option('delta', { type: 'number', demandOption: true })
-              .option('rounds', { type: 'number', demandOption: true })
-              .option('sensitivity', { type: 'number', demandOption: true, describe: 'L2 sensitivity of one round' })
-              .option('method', { choices: ['exact', 'rdp', 'advanced'] as const, default: 'exact' as const })
-              .option('json', { type: 'boolean', default: false }),
+          (z) => accountingOptions(z.option('sigma', { type: 'number', demandOption: true })),
           (a) => {
             const q = { sigma: a.sigma, delta: a.delta, rounds: a.rounds, sensitivity: a.sensitivity, method: a.method };
             const epsilon = accountEpsilon(q);
