@@ -30,7 +30,7 @@ import {
   validateCoordinatorMessage,
 } from '@admm-share/protocol';
 import { type PrivacyConfig, Privacy, normaliseRows, validatePrivacyConfig } from './privacy.js';
-import { RidgeXUpdate } from './xupdate.js';
+import { FACTOR_LIMIT, RidgeXUpdate } from './xupdate.js';
 
 export interface PartyConfig {
   /** ws:// URL of the coordinator. */
@@ -238,6 +238,8 @@ class Party {
         const t0 = performance.now();
         const D = csrSelectRows(this.train.X, msg.trainRows);
         this.x = new RidgeXUpdate(D, msg.lambda, this.cfg.intercept);
+        if (this.privacy.enabled && this.x.form === 'cg')
+          throw new ConfigError(`privacy needs a factorised x-update, and this block (${D.rows} rows x ${D.cols} features) is too large for one (limit ${FACTOR_LIMIT} on the smaller side)`);
         if (this.test && msg.testRows.length > 0) this.testX = csrSelectRows(this.test.X, msg.testRows);
         const privacy = this.privacy.calibrate({ lambda: msg.lambda, rho: msg.rho, rounds: msg.rounds, parties: msg.parties, features: this.features, n: D.rows });
         this.state = 'training';

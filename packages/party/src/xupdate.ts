@@ -31,7 +31,7 @@ import {
 export class RidgeXUpdate {
   readonly n: number;
   readonly d: number;
-  readonly form: 'primal' | 'dual';
+  readonly form: 'primal' | 'dual' | 'cg';
   /** Coefficients (without the intercept). */
   readonly x: Float64Array;
   intercept = 0;
@@ -45,6 +45,10 @@ export class RidgeXUpdate {
   readonly released: Float64Array;
 
   private readonly mu: Float64Array | undefined;
+  /** cg form: squared norms of the (centred) columns, the preconditioner's diagonal. */
+  private readonly colSq: Float64Array;
+  /** cg form: conjugate gradient iterations of the last solve. */
+  lastIterations = 0;
   /** D by columns, for the D^T w product of every round. */
   private readonly Dc: Csc;
   private readonly q: Float64Array;
@@ -58,33 +62,49 @@ export class RidgeXUpdate {
     private readonly D: Csr,
     private readonly lambda: number,
     readonly withIntercept: boolean,
+    opts: { factorLimit?: number } = {},
   ) {
     if (!(lambda >= 0)) throw new RangeError(`lambda must be >= 0, got ${lambda}`);
     this.n = D.rows;
     this.d = D.cols;
-    this.form = this.d <= this.n ? 'primal' : 'dual';
+    this.form = Math.min(this.d, this.n) > (opts.factorLimit ?? FACTOR_LIMIT) ? 'cg' : this.d <= this.n ? 'primal' : 'dual';
     this.mu = withIntercept ? csrColumnMeans(D) : undefined;
     this.Dc = csrToCsc(D);
-    let gram: Float64Array;
-    if (this.form === 'primal') {
-      this.k = this.d;
-      gram = csrGram(D);
-      if (this.mu) {
-        // (D - 1 mu^T)^T (D - 1 mu^T) = D^T D - N mu mu^T
-        const { mu, n, d } = this;
-        for (let i = 0; i < d; i++) for (let j = 0; j < d; j++) gram[i * d + j] -= n * mu[i] * mu[j];
+    if (this.form === 'cg') {
+      // Too large to factor in this process: conjugate gradients per round instead
+      // (see solveCg), preconditioned by the diagonal of lambda I + rho D~^T D~.
+      this.k = 0;
+      this.q = new Float64Array(0);
+      this.ev = new Float64Array(0);
+      this.colSq = new Float64Array(this.d);
+      for (let j = 0; j < this.d; j++) {
+        let sq = 0;
+        for (let p = this.Dc.colptr[j]; p < this.Dc.colptr[j + 1]; p++) sq += this.Dc.values[p] ** 2;
+        this.colSq[j] = sq - (this.mu ? this.n * this.mu[j] * this.mu[j] : 0);
       }
     } else {
-      this.k = this.n;
-      gram = csrOuterGram(D);
-      if (this.mu) centreSymmetric(gram, this.n);
+      let gram: Float64Array;
+      if (this.form === 'primal') {
+        this.k = this.d;
+        gram = csrGram(D);
+        if (this.mu) {
+          // (D - 1 mu^T)^T (D - 1 mu^T) = D^T D - N mu mu^T
+          const { mu, n, d } = this;
+          for (let i = 0; i < d; i++) for (let j = 0; j < d; j++) gram[i * d + j] -= n * mu[i] * mu[j];
+        }
+      } else {
+        this.k = this.n;
+        gram = csrOuterGram(D);
+        if (this.mu) centreSymmetric(gram, this.n);
+      }
+      const { values, vectors } = symmetricEigen(gram, this.k);
+      const top = values.reduce((a, v) => Math.max(a, v), 0);
+      // Rounding leaves eigenvalues of a PSD matrix slightly negative or tiny positive;
+      // treat those as exact zeros (their directions are the null space).
+      this.ev = values.map((v) => (v > 1e-12 * top ? v : 0));
+      this.q = vectors;
+      this.colSq = new Float64Array(0);
     }
-    const { values, vectors } = symmetricEigen(gram, this.k);
-    const top = values.reduce((a, v) => Math.max(a, v), 0);
-    // Rounding leaves eigenvalues of a PSD matrix slightly negative or tiny positive;
-    // treat those as exact zeros (their directions are the null space).
-    this.ev = values.map((v) => (v > 1e-12 * top ? v : 0));
-    this.q = vectors;
     this.x = new Float64Array(this.d);
     this.share = new Float64Array(this.n);
     this.released = new Float64Array(this.n);
@@ -122,13 +142,26 @@ export class RidgeXUpdate {
     assertLength('w', w, this.n);
     if (!(rho > 0)) throw new RangeError(`rho must be > 0, got ${rho}`);
     if (!(radius > 0)) throw new RangeError(`radius must be > 0, got ${radius}`);
-    const { n, d, k, q, ev, t, tmp, x, lambda, mu, D } = this;
+    const { n, x, mu, D } = this;
     let wm = 0;
     if (mu) {
       for (let i = 0; i < n; i++) wm += w[i];
       wm /= n;
       for (let i = 0; i < n; i++) w[i] -= wm;
     }
+    if (this.form === 'cg') {
+      if (Number.isFinite(radius)) throw new RangeError('the ball constraint (privacy) needs a factorisation; this block is too large for one');
+      this.solveCg(w, rho);
+    } else this.solveFactored(w, rho, radius);
+    csrMatVec(this.share, D, x);
+    if (mu) {
+      this.intercept = wm - dot(mu, x);
+      for (let i = 0; i < n; i++) this.share[i] += this.intercept;
+    }
+  }
+
+  private solveFactored(w: Float64Array, rho: number, radius: number): void {
+    const { n, d, k, q, ev, t, tmp, x, lambda, mu } = this;
     // t: the right-hand side in the eigenbasis, rho Q^T D^T w (primal) or Q^T w (dual).
     // With a centred w, D~^T w = D^T w because 1^T w = 0.
     if (this.form === 'primal') {
@@ -148,12 +181,69 @@ export class RidgeXUpdate {
         for (let j = 0; j < d; j++) x[j] -= mu[j] * sa;
       }
     }
-    csrMatVec(this.share, D, x);
-    if (mu) {
-      this.intercept = wm - dot(mu, x);
-      for (let i = 0; i < n; i++) this.share[i] += this.intercept;
-    }
   }
+
+  /**
+   * (lambda I + rho D~^T D~) x = rho D~^T w~ by Jacobi-preconditioned conjugate gradients,
+   * warm-started from the previous x, until the residual is below 1e-12 of the right-hand
+   * side (numerically the exact minimiser). D~ v = D v - (mu^T v) 1 is applied implicitly.
+   */
+  private solveCg(w: Float64Array, rho: number): void {
+    const { n, d, x, lambda, mu, D, colSq } = this;
+    const scratchN = this.wcg ?? (this.wcg = new Float64Array(n));
+    const [r, z, p, ap] = this.cgVectors ?? (this.cgVectors = [0, 1, 2, 3].map(() => new Float64Array(d)) as [Float64Array, Float64Array, Float64Array, Float64Array]);
+    const apply = (out: Float64Array, v: Float64Array) => {
+      csrMatVec(scratchN, D, v);
+      if (mu) {
+        const shift = dot(mu, v);
+        for (let i = 0; i < n; i++) scratchN[i] -= shift;
+      }
+      cscMatTVec(out, this.Dc, scratchN); // 1^T D~ v = 0, so no mu correction here
+      for (let j = 0; j < d; j++) out[j] = rho * out[j] + lambda * v[j];
+    };
+    cscMatTVec(r, this.Dc, w); // w is centred
+    let bNorm = 0;
+    for (let j = 0; j < d; j++) {
+      r[j] *= rho;
+      bNorm += r[j] * r[j];
+    }
+    bNorm = Math.sqrt(bNorm);
+    if (bNorm === 0) {
+      x.fill(0);
+      this.lastIterations = 0;
+      return;
+    }
+    apply(ap, x);
+    for (let j = 0; j < d; j++) r[j] -= ap[j];
+    const precond = (j: number) => 1 / Math.max(lambda + rho * colSq[j], 1e-300);
+    let rz = 0;
+    for (let j = 0; j < d; j++) {
+      z[j] = r[j] * precond(j);
+      p[j] = z[j];
+      rz += r[j] * z[j];
+    }
+    let it = 0;
+    for (; it < CG_MAX_ITERATIONS; it++) {
+      if (Math.sqrt(dot(r, r)) <= CG_TOLERANCE * bNorm) break;
+      apply(ap, p);
+      const alpha = rz / dot(p, ap);
+      for (let j = 0; j < d; j++) {
+        x[j] += alpha * p[j];
+        r[j] -= alpha * ap[j];
+      }
+      let rzNew = 0;
+      for (let j = 0; j < d; j++) {
+        z[j] = r[j] * precond(j);
+        rzNew += r[j] * z[j];
+      }
+      const beta = rzNew / rz;
+      rz = rzNew;
+      for (let j = 0; j < d; j++) p[j] = z[j] + beta * p[j];
+    }
+    this.lastIterations = it;
+  }
+  private wcg: Float64Array | undefined;
+  private cgVectors: [Float64Array, Float64Array, Float64Array, Float64Array] | undefined;
 
   /**
    * ||x(m)||^2 = sum_j g_j (t_j s_j(m))^2 with s_j(m) = rho / (lambda + m + rho ev_j), g_j = 1
@@ -231,6 +321,14 @@ export class RidgeXUpdate {
     return out;
   }
 }
+
+/**
+ * Largest min(d, N) this process factors (an eigendecomposition costs min(d, N)^3 and
+ * min(d, N)^2 memory); larger blocks solve each round by conjugate gradients.
+ */
+export const FACTOR_LIMIT = 1500;
+const CG_TOLERANCE = 1e-12;
+const CG_MAX_ITERATIONS = 2000;
 
 /** rho / (lambda + rho * ev); a zero eigenvalue with lambda = 0 gives the minimum-norm solution. */
 function shrink(lambda: number, rho: number, ev: number): number {

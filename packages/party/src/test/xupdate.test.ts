@@ -290,3 +290,25 @@ test('RidgeXUpdate rejects bad arguments', () => {
   assert.throws(() => u.solve(new Float64Array(2), 1), RangeError);
   assert.throws(() => u.updateFromBroadcast(new Float64Array(4), 1), RangeError);
 });
+
+test('conjugate-gradient form (blocks too large to factor) gives the factored solution, with and without intercept', () => {
+  const rand = mulberry32(4242);
+  for (const intercept of [false, true]) {
+    for (const [n, d] of [[60, 25], [25, 60]]) {
+      const rows = Array.from({ length: n }, () => Array.from({ length: d }, () => (rand() < 0.7 ? 0 : rand() - 0.3)));
+      const D = csrFromDense(rows, d);
+      const exact = new RidgeXUpdate(D, 1e-3, intercept);
+      const cg = new RidgeXUpdate(D, 1e-3, intercept, { factorLimit: 10 });
+      assert.equal(cg.form, 'cg');
+      for (const rho of [0.5, 2, 0.01]) {
+        const c = Float64Array.from({ length: n }, () => rand() * 4 - 2);
+        exact.updateFromBroadcast(c, rho);
+        cg.updateFromBroadcast(c, rho);
+        for (let j = 0; j < d; j++) assert.ok(Math.abs(exact.x[j] - cg.x[j]) <= 1e-8 * (1 + Math.abs(exact.x[j])), `x[${j}] ${cg.x[j]} vs ${exact.x[j]}`);
+        for (let i = 0; i < n; i++) assert.ok(Math.abs(exact.share[i] - cg.share[i]) <= 1e-8 * (1 + Math.abs(exact.share[i])));
+        assert.ok(cg.lastIterations > 0);
+      }
+      assert.throws(() => cg.solve(new Float64Array(n), 1, 5), /ball constraint/);
+    }
+  }
+});
