@@ -1,5 +1,5 @@
 import { CholeskyDecomposition, Matrix } from 'ml-matrix';
-import { type Csr, csrAppendOnes, csrMatVec } from './csr.js';
+import { type Csr, csrAppendOnes, csrMatVec, cscMatTVec, csrToCsc } from './csr.js';
 import { type Loss } from './losses.js';
 
 export interface CentralResult {
@@ -21,7 +21,7 @@ export function fitCentral(
   y: Float64Array,
   loss: Loss,
   lambda: number,
-  opts: { intercept?: boolean; maxIterations?: number } = {},
+  opts: { intercept?: boolean; maxIterations?: number; denseHessianLimit?: number } = {},
 ): CentralResult {
   const A = opts.intercept ? csrAppendOnes(X) : X;
   const n = A.rows;
@@ -41,31 +41,56 @@ export function fitCentral(
   let it = 0;
   const maxIt = opts.maxIterations ?? 100;
   const trial = new Float64Array(d);
+  const A_T = d > (opts.denseHessianLimit ?? DENSE_HESSIAN_LIMIT) ? csrToCsc(A) : undefined;
   for (; it < maxIt; it++) {
     const g = new Float64Array(d);
-    const h = Array.from({ length: d }, () => new Float64Array(d));
-    for (let i = 0; i < n; i++) {
-      const g1 = loss.deriv(y[i], scores[i]) / n;
-      const h1 = loss.deriv2(y[i], scores[i]) / n;
-      for (let p = A.indptr[i]; p < A.indptr[i + 1]; p++) {
-        const jp = A.indices[p];
-        const vp = A.values[p];
-        g[jp] += g1 * vp;
-        const row = h[jp];
-        for (let q = A.indptr[i]; q < A.indptr[i + 1]; q++) row[A.indices[q]] += h1 * (vp * A.values[q]); // vp*vq is exact-commutative: H stays symmetric
+    let step: Float64Array | number[];
+    if (A_T) {
+      // Too many features for a dense Hessian: solve H step = g by conjugate gradients
+      // with Hessian-vector products H v = (1/N) A^T (h * A v) + lambda v (Newton-CG).
+      const h = new Float64Array(n);
+      const gi = new Float64Array(n);
+      for (let i = 0; i < n; i++) {
+        gi[i] = loss.deriv(y[i], scores[i]) / n;
+        h[i] = loss.deriv2(y[i], scores[i]) / n;
       }
-    }
-    for (let j = 0; j < d; j++) {
-      if (penalised(j)) {
-        g[j] += lambda * x[j];
-        h[j][j] += lambda;
+      cscMatTVec(g, A_T, gi);
+      for (let j = 0; j < d; j++) if (penalised(j)) g[j] += lambda * x[j];
+      const av = new Float64Array(n);
+      step = conjugateGradient(
+        (out, v) => {
+          csrMatVec(av, A, v);
+          for (let i = 0; i < n; i++) av[i] *= h[i];
+          cscMatTVec(out, A_T, av);
+          for (let j = 0; j < d; j++) out[j] += penalised(j) ? lambda * v[j] : 1e-12 * v[j];
+        },
+        g,
+      );
+    } else {
+      const h = Array.from({ length: d }, () => new Float64Array(d));
+      for (let i = 0; i < n; i++) {
+        const g1 = loss.deriv(y[i], scores[i]) / n;
+        const h1 = loss.deriv2(y[i], scores[i]) / n;
+        for (let p = A.indptr[i]; p < A.indptr[i + 1]; p++) {
+          const jp = A.indices[p];
+          const vp = A.values[p];
+          g[jp] += g1 * vp;
+          const row = h[jp];
+          for (let q = A.indptr[i]; q < A.indptr[i + 1]; q++) row[A.indices[q]] += h1 * (vp * A.values[q]); // vp*vq is exact-commutative: H stays symmetric
+        }
       }
-      // A column that is zero everywhere and unpenalised would make H singular.
-      if (h[j][j] === 0) h[j][j] = 1;
+      for (let j = 0; j < d; j++) {
+        if (penalised(j)) {
+          g[j] += lambda * x[j];
+          h[j][j] += lambda;
+        }
+        // A column that is zero everywhere and unpenalised would make H singular.
+        if (h[j][j] === 0) h[j][j] = 1;
+      }
+      const chol = new CholeskyDecomposition(new Matrix(h.map((r) => Array.from(r))));
+      if (!chol.isPositiveDefinite()) throw new Error('central solver: Hessian is not positive definite (lambda = 0 on rank-deficient data?)');
+      step = chol.solve(Matrix.columnVector(Array.from(g))).getColumn(0);
     }
-    const chol = new CholeskyDecomposition(new Matrix(h.map((r) => Array.from(r))));
-    if (!chol.isPositiveDefinite()) throw new Error('central solver: Hessian is not positive definite (lambda = 0 on rank-deficient data?)');
-    const step = chol.solve(Matrix.columnVector(Array.from(g))).getColumn(0);
     let decrement = 0;
     for (let j = 0; j < d; j++) decrement += g[j] * step[j];
     // Newton decrement: f - f* ~ decrement/2. Rounding in the gradient keeps it from
@@ -94,6 +119,37 @@ export function fitCentral(
     objective: f,
     iterations: it,
   };
+}
+
+/** Above this many features the central solver uses Newton-CG instead of a dense Hessian. */
+export const DENSE_HESSIAN_LIMIT = 1000;
+
+/** Solve A x = b for symmetric positive definite A given as a product, to 1e-10 relative residual. */
+function conjugateGradient(apply: (out: Float64Array, v: Float64Array) => void, b: Float64Array): Float64Array {
+  const d = b.length;
+  const x = new Float64Array(d);
+  const r = b.slice();
+  const p = b.slice();
+  const ap = new Float64Array(d);
+  const dot = (u: Float64Array, v: Float64Array) => {
+    let acc = 0;
+    for (let j = 0; j < d; j++) acc += u[j] * v[j];
+    return acc;
+  };
+  let rr = dot(r, r);
+  const target = 1e-20 * rr;
+  for (let it = 0; it < 10 * d && rr > target; it++) {
+    apply(ap, p);
+    const alpha = rr / dot(p, ap);
+    for (let j = 0; j < d; j++) {
+      x[j] += alpha * p[j];
+      r[j] -= alpha * ap[j];
+    }
+    const next = dot(r, r);
+    for (let j = 0; j < d; j++) p[j] = r[j] + (next / rr) * p[j];
+    rr = next;
+  }
+  return x;
 }
 
 /** Scores a_i^T x + b. */

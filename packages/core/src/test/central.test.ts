@@ -210,3 +210,19 @@ test('a9a, lambda 1e-3: objective matches scikit-learn', () => {
   const res = fitCentral(Xtr, ytr, logistic, 1e-3);
   relClose(res.objective, 0.3333407521, 1e-9, 'f*');
 });
+
+test('Newton-CG (many features) reaches the dense-Hessian optimum', () => {
+  const rand = prng(99);
+  const n = 120;
+  const d = 40;
+  const rows = Array.from({ length: n }, () => Array.from({ length: d }, () => (rand() < 0.8 ? 0 : rand() * 2 - 1)));
+  const X = csrFromDense(rows, d);
+  const y = Float64Array.from({ length: n }, () => (rand() < 0.4 ? 1 : -1));
+  for (const intercept of [false, true]) {
+    const dense = fitCentral(X, y, logistic, 1e-2, { intercept });
+    const cg = fitCentral(X, y, logistic, 1e-2, { intercept, denseHessianLimit: 5 });
+    assert.ok(Math.abs(cg.objective - dense.objective) <= 1e-12 * dense.objective, `${cg.objective} vs ${dense.objective}`);
+    for (let j = 0; j < d; j++) assert.ok(Math.abs(cg.x[j] - dense.x[j]) < 1e-6);
+    assert.ok(Math.abs(cg.intercept - dense.intercept) < 1e-6);
+  }
+});
