@@ -44,7 +44,9 @@ async function main(): Promise<void> {
       'split a data set by feature columns, run a coordinator and one party process per block on localhost, compare with central training',
       (y) =>
         y
-          .option('data', { type: 'string', describe: 'training set, LIBSVM (default: built-in synthetic set, 3 parties)' })
+          .option('dataset', { choices: ['synthetic', 'spam'] as const, default: 'synthetic' as const, describe: 'built-in data set when --data is not given' })
+          .option('data', { type: 'string', describe: 'training set, LIBSVM (default: the built-in --dataset)' })
+          .option('rows', { type: 'number', describe: 'spam: use a seeded subsample of this many messages' })
           .option('test', { type: 'string', describe: 'test set, LIBSVM' })
           .option('split', { type: 'string', describe: 'feature block sizes, one per party; the last takes the rest (e.g. 66,57)' })
           .option('features', { type: 'number', describe: 'number of features (default: largest index seen)' })
@@ -68,6 +70,8 @@ async function main(): Promise<void> {
           .option('baselines', { type: 'boolean', default: true, describe: 'also train centrally on all features and on party 1\'s only' }),
       async (a) => {
         await simulate({
+          dataset: a.dataset,
+          rows: a.rows === undefined ? undefined : requireInteger('rows', a.rows, 10),
           data: a.data ? resolve(a.data) : undefined,
           test: a.test ? resolve(a.test) : undefined,
           split: a.split,

@@ -20,9 +20,14 @@ import {
 import type { Summary, TestMetrics } from '@admm-share/coordinator';
 import { type Child, binPath, killAll, spawnNode } from './processes.js';
 import { Progress } from './progress.js';
+import { spamDataset } from './spam.js';
 import { type SplitFiles, parseSplit, writeVerticalSplit } from './split.js';
 
 export interface SimulateOptions {
+  /** A built-in data set, used when `data` is not given. */
+  dataset?: 'synthetic' | 'spam';
+  /** Use only this many messages of the spam corpus (a seeded subsample). */
+  rows?: number;
   data?: string;
   test?: string;
   /** Block sizes, e.g. "66,57"; default: the synthetic set's own blocks, or two halves. */
@@ -104,6 +109,11 @@ function withCols(X: Csr, cols: number): Csr {
 function loadData(opts: SimulateOptions): { train: LabelledSet; test?: LabelledSet; blocks: number[]; source: string } {
   if (!opts.data) {
     if (opts.test) throw new SimulationError('--test needs --data', EXIT.config);
+    if (opts.dataset === 'spam') {
+      if (opts.split) throw new SimulationError('--split does not apply to --dataset spam: its blocks are headers | body | links', EXIT.config);
+      const s = spamDataset({ seed: opts.dataSeed === 'admm-share' ? 'spam' : opts.dataSeed, limit: opts.rows });
+      return { train: s.train, test: s.test, blocks: s.blocks, source: `SpamAssassin corpus (${s.names.map((n, k) => `${n} ${s.blocks[k]}`).join(' | ')} hashed features)` };
+    }
     const s = syntheticDataset({ seed: opts.dataSeed });
     const d = s.train.X.cols;
     return { train: s.train, test: s.test, blocks: opts.split ? parseSplit(opts.split, d) : s.blocks, source: `synthetic (seed '${opts.dataSeed}')` };

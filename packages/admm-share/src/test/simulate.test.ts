@@ -78,3 +78,16 @@ test('simulate with a wrong split fails with a clear message and exit code 64', 
   assert.match(p.stderr(), /--split '30,5'/);
   assert.equal(existsSync(join(out, 'summary.json')), false);
 });
+
+test('simulate --dataset spam (a small subsample): three parties (headers | body | links) train a joint model', async (t) => {
+  const out = tempDir(t);
+  const p = run(BIN.share, ['simulate', '--dataset', 'spam', '--rows', '700', '--intercept', '--rounds', '40', '--out', out]);
+  const { code } = await p.exit;
+  assert.equal(code, 0, p.stderr());
+  assert.match(p.stdout(), /SpamAssassin corpus \(headers 2048 \| body 4096 \| links 1024 hashed features\)/);
+  const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+  assert.deepEqual(summary.parties.map((q: { features: number }) => q.features), [2048, 4096, 1024]);
+  assert.equal(summary.rows.train + summary.rows.test, 700);
+  assert.ok(summary.test.auc > 0.9, `AUC ${summary.test.auc}`);
+  assert.ok(Math.abs(summary.objective - summary.baselines.central.objective) / summary.baselines.central.objective < 0.05);
+});
