@@ -53,6 +53,10 @@ async function main(): Promise<void> {
           .option('lambda', { type: 'number', default: 1e-4 })
           .option('rounds', { type: 'number', default: 100, describe: 'maximum rounds' })
           .option('variant', { choices: ['exact', 'paper'] as const, default: 'exact' as const })
+          .option('algorithm', { choices: ['admm', 'sgd'] as const, default: 'admm' as const, describe: 'ADMM sharing or mini-batch SGD (then --rounds counts epochs)' })
+          .option('batch-size', { type: 'number', describe: 'sgd: rows per mini-batch (default 128)' })
+          .option('lr', { type: 'number', describe: 'sgd: first-epoch learning rate (default 1)' })
+          .option('lr-decay', { type: 'number', describe: 'sgd: lr / (1 + decay (epoch - 1)) (default 0.5)' })
           .option('rho', { type: 'number', describe: 'ADMM penalty (default 0.01/N exact, 0.3/N paper)' })
           .option('alpha', { type: 'number', default: 1.6, describe: 'over-relaxation (exact form)' })
           .option('eval-every', { type: 'number', default: 0, describe: 'test-set evaluation every k rounds (0: at the end)' })
@@ -79,6 +83,8 @@ async function main(): Promise<void> {
           lambda: requireNonNegative('lambda', a.lambda),
           rounds: requireInteger('rounds', a.rounds, 1),
           variant: a.variant,
+          algorithm: a.algorithm,
+          sgd: { batchSize: a['batch-size'], lr: a.lr, lrDecay: a['lr-decay'] },
           rho: a.rho === undefined ? undefined : requirePositive('rho', a.rho),
           alpha: requirePositive('alpha', a.alpha),
           evalEvery: requireInteger('eval-every', a['eval-every'], 0),

@@ -36,6 +36,9 @@ export interface SimulateOptions {
   lambda: number;
   rounds: number;
   variant: 'exact' | 'paper';
+  algorithm?: 'admm' | 'sgd';
+  /** sgd: batch size, learning rate and its decay (coordinator defaults when absent). */
+  sgd?: { batchSize?: number; lr?: number; lrDecay?: number };
   rho?: number;
   alpha: number;
   evalEvery: number;
@@ -175,6 +178,10 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
       '--lambda', String(opts.lambda),
       '--rounds', String(opts.rounds),
       '--variant', opts.variant,
+      '--algorithm', opts.algorithm ?? 'admm',
+      ...(opts.sgd?.batchSize !== undefined ? ['--batch-size', String(opts.sgd.batchSize)] : []),
+      ...(opts.sgd?.lr !== undefined ? ['--lr', String(opts.sgd.lr)] : []),
+      ...(opts.sgd?.lrDecay !== undefined ? ['--lr-decay', String(opts.sgd.lrDecay)] : []),
       '--alpha', String(opts.alpha),
       '--eval-every', String(opts.evalEvery),
       '--out', dir,
@@ -261,7 +268,8 @@ function fmt(v: number | undefined, digits = 4): string {
 }
 
 export function formatTable(s: SimulateSummary): string {
-  const rows: [string, number, TestMetrics | undefined][] = [[`ADMM, ${s.parties.length} parties (${s.variant})`, s.objective, s.test]];
+  const method = s.algorithm === 'sgd' ? 'SGD' : `ADMM (${s.variant})`;
+  const rows: [string, number, TestMetrics | undefined][] = [[`${method}, ${s.parties.length} parties`, s.objective, s.test]];
   if (s.baselines) {
     rows.push(['central, all features', s.baselines.central.objective, s.baselines.central.test]);
     rows.push([`${s.baselines.local.party} features only`, s.baselines.local.objective, s.baselines.local.test]);
@@ -276,7 +284,7 @@ export function formatTable(s: SimulateSummary): string {
     line(head) +
     line(widths.map((w) => '-'.repeat(w))) +
     body.map(line).join('') +
-    `\n${s.rounds} rounds (${s.reason}), ${(s.seconds.perRound * 1000).toFixed(2)} ms/round, ` +
+    `\n${s.rounds} ${s.algorithm === 'sgd' ? 'epochs' : 'rounds'} (${s.reason}), ${(s.seconds.perRound * 1000).toFixed(2)} ms/${s.algorithm === 'sgd' ? 'epoch' : 'round'}, ` +
     `${(s.bytes.toCoordinator / 1e6).toFixed(1)} MB to / ${(s.bytes.fromCoordinator / 1e6).toFixed(1)} MB from the coordinator` +
     (gap !== undefined && s.objectiveFrom === 'shares' ? `, objective gap to central ${gap.toExponential(2)}` : '') +
     (s.objectiveFrom === 'noisy shares' ? ', ADMM objective computed from the noisy shares' : '') +

@@ -29,6 +29,10 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: strin
     .option('port', { type: 'number', default: 7070, describe: '0 picks a free port (see the "listening" log line)' })
     .option('loss', { choices: ['logistic', 'squared'] as const, default: 'logistic' as const })
     .option('lambda', { type: 'number', default: 1e-4, describe: 'L2 regularisation weight' })
+    .option('algorithm', { choices: ['admm', 'sgd'] as const, default: 'admm' as const, describe: 'ADMM sharing, or mini-batch SGD over the same processes (rounds count epochs)' })
+    .option('batch-size', { type: 'number', default: 128, describe: 'sgd: rows per mini-batch' })
+    .option('lr', { type: 'number', default: 1, describe: 'sgd: learning rate of the first epoch' })
+    .option('lr-decay', { type: 'number', default: 0.5, describe: 'sgd: epoch e uses lr / (1 + lr-decay (e - 1))' })
     .option('variant', { choices: ['exact', 'paper'] as const, default: 'exact' as const, describe: 'exact sharing ADMM or the paper\'s Algorithm 1' })
     .option('rho', { type: 'number', describe: 'ADMM penalty (default 0.01/N exact, 0.3/N paper)' })
     .option('alpha', { type: 'number', default: 1.6, describe: 'over-relaxation, exact form only (1 = none)' })
@@ -56,6 +60,12 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: strin
     parties,
     jobId,
     loss: a.loss,
+    algorithm: a.algorithm,
+    sgd: {
+      batchSize: requireInteger('batch-size', a['batch-size'], 1),
+      lr: requirePositive('lr', a.lr),
+      lrDecay: requireNonNegative('lr-decay', a['lr-decay']),
+    },
     lambda: requireNonNegative('lambda', a.lambda),
     variant: a.variant,
     rho: a.rho === undefined ? undefined : requirePositive('rho', a.rho),

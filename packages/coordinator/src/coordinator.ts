@@ -7,6 +7,7 @@ import {
   ConfigError,
   PeerError,
   classificationMetrics,
+  type Loss,
   hashIds,
   hashKeys,
   lossByName,
@@ -31,10 +32,20 @@ import {
   encode,
   validatePartyMessage,
 } from '@admm-share/protocol';
+import seedrandom from 'seedrandom';
 import { AdmmCoordinator, type RoundStats, type Variant } from './admm.js';
 import { type LabelOptions, type Labels, loadLabels } from './labels.js';
 
+export interface SgdConfig {
+  batchSize: number;
+  /** Learning rate of epoch e: lr / (1 + lrDecay (e - 1)). */
+  lr: number;
+  lrDecay: number;
+}
+
 export interface CoordinatorConfig {
+  algorithm: 'admm' | 'sgd';
+  sgd: SgdConfig;
   host: string;
   /** 0 picks a free port; the `listening` log line reports it. */
   port: number;
@@ -78,6 +89,8 @@ export interface TestMetrics {
 
 export interface Summary {
   jobId: string;
+  algorithm: 'admm' | 'sgd';
+  sgd?: SgdConfig;
   variant: Variant;
   loss: LossName;
   lambda: number;
@@ -93,7 +106,7 @@ export interface Summary {
    * not the objective of the parties' models.
    */
   objectiveFrom: 'shares' | 'noisy shares';
-  residuals: { primal: number; dual: number };
+  residuals: { primal: number; dual: number } | null;
   test?: TestMetrics;
   seconds: { total: number; setup: number; training: number; perRound: number };
   bytes: { toCoordinator: number; fromCoordinator: number };
@@ -124,6 +137,15 @@ export function defaultRho(variant: Variant, n: number): number {
 const ENVELOPE_BYTES = 4096;
 /** A hello is a few short fields; anything larger before authentication is hostile. */
 const HELLO_MAX_BYTES = 1024;
+
+interface TrainResult {
+  reason: StopReason;
+  objective: number;
+  residuals: { primal: number; dual: number } | null;
+  metrics: TestMetrics | undefined;
+  trainingSeconds: number;
+  rho: { initial: number; final: number };
+}
 
 interface FinishedRound {
   round: number;
@@ -166,6 +188,8 @@ class Coordinator {
   private wss: WebSocketServer | undefined;
   private phase: Phase = 'waiting';
   private round = 0;
+  private sgdStep = 0;
+  private batchRows = 0;
   private n = 0;
   private nTest = 0;
   private bytesIn = 0;
@@ -314,6 +338,8 @@ class Coordinator {
       nTest: this.nTest,
       round: this.phase === 'training' ? this.round : undefined,
       declaredRows: p.fileRows,
+      step: this.cfg.algorithm === 'sgd' ? this.sgdStep : undefined,
+      batchRows: this.batchRows,
     };
   }
 
@@ -418,6 +444,7 @@ class Coordinator {
         rounds: this.cfg.maxRounds,
         rho: rho0,
         parties: parties.length,
+        algorithm: this.cfg.algorithm,
       });
     }
     const ready = await Promise.all(parties.map((p) => this.next(p, 'ready')));
@@ -430,7 +457,59 @@ class Coordinator {
     const epsilonSpent: Record<string, number> = Object.fromEntries(parties.map((p) => [p.id, 0]));
     const setupSeconds = (performance.now() - setupStart) / 1000;
 
+    const finish = async (r: TrainResult): Promise<void> => {
+      this.phase = 'finishing';
+      for (const p of parties)
+        this.send(p, {
+          type: 'done',
+          jobId: this.cfg.jobId,
+          reason: r.reason,
+          rounds: this.round,
+          objective: r.objective,
+          params: { variant: this.cfg.algorithm === 'sgd' ? 'sgd' : this.cfg.variant, rho: r.rho.final, alpha: this.cfg.alpha, lambda: this.cfg.lambda, loss: this.cfg.loss },
+        });
+      const summary: Summary = {
+        jobId: this.cfg.jobId,
+        algorithm: this.cfg.algorithm,
+        variant: this.cfg.variant,
+        loss: this.cfg.loss,
+        lambda: this.cfg.lambda,
+        rho: r.rho,
+        alpha: this.cfg.variant === 'exact' ? this.cfg.alpha : 1,
+        ...(this.cfg.algorithm === 'sgd' ? { sgd: this.cfg.sgd } : {}),
+        rounds: this.round,
+        reason: r.reason,
+        converged: r.reason === 'converged',
+        objective: r.objective,
+        objectiveFrom: noisy ? 'noisy shares' : 'shares',
+        residuals: r.residuals,
+        ...(r.metrics ? { test: r.metrics } : {}),
+        seconds: {
+          total: (performance.now() - this.started) / 1000,
+          setup: setupSeconds,
+          training: r.trainingSeconds,
+          perRound: r.trainingSeconds / this.round,
+        },
+        bytes: { toCoordinator: this.bytesIn, fromCoordinator: this.bytesOut },
+        parties: parties.map((p) => ({ id: p.id, features: p.features, rows: p.fileRows.train, testRows: p.fileRows.test })),
+        rows: { train: this.n, test: this.nTest },
+        droppedRows: train.dropped,
+        droppedTestRows: test?.dropped ?? 0,
+        privacy: privacy.map((q) => ({ ...q, epsilonSpent: epsilonSpent[q.party] })),
+      };
+      writeFileAtomic(join(this.cfg.out, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
+      this.log.info({ rounds: summary.rounds, objective: summary.objective, reason: r.reason, test: summary.test }, 'job done');
+      await this.waitForPartiesToClose(parties);
+      this.phase = 'done';
+      this.resolveDone(summary);
+      await this.shutdownServer();
+    };
+
     const loss = lossByName(this.cfg.loss);
+    if (this.cfg.algorithm === 'sgd') {
+      await finish(await this.trainSgd(parties, loss, y, yTest, maxRounds));
+      return;
+    }
     const admm = new AdmmCoordinator({
       variant: this.cfg.variant,
       loss,
@@ -516,53 +595,100 @@ class Coordinator {
     } finally {
       trace.close(completed);
     }
-    const stats = last.stats;
-    const metrics = last.test;
-    const trainingSeconds = (performance.now() - trainStart) / 1000;
-
-    this.phase = 'finishing';
-    for (const p of parties)
-      this.send(p, {
-        type: 'done',
-        jobId: this.cfg.jobId,
-        reason,
-        rounds: this.round,
-        objective,
-        params: { variant: this.cfg.variant, rho: admm.rho, alpha: this.cfg.alpha, lambda: this.cfg.lambda, loss: this.cfg.loss },
-      });
-    const summary: Summary = {
-      jobId: this.cfg.jobId,
-      variant: this.cfg.variant,
-      loss: this.cfg.loss,
-      lambda: this.cfg.lambda,
-      rho: { initial: rho0, final: admm.rho },
-      alpha: this.cfg.variant === 'exact' ? this.cfg.alpha : 1,
-      rounds: this.round,
+    await finish({
       reason,
-      converged: reason === 'converged',
       objective,
-      objectiveFrom: noisy ? 'noisy shares' : 'shares',
-      residuals: { primal: stats.primal, dual: stats.dual },
-      ...(metrics ? { test: metrics } : {}),
-      seconds: {
-        total: (performance.now() - this.started) / 1000,
-        setup: setupSeconds,
-        training: trainingSeconds,
-        perRound: trainingSeconds / this.round,
-      },
-      bytes: { toCoordinator: this.bytesIn, fromCoordinator: this.bytesOut },
-      parties: parties.map((p) => ({ id: p.id, features: p.features, rows: p.fileRows.train, testRows: p.fileRows.test })),
-      rows: { train: this.n, test: this.nTest },
-      droppedRows: train.dropped,
-      droppedTestRows: test?.dropped ?? 0,
-      privacy: privacy.map((q) => ({ ...q, epsilonSpent: epsilonSpent[q.party] })),
+      residuals: { primal: last.stats.primal, dual: last.stats.dual },
+      metrics: last.test,
+      trainingSeconds: (performance.now() - trainStart) / 1000,
+      rho: { initial: rho0, final: admm.rho },
+    });
+  }
+
+  /**
+   * Mini-batch SGD over the same processes (FDML, Hu et al. 2019). Per step the parties score
+   * a batch, the coordinator returns d loss / d score for each row, and each party updates its
+   * own coefficients (with the next batch in the same message). An epoch is one pass over the
+   * data in a fresh seeded order; at its end the parties send their full shares, for the
+   * objective, and test scores when due. `--rounds` counts epochs.
+   */
+  private async trainSgd(parties: PartyState[], loss: Loss, y: Float64Array, yTest: Float64Array | undefined, maxEpochs: number): Promise<TrainResult> {
+    const { batchSize, lr: lr0, lrDecay } = this.cfg.sgd;
+    const n = this.n;
+    const rng = seedrandom(`${this.cfg.jobId}/sgd`);
+    const order = Uint32Array.from({ length: n }, (_, i) => i);
+    let gradient = new Float64Array(0);
+    let step = 0;
+    let objective = NaN;
+    let metrics: TestMetrics | undefined;
+    this.phase = 'training';
+    this.log.info({ algorithm: 'sgd', batchSize, lr: lr0, lrDecay, maxEpochs }, 'training');
+    const trace = new TraceWriter(this.cfg.out);
+    const trainStart = performance.now();
+    let completed = false;
+    try {
+      for (let epoch = 1; epoch <= maxEpochs; epoch++) {
+        const epochStart = performance.now();
+        const in0 = this.bytesIn;
+        const out0 = this.bytesOut;
+        const lr = lr0 / (1 + lrDecay * (epoch - 1));
+        for (let i = n - 1; i > 0; i--) {
+          const j = Math.floor(rng() * (i + 1));
+          const tmp = order[i];
+          order[i] = order[j];
+          order[j] = tmp;
+        }
+        for (let start = 0; start < n; start += batchSize) {
+          const rows = order.slice(start, Math.min(n, start + batchSize));
+          this.sgdStep = ++step;
+          this.broadcast(parties, { type: 'sgd', jobId: this.cfg.jobId, step, epoch, lr, gradient, rows, full: false });
+          this.batchRows = rows.length;
+          const replies = await Promise.all(parties.map((p) => this.next(p, 'batchScores')));
+          gradient = new Float64Array(rows.length);
+          for (let k = 0; k < rows.length; k++) {
+            let s = 0;
+            for (const r of replies) s += r.scores[k];
+            gradient[k] = loss.deriv(y[rows[k]], s);
+          }
+        }
+        this.round = epoch;
+        this.sgdStep = ++step;
+        this.broadcast(parties, { type: 'sgd', jobId: this.cfg.jobId, step, epoch, lr, gradient, rows: new Uint32Array(0), full: true });
+        this.batchRows = 0;
+        gradient = new Float64Array(0);
+        const shares = await Promise.all(parties.map((p) => this.next(p, 'share')));
+        const sum = new Float64Array(n);
+        for (const s of shares) for (let i = 0; i < n; i++) sum[i] += s.share[i];
+        objective = meanLoss(loss, y, sum) + (this.cfg.lambda / 2) * shares.reduce((a, s) => a + s.penaltySq, 0);
+        const final = epoch === maxEpochs;
+        metrics = yTest && (final || (this.cfg.evalEvery > 0 && epoch % this.cfg.evalEvery === 0)) ? await this.evaluate(parties, epoch, yTest) : undefined;
+        const now = performance.now();
+        const line = {
+          round: epoch,
+          epoch,
+          objective,
+          lr,
+          steps: step,
+          seconds: (now - trainStart) / 1000,
+          roundSeconds: (now - epochStart) / 1000,
+          bytes: { toCoordinator: this.bytesIn - in0, fromCoordinator: this.bytesOut - out0 },
+          ...(metrics ? { test: metrics } : {}),
+        };
+        trace.write(line);
+        this.log.info({ ...line, maxRounds: maxEpochs }, 'round');
+      }
+      completed = true;
+    } finally {
+      trace.close(completed);
+    }
+    return {
+      reason: 'max-rounds',
+      objective,
+      residuals: null,
+      metrics,
+      trainingSeconds: (performance.now() - trainStart) / 1000,
+      rho: { initial: 0, final: 0 },
     };
-    writeFileAtomic(join(this.cfg.out, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
-    this.log.info({ rounds: summary.rounds, objective: summary.objective, reason, test: summary.test }, 'job done');
-    await this.waitForPartiesToClose(parties);
-    this.phase = 'done';
-    this.resolveDone(summary);
-    await this.shutdownServer();
   }
 
   private async evaluate(parties: PartyState[], t: number, yTest: Float64Array): Promise<TestMetrics> {

@@ -1,3 +1,4 @@
 export * from './xupdate.js';
 export * from './party.js';
 export * from './privacy.js';
+export * from './sgd.js';

@@ -30,6 +30,7 @@ import {
   validateCoordinatorMessage,
 } from '@admm-share/protocol';
 import { type PrivacyConfig, Privacy, normaliseRows, validatePrivacyConfig } from './privacy.js';
+import { SgdModel } from './sgd.js';
 import { FACTOR_LIMIT, RidgeXUpdate } from './xupdate.js';
 
 export interface PartyConfig {
@@ -118,6 +119,10 @@ class Party {
   private state: State = 'connecting';
   private jobId: string | undefined;
   private x: RidgeXUpdate | undefined;
+  /** With algorithm 'sgd' the model is this instead of x. */
+  private sgd: SgdModel | undefined;
+  private sgdStep = 0;
+  private sgdRows: Uint32Array = new Uint32Array(0);
   private testX: Csr | undefined;
   private round = 0;
   /** The model before the last round, restored if the job ends one round earlier (budget). */
@@ -184,6 +189,10 @@ class Party {
     this.fail(new PeerError('party stopped'));
   }
 
+  private get model(): RidgeXUpdate | SgdModel | undefined {
+    return this.x ?? this.sgd;
+  }
+
   private send(msg: PartyMessage): void {
     this.ws.send(encode(msg));
   }
@@ -191,9 +200,11 @@ class Party {
   private context(): ValidationContext {
     return {
       jobId: this.jobId,
-      n: this.x?.n,
+      n: this.model?.n,
       nTest: this.testX?.rows,
       round: undefined,
+      step: this.sgd ? this.sgdStep + 1 : undefined,
+      batchRows: this.sgdRows.length,
       fileRows: { train: this.train.ids.length, test: this.test?.ids.length ?? 0 },
     };
   }
@@ -237,22 +248,42 @@ class Party {
         this.expect('setup');
         const t0 = performance.now();
         const D = csrSelectRows(this.train.X, msg.trainRows);
-        this.x = new RidgeXUpdate(D, msg.lambda, this.cfg.intercept);
-        if (this.privacy.enabled && this.x.form === 'cg')
+        if (msg.algorithm === 'sgd') {
+          if (this.privacy.enabled) throw new ConfigError('privacy is not available with --algorithm sgd (its releases are not analysed); use --mechanism none');
+          this.sgd = new SgdModel(D, msg.lambda, this.cfg.intercept);
+        } else this.x = new RidgeXUpdate(D, msg.lambda, this.cfg.intercept);
+        if (this.privacy.enabled && this.x?.form === 'cg')
           throw new ConfigError(`privacy needs a factorised x-update, and this block (${D.rows} rows x ${D.cols} features) is too large for one (limit ${FACTOR_LIMIT} on the smaller side)`);
         if (this.test && msg.testRows.length > 0) this.testX = csrSelectRows(this.test.X, msg.testRows);
         const privacy = this.privacy.calibrate({ lambda: msg.lambda, rho: msg.rho, rounds: msg.rounds, parties: msg.parties, features: this.features, n: D.rows });
         this.state = 'training';
         this.log.info(
-          { rows: D.rows, droppedRows: this.train.ids.length - D.rows, testRows: this.testX?.rows ?? 0, form: this.x.form, factorMs: Math.round(performance.now() - t0) },
+          { rows: D.rows, droppedRows: this.train.ids.length - D.rows, testRows: this.testX?.rows ?? 0, algorithm: msg.algorithm, form: this.x?.form, factorMs: Math.round(performance.now() - t0) },
           'aligned and factorised',
         );
         this.log.info({ ...privacy }, `privacy: ${privacy.mechanism === 'none' ? 'none, shares are sent without noise' : privacy.mechanism}`);
         this.send({ type: 'ready', jobId: this.jobId!, privacy });
         return;
       }
+      case 'sgd': {
+        this.expect('training');
+        const model = this.sgd;
+        if (!model) throw new ProtocolError('unexpected', 'an sgd step in an ADMM job');
+        model.apply(this.sgdRows, msg.gradient, msg.lr);
+        this.sgdStep = msg.step;
+        if (msg.full) {
+          this.round = msg.epoch;
+          this.sgdRows = new Uint32Array(0);
+          this.send({ type: 'share', jobId: this.jobId!, round: msg.epoch, share: model.share(), penaltySq: model.penaltySq(), epsilonSpent: 0 });
+        } else {
+          this.sgdRows = msg.rows;
+          this.send({ type: 'batchScores', jobId: this.jobId!, step: msg.step, scores: model.scoresFor(msg.rows) });
+        }
+        return;
+      }
       case 'round': {
         this.expect('training');
+        if (!this.x) throw new ProtocolError('unexpected', 'an ADMM round in an SGD job');
         if (msg.round !== this.round + 1) throw new ProtocolError('unexpected', `round ${msg.round} after round ${this.round}`);
         const x = this.x!;
         const allowed = this.privacy.check(msg.round, msg.rho);
@@ -274,12 +305,12 @@ class Party {
       case 'evaluate': {
         this.expect('training');
         if (!this.testX) throw new ProtocolError('unexpected', 'evaluate, but no test set was aligned');
-        this.send({ type: 'scores', jobId: this.jobId!, round: this.round, scores: this.x!.scores(this.testX) });
+        this.send({ type: 'scores', jobId: this.jobId!, round: this.round, scores: this.model!.scores(this.testX) });
         return;
       }
       case 'done': {
         this.expect('training');
-        if (msg.rounds === this.round - 1 && this.previous) {
+        if (this.x && msg.rounds === this.round - 1 && this.previous) {
           // Another party refused this round: the job's model is the one of the round before.
           this.x!.x.set(this.previous.x);
           this.x!.intercept = this.previous.intercept;
@@ -303,7 +334,7 @@ class Party {
   }
 
   private writeModel(done: Done): void {
-    const x = this.x!;
+    const x = this.model!;
     const names = this.train.featureNames;
     const model = {
       format: 'admm-share-party-model/1',

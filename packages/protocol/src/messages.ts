@@ -1,11 +1,13 @@
 /**
  * Every message of the admm-share protocol. See PROTOCOL.md for the state machine.
- * Party -> coordinator: hello, ids, ready, share, exhausted, scores.
- * Coordinator -> party: welcome, setup, round, evaluate, done.
+ * Party -> coordinator: hello, ids, ready, share, exhausted, scores, batchScores.
+ * Coordinator -> party: welcome, setup, round, evaluate, sgd, done.
  */
-export const PROTOCOL_VERSION = 2;
+export const PROTOCOL_VERSION = 3;
 
 export const LOSSES = ['logistic', 'squared'] as const;
+export const ALGORITHMS = ['admm', 'sgd'] as const;
+export type AlgorithmName = (typeof ALGORITHMS)[number];
 export type LossName = (typeof LOSSES)[number];
 export const SAMPLE_SETS = ['train', 'test'] as const;
 export type SampleSet = (typeof SAMPLE_SETS)[number];
@@ -63,6 +65,8 @@ export interface Setup {
   rho: number;
   /** Number of parties M. */
   parties: number;
+  /** ADMM sharing, or mini-batch SGD over the same processes (FDML-style). */
+  algorithm: AlgorithmName;
 }
 
 /** What a party tells the coordinator about its privacy setting (for the summary). */
@@ -117,6 +121,31 @@ export interface Exhausted {
   epsilonSpent: number;
 }
 
+/**
+ * One SGD step (algorithm 'sgd'). The party first applies `gradient` (the loss derivative
+ * with respect to the summed score, one number per row of the previous step's batch):
+ * x -= lr (D_B^T gradient / |B| + lambda x). Then, if `full`, it sends its whole share
+ * (a `share` message for round `epoch`), otherwise its scores on the rows of `rows`.
+ */
+export interface Sgd {
+  type: 'sgd';
+  jobId: string;
+  step: number;
+  epoch: number;
+  lr: number;
+  gradient: Float64Array;
+  rows: Uint32Array;
+  full: boolean;
+}
+
+/** A party's scores D_B x_m (+ b) on an SGD batch. */
+export interface BatchScores {
+  type: 'batchScores';
+  jobId: string;
+  step: number;
+  scores: Float64Array;
+}
+
 export interface Evaluate {
   type: 'evaluate';
   jobId: string;
@@ -141,8 +170,8 @@ export interface Done {
   params: { variant: string; rho: number; alpha: number; lambda: number; loss: LossName };
 }
 
-export type PartyMessage = Hello | Ids | Ready | Share | Exhausted | Scores;
-export type CoordinatorMessage = Welcome | Setup | Round | Evaluate | Done;
+export type PartyMessage = Hello | Ids | Ready | Share | Exhausted | Scores | BatchScores;
+export type CoordinatorMessage = Welcome | Setup | Round | Evaluate | Sgd | Done;
 export type Message = PartyMessage | CoordinatorMessage;
 export type MessageType = Message['type'];
 

@@ -12,6 +12,7 @@ import {
   STOP_REASONS,
   type StopReason,
   ACCOUNTANT_NAMES,
+  ALGORITHMS,
   MECHANISMS,
   type PrivacyInfo,
 } from './messages.js';
@@ -33,6 +34,10 @@ export interface ValidationContext {
   declaredRows?: { train: number; test: number };
   /** Rows in the party's own files (party side, for `setup`). */
   fileRows?: { train: number; test: number };
+  /** The SGD step the receiver expects. */
+  step?: number;
+  /** Rows of the batch the receiver asked scores for (coordinator) or last computed (party). */
+  batchRows?: number;
 }
 
 type Obj = Record<string, unknown>;
@@ -209,6 +214,13 @@ export function validatePartyMessage(value: unknown, ctx: ValidationContext = {}
       if (epsilonSpent < 0) invalid(`share.epsilonSpent: ${epsilonSpent} is negative`);
       return { type, jobId, round: r, share: vector(o, type, 'share', ctx.n), penaltySq, epsilonSpent };
     }
+    case 'batchScores': {
+      exactKeys(o, type, ['type', 'jobId', 'step', 'scores']);
+      const jobId = job(o, type, ctx);
+      const step = count(o, type, 'step', 1);
+      if (ctx.step !== undefined && step !== ctx.step) throw new ProtocolError('unexpected', `batchScores for step ${step}, expected step ${ctx.step}`);
+      return { type, jobId, step, scores: vector(o, type, 'scores', ctx.batchRows) };
+    }
     case 'exhausted': {
       exactKeys(o, type, ['type', 'jobId', 'round', 'epsilonSpent']);
       const jobId = job(o, type, ctx);
@@ -240,7 +252,7 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
       return { type, protocolVersion: count(o, type, 'protocolVersion'), jobId: job(o, type, ctx), hashKey };
     }
     case 'setup': {
-      exactKeys(o, type, ['type', 'jobId', 'trainRows', 'testRows', 'lambda', 'loss', 'rounds', 'rho', 'parties']);
+      exactKeys(o, type, ['type', 'jobId', 'trainRows', 'testRows', 'lambda', 'loss', 'rounds', 'rho', 'parties', 'algorithm']);
       const jobId = job(o, type, ctx);
       const trainRows = rowIndex(o, type, 'trainRows', undefined, ctx.fileRows?.train);
       if (trainRows.length === 0) invalid('setup.trainRows: no training rows');
@@ -258,6 +270,7 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
         rounds: count(o, type, 'rounds', 1),
         rho: finite(o, type, 'rho', true),
         parties: count(o, type, 'parties', 1),
+        algorithm: oneOf(o, type, 'algorithm', ALGORITHMS),
       };
     }
     case 'round': {
@@ -265,6 +278,22 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
       const jobId = job(o, type, ctx);
       const r = round(o, type, ctx);
       return { type, jobId, round: r, rho: finite(o, type, 'rho', true), c: vector(o, type, 'c', ctx.n) };
+    }
+    case 'sgd': {
+      exactKeys(o, type, ['type', 'jobId', 'step', 'epoch', 'lr', 'gradient', 'rows', 'full']);
+      const jobId = job(o, type, ctx);
+      const step = count(o, type, 'step', 1);
+      if (ctx.step !== undefined && step !== ctx.step) throw new ProtocolError('unexpected', `sgd step ${step}, expected step ${ctx.step}`);
+      return {
+        type,
+        jobId,
+        step,
+        epoch: count(o, type, 'epoch', 1),
+        lr: finite(o, type, 'lr', true),
+        gradient: vector(o, type, 'gradient', ctx.batchRows),
+        rows: rowIndex(o, type, 'rows', undefined, ctx.n),
+        full: bool(o, type, 'full'),
+      };
     }
     case 'evaluate': {
       exactKeys(o, type, ['type', 'jobId', 'round']);
@@ -279,11 +308,12 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
       exactKeys(p, 'done.params', ['variant', 'rho', 'alpha', 'lambda', 'loss']);
       const params: Done['params'] = {
         variant: str(p, 'done.params', 'variant'),
-        rho: finite(p, 'done.params', 'rho', true),
+        rho: finite(p, 'done.params', 'rho'), // 0 for sgd
         alpha: finite(p, 'done.params', 'alpha', true),
         lambda: finite(p, 'done.params', 'lambda'),
         loss: oneOf(p, 'done.params', 'loss', LOSSES),
       };
+      if (params.rho < 0) invalid(`done.params.rho: ${params.rho} is negative`);
       return { type, jobId, reason, rounds: count(o, type, 'rounds'), objective: finite(o, type, 'objective'), params };
     }
     default:

@@ -172,12 +172,13 @@ test('round trip: setup with 1 and 70000 training rows, 0, 1 and 70000 test rows
         rounds: 100,
         rho: 0.5,
         parties: 2,
+        algorithm: 'sgd',
       };
       roundTrip(msg, { jobId: JOB, fileRows });
     }
   }
   // Row indices above 2^16 and up to 2^32 - 1 survive without a file-size bound.
-  roundTrip({ type: 'setup', jobId: JOB, trainRows: new Uint32Array([0xffffffff, 65536, 0]), testRows: new Uint32Array(0), lambda: 1e300, loss: 'squared', rounds: 100, rho: 0.5, parties: 2 }, {});
+  roundTrip({ type: 'setup', jobId: JOB, trainRows: new Uint32Array([0xffffffff, 65536, 0]), testRows: new Uint32Array(0), lambda: 1e300, loss: 'squared', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm' }, {});
 });
 
 test('round trip: round with vectors of length 0, 1 and 70000 and awkward rho', () => {
@@ -301,7 +302,7 @@ function sampleMessages(): Message[] {
     { type: 'share', jobId: JOB, round: 4, share: awkwardVector(5), penaltySq: 0.25, epsilonSpent: 0 },
     { type: 'scores', jobId: JOB, round: 4, scores: awkwardVector(2) },
     { type: 'welcome', protocolVersion: 1, jobId: JOB, hashKey: hashes(2, 2) },
-    { type: 'setup', jobId: JOB, trainRows: new Uint32Array([4, 0, 2]), testRows: new Uint32Array([1]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2 },
+    { type: 'setup', jobId: JOB, trainRows: new Uint32Array([4, 0, 2]), testRows: new Uint32Array([1]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm' },
     { type: 'round', jobId: JOB, round: 4, rho: 2, c: awkwardVector(5, 9) },
     { type: 'evaluate', jobId: JOB, round: 4 },
     { type: 'done', jobId: JOB, reason: 'converged', rounds: 4, objective: 0.5, params: { variant: 'v', rho: 2, alpha: 1, lambda: 0.1, loss: 'squared' } },
@@ -367,6 +368,7 @@ function randomMessage(rnd: () => number): Message {
         rounds: 1 + randInt(rnd, 500),
         rho: 0.1 + rnd(),
         parties: 1 + randInt(rnd, 5),
+        algorithm: rnd() < 0.5 ? 'admm' : 'sgd',
       };
     case 7:
       return { type: 'round', jobId: JOB, round, rho: 0.1 + rnd(), c: vec() };

@@ -39,10 +39,12 @@ function base(): Record<string, Obj> {
     ids: { type: 'ids', jobId: JOB, set: 'train', hashes: new Uint8Array(16 * DECLARED.train).fill(9) },
     ready: { type: 'ready', jobId: JOB, privacy: NO_PRIVACY },
     exhausted: { type: 'exhausted', jobId: JOB, round: ROUND, epsilonSpent: 0.75 },
+    batchScores: { type: 'batchScores', jobId: JOB, step: 7, scores: new Float64Array([0.5, -1, 2]) },
+    sgd: { type: 'sgd', jobId: JOB, step: 7, epoch: 2, lr: 0.5, gradient: new Float64Array([0.1, -0.2, 0.3]), rows: new Uint32Array([3, 0, 2]), full: false },
     share: { type: 'share', jobId: JOB, round: ROUND, share: new Float64Array([1, -0, 1e-300, -1.5]), penaltySq: 2.5, epsilonSpent: 0 },
     scores: { type: 'scores', jobId: JOB, round: ROUND, scores: new Float64Array([0.5, -2, 1e300]) },
     welcome: { type: 'welcome', protocolVersion: 1, jobId: JOB, hashKey: new Uint8Array(32).fill(1) },
-    setup: { type: 'setup', jobId: JOB, trainRows: new Uint32Array([9, 0, 4, 2]), testRows: new Uint32Array([4, 1, 0]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2 },
+    setup: { type: 'setup', jobId: JOB, trainRows: new Uint32Array([9, 0, 4, 2]), testRows: new Uint32Array([4, 1, 0]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm' },
     round: { type: 'round', jobId: JOB, round: ROUND, rho: 1.5, c: new Float64Array([0, 1, 2, 3]) },
     evaluate: { type: 'evaluate', jobId: JOB, round: ROUND },
     done: {
@@ -56,7 +58,7 @@ function base(): Record<string, Obj> {
   };
 }
 
-const PARTY_TYPES = ['exhausted', 'hello', 'ids', 'ready', 'share', 'scores'];
+const PARTY_TYPES = ['batchScores', 'exhausted', 'hello', 'ids', 'ready', 'share', 'scores'];
 const COORD_TYPES = ['welcome', 'setup', 'round', 'evaluate', 'done'];
 
 function validatorFor(type: string): Validator {
@@ -332,12 +334,13 @@ test('a negative penaltySq or lambda is invalid; zero is fine', () => {
   accepts('setup', { lambda: 0 });
 });
 
-test('rho <= 0 is invalid in round and done.params, alpha too; tiny positive values are fine', () => {
+test('rho <= 0 is invalid in round, alpha <= 0 and rho < 0 in done.params (sgd reports rho 0); tiny positive values are fine', () => {
   for (const bad of [0, -0, -1, -5e-324]) {
     rejects('round', { rho: bad }, 'invalid', CTX, /positive/);
-    rejects('done', { params: { ...base().done.params as Obj, rho: bad } }, 'invalid');
+    if (bad < 0) rejects('done', { params: { ...base().done.params as Obj, rho: bad } }, 'invalid');
     rejects('done', { params: { ...base().done.params as Obj, alpha: bad } }, 'invalid');
   }
+  accepts('done', { params: { ...base().done.params as Obj, variant: 'sgd', rho: 0 } });
   accepts('round', { rho: 5e-324 });
   accepts('round', { rho: 1e300 });
 });
@@ -592,4 +595,20 @@ test('share.epsilonSpent and exhausted are validated like every other field', ()
   rejects('setup', { parties: undefined }, 'invalid');
   rejects('done', { reason: 'tired' }, 'invalid');
   accepts('done', { reason: 'budget' });
+});
+
+
+test('sgd and batchScores: step, batch length and row bounds are checked', () => {
+  const ctx = { ...CTX, step: 7, batchRows: 3 };
+  accepts('sgd', {}, ctx);
+  accepts('batchScores', {}, ctx);
+  rejects('sgd', { step: 8 }, 'unexpected', ctx);
+  rejects('batchScores', { step: 6 }, 'unexpected', ctx);
+  rejects('batchScores', { scores: new Float64Array(4) }, 'invalid', ctx);
+  rejects('sgd', { gradient: new Float64Array(2) }, 'invalid', ctx);
+  rejects('sgd', { rows: new Uint32Array([N]) }, 'invalid', ctx);
+  rejects('sgd', { rows: new Uint32Array([1, 1]) }, 'invalid', ctx);
+  rejects('sgd', { lr: 0 }, 'invalid', ctx);
+  rejects('sgd', { full: 1 }, 'invalid', ctx);
+  rejects('setup', { algorithm: 'adam' }, 'invalid');
 });
