@@ -4,6 +4,7 @@ import { hideBin } from 'yargs/helpers';
 import { ConfigError, accountEpsilon, calibrateSigma, exitWithError, installCrashHandlers, requireInteger, requireNonNegative, requirePositive, syntheticDataset, commandLine } from '@admm-share/core';
 import { type SimulatePrivacy, simulate } from './simulate.js';
 import { writeVerticalSplit } from './split.js';
+import { defaultDataDir, paperExperiment } from './experiment.js';
 import { privacySweep } from './sweep.js';
 
 const TOOL = 'admm-share';
@@ -44,9 +45,9 @@ async function main(): Promise<void> {
       'split a data set by feature columns, run a coordinator and one party process per block on localhost, compare with central training',
       (y) =>
         y
-          .option('dataset', { choices: ['synthetic', 'spam'] as const, default: 'synthetic' as const, describe: 'built-in data set when --data is not given' })
+          .option('dataset', { choices: ['synthetic', 'spam', 'gisette'] as const, default: 'synthetic' as const, describe: 'built-in data set when --data is not given' })
           .option('data', { type: 'string', describe: 'training set, LIBSVM (default: the built-in --dataset)' })
-          .option('rows', { type: 'number', describe: 'spam: use a seeded subsample of this many messages' })
+          .option('rows', { type: 'number', describe: 'spam: a seeded subsample of this many messages; gisette: training rows' })
           .option('test', { type: 'string', describe: 'test set, LIBSVM' })
           .option('split', { type: 'string', describe: 'feature block sizes, one per party; the last takes the rest (e.g. 66,57)' })
           .option('features', { type: 'number', describe: 'number of features (default: largest index seen)' })
@@ -174,7 +175,23 @@ async function main(): Promise<void> {
         )
         .demandCommand(1, 'name a privacy command: calibrate, account or sweep'),
     )
-    .demandCommand(1, 'name a command: simulate, generate or privacy')
+    .command('experiment', 'reproduce the paper\'s experiments on real processes', (y) =>
+      y
+        .command(
+          'paper',
+          'ADMM (exact and paper form) and SGD per epoch on a9a and the spam set, test log loss under noise, baselines: CSV, SVG and report.md',
+          (z) =>
+            z
+              .option('out', { type: 'string', demandOption: true })
+              .option('data-dir', { type: 'string', describe: 'directory holding a9a/a9a and a9a/a9a.t (default: ../shared/data beside the repository)' })
+              .option('quick', { type: 'boolean', default: false, describe: 'small versions of every pipeline' }),
+          async (a) => {
+            await paperExperiment({ out: a.out, dataDir: resolve(a['data-dir'] ?? defaultDataDir()), quick: a.quick }, (line) => process.stderr.write(line + '\n'));
+          },
+        )
+        .demandCommand(1, 'name an experiment: paper'),
+    )
+    .demandCommand(1, 'name a command: simulate, generate, privacy or experiment')
     .parseAsync();
 }
 

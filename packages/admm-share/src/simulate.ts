@@ -11,6 +11,7 @@ import {
   classificationMetrics,
   csrSliceColumns,
   fitCentral,
+  gisetteLikeDataset,
   logistic,
   predictScores,
   readLibsvm,
@@ -25,8 +26,8 @@ import { type SplitFiles, parseSplit, writeVerticalSplit } from './split.js';
 
 export interface SimulateOptions {
   /** A built-in data set, used when `data` is not given. */
-  dataset?: 'synthetic' | 'spam';
-  /** Use only this many messages of the spam corpus (a seeded subsample). */
+  dataset?: 'synthetic' | 'spam' | 'gisette';
+  /** spam: use only this many messages (a seeded subsample); gisette: training rows (test: a sixth). */
   rows?: number;
   data?: string;
   test?: string;
@@ -116,6 +117,13 @@ function loadData(opts: SimulateOptions): { train: LabelledSet; test?: LabelledS
       if (opts.split) throw new SimulationError('--split does not apply to --dataset spam: its blocks are headers | body | links', EXIT.config);
       const s = spamDataset({ seed: opts.dataSeed === 'admm-share' ? 'spam' : opts.dataSeed, limit: opts.rows });
       return { train: s.train, test: s.test, blocks: s.blocks, source: `SpamAssassin corpus (${s.names.map((n, k) => `${n} ${s.blocks[k]}`).join(' | ')} hashed features)` };
+    }
+    if (opts.dataset === 'gisette') {
+      const g = gisetteLikeDataset({
+        seed: opts.dataSeed === 'admm-share' ? 'gisette' : opts.dataSeed,
+        ...(opts.rows ? { trainRows: opts.rows, testRows: Math.max(1, Math.round(opts.rows / 6)) } : {}),
+      });
+      return { train: g.train, test: g.test, blocks: opts.split ? parseSplit(opts.split, 5000) : g.blocks, source: 'synthetic gisette-shaped set (5000 dense features)' };
     }
     const s = syntheticDataset({ seed: opts.dataSeed });
     const d = s.train.X.cols;

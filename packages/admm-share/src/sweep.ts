@@ -121,7 +121,7 @@ async function plot(rows: SweepRow[], ref: { central: { logLoss?: number; accura
             x: { field: 'epsilon', type: 'quantitative', scale: { type: 'log' }, title: 'epsilon (delta = 1e-5, per party)' },
             // Log loss spans 0.3 to 10^6 across mechanisms: a log scale keeps both readable.
             y: { field, type: 'quantitative', title, scale: field === 'logLoss' ? { type: 'log' } : { zero: false } },
-            color: { field: 'mechanism', type: 'nominal', title: 'mechanism' },
+            color: { field: 'mechanism', type: 'nominal', title: 'mechanism', legend: { labelLimit: 260 } },
           },
         },
         {

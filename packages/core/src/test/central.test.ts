@@ -226,3 +226,19 @@ test('Newton-CG (many features) reaches the dense-Hessian optimum', () => {
     assert.ok(Math.abs(cg.intercept - dense.intercept) < 1e-6);
   }
 });
+
+test('gisetteLikeDataset: gisette shape, dense values in [-1, 1], seeded', async () => {
+  const { gisetteLikeDataset } = await import('../index.js');
+  const a = gisetteLikeDataset({ trainRows: 40, testRows: 10 });
+  const b = gisetteLikeDataset({ trainRows: 40, testRows: 10 });
+  assert.deepEqual(a.blocks, [2000, 2000, 1000]);
+  assert.equal(a.train.X.cols, 5000);
+  assert.equal(a.train.X.rows, 40);
+  assert.equal(a.test.X.rows, 10);
+  assert.ok(a.train.X.values.length > 0.99 * 40 * 5000, 'dense');
+  assert.ok(a.train.X.values.every((v) => v >= -1 && v <= 1 && Math.round(v * 1000) === v * 1000));
+  assert.deepEqual(a.train.X.values, b.train.X.values);
+  assert.deepEqual(a.train.y, b.train.y);
+  const pos = a.train.y.filter((v) => v > 0).length;
+  assert.ok(pos > 5 && pos < 35, 'both classes');
+});
