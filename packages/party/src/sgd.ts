@@ -1,4 +1,4 @@
-import { type Csr, assertLength, csrMatVec, dot } from '@admm-share/core';
+import { type Csr, assertLength, dot, predictScores } from '@admm-share/core';
 
 /**
  * The party's side of mini-batch SGD over vertically partitioned data (FDML, Hu et al.
@@ -57,9 +57,7 @@ export class SgdModel {
 
   /** The full share D x + b. */
   share(): Float64Array {
-    const out = csrMatVec(new Float64Array(this.n), this.D, this.x);
-    if (this.intercept !== 0) for (let i = 0; i < this.n; i++) out[i] += this.intercept;
-    return out;
+    return predictScores(this.D, this.x, this.intercept);
   }
 
   penaltySq(): number {
@@ -67,8 +65,6 @@ export class SgdModel {
   }
 
   scores(X: Csr): Float64Array {
-    const out = csrMatVec(new Float64Array(X.rows), X, this.x);
-    if (this.intercept !== 0) for (let i = 0; i < out.length; i++) out[i] += this.intercept;
-    return out;
+    return predictScores(X, this.x, this.intercept);
   }
 }

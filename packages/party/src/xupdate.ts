@@ -11,6 +11,7 @@ import {
   dot,
   matTVec,
   matVec,
+  predictScores,
   symmetricEigen,
 } from '@admm-share/core';
 
@@ -316,9 +317,7 @@ export class RidgeXUpdate {
 
   /** Scores D x + b for another feature matrix with the same columns (the test set). */
   scores(X: Csr): Float64Array {
-    const out = csrMatVec(new Float64Array(X.rows), X, this.x);
-    if (this.intercept !== 0) for (let i = 0; i < out.length; i++) out[i] += this.intercept;
-    return out;
+    return predictScores(X, this.x, this.intercept);
   }
 }
 
