@@ -3,7 +3,7 @@ import type { Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { ConfigError, accountEpsilon, calibrateSigma, exitWithError, installCrashHandlers, requireInteger, requireNonNegative, requirePositive, syntheticDataset, commandLine } from '@admm-share/core';
 import { type SimulatePrivacy, simulate } from './simulate.js';
-import { writeVerticalSplit } from './split.js';
+import { writeCredentials, writeVerticalSplit } from './split.js';
 import { defaultDataDir, paperExperiment } from './experiment.js';
 import { privacySweep } from './sweep.js';
 
@@ -109,7 +109,8 @@ async function main(): Promise<void> {
       (a) => {
         const s = syntheticDataset({ seed: a.seed, trainRows: requireInteger('rows', a.rows, 1), testRows: requireInteger('test-rows', a['test-rows'], 1) });
         const files = writeVerticalSplit(resolve(a.out), s.blocks, s.train, s.test);
-        process.stdout.write(JSON.stringify(files, null, 2) + '\n');
+        const credentials = writeCredentials(resolve(a.out), files.parties.map((p) => p.id));
+        process.stdout.write(JSON.stringify({ ...files, credentials }, null, 2) + '\n');
       },
     )
     .command('privacy', 'privacy accounting: calibrate noise for a budget, or account the budget a noise level spends', (y) =>

@@ -22,7 +22,7 @@ import type { Summary, TestMetrics } from '@admm-share/coordinator';
 import { type Child, binPath, killAll, spawnNode } from './processes.js';
 import { Progress } from './progress.js';
 import { spamDataset } from './spam.js';
-import { type SplitFiles, parseSplit, writeVerticalSplit } from './split.js';
+import { type SplitFiles, parseSplit, writeCredentials, writeVerticalSplit } from './split.js';
 
 export interface SimulateOptions {
   /** A built-in data set, used when `data` is not given. */
@@ -155,6 +155,8 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
   mkdirSync(logDir, { recursive: true });
   const { train, test, blocks, source } = loadData(opts);
   const files: SplitFiles = writeVerticalSplit(dataDir, blocks, train, test);
+  // Each party gets its own secret; the coordinator gets all of them.
+  const credentialsFile = writeCredentials(dataDir, files.parties.map((p) => p.id));
   const jobId = `sim-${randomBytes(4).toString('hex')}`;
   const progress = new Progress();
   out.write(`admm-share simulate: ${source}, ${train.ids.length} training rows${test ? `, ${test.ids.length} test rows` : ''}, ` +
@@ -193,6 +195,7 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
       '--alpha', String(opts.alpha),
       '--eval-every', String(opts.evalEvery),
       '--out', dir,
+      '--credentials', credentialsFile,
       ...(opts.rho !== undefined ? ['--rho', String(opts.rho)] : []),
     ];
     const coordinator = spawnNode('coordinator', binPath('coordinator', 'admm-coordinator'), coordArgs, join(logDir, 'coordinator.log'), (rec) => {
@@ -215,6 +218,7 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
         '--data', p.train,
         ...(p.test ? ['--test', p.test] : []),
         '--ids', 'first',
+        '--token-file', join(dataDir, `${p.id}.token`),
         '--features', String(p.features),
         '--model', join(dir, `model-${p.id}.json`),
         ...(opts.intercept && m === 0 ? ['--intercept'] : []),

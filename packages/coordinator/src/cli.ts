@@ -1,8 +1,10 @@
 import { randomBytes } from 'node:crypto';
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
 import {
   ConfigError,
+  DataError,
   runService,
   requireInteger,
   requireNonNegative,
@@ -13,6 +15,23 @@ import { NAME_RE } from '@admm-share/protocol';
 import { type CoordinatorConfig, start } from './coordinator.js';
 
 const TOOL = 'admm-coordinator';
+
+/** {"party-id": "secret"}: every value a non-empty string of at least 16 characters. */
+function readCredentials(file: string): Record<string, string> {
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(readFileSync(file, 'utf8'));
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    throw new DataError(file, undefined, e.code ? `cannot read it (${e.code})` : `not JSON (${e.message})`);
+  }
+  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new DataError(file, undefined, 'expected a JSON object {"party-id": "secret", ...}');
+  for (const [k, v] of Object.entries(parsed)) {
+    if (!NAME_RE.test(k)) throw new DataError(file, undefined, `'${k}' is not a valid party id`);
+    if (typeof v !== 'string' || v.length < 16) throw new DataError(file, undefined, `the secret of '${k}' must be a string of at least 16 characters`);
+  }
+  return parsed as Record<string, string>;
+}
 
 export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: string } {
   const a = commandLine(argv, TOOL, 'ADMM_COORDINATOR')
@@ -43,6 +62,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: strin
     .option('out', { type: 'string', default: 'out', describe: 'directory for trace.jsonl and summary.json' })
     .option('hello-timeout', { type: 'number', default: 10_000, describe: 'ms a new connection has to say hello' })
     .option('max-rows-factor', { type: 'number', default: 10, describe: 'a party may declare at most this many times the label rows' })
+    .option('credentials', { type: 'string', describe: 'JSON file {"party-id": "secret", ...}: parties must prove their secret (recommended)' })
     .option('log-level', { choices: ['fatal', 'error', 'warn', 'info', 'debug'] as const, default: 'info' as const })
     .parseSync();
   const parties = a.parties.flatMap((p) => String(p).split(',')).map((p) => p.trim()).filter((p) => p !== '');
@@ -76,6 +96,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: strin
     out: resolve(a.out),
     helloTimeoutMs: requireInteger('hello-timeout', a['hello-timeout'], 1),
     maxRowsFactor: requirePositive('max-rows-factor', a['max-rows-factor']),
+    credentials: a.credentials === undefined ? undefined : readCredentials(a.credentials),
     logLevel: a['log-level'],
   };
 }

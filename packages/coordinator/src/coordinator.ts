@@ -1,4 +1,4 @@
-import { randomBytes } from 'node:crypto';
+import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
@@ -9,6 +9,7 @@ import {
   classificationMetrics,
   type Loss,
   hashIds,
+  helloProof,
   hashKeys,
   lossByName,
   meanLoss,
@@ -71,6 +72,8 @@ export interface CoordinatorConfig {
   helloTimeoutMs: number;
   /** Largest number of rows a party may declare, relative to the label file (bounds memory and frame size). */
   maxRowsFactor: number;
+  /** Each party's secret; when given, a hello must carry a valid proof (see helloProof). */
+  credentials?: Record<string, string>;
 }
 
 export interface PartySummary {
@@ -204,6 +207,10 @@ class Coordinator {
     private readonly log: Logger,
   ) {
     if (cfg.parties.length === 0) throw new ConfigError('no parties configured');
+    if (cfg.credentials) {
+      const missing = cfg.parties.filter((p) => !cfg.credentials![p]);
+      if (missing.length) throw new ConfigError(`no credential for ${missing.join(', ')} in the credentials file`);
+    } else log.warn('no credentials configured: anyone who can reach this port can join as a listed party (pass --credentials)');
     if (new Set(cfg.parties).size !== cfg.parties.length) throw new ConfigError(`party ids must be distinct: ${cfg.parties.join(', ')}`);
     this.done = new Promise((res, rej) => {
       this.resolveDone = res;
@@ -260,6 +267,11 @@ class Coordinator {
       log.warn({ close: CloseCodes[kind].code, detail, party: party?.id }, 'closing connection');
       ws.close(CloseCodes[kind].code, closeReason(kind, detail));
     };
+    // Every connection starts with a fresh challenge; the hello must answer it.
+    const nonce = randomBytes(32);
+    const challenge = encode({ type: 'challenge', protocolVersion: PROTOCOL_VERSION, nonce });
+    this.bytesOut += challenge.length;
+    ws.send(challenge);
     ws.on('message', (data: RawData, isBinary: boolean) => {
       const bytes = toBytes(data);
       this.bytesIn += bytes.length;
@@ -269,7 +281,7 @@ class Coordinator {
           if (bytes.length > HELLO_MAX_BYTES) throw new ProtocolError('invalid', `${bytes.length}-byte frame before hello (limit ${HELLO_MAX_BYTES})`);
           const msg = validatePartyMessage(decode(bytes), { jobId: undefined });
           if (msg.type !== 'hello') throw new ProtocolError('unexpected', `'${msg.type}' before hello`);
-          party = this.onHello(ws, msg, log);
+          party = this.onHello(ws, msg, log, nonce);
           clearTimeout(helloTimer);
           return;
         }
@@ -301,13 +313,19 @@ class Coordinator {
     });
   }
 
-  private onHello(ws: WebSocket, msg: Extract<PartyMessage, { type: 'hello' }>, log: Logger): PartyState {
+  private onHello(ws: WebSocket, msg: Extract<PartyMessage, { type: 'hello' }>, log: Logger, nonce: Uint8Array): PartyState {
     const reject = (kind: CloseKind, detail: string): never => {
       throw new ProtocolError(kind, detail);
     };
     if (msg.protocolVersion !== PROTOCOL_VERSION)
       reject('versionMismatch', `coordinator speaks version ${PROTOCOL_VERSION}, party ${msg.partyId} sent version ${msg.protocolVersion}`);
     if (!this.cfg.parties.includes(msg.partyId)) reject('unknownParty', `'${msg.partyId}' is not one of ${this.cfg.parties.join(', ')}`);
+    const secret = this.cfg.credentials?.[msg.partyId];
+    if (this.cfg.credentials) {
+      // Same message for a missing and a wrong proof; constant-time comparison.
+      const expected = helloProof(secret!, nonce, msg.partyId, msg.jobId);
+      if (!msg.proof || !timingSafeEqual(Buffer.from(msg.proof), Buffer.from(expected))) reject('unauthorized', `bad or missing credential for '${msg.partyId}'`);
+    }
     if (this.parties.has(msg.partyId)) reject('duplicateParty', `'${msg.partyId}' is already connected`);
     if (msg.jobId !== null && msg.jobId !== this.cfg.jobId) reject('wrongJob', `party wants job '${msg.jobId}', this is job '${this.cfg.jobId}'`);
     if (this.phase !== 'waiting') reject('unexpected', 'the job has already started');

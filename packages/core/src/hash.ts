@@ -21,3 +21,19 @@ export function hashKeys(hashes: Uint8Array): string[] {
     out[i] = Buffer.from(hashes.buffer, hashes.byteOffset + i * ID_HASH_BYTES, ID_HASH_BYTES).toString('hex');
   return out;
 }
+
+/**
+ * A party's answer to the coordinator's challenge: HMAC-SHA256 under the party's secret of
+ * a domain tag, the nonce, the party id and the job id it asks for. The secret never
+ * crosses the wire, a proof is useless on another connection (fresh nonce), and it binds the
+ * identity the hello claims.
+ */
+export function helloProof(secret: string, nonce: Uint8Array, partyId: string, jobId: string | null): Uint8Array {
+  return new Uint8Array(
+    createHmac('sha256', secret)
+      .update('admm-share hello v4\0')
+      .update(nonce)
+      .update(`\0${partyId}\0${jobId ?? ''}`, 'utf8')
+      .digest(),
+  );
+}

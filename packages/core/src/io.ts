@@ -283,11 +283,11 @@ export function numericLabels(t: LabelTable): Float64Array {
  * Write a file so that readers see either the old content or the whole new one:
  * write a temporary file in the same directory, fsync it, rename it over the target.
  */
-export function writeFileAtomic(path: string, data: string | Uint8Array): void {
+export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o644): void {
   const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
   let fd: number | undefined;
   try {
-    fd = openSync(tmp, 'w', 0o644);
+    fd = openSync(tmp, 'w', mode);
     writeSync(fd, typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
     fsyncSync(fd);
     closeSync(fd);

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
 import { ConfigError, runService, requireInteger, commandLine } from '@admm-share/core';
@@ -6,6 +7,19 @@ import { type PartyConfig, start } from './party.js';
 import { DEFAULT_BX } from './privacy.js';
 
 const TOOL = 'admm-party';
+
+function readToken(file: string | undefined, token: string | undefined): string | undefined {
+  if (file !== undefined && token !== undefined) throw new ConfigError('give --token-file or --token, not both');
+  if (file === undefined) return token;
+  let text: string;
+  try {
+    text = readFileSync(file, 'utf8').trim();
+  } catch (err) {
+    throw new ConfigError(`--token-file ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  if (text === '') throw new ConfigError(`--token-file ${file} is empty`);
+  return text;
+}
 
 export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
   const a = commandLine(argv, TOOL, 'ADMM_PARTY')
@@ -39,6 +53,8 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
     .option('c1', { type: 'number', describe: 'paper: Lemma 1 bound c1 on R\'\'' })
     .option('privacy-rounds', { type: 'number', describe: 'calibrate the noise for at most this many rounds (default: the coordinator\'s plan)' })
     .option('release-test-scores', { type: 'boolean', default: false, describe: 'with privacy on, still send un-noised test-set scores for evaluation' })
+    .option('token-file', { type: 'string', describe: 'file holding this party\'s secret (shared with the coordinator\'s credentials)' })
+    .option('token', { type: 'string', describe: 'the secret itself (prefer --token-file or ADMM_PARTY_TOKEN: command lines are visible to other users)' })
     .option('log-level', { choices: ['fatal', 'error', 'warn', 'info', 'debug'] as const, default: 'info' as const })
     .parseSync();
   if (a.mechanism === undefined && a.epsilon === undefined)
@@ -73,6 +89,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
     releaseTestScores: a['release-test-scores'],
     model: resolve(a.model ?? `model-${a.id}.json`),
     connectTimeoutMs: requireInteger('connect-timeout', a['connect-timeout'], 1),
+    token: readToken(a['token-file'], a.token),
     logLevel: a['log-level'],
   };
 }

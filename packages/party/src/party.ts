@@ -11,6 +11,7 @@ import {
   PeerError,
   csrSelectRows,
   hashIds,
+  helloProof,
   readFeatureFile,
   writeFileAtomic,
 } from '@admm-share/core';
@@ -54,6 +55,8 @@ export interface PartyConfig {
   releaseTestScores: boolean;
   /** Give up if the coordinator does not answer within this time (ms). */
   connectTimeoutMs: number;
+  /** This party's secret, shared with the coordinator only; proves the hello (never sent). */
+  token?: string;
 }
 
 export interface PartyHandle {
@@ -70,7 +73,7 @@ export interface PartyResult {
 /** Bytes of MessagePack framing allowed on top of a message's vectors. */
 const ENVELOPE_BYTES = 4096;
 
-type State = 'connecting' | 'welcome' | 'setup' | 'training' | 'done' | 'failed';
+type State = 'connecting' | 'challenge' | 'welcome' | 'setup' | 'training' | 'done' | 'failed';
 
 /**
  * One organisation's process: loads its own feature file(s), joins the job, and each round
@@ -156,7 +159,7 @@ class Party {
     }
     this.ws = new WebSocket(url, { maxPayload, perMessageDeflate: false, handshakeTimeout: cfg.connectTimeoutMs });
     this.connectTimer = setTimeout(() => {
-      if (this.state === 'connecting' || this.state === 'welcome') this.fail(new PeerError(`no answer from ${cfg.coordinator} within ${cfg.connectTimeoutMs} ms`));
+      if (this.state === 'connecting' || this.state === 'challenge' || this.state === 'welcome') this.fail(new PeerError(`no answer from ${cfg.coordinator} within ${cfg.connectTimeoutMs} ms`));
     }, cfg.connectTimeoutMs);
     this.ws.on('error', (err) => {
       const e = err as NodeJS.ErrnoException;
@@ -164,16 +167,7 @@ class Party {
     });
     this.ws.on('open', () => {
       log.info({ coordinator: cfg.coordinator }, 'connected');
-      this.state = 'welcome';
-      this.send({
-        type: 'hello',
-        protocolVersion: PROTOCOL_VERSION,
-        partyId: cfg.partyId,
-        jobId: cfg.jobId,
-        features: this.features,
-        trainRows: train.ids.length,
-        testRows: test?.ids.length ?? 0,
-      });
+      this.state = 'challenge';
     });
     this.ws.on('message', (data: RawData, isBinary: boolean) => this.onMessage(data, isBinary));
     this.ws.on('close', (code, reason) => {
@@ -232,6 +226,24 @@ class Party {
 
   private handle(msg: CoordinatorMessage): void {
     switch (msg.type) {
+      case 'challenge': {
+        this.expect('challenge');
+        if (msg.protocolVersion !== PROTOCOL_VERSION)
+          throw new ProtocolError('versionMismatch', `party speaks version ${PROTOCOL_VERSION}, coordinator sent version ${msg.protocolVersion}`);
+        this.state = 'welcome';
+        const { cfg, train, test } = this;
+        this.send({
+          type: 'hello',
+          protocolVersion: PROTOCOL_VERSION,
+          partyId: cfg.partyId,
+          jobId: cfg.jobId,
+          features: this.features,
+          trainRows: train.ids.length,
+          testRows: test?.ids.length ?? 0,
+          proof: cfg.token === undefined ? null : helloProof(cfg.token, msg.nonce, cfg.partyId, cfg.jobId),
+        });
+        return;
+      }
       case 'welcome': {
         this.expect('welcome');
         if (msg.protocolVersion !== PROTOCOL_VERSION)

@@ -23,6 +23,8 @@ export const CloseCodes = {
   internal: { code: 4011, reason: 'internal error' },
   /** The party's own data or state cannot continue (for example a failed factorisation). */
   partyFailure: { code: 4012, reason: 'party failure' },
+  /** The hello's proof is missing or does not match the party's credential. */
+  unauthorized: { code: 4013, reason: 'authentication failed' },
 } as const;
 
 export type CloseKind = keyof typeof CloseCodes;

@@ -1,9 +1,9 @@
 /**
  * Every message of the admm-share protocol. See PROTOCOL.md for the state machine.
  * Party -> coordinator: hello, ids, ready, share, exhausted, scores, batchScores.
- * Coordinator -> party: welcome, setup, round, evaluate, sgd, done.
+ * Coordinator -> party: challenge, welcome, setup, round, evaluate, sgd, done.
  */
-export const PROTOCOL_VERSION = 3;
+export const PROTOCOL_VERSION = 4;
 
 export const LOSSES = ['logistic', 'squared'] as const;
 export const ALGORITHMS = ['admm', 'sgd'] as const;
@@ -22,8 +22,24 @@ export const ID_HASH_BYTES = 16;
 /** Party ids and job ids: short printable names. */
 export const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
+/** The coordinator's first message on every connection. */
+export interface Challenge {
+  type: 'challenge';
+  protocolVersion: number;
+  /** 32 random bytes, new for every connection. */
+  nonce: Uint8Array;
+}
+
+/** Bytes of a hello proof (HMAC-SHA256). */
+export const PROOF_BYTES = 32;
+
 export interface Hello {
   type: 'hello';
+  /**
+   * HMAC-SHA256 under the party's secret of the challenge nonce, the party id and the job id
+   * (see core's helloProof), or null for a party without a credential.
+   */
+  proof: Uint8Array | null;
   protocolVersion: number;
   partyId: string;
   /** The job the party expects to join, or null to join whatever job the coordinator runs. */
@@ -171,7 +187,7 @@ export interface Done {
 }
 
 export type PartyMessage = Hello | Ids | Ready | Share | Exhausted | Scores | BatchScores;
-export type CoordinatorMessage = Welcome | Setup | Round | Evaluate | Sgd | Done;
+export type CoordinatorMessage = Challenge | Welcome | Setup | Round | Evaluate | Sgd | Done;
 export type Message = PartyMessage | CoordinatorMessage;
 export type MessageType = Message['type'];
 

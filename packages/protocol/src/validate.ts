@@ -13,6 +13,7 @@ import {
   type StopReason,
   ACCOUNTANT_NAMES,
   ALGORITHMS,
+  PROOF_BYTES,
   MECHANISMS,
   type PrivacyInfo,
 } from './messages.js';
@@ -159,10 +160,13 @@ export function validatePartyMessage(value: unknown, ctx: ValidationContext = {}
   const type = typeOf(o);
   switch (type) {
     case 'hello': {
-      exactKeys(o, type, ['type', 'protocolVersion', 'partyId', 'jobId', 'features', 'trainRows', 'testRows']);
+      exactKeys(o, type, ['type', 'protocolVersion', 'partyId', 'jobId', 'features', 'trainRows', 'testRows', 'proof']);
       const jobId = o.jobId === null ? null : str(o, type, 'jobId', NAME_RE);
+      const proof = o.proof === null ? null : bytes(o, type, 'proof');
+      if (proof && proof.length !== PROOF_BYTES) invalid(`hello.proof: ${proof.length} bytes, expected ${PROOF_BYTES}`);
       return {
         type,
+        proof,
         protocolVersion: count(o, type, 'protocolVersion'),
         partyId: str(o, type, 'partyId', NAME_RE),
         jobId,
@@ -245,6 +249,12 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
   const o = asObject(value);
   const type = typeOf(o);
   switch (type) {
+    case 'challenge': {
+      exactKeys(o, type, ['type', 'protocolVersion', 'nonce']);
+      const nonce = bytes(o, type, 'nonce');
+      if (nonce.length !== 32) invalid(`challenge.nonce: ${nonce.length} bytes, expected 32`);
+      return { type, protocolVersion: count(o, type, 'protocolVersion'), nonce };
+    }
     case 'welcome': {
       exactKeys(o, type, ['type', 'protocolVersion', 'jobId', 'hashKey']);
       const hashKey = bytes(o, type, 'hashKey');

@@ -133,10 +133,11 @@ test('a party that refuses a round ends the job cleanly with the model of the ro
     ws.on('error', reject);
     const n = s.train.ids.length;
     let jobId = '';
-    ws.on('open', () => ws.send(encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'refuser', jobId: null, features: 1, trainRows: n, testRows: 0 })));
     ws.on('message', (data: Buffer) => {
       const msg = validateCoordinatorMessage(decode(data));
-      if (msg.type === 'welcome') {
+      if (msg.type === 'challenge') {
+        ws.send(encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'refuser', jobId: null, features: 1, trainRows: n, testRows: 0, proof: null }));
+      } else if (msg.type === 'welcome') {
         jobId = msg.jobId;
         ws.send(encode({ type: 'ids', jobId, set: 'train', hashes: hashIds(s.train.ids, msg.hashKey) }));
       } else if (msg.type === 'setup') {

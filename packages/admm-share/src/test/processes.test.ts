@@ -6,8 +6,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { WebSocket, WebSocketServer } from 'ws';
-import { csrSelectRows, fitCentral, logistic, syntheticDataset } from '@admm-share/core';
-import { CloseCodes, PROTOCOL_VERSION, encode } from '@admm-share/protocol';
+import { csrSelectRows, fitCentral, helloProof, logistic, syntheticDataset } from '@admm-share/core';
+import { CloseCodes, PROTOCOL_VERSION, decode, encode, validateCoordinatorMessage } from '@admm-share/protocol';
 import { writeVerticalSplit } from '../split.js';
 import { BIN, STACK_LINE, killAll, run, tempDir } from './procs.js';
 
@@ -50,7 +50,7 @@ function rawClient(port: number, frames: (Buffer | string)[]): Promise<{ code: n
 }
 
 function hello(partyId: string, protocolVersion = PROTOCOL_VERSION) {
-  return encode({ type: 'hello', protocolVersion, partyId, jobId: null, features: 3, trainRows: 10, testRows: 10 });
+  return encode({ type: 'hello', protocolVersion, partyId, jobId: null, features: 3, trainRows: 10, testRows: 10, proof: null });
 }
 
 test('hostile and mistaken clients are turned away with named close codes, and the job still completes', async (t) => {
@@ -107,7 +107,7 @@ test('a party refuses a coordinator that speaks another protocol version, with a
   const closed = new Promise<{ code: number; reason: string }>((resolve) =>
     wss.on('connection', (ws) => {
       ws.on('error', () => undefined);
-      ws.once('message', () => ws.send(encode({ type: 'welcome', protocolVersion: PROTOCOL_VERSION + 7, jobId: 'j', hashKey: new Uint8Array(32) })));
+      ws.send(encode({ type: 'challenge', protocolVersion: PROTOCOL_VERSION + 7, nonce: new Uint8Array(32) }));
       ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
     }),
   );
@@ -207,4 +207,61 @@ test('rows missing at a party are dropped from training and counted; foreign ids
   assert.equal(summary.droppedRows, 7);
   assert.equal(summary.droppedTestRows, 0);
   assert.equal(summary.parties[1].rows, kept.length + 2);
+});
+
+test('with credentials, a hello must prove the party\'s secret: wrong, missing or replayed proofs are refused and the job goes on', async (t) => {
+  const dir = tempDir(t);
+  const files = dataset(dir);
+  const out = join(dir, 'out');
+  const secrets = Object.fromEntries(files.parties.map((p) => [p.id, randomBytes(24).toString('hex')]));
+  const credentials = join(dir, 'credentials.json');
+  writeFileSync(credentials, JSON.stringify(secrets));
+  const coord = startCoordinator(files, out, ['--credentials', credentials]);
+  const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
+
+  /** Answer the challenge with a proof computed from `secret` (or none). */
+  const attempt = (partyId: string, secret: string | null, nonceOverride?: Uint8Array) =>
+    new Promise<{ code: number; reason: string }>((resolve, reject) => {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}`);
+      ws.on('error', reject);
+      ws.once('message', (data: Buffer) => {
+        const msg = validateCoordinatorMessage(decode(data));
+        assert.equal(msg.type, 'challenge');
+        const nonce = nonceOverride ?? (msg as { nonce: Uint8Array }).nonce;
+        const proof = secret === null ? null : helloProof(secret, nonce, partyId, null);
+        ws.send(encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId, jobId: null, features: 3, trainRows: 10, testRows: 10, proof }));
+      });
+      ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
+    });
+  const [wrong, missing, replayed, otherParty] = await Promise.all([
+    attempt('party-1', 'not-the-secret-at-all'),
+    attempt('party-2', null),
+    attempt('party-3', secrets['party-3'], new Uint8Array(32)), // a proof for another nonce
+    attempt('party-1', secrets['party-2']), // party 2's secret does not make you party 1
+  ]);
+  for (const r of [wrong, missing, replayed, otherParty]) {
+    assert.equal(r.code, CloseCodes.unauthorized.code);
+    assert.match(r.reason, /bad or missing credential/);
+  }
+  assert.doesNotMatch(wrong.reason + missing.reason, new RegExp(Object.values(secrets).join('|')), 'no secret in a close reason');
+  const parties = files.parties.map((f, m) => {
+    const tokenFile = join(dir, `${f.id}.token`);
+    writeFileSync(tokenFile, secrets[f.id]);
+    return run(BIN.party, ['--coordinator', `ws://127.0.0.1:${port}`, '--id', f.id, '--data', f.train, '--test', f.test!, '--ids', 'first', '--model', join(out, `model-${f.id}.json`), '--mechanism', 'none', '--token-file', tokenFile]);
+  });
+  for (const p of [coord, ...parties]) assert.equal((await p.exit).code, 0, p.stderr());
+  assert.doesNotMatch(coord.stdout(), new RegExp(Object.values(secrets).join('|')), 'secrets never logged');
+});
+
+test('a party without its credential is refused by a coordinator that requires one (exit 69, clear reason)', async (t) => {
+  const dir = tempDir(t);
+  const files = dataset(dir);
+  const credentials = join(dir, 'credentials.json');
+  writeFileSync(credentials, JSON.stringify(Object.fromEntries(files.parties.map((p) => [p.id, 'x'.repeat(32)]))));
+  const coord = startCoordinator(files, join(dir, 'out'), ['--credentials', credentials, '--hello-timeout', '5000']);
+  const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
+  const party = startParty(files, 0, port, dir);
+  assert.equal((await party.exit).code, 69);
+  assert.match(party.stderr(), /authentication failed: bad or missing credential for 'party-1'/);
+  coord.kill();
 });

@@ -107,8 +107,8 @@ const LENGTHS = [0, 1, 70000];
 // Round trips, party -> coordinator
 
 test('round trip: hello (with and without a job id)', () => {
-  const a: Message = { type: 'hello', protocolVersion: 1, partyId: 'bank-A', jobId: JOB, features: 12, trainRows: 70000, testRows: 0 };
-  const b: Message = { type: 'hello', protocolVersion: 1, partyId: 'x'.repeat(64), jobId: null, features: 1, trainRows: 1, testRows: 2 ** 40 };
+  const a: Message = { type: 'hello', protocolVersion: 1, partyId: 'bank-A', jobId: JOB, features: 12, trainRows: 70000, testRows: 0, proof: new Uint8Array(32).fill(7) };
+  const b: Message = { type: 'hello', protocolVersion: 1, partyId: 'x'.repeat(64), jobId: null, features: 1, trainRows: 1, testRows: 2 ** 40, proof: null };
   assert.equal((roundTrip(a, {}) as { jobId: string }).jobId, JOB);
   assert.equal((roundTrip(b, {}) as { jobId: string | null }).jobId, null);
 });
@@ -296,7 +296,7 @@ test('decode of random bytes throws ProtocolError or yields a value every valida
 
 function sampleMessages(): Message[] {
   return [
-    { type: 'hello', protocolVersion: 1, partyId: 'p1', jobId: null, features: 3, trainRows: 10, testRows: 4 },
+    { type: 'hello', protocolVersion: 1, partyId: 'p1', jobId: null, features: 3, trainRows: 10, testRows: 4, proof: null },
     { type: 'ids', jobId: JOB, set: 'train', hashes: hashes(3, 1) },
     { type: 'ready', jobId: JOB, privacy: NO_PRIVACY },
     { type: 'share', jobId: JOB, round: 4, share: awkwardVector(5), penaltySq: 0.25, epsilonSpent: 0 },
@@ -346,7 +346,7 @@ function randomMessage(rnd: () => number): Message {
   const round = 1 + randInt(rnd, 1000);
   switch (randInt(rnd, 10)) {
     case 0:
-      return { type: 'hello', protocolVersion: 1, partyId: `p${randInt(rnd, 100)}`, jobId: rnd() < 0.5 ? null : JOB, features: 1 + n, trainRows: 1 + n, testRows: n };
+      return { type: 'hello', protocolVersion: 1, partyId: `p${randInt(rnd, 100)}`, jobId: rnd() < 0.5 ? null : JOB, features: 1 + n, trainRows: 1 + n, testRows: n, proof: rnd() < 0.5 ? null : hashes(2, randInt(rnd, 1e9)) };
     case 1:
       return { type: 'ids', jobId: JOB, set: rnd() < 0.5 ? 'train' : 'test', hashes: hashes(n, randInt(rnd, 1e9)) };
     case 2:

@@ -35,7 +35,8 @@ const CTX: ValidationContext = { jobId: JOB, n: N, nTest: N_TEST, round: ROUND, 
 /** Fresh valid messages (as plain objects), each accepted by its validator under CTX. */
 function base(): Record<string, Obj> {
   return {
-    hello: { type: 'hello', protocolVersion: 1, partyId: 'party-A', jobId: JOB, features: 5, trainRows: 10, testRows: 5 },
+    hello: { type: 'hello', protocolVersion: 1, partyId: 'party-A', jobId: JOB, features: 5, trainRows: 10, testRows: 5, proof: new Uint8Array(32).fill(1) },
+    challenge: { type: 'challenge', protocolVersion: 4, nonce: new Uint8Array(32).fill(9) },
     ids: { type: 'ids', jobId: JOB, set: 'train', hashes: new Uint8Array(16 * DECLARED.train).fill(9) },
     ready: { type: 'ready', jobId: JOB, privacy: NO_PRIVACY },
     exhausted: { type: 'exhausted', jobId: JOB, round: ROUND, epsilonSpent: 0.75 },
@@ -611,4 +612,15 @@ test('sgd and batchScores: step, batch length and row bounds are checked', () =>
   rejects('sgd', { lr: 0 }, 'invalid', ctx);
   rejects('sgd', { full: 1 }, 'invalid', ctx);
   rejects('setup', { algorithm: 'adam' }, 'invalid');
+});
+
+
+test('challenge and hello.proof: 32 bytes or null', () => {
+  accepts('challenge', {});
+  rejects('challenge', { nonce: new Uint8Array(31) }, 'invalid');
+  rejects('challenge', { nonce: undefined }, 'invalid');
+  accepts('hello', { proof: null });
+  rejects('hello', { proof: new Uint8Array(16) }, 'invalid');
+  rejects('hello', { proof: 'secret' }, 'invalid');
+  rejects('hello', { proof: undefined }, 'invalid');
 });
