@@ -5,6 +5,7 @@ import { hideBin } from 'yargs/helpers';
 import {
   ConfigError,
   DataError,
+  readFlagFile,
   runService,
   requireInteger,
   requireNonNegative,
@@ -15,6 +16,15 @@ import { NAME_RE } from '@admm-share/protocol';
 import { type CoordinatorConfig, start } from './coordinator.js';
 
 const TOOL = 'admm-coordinator';
+
+function readTls(cert?: string, key?: string, clientCa?: string): { cert: string; key: string; clientCa?: string } | undefined {
+  if (cert === undefined && key === undefined) {
+    if (clientCa !== undefined) throw new ConfigError('--tls-client-ca needs --tls-cert and --tls-key');
+    return undefined;
+  }
+  if (cert === undefined || key === undefined) throw new ConfigError('--tls-cert and --tls-key go together');
+  return { cert: readFlagFile('tls-cert', cert), key: readFlagFile('tls-key', key), ...(clientCa ? { clientCa: readFlagFile('tls-client-ca', clientCa) } : {}) };
+}
 
 /** {"party-id": "secret"}: every value a non-empty string of at least 16 characters. */
 function readCredentials(file: string): Record<string, string> {
@@ -63,6 +73,9 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: strin
     .option('hello-timeout', { type: 'number', default: 10_000, describe: 'ms a new connection has to say hello' })
     .option('max-rows-factor', { type: 'number', default: 10, describe: 'a party may declare at most this many times the label rows' })
     .option('credentials', { type: 'string', describe: 'JSON file {"party-id": "secret", ...}: parties must prove their secret (recommended)' })
+    .option('tls-cert', { type: 'string', describe: 'serve wss:// with this certificate (PEM)' })
+    .option('tls-key', { type: 'string', describe: 'the certificate\'s private key (PEM)' })
+    .option('tls-client-ca', { type: 'string', describe: 'mutual TLS: require client certificates signed by this CA (PEM)' })
     .option('log-level', { choices: ['fatal', 'error', 'warn', 'info', 'debug'] as const, default: 'info' as const })
     .parseSync();
   const parties = a.parties.flatMap((p) => String(p).split(',')).map((p) => p.trim()).filter((p) => p !== '');
@@ -97,6 +110,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: strin
     helloTimeoutMs: requireInteger('hello-timeout', a['hello-timeout'], 1),
     maxRowsFactor: requirePositive('max-rows-factor', a['max-rows-factor']),
     credentials: a.credentials === undefined ? undefined : readCredentials(a.credentials),
+    tls: readTls(a['tls-cert'], a['tls-key'], a['tls-client-ca']),
     logLevel: a['log-level'],
   };
 }

@@ -1,5 +1,7 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
+import { type Server as HttpServer, createServer as createHttpServer } from 'node:http';
+import { type Server as HttpsServer, createServer as createHttpsServer } from 'node:https';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket, type RawData } from 'ws';
@@ -74,6 +76,8 @@ export interface CoordinatorConfig {
   maxRowsFactor: number;
   /** Each party's secret; when given, a hello must carry a valid proof (see helloProof). */
   credentials?: Record<string, string>;
+  /** Serve wss:// with this certificate and key (PEM); with clientCa, require client certificates from that CA. */
+  tls?: { cert: string; key: string; clientCa?: string };
 }
 
 export interface PartySummary {
@@ -189,6 +193,7 @@ class Coordinator {
   private readonly hashKey = randomBytes(32);
   private readonly parties = new Map<string, PartyState>();
   private wss: WebSocketServer | undefined;
+  private server: HttpServer | HttpsServer | undefined;
   private phase: Phase = 'waiting';
   private round = 0;
   private sgdStep = 0;
@@ -231,21 +236,35 @@ class Coordinator {
     // vector of doubles over the label rows, whichever is larger. Never the ws default.
     const rowsForVectors = Math.max(this.labels.ids.length, this.testLabels?.ids.length ?? 0);
     const maxPayload = Math.max(this.maxRows * ID_HASH_BYTES, rowsForVectors * 8) + ENVELOPE_BYTES;
+    const tls = this.cfg.tls;
+    const server = tls
+      ? createHttpsServer({
+          cert: tls.cert,
+          key: tls.key,
+          // Mutual TLS: only clients with a certificate from this CA get through the handshake.
+          ...(tls.clientCa ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: true } : {}),
+        })
+      : createHttpServer();
+    this.server = server;
     return new Promise((resolve, reject) => {
-      const wss = new WebSocketServer({ host: this.cfg.host, port: this.cfg.port, maxPayload, perMessageDeflate: false });
+      const wss = new WebSocketServer({ server, maxPayload, perMessageDeflate: false });
       this.wss = wss;
-      wss.on('error', (err) => {
-        if (this.phase === 'waiting' && !wss.address()) reject(new ConfigError(`cannot listen on ${this.cfg.host}:${this.cfg.port}: ${err.message}`));
+      const onError = (err: Error) => {
+        if (this.phase === 'waiting' && !server.listening) reject(new ConfigError(`cannot listen on ${this.cfg.host}:${this.cfg.port}: ${err.message}`));
         else this.fail(new PeerError(`server error: ${err.message}`));
-      });
-      wss.on('listening', () => {
-        const addr = wss.address();
+      };
+      server.on('error', onError);
+      wss.on('error', onError);
+      server.on('tlsClientError', (err: Error) => this.log.warn({ err: err.message }, 'TLS handshake failed'));
+      server.on('listening', () => {
+        const addr = server.address();
         const port = typeof addr === 'object' && addr ? addr.port : this.cfg.port;
-        this.log.info({ port, host: this.cfg.host, jobId: this.cfg.jobId, parties: this.cfg.parties, maxPayload }, 'listening');
+        this.log.info({ port, host: this.cfg.host, tls: Boolean(tls), mutualTls: Boolean(tls?.clientCa), jobId: this.cfg.jobId, parties: this.cfg.parties, maxPayload }, 'listening');
         resolve(port);
         this.run().catch((err) => this.fail(err));
       });
       wss.on('connection', (ws, req) => this.onConnection(ws, req.socket.remoteAddress ?? '?'));
+      server.listen(this.cfg.port, this.cfg.host);
     });
   }
 
@@ -799,10 +818,12 @@ class Coordinator {
 
   private shutdownServer(): Promise<void> {
     const wss = this.wss;
-    if (!wss) return Promise.resolve();
+    const server = this.server;
+    if (!wss || !server) return Promise.resolve();
     this.wss = undefined;
+    this.server = undefined;
     for (const ws of wss.clients) ws.terminate();
-    return new Promise((resolve) => wss.close(() => resolve()));
+    return new Promise((resolve) => wss.close(() => server.close(() => resolve())));
   }
 }
 

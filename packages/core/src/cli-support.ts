@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { pino, type Logger } from 'pino';
 import yargs, { type Argv } from 'yargs';
 import { AdmmError, ConfigError, EXIT, exitCodeOf } from './errors.js';
@@ -99,6 +100,15 @@ export function commandLine(argv: string[], tool: string, envPrefix: string): Ar
     .version(false)
     .help()
     .fail(yargsFail(tool));
+}
+
+/** The contents of a file named by a flag; a missing or unreadable file is a configuration error naming both. */
+export function readFlagFile(flag: string, file: string): string {
+  try {
+    return readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`--${flag} ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
 }
 
 /** Exit cleanly on SIGINT / SIGTERM after `stop` runs. */

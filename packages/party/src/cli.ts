@@ -1,22 +1,25 @@
-import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
-import { ConfigError, runService, requireInteger, commandLine } from '@admm-share/core';
+import { ConfigError, readFlagFile, runService, requireInteger, commandLine } from '@admm-share/core';
 import { NAME_RE } from '@admm-share/protocol';
 import { type PartyConfig, start } from './party.js';
 import { DEFAULT_BX } from './privacy.js';
 
 const TOOL = 'admm-party';
 
+function readTls(ca?: string, cert?: string, key?: string): { ca?: string; cert?: string; key?: string } | undefined {
+  if ((cert === undefined) !== (key === undefined)) throw new ConfigError('--tls-cert and --tls-key go together');
+  if (ca === undefined && cert === undefined) return undefined;
+  return {
+    ...(ca ? { ca: readFlagFile('tls-ca', ca) } : {}),
+    ...(cert ? { cert: readFlagFile('tls-cert', cert), key: readFlagFile('tls-key', key!) } : {}),
+  };
+}
+
 function readToken(file: string | undefined, token: string | undefined): string | undefined {
   if (file !== undefined && token !== undefined) throw new ConfigError('give --token-file or --token, not both');
   if (file === undefined) return token;
-  let text: string;
-  try {
-    text = readFileSync(file, 'utf8').trim();
-  } catch (err) {
-    throw new ConfigError(`--token-file ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
-  }
+  const text = readFlagFile('token-file', file).trim();
   if (text === '') throw new ConfigError(`--token-file ${file} is empty`);
   return text;
 }
@@ -55,6 +58,9 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
     .option('release-test-scores', { type: 'boolean', default: false, describe: 'with privacy on, still send un-noised test-set scores for evaluation' })
     .option('token-file', { type: 'string', describe: 'file holding this party\'s secret (shared with the coordinator\'s credentials)' })
     .option('token', { type: 'string', describe: 'the secret itself (prefer --token-file or ADMM_PARTY_TOKEN: command lines are visible to other users)' })
+    .option('tls-ca', { type: 'string', describe: 'wss://: trust only this CA (PEM) for the coordinator\'s certificate' })
+    .option('tls-cert', { type: 'string', describe: 'mutual TLS: this party\'s client certificate (PEM)' })
+    .option('tls-key', { type: 'string', describe: 'mutual TLS: its private key (PEM)' })
     .option('log-level', { choices: ['fatal', 'error', 'warn', 'info', 'debug'] as const, default: 'info' as const })
     .parseSync();
   if (a.mechanism === undefined && a.epsilon === undefined)
@@ -90,6 +96,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
     model: resolve(a.model ?? `model-${a.id}.json`),
     connectTimeoutMs: requireInteger('connect-timeout', a['connect-timeout'], 1),
     token: readToken(a['token-file'], a.token),
+    tls: readTls(a['tls-ca'], a['tls-cert'], a['tls-key']),
     logLevel: a['log-level'],
   };
 }

@@ -57,6 +57,8 @@ export interface PartyConfig {
   connectTimeoutMs: number;
   /** This party's secret, shared with the coordinator only; proves the hello (never sent). */
   token?: string;
+  /** wss://: trust only this CA for the coordinator's certificate (pinning); cert and key for mutual TLS. */
+  tls?: { ca?: string; cert?: string; key?: string };
 }
 
 export interface PartyHandle {
@@ -157,13 +159,24 @@ class Party {
     } catch (err) {
       throw new ConfigError(`--coordinator '${cfg.coordinator}' is not a ws:// URL (${(err as Error).message})`);
     }
-    this.ws = new WebSocket(url, { maxPayload, perMessageDeflate: false, handshakeTimeout: cfg.connectTimeoutMs });
+    if (cfg.tls && url.protocol !== 'wss:') throw new ConfigError('--tls-ca, --tls-cert and --tls-key need a wss:// coordinator URL');
+    this.ws = new WebSocket(url, {
+      maxPayload,
+      perMessageDeflate: false,
+      handshakeTimeout: cfg.connectTimeoutMs,
+      ...(cfg.tls?.ca ? { ca: cfg.tls.ca } : {}),
+      ...(cfg.tls?.cert ? { cert: cfg.tls.cert, key: cfg.tls.key } : {}),
+      rejectUnauthorized: true,
+    });
     this.connectTimer = setTimeout(() => {
       if (this.state === 'connecting' || this.state === 'challenge' || this.state === 'welcome') this.fail(new PeerError(`no answer from ${cfg.coordinator} within ${cfg.connectTimeoutMs} ms`));
     }, cfg.connectTimeoutMs);
     this.ws.on('error', (err) => {
       const e = err as NodeJS.ErrnoException;
-      this.fail(new PeerError(`connection to ${cfg.coordinator} failed: ${e.code ?? e.message}`));
+      const tlsHint = /CERT|SELF_SIGNED|VERIFY|ERR_TLS|altnames/i.test(`${e.code} ${e.message}`)
+        ? ` (TLS: the coordinator's certificate is not trusted${cfg.tls?.ca ? ' by --tls-ca' : ''}: ${e.message})`
+        : '';
+      this.fail(new PeerError(`connection to ${cfg.coordinator} failed: ${e.code ?? e.message}${tlsHint}`));
     });
     this.ws.on('open', () => {
       log.info({ coordinator: cfg.coordinator }, 'connected');
