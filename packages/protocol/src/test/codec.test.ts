@@ -25,7 +25,7 @@ const mulberry32 = (seed: number): (() => number) => seedrandom(String(seed));
 
 const randInt = (rnd: () => number, n: number): number => Math.floor(rnd() * n);
 
-const PARTY_TYPES = new Set(['hello', 'ids', 'ready', 'share', 'scores']);
+const PARTY_TYPES = new Set(['hello', 'ids', 'ready', 'share', 'scores', 'exhausted', 'batchScores']);
 
 /** Awkward but finite values every vector cycles through. */
 const AWKWARD = [-0, 1e-300, 1e300, -1.5, 0, 5e-324, -5e-324, Number.MAX_VALUE, -Number.MAX_VALUE, 1 / 3, -1e-300, -1e300, 2 ** 53 + 2, Math.PI];
@@ -344,7 +344,7 @@ function randomMessage(rnd: () => number): Message {
     return v;
   };
   const round = 1 + randInt(rnd, 1000);
-  switch (randInt(rnd, 10)) {
+  switch (randInt(rnd, 14)) {
     case 0:
       return { type: 'hello', protocolVersion: 1, partyId: `p${randInt(rnd, 100)}`, jobId: rnd() < 0.5 ? null : JOB, features: 1 + n, trainRows: 1 + n, testRows: n, proof: rnd() < 0.5 ? null : hashes(2, randInt(rnd, 1e9)) };
     case 1:
@@ -374,6 +374,14 @@ function randomMessage(rnd: () => number): Message {
       return { type: 'round', jobId: JOB, round, rho: 0.1 + rnd(), c: vec() };
     case 8:
       return { type: 'evaluate', jobId: JOB, round };
+    case 9:
+      return { type: 'challenge', protocolVersion: 4, nonce: hashes(2, randInt(rnd, 1e9)) };
+    case 10:
+      return { type: 'exhausted', jobId: JOB, round, epsilonSpent: rnd() };
+    case 11:
+      return { type: 'batchScores', jobId: JOB, step: 1 + randInt(rnd, 50), scores: vec() };
+    case 12:
+      return { type: 'sgd', jobId: JOB, step: 1 + randInt(rnd, 50), epoch: 1 + randInt(rnd, 5), lr: 0.1 + rnd(), gradient: vec(), rows: rowPermutation(n, 20, randInt(rnd, 1e9)), full: rnd() < 0.5 };
     default:
       return {
         type: 'done',
@@ -403,12 +411,12 @@ function mutate(rnd: () => number, src: Uint8Array): Uint8Array {
 
 const KINDS = new Set(Object.keys(CloseCodes));
 
-test('fuzz: 20,000 mutated encodings only ever raise ProtocolError', () => {
+test('fuzz: 100,000 random and mutated messages only ever raise ProtocolError', () => {
   const rnd = mulberry32(20240601);
   const thrown = new Map<string, number>();
   let accepted = 0;
   const contexts: ValidationContext[] = [{}, { jobId: JOB }, { jobId: JOB, n: 5, nTest: 5, round: 4, declaredRows: { train: 3, test: 3 }, fileRows: { train: 20, test: 20 } }];
-  for (let i = 0; i < 20000; i++) {
+  for (let i = 0; i < 100000; i++) {
     const msg = randomMessage(rnd);
     const bytes = mutate(rnd, encode(msg));
     const ctx = contexts[i % contexts.length];
