@@ -72,6 +72,8 @@ export interface CoordinatorConfig {
   out: string;
   /** An unauthenticated connection must say hello within this time. */
   helloTimeoutMs: number;
+  /** A party must answer each request (share, scores, ready) within this time. */
+  roundTimeoutMs: number;
   /** Largest number of rows a party may declare, relative to the label file (bounds memory and frame size). */
   maxRowsFactor: number;
   /** Each party's secret; when given, a hello must carry a valid proof (see helloProof). */
@@ -144,6 +146,13 @@ export function defaultRho(variant: Variant, n: number): number {
 const ENVELOPE_BYTES = 4096;
 /** A hello is a few short fields; anything larger before authentication is hostile. */
 const HELLO_MAX_BYTES = 1024;
+/**
+ * Connections allowed to wait for their hello at once; each holds a socket and a timer for
+ * at most --hello-timeout, so this bounds what a flood of silent connections can hold.
+ */
+const MAX_PENDING_CONNECTIONS = 64;
+/** Unsent bytes a party may leave queued (it is not reading) before its connection is closed, in messages. */
+const MAX_QUEUED_MESSAGES = 4;
 
 interface TrainResult {
   reason: StopReason;
@@ -196,6 +205,8 @@ class Coordinator {
   private server: HttpServer | HttpsServer | undefined;
   private phase: Phase = 'waiting';
   private round = 0;
+  /** Connections that have not said hello yet. */
+  private pending = 0;
   private sgdStep = 0;
   private batchRows = 0;
   private n = 0;
@@ -279,6 +290,17 @@ class Coordinator {
     const log = this.log.child({ remote });
     let party: PartyState | undefined;
     ws.on('error', (err) => log.warn({ err: err.message }, 'socket error'));
+    if (this.pending >= MAX_PENDING_CONNECTIONS) {
+      log.warn({ close: CloseCodes.busy.code, pending: this.pending }, 'closing connection');
+      ws.close(CloseCodes.busy.code, closeReason('busy', `${this.pending} connections are already waiting to say hello`));
+      return;
+    }
+    this.pending++;
+    let counted = true;
+    const settle = () => {
+      if (counted) this.pending--;
+      counted = false;
+    };
     const helloTimer = setTimeout(() => {
       if (!party) reject('helloTimeout', `no hello within ${this.cfg.helloTimeoutMs} ms`);
     }, this.cfg.helloTimeoutMs);
@@ -302,6 +324,7 @@ class Coordinator {
           if (msg.type !== 'hello') throw new ProtocolError('unexpected', `'${msg.type}' before hello`);
           party = this.onHello(ws, msg, log, nonce);
           clearTimeout(helloTimer);
+          settle();
           return;
         }
         const msg = validatePartyMessage(decode(bytes), this.contextFor(party));
@@ -319,6 +342,7 @@ class Coordinator {
     });
     ws.on('close', (code, reason) => {
       clearTimeout(helloTimer);
+      settle();
       if (!party || this.parties.get(party.id) !== party) return;
       const why = `party ${party.id} disconnected (code ${code}${reason.length ? `: ${reason.toString()}` : ''})`;
       if (this.phase === 'finishing' || this.phase === 'done') {
@@ -423,8 +447,16 @@ class Coordinator {
     if (queued) return Promise.resolve(check(queued));
     if (this.phase === 'failed') return Promise.reject(new PeerError('job aborted'));
     return new Promise((resolve, reject) => {
+      // A party that stays silent ends the job after --round-timeout instead of hanging it.
+      const deadline = setTimeout(() => {
+        p.waiter = undefined;
+        const detail = `no '${types.join("' or '")}' within ${this.cfg.roundTimeoutMs} ms`;
+        p.ws.close(CloseCodes.timeout.code, closeReason('timeout', detail));
+        this.fail(new PeerError(`party ${p.id}: ${detail}`));
+      }, this.cfg.roundTimeoutMs);
       p.waiter = {
         deliver: (m) => {
+          clearTimeout(deadline);
           try {
             resolve(check(m));
           } catch (err) {
@@ -433,7 +465,10 @@ class Coordinator {
             reject(new PeerError(`party ${p.id}: ${e.message}`));
           }
         },
-        fail: reject,
+        fail: (e) => {
+          clearTimeout(deadline);
+          reject(e);
+        },
       };
     });
   }
@@ -441,14 +476,21 @@ class Coordinator {
   /** The same message to every party, encoded once. */
   private broadcast(parties: PartyState[], msg: CoordinatorMessage): void {
     const bytes = encode(msg);
-    for (const p of parties) {
-      this.bytesOut += bytes.length;
-      p.ws.send(bytes);
-    }
+    for (const p of parties) this.sendBytes(p, bytes);
   }
 
   private send(p: PartyState, msg: CoordinatorMessage): void {
-    const bytes = encode(msg);
+    this.sendBytes(p, encode(msg));
+  }
+
+  /** A party that stops reading would make its queue grow without bound: close it instead. */
+  private sendBytes(p: PartyState, bytes: Uint8Array): void {
+    if (p.ws.bufferedAmount > MAX_QUEUED_MESSAGES * Math.max(bytes.length, 1 << 20)) {
+      const detail = `${p.ws.bufferedAmount} bytes unread`;
+      p.ws.close(CloseCodes.slowReader.code, closeReason('slowReader', detail));
+      this.fail(new PeerError(`party ${p.id} stopped reading (${detail})`));
+      return;
+    }
     this.bytesOut += bytes.length;
     p.ws.send(bytes);
   }

@@ -25,6 +25,12 @@ export const CloseCodes = {
   partyFailure: { code: 4012, reason: 'party failure' },
   /** The hello's proof is missing or does not match the party's credential. */
   unauthorized: { code: 4013, reason: 'authentication failed' },
+  /** Too many connections are waiting to say hello. */
+  busy: { code: 4014, reason: 'too many pending connections' },
+  /** The peer does not read what it is sent. */
+  slowReader: { code: 4015, reason: 'not reading' },
+  /** The peer did not answer within the deadline. */
+  timeout: { code: 4016, reason: 'no answer in time' },
 } as const;
 
 export type CloseKind = keyof typeof CloseCodes;
