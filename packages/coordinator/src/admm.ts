@@ -166,6 +166,11 @@ export class AdmmCoordinator {
     };
   }
 
+  /** Party m's share as of the last step (what a rejoining party resumes from). */
+  lastShare(m: number): Float64Array {
+    return this.prevShares[m];
+  }
+
   /**
    * Training objective of the model whose shares the last step received:
    * l(sum_m s_m) + lambda/2 sum_m ||x_m||^2. Separate from `step` so that the coordinator

@@ -72,6 +72,8 @@ export interface CoordinatorConfig {
   out: string;
   /** An unauthenticated connection must say hello within this time. */
   helloTimeoutMs: number;
+  /** A party that loses its connection during ADMM training may rejoin within this time (0: never). */
+  rejoinTimeoutMs: number;
   /** A party must answer each request (share, scores, ready) within this time. */
   roundTimeoutMs: number;
   /** Largest number of rows a party may declare, relative to the label file (bounds memory and frame size). */
@@ -185,6 +187,13 @@ interface PartyState {
   aligned: { train: Uint32Array; test: Uint32Array } | undefined;
   inbox: PartyMessage[];
   waiter: { deliver: (m: PartyMessage) => void; fail: (e: Error) => void } | undefined;
+  /** False while a party that left a running job may still come back. */
+  connected: boolean;
+  rejoinTimer?: NodeJS.Timeout;
+  /** A rejoining party's progress: its ids, then its ready. */
+  rejoin?: { hashes: { train?: Uint8Array; test?: Uint8Array }; awaitingReady: boolean };
+  /** The last request broadcast to the party (round, evaluate), resent when it rejoins. */
+  lastRequest?: Uint8Array;
 }
 
 export async function start(config: CoordinatorConfig, deps: { logger: Logger }): Promise<CoordinatorHandle> {
@@ -207,6 +216,11 @@ class Coordinator {
   private round = 0;
   /** Connections that have not said hello yet. */
   private pending = 0;
+  /** For rejoining parties: the ADMM state, the last completed round, the setup, the aligned ids. */
+  private admm: AdmmCoordinator | undefined;
+  private completedRound = 0;
+  private setupMessage: Extract<CoordinatorMessage, { type: 'setup' }> | undefined;
+  private readonly keptKeys: { train?: string[]; test?: string[] } = {};
   private sgdStep = 0;
   private batchRows = 0;
   private n = 0;
@@ -343,8 +357,18 @@ class Coordinator {
     ws.on('close', (code, reason) => {
       clearTimeout(helloTimer);
       settle();
-      if (!party || this.parties.get(party.id) !== party) return;
+      if (!party || this.parties.get(party.id) !== party || party.ws !== ws) return;
       const why = `party ${party.id} disconnected (code ${code}${reason.length ? `: ${reason.toString()}` : ''})`;
+      if (this.phase === 'training' && this.cfg.algorithm === 'admm' && this.cfg.rejoinTimeoutMs > 0) {
+        // A lost connection during ADMM training: the party may reconnect (or be restarted)
+        // and resume; the job waits for it up to --rejoin-timeout.
+        const p = party;
+        p.connected = false;
+        p.rejoin = undefined;
+        log.warn({ party: p.id, code, rejoinTimeoutMs: this.cfg.rejoinTimeoutMs }, 'party disconnected; waiting for it to rejoin');
+        p.rejoinTimer = setTimeout(() => this.fail(new PeerError(`${why}, and did not rejoin within ${this.cfg.rejoinTimeoutMs} ms`)), this.cfg.rejoinTimeoutMs);
+        return;
+      }
       if (this.phase === 'finishing' || this.phase === 'done') {
         log.debug({ party: party.id, code }, 'party closed');
         this.partyClosed(party);
@@ -369,7 +393,21 @@ class Coordinator {
       const expected = helloProof(secret!, nonce, msg.partyId, msg.jobId);
       if (!msg.proof || !timingSafeEqual(Buffer.from(msg.proof), Buffer.from(expected))) reject('unauthorized', `bad or missing credential for '${msg.partyId}'`);
     }
-    if (this.parties.has(msg.partyId)) reject('duplicateParty', `'${msg.partyId}' is already connected`);
+    const known = this.parties.get(msg.partyId);
+    if (known && !known.connected) {
+      // A party that left the running job comes back.
+      if (msg.jobId !== null && msg.jobId !== this.cfg.jobId) reject('wrongJob', `party wants job '${msg.jobId}', this is job '${this.cfg.jobId}'`);
+      if (msg.features !== known.features) reject('alignment', `party ${msg.partyId} rejoins with ${msg.features} features, it had ${known.features}`);
+      clearTimeout(known.rejoinTimer);
+      known.ws = ws;
+      known.connected = true;
+      known.fileRows = { train: msg.trainRows, test: msg.testRows };
+      known.rejoin = { hashes: {}, awaitingReady: false };
+      log.info({ party: known.id }, 'party rejoining');
+      this.send(known, { type: 'welcome', protocolVersion: PROTOCOL_VERSION, jobId: this.cfg.jobId, hashKey: this.hashKey });
+      return known;
+    }
+    if (known) reject('duplicateParty', `'${msg.partyId}' is already connected`);
     if (msg.jobId !== null && msg.jobId !== this.cfg.jobId) reject('wrongJob', `party wants job '${msg.jobId}', this is job '${this.cfg.jobId}'`);
     if (this.phase !== 'waiting') reject('unexpected', 'the job has already started');
     if (msg.trainRows > this.maxRows || msg.testRows > this.maxRows)
@@ -385,6 +423,7 @@ class Coordinator {
       aligned: undefined,
       inbox: [],
       waiter: undefined,
+      connected: true,
     };
     this.parties.set(state.id, state);
     log.info({ party: state.id, features: msg.features, rows: msg.trainRows, testRows: msg.testRows }, 'party joined');
@@ -406,6 +445,10 @@ class Coordinator {
 
   /** Messages that arrive while the job is not waiting for them are protocol violations. */
   private deliver(p: PartyState, msg: PartyMessage): void {
+    if (p.rejoin) {
+      this.onRejoinMessage(p, msg);
+      return;
+    }
     if (msg.type === 'ids') {
       if (this.phase !== 'waiting') throw new ProtocolError('unexpected', 'ids after alignment');
       if (msg.set === 'test' && !this.testLabels) {
@@ -473,10 +516,51 @@ class Coordinator {
     });
   }
 
-  /** The same message to every party, encoded once. */
+  /** The same message to every party, encoded once (parties that are away get it when they rejoin). */
   private broadcast(parties: PartyState[], msg: CoordinatorMessage): void {
     const bytes = encode(msg);
-    for (const p of parties) this.sendBytes(p, bytes);
+    for (const p of parties) {
+      p.lastRequest = bytes;
+      if (p.connected) this.sendBytes(p, bytes);
+    }
+  }
+
+  /**
+   * A rejoining party sends its ids again; its rows are aligned anew (its file may have been
+   * reordered, not changed: every sample of the job must be there), it gets the job's setup,
+   * and after its ready the round the job last completed with its share from that round, then
+   * the request it has not answered yet.
+   */
+  private onRejoinMessage(p: PartyState, msg: PartyMessage): void {
+    const r = p.rejoin!;
+    if (msg.type === 'ids' && !r.awaitingReady) {
+      if (r.hashes[msg.set]) throw new ProtocolError('unexpected', `${msg.set} ids sent twice`);
+      r.hashes[msg.set] = msg.set === 'test' && !this.testLabels ? new Uint8Array(0) : msg.hashes;
+      if (!r.hashes.train || (p.fileRows.test > 0 && !r.hashes.test)) return;
+      const rows = (set: 'train' | 'test') => {
+        const kept = this.keptKeys[set];
+        if (!kept) return new Uint32Array(0);
+        const index = new Map(hashKeys(r.hashes[set]!).map((k, i) => [k, i]));
+        return Uint32Array.from(kept, (k) => {
+          const i = index.get(k);
+          if (i === undefined) throw new ProtocolError('alignment', `party ${p.id} rejoined without a ${set} sample of the job`);
+          return i;
+        });
+      };
+      p.aligned = { train: rows('train'), test: rows('test') };
+      r.awaitingReady = true;
+      this.send(p, { ...this.setupMessage!, trainRows: p.aligned.train, testRows: p.aligned.test });
+      return;
+    }
+    if (msg.type === 'ready' && r.awaitingReady) {
+      p.rejoin = undefined;
+      const m = this.cfg.parties.indexOf(p.id);
+      this.send(p, { type: 'resume', jobId: this.cfg.jobId, round: this.completedRound, share: this.admm!.lastShare(m) });
+      if (p.waiter && p.lastRequest) this.sendBytes(p, p.lastRequest);
+      this.log.info({ party: p.id, round: this.completedRound }, 'party rejoined');
+      return;
+    }
+    throw new ProtocolError('unexpected', `'${msg.type}' while rejoining`);
   }
 
   private send(p: PartyState, msg: CoordinatorMessage): void {
@@ -511,20 +595,23 @@ class Coordinator {
     const yTest = test ? Float64Array.from(test.labelRows, (r) => this.testLabels!.y[r]) : undefined;
     this.log.info({ rows: this.n, dropped: train.dropped, testRows: this.nTest, droppedTest: test?.dropped ?? 0 }, 'samples aligned');
     const rho0 = this.cfg.rho ?? defaultRho(this.cfg.variant, this.n);
+    this.keptKeys.train = train.keptKeys;
+    this.keptKeys.test = test?.keptKeys;
+    this.setupMessage = {
+      type: 'setup',
+      jobId: this.cfg.jobId,
+      trainRows: new Uint32Array(0),
+      testRows: new Uint32Array(0),
+      lambda: this.cfg.lambda,
+      loss: this.cfg.loss,
+      rounds: this.cfg.maxRounds,
+      rho: rho0,
+      parties: parties.length,
+      algorithm: this.cfg.algorithm,
+    };
     for (const p of parties) {
       p.aligned = { train: train.partyRows.get(p.id)!, test: test?.partyRows.get(p.id) ?? new Uint32Array(0) };
-      this.send(p, {
-        type: 'setup',
-        jobId: this.cfg.jobId,
-        trainRows: p.aligned.train,
-        testRows: p.aligned.test,
-        lambda: this.cfg.lambda,
-        loss: this.cfg.loss,
-        rounds: this.cfg.maxRounds,
-        rho: rho0,
-        parties: parties.length,
-        algorithm: this.cfg.algorithm,
-      });
+      this.send(p, { ...this.setupMessage, trainRows: p.aligned.train, testRows: p.aligned.test });
     }
     const ready = await Promise.all(parties.map((p) => this.next(p, 'ready')));
     const privacy = ready.map((r, m) => ({ party: parties[m].id, ...r.privacy }));
@@ -600,6 +687,7 @@ class Coordinator {
       tolerance: this.cfg.tolerance,
     });
     admm.step(parties.map(() => new Float64Array(this.n))); // z and dual from x = 0, so round 1 already moves
+    this.admm = admm;
     this.phase = 'training';
     this.log.info({ rho: rho0, variant: this.cfg.variant, alpha: this.cfg.alpha, maxRounds }, 'training');
     const trace = new TraceWriter(this.cfg.out);
@@ -649,6 +737,7 @@ class Coordinator {
         }
         const shares = replies as Share[];
         const stats = admm.step(shares.map((s) => s.share));
+        this.completedRound = t;
         const converged = stats.primal <= stats.epsPrimal && stats.dual <= stats.epsDual;
         const final = converged || t === maxRounds;
         const test = yTest && (final || (this.cfg.evalEvery > 0 && t % this.cfg.evalEvery === 0)) ? await this.evaluate(parties, t, yTest) : undefined;
@@ -800,11 +889,13 @@ class Coordinator {
       return m;
     });
     const labelRows: number[] = [];
+    const keptKeys: string[] = [];
     const partyRows = parties.map(() => [] as number[]);
     labelKeys.forEach((k, r) => {
       const rows = index.map((m) => m.get(k));
       if (rows.some((x) => x === undefined)) return;
       labelRows.push(r);
+      keptKeys.push(k);
       rows.forEach((x, m) => partyRows[m].push(x!));
     });
     if (labelRows.length === 0) {
@@ -814,6 +905,7 @@ class Coordinator {
     }
     return {
       labelRows,
+      keptKeys,
       partyRows: new Map(parties.map((p, m) => [p.id, Uint32Array.from(partyRows[m])])),
       dropped: union.size - labelRows.length,
     };

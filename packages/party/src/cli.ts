@@ -43,6 +43,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
     .option('intercept', { type: 'boolean', default: false, describe: 'fit an unpenalised intercept here (one party at most)' })
     .option('model', { type: 'string', describe: 'model file to write (default: model-ID.json)' })
     .option('connect-timeout', { type: 'number', default: 30_000, describe: 'ms to wait for the coordinator' })
+    .option('reconnect-timeout', { type: 'number', default: 60_000, describe: 'ms to keep trying to rejoin after losing the connection during the job' })
     .option('mechanism', {
       choices: ['gaussian-share', 'paper', 'none'] as const,
       describe: 'privacy mechanism; gaussian-share when --epsilon is given. Required: a budget, or --mechanism none to send shares without noise',
@@ -95,6 +96,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
     releaseTestScores: a['release-test-scores'],
     model: resolve(a.model ?? `model-${a.id}.json`),
     connectTimeoutMs: requireInteger('connect-timeout', a['connect-timeout'], 1),
+    reconnectTimeoutMs: requireInteger('reconnect-timeout', a['reconnect-timeout'], 0),
     token: readToken(a['token-file'], a.token),
     tls: readTls(a['tls-ca'], a['tls-cert'], a['tls-key']),
     logLevel: a['log-level'],

@@ -55,6 +55,8 @@ export interface PartyConfig {
   releaseTestScores: boolean;
   /** Give up if the coordinator does not answer within this time (ms). */
   connectTimeoutMs: number;
+  /** After losing the connection during the job, keep trying to rejoin for this long (ms). */
+  reconnectTimeoutMs: number;
   /** This party's secret, shared with the coordinator only; proves the hello (never sent). */
   token?: string;
   /** wss://: trust only this CA for the coordinator's certificate (pinning); cert and key for mutual TLS. */
@@ -71,6 +73,9 @@ export interface PartyResult {
   rounds: number;
   model: string;
 }
+
+/** Close codes of a connection that broke rather than was closed on purpose: worth reconnecting. */
+const RETRIABLE_CLOSE_CODES = new Set([1001, 1005, 1006]);
 
 /** Bytes of MessagePack framing allowed on top of a message's vectors. */
 const ENVELOPE_BYTES = 4096;
@@ -120,7 +125,14 @@ class Party {
   readonly done: Promise<PartyResult>;
   private resolve!: (r: PartyResult) => void;
   private reject!: (e: Error) => void;
-  private readonly ws: WebSocket;
+  private ws: WebSocket;
+  private readonly url: URL;
+  private readonly maxPayload: number;
+  /** True once the job's training has started: from then on a lost connection is retried. */
+  private joined = false;
+  private lostAt: number | undefined;
+  private attempt = 0;
+  private retryTimer: NodeJS.Timeout | undefined;
   private state: State = 'connecting';
   private jobId: string | undefined;
   private x: RidgeXUpdate | undefined;
@@ -132,7 +144,7 @@ class Party {
   private round = 0;
   /** The model before the last round, restored if the job ends one round earlier (budget). */
   private previous: { x: Float64Array; intercept: number } | undefined;
-  private readonly connectTimer: NodeJS.Timeout;
+  private connectTimer: NodeJS.Timeout | undefined;
 
   constructor(
     private readonly cfg: PartyConfig,
@@ -160,40 +172,88 @@ class Party {
       throw new ConfigError(`--coordinator '${cfg.coordinator}' is not a ws:// URL (${(err as Error).message})`);
     }
     if (cfg.tls && url.protocol !== 'wss:') throw new ConfigError('--tls-ca, --tls-cert and --tls-key need a wss:// coordinator URL');
-    this.ws = new WebSocket(url, {
-      maxPayload,
+    this.url = url;
+    this.maxPayload = maxPayload;
+    this.ws = this.connect();
+  }
+
+  /** Open a connection to the coordinator; a lost one during training is retried (see dropped). */
+  private connect(): WebSocket {
+    const { cfg, log } = this;
+    const ws = new WebSocket(this.url, {
+      maxPayload: this.maxPayload,
       perMessageDeflate: false,
       handshakeTimeout: cfg.connectTimeoutMs,
       ...(cfg.tls?.ca ? { ca: cfg.tls.ca } : {}),
       ...(cfg.tls?.cert ? { cert: cfg.tls.cert, key: cfg.tls.key } : {}),
       rejectUnauthorized: true,
     });
+    this.state = 'connecting';
+    clearTimeout(this.connectTimer);
     this.connectTimer = setTimeout(() => {
-      if (this.state === 'connecting' || this.state === 'challenge' || this.state === 'welcome') this.fail(new PeerError(`no answer from ${cfg.coordinator} within ${cfg.connectTimeoutMs} ms`));
+      if (ws === this.ws && (this.state === 'connecting' || this.state === 'challenge' || this.state === 'welcome'))
+        this.joined ? this.dropped(`no answer within ${cfg.connectTimeoutMs} ms`) : this.fail(new PeerError(`no answer from ${cfg.coordinator} within ${cfg.connectTimeoutMs} ms`));
     }, cfg.connectTimeoutMs);
-    this.ws.on('error', (err) => {
+    ws.on('error', (err) => {
+      if (ws !== this.ws) return;
       const e = err as NodeJS.ErrnoException;
       const tlsHint = /CERT|SELF_SIGNED|VERIFY|ERR_TLS|altnames/i.test(`${e.code} ${e.message}`)
         ? ` (TLS: the coordinator's certificate is not trusted${cfg.tls?.ca ? ' by --tls-ca' : ''}: ${e.message})`
         : '';
-      this.fail(new PeerError(`connection to ${cfg.coordinator} failed: ${e.code ?? e.message}${tlsHint}`));
+      if (this.joined && !tlsHint) this.dropped(e.code ?? e.message);
+      else this.fail(new PeerError(`connection to ${cfg.coordinator} failed: ${e.code ?? e.message}${tlsHint}`));
     });
-    this.ws.on('open', () => {
-      log.info({ coordinator: cfg.coordinator }, 'connected');
+    ws.on('open', () => {
+      if (ws !== this.ws) return;
+      log.info({ coordinator: cfg.coordinator, reconnect: this.joined }, 'connected');
       this.state = 'challenge';
     });
-    this.ws.on('message', (data: RawData, isBinary: boolean) => this.onMessage(data, isBinary));
-    this.ws.on('close', (code, reason) => {
+    ws.on('message', (data: RawData, isBinary: boolean) => {
+      if (ws === this.ws) this.onMessage(data, isBinary);
+    });
+    ws.on('close', (code, reason) => {
+      if (ws !== this.ws) return;
       clearTimeout(this.connectTimer);
       if (this.state === 'done' || this.state === 'failed') return;
       const kind = closeKindOf(code);
       const text = reason.toString() || (kind ? CloseCodes[kind].reason : 'no reason given');
-      this.fail(new PeerError(`coordinator closed the connection (code ${code}: ${text})`), false);
+      // Only a connection that broke (not one the coordinator closed on purpose) is retried.
+      if (this.joined && RETRIABLE_CLOSE_CODES.has(code)) this.dropped(`code ${code}`);
+      else this.fail(new PeerError(`coordinator closed the connection (code ${code}: ${text})`), false);
     });
+    return ws;
+  }
+
+  /**
+   * The connection was lost during the job: reconnect with exponential backoff and jitter
+   * (100 ms doubling to 5 s, times 0.5 to 1.5) until --reconnect-timeout; on rejoining, the
+   * coordinator sends the job's setup again and the round to resume from.
+   */
+  private dropped(why: string): void {
+    if (this.state === 'done' || this.state === 'failed') return;
+    const now = Date.now();
+    this.lostAt ??= now;
+    if (now - this.lostAt > this.cfg.reconnectTimeoutMs) {
+      this.fail(new PeerError(`lost the coordinator (${why}) and could not rejoin within ${this.cfg.reconnectTimeoutMs} ms`), false);
+      return;
+    }
+    const delay = Math.min(5000, 100 * 2 ** this.attempt) * (0.5 + Math.random());
+    this.attempt++;
+    this.state = 'connecting';
+    this.log.warn({ why, attempt: this.attempt, delayMs: Math.round(delay) }, 'connection lost; reconnecting');
+    clearTimeout(this.retryTimer);
+    this.retryTimer = setTimeout(() => {
+      if (this.state !== 'failed' && this.state !== 'done') this.ws = this.connect();
+    }, delay);
   }
 
   close(): void {
     this.fail(new PeerError('party stopped'));
+  }
+
+  /** Where the privacy ledger is kept between restarts: next to the model. */
+  private get ledgerPath(): string {
+    return this.cfg.model.replace(/(\.json)?$/, '.ledger.json');
   }
 
   private get model(): RidgeXUpdate | SgdModel | undefined {
@@ -249,11 +309,11 @@ class Party {
           type: 'hello',
           protocolVersion: PROTOCOL_VERSION,
           partyId: cfg.partyId,
-          jobId: cfg.jobId,
+          jobId: this.jobId ?? cfg.jobId,
           features: this.features,
           trainRows: train.ids.length,
           testRows: test?.ids.length ?? 0,
-          proof: cfg.token === undefined ? null : helloProof(cfg.token, msg.nonce, cfg.partyId, cfg.jobId),
+          proof: cfg.token === undefined ? null : helloProof(cfg.token, msg.nonce, cfg.partyId, this.jobId ?? cfg.jobId),
         });
         return;
       }
@@ -262,9 +322,11 @@ class Party {
         if (msg.protocolVersion !== PROTOCOL_VERSION)
           throw new ProtocolError('versionMismatch', `party speaks version ${PROTOCOL_VERSION}, coordinator sent version ${msg.protocolVersion}`);
         clearTimeout(this.connectTimer);
+        if (this.jobId !== undefined && msg.jobId !== this.jobId) throw new ProtocolError('wrongJob', `rejoining job '${this.jobId}', the coordinator runs '${msg.jobId}'`);
         this.jobId = msg.jobId;
         this.state = 'setup';
-        this.log.info({ jobId: msg.jobId }, 'joined job');
+        this.log.info({ jobId: msg.jobId, rejoin: this.joined }, 'joined job');
+        if (this.privacy.enabled && !this.joined) this.privacy.restoreLedger(this.ledgerPath, msg.jobId);
         this.send({ type: 'ids', jobId: msg.jobId, set: 'train', hashes: hashIds(this.train.ids, msg.hashKey) });
         if (this.test) this.send({ type: 'ids', jobId: msg.jobId, set: 'test', hashes: hashIds(this.test.ids, msg.hashKey) });
         return;
@@ -287,7 +349,21 @@ class Party {
           'aligned and factorised',
         );
         this.log.info({ ...privacy }, `privacy: ${privacy.mechanism === 'none' ? 'none, shares are sent without noise' : privacy.mechanism}`);
+        this.joined = true;
+        this.lostAt = undefined;
+        this.attempt = 0;
         this.send({ type: 'ready', jobId: this.jobId!, privacy });
+        return;
+      }
+      case 'resume': {
+        this.expect('training');
+        if (!this.x) throw new ProtocolError('unexpected', 'resume in an SGD job');
+        if (this.privacy.enabled && this.privacy.releases < msg.round)
+          throw new ConfigError(`cannot resume at round ${msg.round}: this party's privacy ledger records only ${this.privacy.releases} releases (was ${this.ledgerPath} lost?)`);
+        this.x.released.set(msg.share);
+        this.round = msg.round;
+        this.previous = undefined;
+        this.log.info({ round: msg.round }, 'resumed');
         return;
       }
       case 'sgd': {
@@ -321,6 +397,7 @@ class Party {
         this.previous = { x: x.x.slice(), intercept: x.intercept };
         x.updateFromBroadcast(msg.c, msg.rho, this.privacy.bounds);
         this.privacy.release(x);
+        if (this.privacy.enabled) this.privacy.saveLedger(this.ledgerPath, this.jobId!);
         // ||x_m||^2 depends on the data and is not noised, so with privacy on it is not sent
         // (the coordinator's objective then lacks the penalty; it is computed from noisy shares anyway).
         const penaltySq = this.privacy.enabled ? 0 : x.penaltySq();
@@ -385,6 +462,7 @@ class Party {
     if (this.state === 'done' || this.state === 'failed') return;
     this.state = 'failed';
     clearTimeout(this.connectTimer);
+    clearTimeout(this.retryTimer);
     if (close && (this.ws.readyState === WebSocket.OPEN || this.ws.readyState === WebSocket.CONNECTING)) {
       if (this.ws.readyState === WebSocket.OPEN) this.ws.close(CloseCodes[kind].code, closeReason(kind, err.message));
       else this.ws.terminate();

@@ -8,7 +8,9 @@ import {
   osNoise,
   seededNoise,
   snapToGrid,
+  writeFileAtomic,
 } from '@admm-share/core';
+import { existsSync, readFileSync } from 'node:fs';
 import type { MechanismName, PrivacyInfo } from '@admm-share/protocol';
 import type { RidgeXUpdate } from './xupdate.js';
 
@@ -166,6 +168,23 @@ export class Privacy {
     return this.spentAfter(this.spentRounds);
   }
 
+  /** Releases made so far in this job. */
+  get releases(): number {
+    return this.spentRounds;
+  }
+
+  /** Keep the ledger on disk (atomically) so that a restarted party cannot forget what it spent. */
+  saveLedger(path: string, jobId: string): void {
+    writeFileAtomic(path, JSON.stringify({ format: 'admm-share-ledger/1', jobId, releases: this.spentRounds, epsilonSpent: this.spent }) + '\n', 0o600);
+  }
+
+  /** Restore the releases of this job from a ledger written before a restart. */
+  restoreLedger(path: string, jobId: string): void {
+    if (!existsSync(path)) return;
+    const saved = JSON.parse(readFileSync(path, 'utf8')) as { jobId?: string; releases?: number };
+    if (saved.jobId === jobId && Number.isSafeInteger(saved.releases)) this.spentRounds = Math.max(this.spentRounds, saved.releases!);
+  }
+
   /**
    * Whether round `round` may run: its rho must not exceed the one the noise was calibrated
    * for, and the ledger must stay within budget. The check is against the rounds actually
@@ -175,8 +194,9 @@ export class Privacy {
     const i = this.info!;
     if (i.mechanism === 'none') return { ok: true };
     if (rho > this.rho * (1 + 1e-12)) return { ok: false, why: `rho ${rho} exceeds the ${this.rho} the noise was calibrated for` };
-    if (round !== this.spentRounds + 1) return { ok: false, why: `round ${round} after ${this.spentRounds} released` };
-    const after = this.spentAfter(round);
+    // The ledger counts releases, not round numbers: a round run again after a resume is
+    // another release and is paid for again.
+    const after = this.spentAfter(this.spentRounds + 1);
     if (after > i.epsilon! * (1 + 1e-9))
       return { ok: false, why: `round ${round} would spend epsilon ${after.toPrecision(4)} of a budget of ${i.epsilon} (rounds paid for: ${i.rounds})` };
     return { ok: true };

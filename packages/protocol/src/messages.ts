@@ -1,9 +1,9 @@
 /**
  * Every message of the admm-share protocol. See PROTOCOL.md for the state machine.
  * Party -> coordinator: hello, ids, ready, share, exhausted, scores, batchScores.
- * Coordinator -> party: challenge, welcome, setup, round, evaluate, sgd, done.
+ * Coordinator -> party: challenge, welcome, setup, resume, round, evaluate, sgd, done.
  */
-export const PROTOCOL_VERSION = 4;
+export const PROTOCOL_VERSION = 5;
 
 export const LOSSES = ['logistic', 'squared'] as const;
 export const ALGORITHMS = ['admm', 'sgd'] as const;
@@ -102,6 +102,18 @@ export interface PrivacyInfo {
   seeded: boolean;
 }
 
+/**
+ * Sent to a party that rejoins a running job (after `setup` and its `ready`): the last round
+ * the job completed and the share the coordinator holds from this party for it. The party
+ * continues from there (its next target is share - c).
+ */
+export interface Resume {
+  type: 'resume';
+  jobId: string;
+  round: number;
+  share: Float64Array;
+}
+
 export interface Ready {
   type: 'ready';
   jobId: string;
@@ -187,7 +199,7 @@ export interface Done {
 }
 
 export type PartyMessage = Hello | Ids | Ready | Share | Exhausted | Scores | BatchScores;
-export type CoordinatorMessage = Challenge | Welcome | Setup | Round | Evaluate | Sgd | Done;
+export type CoordinatorMessage = Challenge | Welcome | Setup | Resume | Round | Evaluate | Sgd | Done;
 export type Message = PartyMessage | CoordinatorMessage;
 export type MessageType = Message['type'];
 

@@ -249,6 +249,11 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
   const o = asObject(value);
   const type = typeOf(o);
   switch (type) {
+    case 'resume': {
+      exactKeys(o, type, ['type', 'jobId', 'round', 'share']);
+      const jobId = job(o, type, ctx);
+      return { type, jobId, round: count(o, type, 'round'), share: vector(o, type, 'share', ctx.n) };
+    }
     case 'challenge': {
       exactKeys(o, type, ['type', 'protocolVersion', 'nonce']);
       const nonce = bytes(o, type, 'nonce');

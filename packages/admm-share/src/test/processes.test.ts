@@ -125,7 +125,7 @@ test('a party that dies mid-training ends the job cleanly everywhere (no hang, e
   const dir = tempDir(t);
   const files = dataset(dir);
   const out = join(dir, 'out');
-  const coord = startCoordinator(files, out, ['--rounds', '100000', '--tol-abs', '0', '--tol-rel', '0']);
+  const coord = startCoordinator(files, out, ['--rounds', '100000', '--tol-abs', '0', '--tol-rel', '0', '--rejoin-timeout', '0']);
   const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
   const parties = files.parties.map((_, m) => startParty(files, m, port, out));
   await coord.waitFor((r) => r.msg === 'round' && (r.round as number) >= 5, 'round 5');

@@ -1,0 +1,99 @@
+// Faults during training over real processes: a party killed with SIGKILL and restarted,
+// and a connection dropped under a live party. The job completes, and (no noise) with the
+// same objective as an uninterrupted run.
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readFileSync } from 'node:fs';
+import { type Server, type Socket, createConnection, createServer } from 'node:net';
+import { join } from 'node:path';
+import { syntheticDataset } from '@admm-share/core';
+import { writeVerticalSplit } from '../split.js';
+import { BIN, type Proc, killAll, run, tempDir } from './procs.js';
+
+after(killAll);
+
+const ROUNDS = '60';
+
+function setup(dir: string) {
+  const s = syntheticDataset({ trainRows: 500, testRows: 100, seed: 'resume-test' });
+  return writeVerticalSplit(join(dir, 'data'), s.blocks, s.train, s.test);
+}
+
+function coordinator(files: ReturnType<typeof setup>, out: string) {
+  return run(BIN.coordinator, ['--port', '0', '--labels', files.labels, '--test-labels', files.testLabels!, '--parties', files.parties.map((p) => p.id).join(','), '--out', out, '--rounds', ROUNDS, '--tol-abs', '0', '--tol-rel', '0', '--job', 'resume-job']);
+}
+
+function party(files: ReturnType<typeof setup>, m: number, url: string, out: string): Proc {
+  const f = files.parties[m];
+  return run(BIN.party, ['--coordinator', url, '--id', f.id, '--data', f.train, '--test', f.test!, '--ids', 'first', '--mechanism', 'none', '--model', join(out, `model-${f.id}.json`), '--reconnect-timeout', '30000']);
+}
+
+async function baseline(dir: string, files: ReturnType<typeof setup>): Promise<number> {
+  const out = join(dir, 'baseline');
+  const coord = coordinator(files, out);
+  const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
+  const parties = files.parties.map((_, m) => party(files, m, `ws://127.0.0.1:${port}`, out));
+  for (const p of [coord, ...parties]) assert.equal((await p.exit).code, 0, p.stderr());
+  return JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')).objective;
+}
+
+test('kill -9 a party mid-training and start it again: the job completes with the uninterrupted objective', async (t) => {
+  const dir = tempDir(t);
+  const files = setup(dir);
+  const expected = await baseline(dir, files);
+  const out = join(dir, 'faulty');
+  const coord = coordinator(files, out);
+  const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
+  const url = `ws://127.0.0.1:${port}`;
+  const parties = files.parties.map((_, m) => party(files, m, url, out));
+  await coord.waitFor((r) => r.msg === 'round' && (r.round as number) >= 10, 'round 10');
+  parties[1].child.kill('SIGKILL');
+  await parties[1].exit;
+  await coord.waitFor((r) => r.msg === 'party disconnected; waiting for it to rejoin', 'the coordinator noticing');
+  const restarted = party(files, 1, url, out);
+  for (const p of [coord, parties[0], restarted, parties[2]]) assert.equal((await p.exit).code, 0, p.stderr());
+  await coord.waitFor((r) => r.msg === 'party rejoined');
+  const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+  assert.equal(summary.rounds, Number(ROUNDS));
+  assert.ok(Math.abs(summary.objective - expected) <= 1e-9 * expected, `objective ${summary.objective} vs ${expected}`);
+});
+
+/** A TCP relay whose connections the test can cut. */
+function relay(target: number): Promise<{ port: number; cut(): void; server: Server }> {
+  const pairs: Socket[][] = [];
+  const server = createServer((client) => {
+    const upstream = createConnection({ port: target, host: '127.0.0.1' });
+    client.on('error', () => undefined);
+    upstream.on('error', () => undefined);
+    client.pipe(upstream);
+    upstream.pipe(client);
+    pairs.push([client, upstream]);
+  });
+  return new Promise((resolve) =>
+    server.listen(0, '127.0.0.1', () =>
+      resolve({
+        port: (server.address() as { port: number }).port,
+        cut: () => pairs.splice(0).forEach(([a, b]) => (a.destroy(), b.destroy())),
+        server,
+      }),
+    ),
+  );
+}
+
+test('a dropped connection (party alive) reconnects by itself and the job completes with the same objective', async (t) => {
+  const dir = tempDir(t);
+  const files = setup(dir);
+  const expected = await baseline(dir, files);
+  const out = join(dir, 'dropped');
+  const coord = coordinator(files, out);
+  const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
+  const proxy = await relay(port);
+  t.after(() => proxy.server.close());
+  const parties = files.parties.map((_, m) => party(files, m, m === 2 ? `ws://127.0.0.1:${proxy.port}` : `ws://127.0.0.1:${port}`, out));
+  await coord.waitFor((r) => r.msg === 'round' && (r.round as number) >= 15, 'round 15');
+  proxy.cut();
+  for (const p of [coord, ...parties]) assert.equal((await p.exit).code, 0, p.stderr());
+  assert.match(parties[2].stdout(), /connection lost; reconnecting/);
+  const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+  assert.ok(Math.abs(summary.objective - expected) <= 1e-9 * expected, `objective ${summary.objective} vs ${expected}`);
+});
