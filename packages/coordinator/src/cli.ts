@@ -72,6 +72,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: strin
     .option('out', { type: 'string', default: 'out', describe: 'directory for trace.jsonl and summary.json' })
     .option('hello-timeout', { type: 'number', default: 10_000, describe: 'ms a new connection has to say hello' })
     .option('rejoin-timeout', { type: 'number', default: 60_000, describe: 'ms a party that lost its connection during ADMM training has to come back (0: abort at once)' })
+    .option('heartbeat', { type: 'number', default: 10_000, describe: 'ms between pings to each party; a party that misses one is dropped (and may rejoin)' })
     .option('round-timeout', { type: 'number', default: 600_000, describe: 'ms a party has to answer each request before the job is aborted' })
     .option('max-rows-factor', { type: 'number', default: 10, describe: 'a party may declare at most this many times the label rows' })
     .option('credentials', { type: 'string', describe: 'JSON file {"party-id": "secret", ...}: parties must prove their secret (recommended)' })
@@ -111,6 +112,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: strin
     out: resolve(a.out),
     helloTimeoutMs: requireInteger('hello-timeout', a['hello-timeout'], 1),
     roundTimeoutMs: requireInteger('round-timeout', a['round-timeout'], 1),
+    heartbeatMs: requireInteger('heartbeat', a.heartbeat, 100),
     rejoinTimeoutMs: requireInteger('rejoin-timeout', a['rejoin-timeout'], 0),
     maxRowsFactor: requirePositive('max-rows-factor', a['max-rows-factor']),
     credentials: a.credentials === undefined ? undefined : readCredentials(a.credentials),

@@ -76,6 +76,8 @@ export interface CoordinatorConfig {
   rejoinTimeoutMs: number;
   /** A party must answer each request (share, scores, ready) within this time. */
   roundTimeoutMs: number;
+  /** Ping every connected party this often; one missed pong drops the connection. */
+  heartbeatMs: number;
   /** Largest number of rows a party may declare, relative to the label file (bounds memory and frame size). */
   maxRowsFactor: number;
   /** Each party's secret; when given, a hello must carry a valid proof (see helloProof). */
@@ -194,6 +196,8 @@ interface PartyState {
   rejoin?: { hashes: { train?: Uint8Array; test?: Uint8Array }; awaitingReady: boolean };
   /** The last request broadcast to the party (round, evaluate), resent when it rejoins. */
   lastRequest?: Uint8Array;
+  /** Heartbeat: false after a ping until the pong comes back. */
+  alive: boolean;
 }
 
 export async function start(config: CoordinatorConfig, deps: { logger: Logger }): Promise<CoordinatorHandle> {
@@ -212,6 +216,7 @@ class Coordinator {
   private readonly parties = new Map<string, PartyState>();
   private wss: WebSocketServer | undefined;
   private server: HttpServer | HttpsServer | undefined;
+  private heartbeat: NodeJS.Timeout | undefined;
   private phase: Phase = 'waiting';
   private round = 0;
   /** Connections that have not said hello yet. */
@@ -281,6 +286,21 @@ class Coordinator {
       server.on('error', onError);
       wss.on('error', onError);
       server.on('tlsClientError', (err: Error) => this.log.warn({ err: err.message }, 'TLS handshake failed'));
+      // Heartbeats: a party that misses a pong for a whole interval is cut off (then it may
+      // rejoin), so a half-open connection cannot hold the job for --round-timeout.
+      this.heartbeat = setInterval(() => {
+        for (const p of this.parties.values()) {
+          if (!p.connected || p.ws.readyState !== p.ws.OPEN) continue;
+          if (!p.alive) {
+            this.log.warn({ party: p.id, heartbeatMs: this.cfg.heartbeatMs }, 'no heartbeat; dropping the connection');
+            p.ws.terminate();
+            continue;
+          }
+          p.alive = false;
+          p.ws.ping();
+        }
+      }, this.cfg.heartbeatMs);
+      this.heartbeat.unref();
       server.on('listening', () => {
         const addr = server.address();
         const port = typeof addr === 'object' && addr ? addr.port : this.cfg.port;
@@ -401,6 +421,8 @@ class Coordinator {
       clearTimeout(known.rejoinTimer);
       known.ws = ws;
       known.connected = true;
+      known.alive = true;
+      ws.on('pong', () => (known.alive = true));
       known.fileRows = { train: msg.trainRows, test: msg.testRows };
       known.rejoin = { hashes: {}, awaitingReady: false };
       log.info({ party: known.id }, 'party rejoining');
@@ -424,7 +446,9 @@ class Coordinator {
       inbox: [],
       waiter: undefined,
       connected: true,
+      alive: true,
     };
+    ws.on('pong', () => (state.alive = true));
     this.parties.set(state.id, state);
     log.info({ party: state.id, features: msg.features, rows: msg.trainRows, testRows: msg.testRows }, 'party joined');
     this.send(state, { type: 'welcome', protocolVersion: PROTOCOL_VERSION, jobId: this.cfg.jobId, hashKey: this.hashKey });
@@ -951,6 +975,7 @@ class Coordinator {
   }
 
   private shutdownServer(): Promise<void> {
+    clearInterval(this.heartbeat);
     const wss = this.wss;
     const server = this.server;
     if (!wss || !server) return Promise.resolve();

@@ -43,6 +43,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
     .option('intercept', { type: 'boolean', default: false, describe: 'fit an unpenalised intercept here (one party at most)' })
     .option('model', { type: 'string', describe: 'model file to write (default: model-ID.json)' })
     .option('connect-timeout', { type: 'number', default: 30_000, describe: 'ms to wait for the coordinator' })
+    .option('heartbeat-timeout', { type: 'number', default: 30_000, describe: 'ms without a ping or message from the coordinator before the connection is treated as dead' })
     .option('reconnect-timeout', { type: 'number', default: 60_000, describe: 'ms to keep trying to rejoin after losing the connection during the job' })
     .option('mechanism', {
       choices: ['gaussian-share', 'paper', 'none'] as const,
@@ -97,6 +98,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
     model: resolve(a.model ?? `model-${a.id}.json`),
     connectTimeoutMs: requireInteger('connect-timeout', a['connect-timeout'], 1),
     reconnectTimeoutMs: requireInteger('reconnect-timeout', a['reconnect-timeout'], 0),
+    heartbeatTimeoutMs: requireInteger('heartbeat-timeout', a['heartbeat-timeout'], 100),
     token: readToken(a['token-file'], a.token),
     tls: readTls(a['tls-ca'], a['tls-cert'], a['tls-key']),
     logLevel: a['log-level'],

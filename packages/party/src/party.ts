@@ -57,6 +57,8 @@ export interface PartyConfig {
   connectTimeoutMs: number;
   /** After losing the connection during the job, keep trying to rejoin for this long (ms). */
   reconnectTimeoutMs: number;
+  /** No ping or message from the coordinator for this long means the connection is dead (ms). */
+  heartbeatTimeoutMs: number;
   /** This party's secret, shared with the coordinator only; proves the hello (never sent). */
   token?: string;
   /** wss://: trust only this CA for the coordinator's certificate (pinning); cert and key for mutual TLS. */
@@ -211,6 +213,22 @@ class Party {
     ws.on('message', (data: RawData, isBinary: boolean) => {
       if (ws === this.ws) this.onMessage(data, isBinary);
     });
+    // The coordinator pings every --heartbeat; silence for --heartbeat-timeout means a dead
+    // connection (a half-open socket never reports a close): drop it and rejoin.
+    let lastSign = Date.now();
+    const sign = () => (lastSign = Date.now());
+    ws.on('ping', sign);
+    ws.on('message', sign);
+    const watchdog = setInterval(() => {
+      if (ws !== this.ws || ws.readyState !== WebSocket.OPEN) return clearInterval(watchdog);
+      if (this.joined && Date.now() - lastSign > cfg.heartbeatTimeoutMs) {
+        log.warn({ heartbeatTimeoutMs: cfg.heartbeatTimeoutMs }, 'no heartbeat from the coordinator; dropping the connection');
+        clearInterval(watchdog);
+        ws.terminate();
+      }
+    }, Math.max(100, cfg.heartbeatTimeoutMs / 4));
+    watchdog.unref();
+    ws.on('close', () => clearInterval(watchdog));
     ws.on('close', (code, reason) => {
       if (ws !== this.ws) return;
       clearTimeout(this.connectTimer);

@@ -19,8 +19,8 @@ function setup(dir: string) {
   return writeVerticalSplit(join(dir, 'data'), s.blocks, s.train, s.test);
 }
 
-function coordinator(files: ReturnType<typeof setup>, out: string) {
-  return run(BIN.coordinator, ['--port', '0', '--labels', files.labels, '--test-labels', files.testLabels!, '--parties', files.parties.map((p) => p.id).join(','), '--out', out, '--rounds', ROUNDS, '--tol-abs', '0', '--tol-rel', '0', '--job', 'resume-job']);
+function coordinator(files: ReturnType<typeof setup>, out: string, extra: string[] = []) {
+  return run(BIN.coordinator, ['--port', '0', '--labels', files.labels, '--test-labels', files.testLabels!, '--parties', files.parties.map((p) => p.id).join(','), '--out', out, '--rounds', ROUNDS, '--tol-abs', '0', '--tol-rel', '0', '--job', 'resume-job', ...extra]);
 }
 
 function party(files: ReturnType<typeof setup>, m: number, url: string, out: string): Proc {
@@ -94,6 +94,24 @@ test('a dropped connection (party alive) reconnects by itself and the job comple
   proxy.cut();
   for (const p of [coord, ...parties]) assert.equal((await p.exit).code, 0, p.stderr());
   assert.match(parties[2].stdout(), /connection lost; reconnecting/);
+  const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+  assert.ok(Math.abs(summary.objective - expected) <= 1e-9 * expected, `objective ${summary.objective} vs ${expected}`);
+});
+
+test('heartbeats: a party frozen past a heartbeat is dropped, comes back when it thaws, and the job completes with the same objective', async (t) => {
+  const dir = tempDir(t);
+  const files = setup(dir);
+  const expected = await baseline(dir, files);
+  const out = join(dir, 'frozen');
+  const coord = coordinator(files, out, ['--heartbeat', '300']);
+  const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
+  const parties = files.parties.map((_, m) => party(files, m, `ws://127.0.0.1:${port}`, out));
+  await coord.waitFor((r) => r.msg === 'round' && (r.round as number) >= 10, 'round 10');
+  parties[0].child.kill('SIGSTOP');
+  await coord.waitFor((r) => r.msg === 'no heartbeat; dropping the connection', 'a missed heartbeat');
+  parties[0].child.kill('SIGCONT');
+  for (const p of [coord, ...parties]) assert.equal((await p.exit).code, 0, p.stderr());
+  await coord.waitFor((r) => r.msg === 'party rejoined');
   const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
   assert.ok(Math.abs(summary.objective - expected) <= 1e-9 * expected, `objective ${summary.objective} vs ${expected}`);
 });
