@@ -18,6 +18,21 @@ export interface AdmmOptions {
   tolerance: { abs: number; rel: number };
 }
 
+export interface AdmmSnapshot {
+  rho: number;
+  c: Float64Array;
+  z: Float64Array;
+  dualVar: Float64Array;
+  sum: Float64Array;
+  prevSum: Float64Array;
+  prevZ: Float64Array;
+  a: Float64Array;
+  t: Float64Array;
+  slope: Float64Array;
+  curvature: Float64Array;
+  prevShares: Float64Array[];
+}
+
 export interface RoundStats {
   primal: number;
   dual: number;
@@ -164,6 +179,20 @@ export class AdmmCoordinator {
       epsDual: Math.sqrt(dim) * abs + rel * Math.sqrt(normDual),
       rho,
     };
+  }
+
+  /** Everything the next steps depend on, for a checkpoint. */
+  snapshot(): AdmmSnapshot {
+    const { rho, c, z, dualVar, sum, prevSum, prevZ, a, t, slope, curvature, prevShares } = this;
+    return { rho, c, z, dualVar, sum, prevSum, prevZ, a, t, slope, curvature, prevShares };
+  }
+
+  /** Continue from a snapshot of the same problem (same N and parties). */
+  restore(snap: AdmmSnapshot): void {
+    if (snap.c.length !== this.n || snap.prevShares.length !== this.opts.parties) throw new RangeError('checkpoint does not match this job (N or number of parties)');
+    this.rho = snap.rho;
+    for (const key of ['c', 'z', 'dualVar', 'sum', 'prevSum', 'prevZ', 'a', 't', 'slope', 'curvature'] as const) this[key].set(snap[key]);
+    snap.prevShares.forEach((s, m) => this.prevShares[m].set(s));
   }
 
   /** Party m's share as of the last step (what a rejoining party resumes from). */

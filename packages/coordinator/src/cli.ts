@@ -79,6 +79,8 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: strin
     .option('tls-cert', { type: 'string', describe: 'serve wss:// with this certificate (PEM)' })
     .option('tls-key', { type: 'string', describe: 'the certificate\'s private key (PEM)' })
     .option('tls-client-ca', { type: 'string', describe: 'mutual TLS: require client certificates signed by this CA (PEM)' })
+    .option('checkpoint-every', { type: 'number', default: 10, describe: 'write out/checkpoint.bin every k completed rounds (0: never)' })
+    .option('resume', { type: 'boolean', default: false, describe: 'continue the job checkpointed in --out (parties rejoin by themselves)' })
     .option('log-level', { choices: ['fatal', 'error', 'warn', 'info', 'debug'] as const, default: 'info' as const })
     .parseSync();
   const parties = a.parties.flatMap((p) => String(p).split(',')).map((p) => p.trim()).filter((p) => p !== '');
@@ -116,6 +118,9 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: strin
     rejoinTimeoutMs: requireInteger('rejoin-timeout', a['rejoin-timeout'], 0),
     maxRowsFactor: requirePositive('max-rows-factor', a['max-rows-factor']),
     credentials: a.credentials === undefined ? undefined : readCredentials(a.credentials),
+    checkpointEvery: requireInteger('checkpoint-every', a['checkpoint-every'], 0),
+    resume: a.resume,
+    jobIdGiven: a.job !== undefined,
     tls: readTls(a['tls-cert'], a['tls-key'], a['tls-client-ca']),
     logLevel: a['log-level'],
   };

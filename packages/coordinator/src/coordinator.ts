@@ -1,5 +1,5 @@
 import { randomBytes, timingSafeEqual } from 'node:crypto';
-import { closeSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { type Server as HttpServer, createServer as createHttpServer } from 'node:http';
 import { type Server as HttpsServer, createServer as createHttpsServer } from 'node:https';
 import { join } from 'node:path';
@@ -38,6 +38,7 @@ import {
 import seedrandom from 'seedrandom';
 import { AdmmCoordinator, type RoundStats, type Variant } from './admm.js';
 import { type LabelOptions, type Labels, loadLabels } from './labels.js';
+import { CHECKPOINT_FILE, type Checkpoint, labelsDigest, readCheckpoint, writeCheckpoint } from './checkpoint.js';
 
 export interface SgdConfig {
   batchSize: number;
@@ -82,6 +83,12 @@ export interface CoordinatorConfig {
   maxRowsFactor: number;
   /** Each party's secret; when given, a hello must carry a valid proof (see helloProof). */
   credentials?: Record<string, string>;
+  /** Write a checkpoint every k completed rounds (0: never). */
+  checkpointEvery: number;
+  /** Continue the job checkpointed in `out` instead of starting one. */
+  resume: boolean;
+  /** Whether --job was given (a resume then checks it against the checkpoint). */
+  jobIdGiven?: boolean;
   /** Serve wss:// with this certificate and key (PEM); with clientCa, require client certificates from that CA. */
   tls?: { cert: string; key: string; clientCa?: string };
 }
@@ -158,6 +165,26 @@ const MAX_PENDING_CONNECTIONS = 64;
 /** Unsent bytes a party may leave queued (it is not reading) before its connection is closed, in messages. */
 const MAX_QUEUED_MESSAGES = 4;
 
+interface JobContext {
+  parties: PartyState[];
+  y: Float64Array;
+  yTest: Float64Array | undefined;
+  rho0: number;
+  privacy: (PrivacyInfo & { party: string })[];
+  maxRounds: number;
+  noisy: boolean;
+  epsilonSpent: Record<string, number>;
+  setupSeconds: number;
+  dropped: { train: number; test: number };
+  labelRows: { train: Uint32Array; test: Uint32Array };
+  /** Rounds already done (a resumed job continues after them). */
+  startRound: number;
+  restored: boolean;
+}
+
+/** The socket of a party that has not (re)connected to a resumed coordinator yet: sends go nowhere. */
+const DETACHED = { readyState: 3, OPEN: 1, bufferedAmount: 0, send() {}, close() {}, terminate() {}, ping() {} } as unknown as WebSocket;
+
 interface TrainResult {
   reason: StopReason;
   objective: number;
@@ -198,6 +225,8 @@ interface PartyState {
   lastRequest?: Uint8Array;
   /** Heartbeat: false after a ping until the pong comes back. */
   alive: boolean;
+  /** The privacy setting its last ready reported. */
+  privacyInfo?: PrivacyInfo;
 }
 
 export async function start(config: CoordinatorConfig, deps: { logger: Logger }): Promise<CoordinatorHandle> {
@@ -212,7 +241,7 @@ class Coordinator {
   private rejectDone!: (e: Error) => void;
   private readonly labels: Labels;
   private readonly testLabels: Labels | undefined;
-  private readonly hashKey = randomBytes(32);
+  private hashKey: Uint8Array = randomBytes(32);
   private readonly parties = new Map<string, PartyState>();
   private wss: WebSocketServer | undefined;
   private server: HttpServer | HttpsServer | undefined;
@@ -226,6 +255,10 @@ class Coordinator {
   private completedRound = 0;
   private setupMessage: Extract<CoordinatorMessage, { type: 'setup' }> | undefined;
   private readonly keptKeys: { train?: string[]; test?: string[] } = {};
+  /** The checkpoint to continue from (--resume). */
+  private readonly resumeFrom: Checkpoint | undefined;
+  private onAllRejoined: (() => void) | undefined;
+  private labelsDigest = '';
   private sgdStep = 0;
   private batchRows = 0;
   private n = 0;
@@ -238,7 +271,7 @@ class Coordinator {
   private readonly maxRows: number;
 
   constructor(
-    private readonly cfg: CoordinatorConfig,
+    private cfg: CoordinatorConfig,
     private readonly log: Logger,
   ) {
     if (cfg.parties.length === 0) throw new ConfigError('no parties configured');
@@ -254,6 +287,17 @@ class Coordinator {
     this.done.catch(() => undefined);
     this.labels = loadLabels(cfg.labels, cfg.loss, cfg.labelOptions);
     this.testLabels = cfg.testLabels ? loadLabels(cfg.testLabels, cfg.loss, cfg.labelOptions) : undefined;
+    this.labelsDigest = labelsDigest(this.labels, this.testLabels);
+    if (cfg.resume) {
+      const cp = readCheckpoint(join(cfg.out, CHECKPOINT_FILE));
+      if (cp.labelsDigest !== this.labelsDigest) throw new ConfigError('--resume: the label files differ from the ones the checkpointed job used');
+      if (cp.setup.algorithm !== 'admm') throw new ConfigError('--resume: only ADMM jobs can be resumed');
+      if (cp.setup.parties !== cfg.parties.length) throw new ConfigError(`--resume: the job had ${cp.setup.parties} parties, --parties lists ${cfg.parties.length}`);
+      if (cfg.jobIdGiven && cfg.jobId !== cp.jobId) throw new ConfigError(`--resume: the checkpoint is for job '${cp.jobId}', not '${cfg.jobId}'`);
+      this.cfg = { ...cfg, jobId: cp.jobId };
+      this.hashKey = cp.hashKey;
+      this.resumeFrom = cp;
+    }
     this.maxRows = Math.ceil(cfg.maxRowsFactor * Math.max(this.labels.ids.length, this.testLabels?.ids.length ?? 0)) + 1024;
     log.info(
       { labels: cfg.labels, rows: this.labels.ids.length, testRows: this.testLabels?.ids.length ?? 0, classes: this.labels.classes },
@@ -417,7 +461,9 @@ class Coordinator {
     if (known && !known.connected) {
       // A party that left the running job comes back.
       if (msg.jobId !== null && msg.jobId !== this.cfg.jobId) reject('wrongJob', `party wants job '${msg.jobId}', this is job '${this.cfg.jobId}'`);
-      if (msg.features !== known.features) reject('alignment', `party ${msg.partyId} rejoins with ${msg.features} features, it had ${known.features}`);
+      // (A resumed coordinator learns the feature counts again from the rejoining parties.)
+      if (known.features > 0 && msg.features !== known.features) reject('alignment', `party ${msg.partyId} rejoins with ${msg.features} features, it had ${known.features}`);
+      known.features = msg.features;
       clearTimeout(known.rejoinTimer);
       known.ws = ws;
       known.connected = true;
@@ -540,6 +586,24 @@ class Coordinator {
     });
   }
 
+  /** Write the state the job needs to go on after a crash (atomically; see checkpoint.ts). */
+  private checkpoint(ctx: JobContext, round: number, admm: AdmmCoordinator): void {
+    const { trainRows: _t, testRows: _s, ...setup } = this.setupMessage!;
+    writeCheckpoint(join(this.cfg.out, CHECKPOINT_FILE), {
+      format: 'admm-share-checkpoint/1',
+      jobId: this.cfg.jobId,
+      round,
+      hashKey: this.hashKey,
+      labelsDigest: this.labelsDigest,
+      labelRows: ctx.labelRows,
+      keptKeys: { train: this.keptKeys.train!, test: this.keptKeys.test ?? null },
+      dropped: ctx.dropped,
+      setup,
+      admm: admm.snapshot(),
+    });
+    this.log.debug({ round }, 'checkpoint written');
+  }
+
   /** The same message to every party, encoded once (parties that are away get it when they rejoin). */
   private broadcast(parties: PartyState[], msg: CoordinatorMessage): void {
     const bytes = encode(msg);
@@ -578,10 +642,12 @@ class Coordinator {
     }
     if (msg.type === 'ready' && r.awaitingReady) {
       p.rejoin = undefined;
+      p.privacyInfo = msg.privacy;
       const m = this.cfg.parties.indexOf(p.id);
       this.send(p, { type: 'resume', jobId: this.cfg.jobId, round: this.completedRound, share: this.admm!.lastShare(m) });
       if (p.waiter && p.lastRequest) this.sendBytes(p, p.lastRequest);
       this.log.info({ party: p.id, round: this.completedRound }, 'party rejoined');
+      if (this.onAllRejoined && [...this.parties.values()].every((q) => q.connected && !q.rejoin)) this.onAllRejoined();
       return;
     }
     throw new ProtocolError('unexpected', `'${msg.type}' while rejoining`);
@@ -605,9 +671,10 @@ class Coordinator {
 
   // ---- the job -----------------------------------------------------------
 
-  private async run(): Promise<void> {
+  /** A new job: wait for every party, align, set up, collect their ready. */
+  private async startJob(): Promise<JobContext | undefined> {
     await Promise.race([this.joined, this.done.then(() => undefined)]);
-    if (this.phase === 'failed') return;
+    if (this.phase === 'failed') return undefined;
     this.phase = 'setup';
     const setupStart = performance.now();
     const parties = this.cfg.parties.map((id) => this.parties.get(id)!);
@@ -646,6 +713,95 @@ class Coordinator {
     const noisy = privacy.some((q) => q.mechanism !== 'none');
     const epsilonSpent: Record<string, number> = Object.fromEntries(parties.map((p) => [p.id, 0]));
     const setupSeconds = (performance.now() - setupStart) / 1000;
+    return {
+      parties,
+      y,
+      yTest,
+      rho0,
+      privacy,
+      maxRounds,
+      noisy,
+      epsilonSpent,
+      setupSeconds,
+      dropped: { train: train.dropped, test: test?.dropped ?? 0 },
+      labelRows: { train: Uint32Array.from(train.labelRows), test: Uint32Array.from(test?.labelRows ?? []) },
+      startRound: 0,
+      restored: false,
+    };
+  }
+
+  /**
+   * Continue a job from its checkpoint (--resume): the ADMM state comes back from disk, the
+   * parties (still running, reconnecting by themselves) rejoin and are told the round.
+   */
+  private async restoreJob(cp: Checkpoint): Promise<JobContext | undefined> {
+    const setupStart = performance.now();
+    this.phase = 'training';
+    this.n = cp.labelRows.train.length;
+    this.nTest = cp.labelRows.test.length;
+    this.keptKeys.train = cp.keptKeys.train;
+    this.keptKeys.test = cp.keptKeys.test ?? undefined;
+    this.setupMessage = { ...cp.setup, trainRows: new Uint32Array(0), testRows: new Uint32Array(0) };
+    this.completedRound = cp.round;
+    this.round = cp.round;
+    const y = Float64Array.from(cp.labelRows.train, (r) => this.labels.y[r]);
+    const yTest = this.testLabels ? Float64Array.from(cp.labelRows.test, (r) => this.testLabels!.y[r]) : undefined;
+    const admm = new AdmmCoordinator({
+      variant: this.cfg.variant,
+      loss: lossByName(this.cfg.loss),
+      y,
+      parties: this.cfg.parties.length,
+      lambda: this.cfg.lambda,
+      rho: cp.admm.rho,
+      alpha: this.cfg.variant === 'exact' ? this.cfg.alpha : 1,
+      tolerance: this.cfg.tolerance,
+    });
+    admm.restore(cp.admm);
+    this.admm = admm;
+    const wait = Math.max(this.cfg.rejoinTimeoutMs, 1000);
+    const rejoined = new Promise<void>((resolve) => (this.onAllRejoined = resolve));
+    for (const id of this.cfg.parties) {
+      const p: PartyState = {
+        id,
+        ws: DETACHED,
+        features: 0,
+        fileRows: { train: 0, test: 0 },
+        hashes: {},
+        aligned: undefined,
+        inbox: [],
+        waiter: undefined,
+        connected: false,
+        alive: true,
+      };
+      p.rejoinTimer = setTimeout(() => this.fail(new PeerError(`party ${id} did not rejoin the resumed job within ${wait} ms`)), wait);
+      this.parties.set(id, p);
+    }
+    this.log.info({ round: cp.round, jobId: this.cfg.jobId }, 'resuming from checkpoint; waiting for the parties to rejoin');
+    await Promise.race([rejoined, this.done.then(() => undefined)]);
+    if ((this.phase as Phase) === 'failed') return undefined;
+    const parties = this.cfg.parties.map((id) => this.parties.get(id)!);
+    const privacy = parties.map((p) => ({ party: p.id, ...p.privacyInfo! }));
+    return {
+      parties,
+      y,
+      yTest,
+      rho0: cp.setup.rho,
+      privacy,
+      maxRounds: Math.min(this.cfg.maxRounds, ...privacy.map((q) => q.rounds)),
+      noisy: privacy.some((q) => q.mechanism !== 'none'),
+      epsilonSpent: Object.fromEntries(parties.map((p) => [p.id, 0])),
+      setupSeconds: (performance.now() - setupStart) / 1000,
+      dropped: cp.dropped,
+      labelRows: cp.labelRows,
+      startRound: cp.round,
+      restored: true,
+    };
+  }
+
+  private async run(): Promise<void> {
+    const ctx = this.resumeFrom ? await this.restoreJob(this.resumeFrom) : await this.startJob();
+    if (!ctx) return;
+    const { parties, y, yTest, rho0, privacy, maxRounds, noisy, epsilonSpent, setupSeconds, dropped } = ctx;
 
     const finish = async (r: TrainResult): Promise<void> => {
       this.phase = 'finishing';
@@ -683,8 +839,8 @@ class Coordinator {
         bytes: { toCoordinator: this.bytesIn, fromCoordinator: this.bytesOut },
         parties: parties.map((p) => ({ id: p.id, features: p.features, rows: p.fileRows.train, testRows: p.fileRows.test })),
         rows: { train: this.n, test: this.nTest },
-        droppedRows: train.dropped,
-        droppedTestRows: test?.dropped ?? 0,
+        droppedRows: dropped.train,
+        droppedTestRows: dropped.test,
         privacy: privacy.map((q) => ({ ...q, epsilonSpent: epsilonSpent[q.party] })),
       };
       writeFileAtomic(join(this.cfg.out, 'summary.json'), JSON.stringify(summary, null, 2) + '\n');
@@ -700,21 +856,25 @@ class Coordinator {
       await finish(await this.trainSgd(parties, loss, y, yTest, maxRounds));
       return;
     }
-    const admm = new AdmmCoordinator({
-      variant: this.cfg.variant,
-      loss,
-      y,
-      parties: parties.length,
-      lambda: this.cfg.lambda,
-      rho: rho0,
-      alpha: this.cfg.variant === 'exact' ? this.cfg.alpha : 1,
-      tolerance: this.cfg.tolerance,
-    });
-    admm.step(parties.map(() => new Float64Array(this.n))); // z and dual from x = 0, so round 1 already moves
-    this.admm = admm;
+    let admm: AdmmCoordinator;
+    if (ctx.restored) admm = this.admm!;
+    else {
+      admm = new AdmmCoordinator({
+        variant: this.cfg.variant,
+        loss,
+        y,
+        parties: parties.length,
+        lambda: this.cfg.lambda,
+        rho: rho0,
+        alpha: this.cfg.variant === 'exact' ? this.cfg.alpha : 1,
+        tolerance: this.cfg.tolerance,
+      });
+      admm.step(parties.map(() => new Float64Array(this.n))); // z and dual from x = 0, so round 1 already moves
+      this.admm = admm;
+    }
     this.phase = 'training';
     this.log.info({ rho: rho0, variant: this.cfg.variant, alpha: this.cfg.alpha, maxRounds }, 'training');
-    const trace = new TraceWriter(this.cfg.out);
+    const trace = new TraceWriter(this.cfg.out, ctx.restored ? ctx.startRound : undefined);
     const trainStart = performance.now();
     let reason: StopReason = 'max-rounds';
     let last: FinishedRound | undefined;
@@ -741,7 +901,7 @@ class Coordinator {
     };
     let completed = false;
     try {
-      for (let t = 1; t <= maxRounds; t++) {
+      for (let t = ctx.startRound + 1; t <= maxRounds; t++) {
         const roundStart = performance.now();
         const in0 = this.bytesIn;
         const out0 = this.bytesOut;
@@ -762,6 +922,7 @@ class Coordinator {
         const shares = replies as Share[];
         const stats = admm.step(shares.map((s) => s.share));
         this.completedRound = t;
+        if (this.cfg.checkpointEvery > 0 && t % this.cfg.checkpointEvery === 0) this.checkpoint(ctx, t, admm);
         const converged = stats.primal <= stats.epsPrimal && stats.dual <= stats.epsDual;
         const final = converged || t === maxRounds;
         const test = yTest && (final || (this.cfg.evalEvery > 0 && t % this.cfg.evalEvery === 0)) ? await this.evaluate(parties, t, yTest) : undefined;
@@ -999,10 +1160,22 @@ function toBytes(data: RawData): Buffer {
 class TraceWriter {
   private readonly fd: number;
   private readonly partial: string;
-  constructor(private readonly dir: string) {
+  /** `keepUpTo`: a resumed job keeps the lines of the rounds up to its checkpoint. */
+  constructor(
+    private readonly dir: string,
+    keepUpTo?: number,
+  ) {
     mkdirSync(dir, { recursive: true });
     this.partial = join(dir, 'trace.jsonl.partial');
+    let kept = '';
+    if (keepUpTo !== undefined && existsSync(this.partial))
+      kept = readFileSync(this.partial, 'utf8')
+        .split('\n')
+        .filter((l) => l.trim() !== '' && (JSON.parse(l) as { round: number }).round <= keepUpTo)
+        .map((l) => l + '\n')
+        .join('');
     this.fd = openSync(this.partial, 'w');
+    if (kept) writeSync(this.fd, kept);
   }
   write(obj: object): void {
     writeSync(this.fd, JSON.stringify(obj) + '\n');

@@ -1,3 +1,4 @@
 export * from './coordinator.js';
 export * from './admm.js';
 export * from './labels.js';
+export * from './checkpoint.js';

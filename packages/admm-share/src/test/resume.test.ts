@@ -3,7 +3,7 @@
 // same objective as an uninterrupted run.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { type Server, type Socket, createConnection, createServer } from 'node:net';
 import { join } from 'node:path';
 import { syntheticDataset } from '@admm-share/core';
@@ -114,4 +114,43 @@ test('heartbeats: a party frozen past a heartbeat is dropped, comes back when it
   await coord.waitFor((r) => r.msg === 'party rejoined');
   const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
   assert.ok(Math.abs(summary.objective - expected) <= 1e-9 * expected, `objective ${summary.objective} vs ${expected}`);
+});
+
+test('kill -9 the coordinator mid-training and restart it with --resume: the parties rejoin and the job ends with the uninterrupted objective', async (t) => {
+  const dir = tempDir(t);
+  const files = setup(dir);
+  const expected = await baseline(dir, files);
+  const out = join(dir, 'crashed');
+  const first = coordinator(files, out, ['--checkpoint-every', '5']);
+  const { port } = (await first.waitFor((r) => r.msg === 'listening')) as { port: number };
+  const url = `ws://127.0.0.1:${port}`;
+  const parties = files.parties.map((_, m) => party(files, m, url, out));
+  await first.waitFor((r) => r.msg === 'round' && (r.round as number) >= 23, 'round 23');
+  first.child.kill('SIGKILL');
+  await first.exit;
+  // Same port: the parties are reconnecting to it with backoff.
+  const second = coordinator(files, out, ['--checkpoint-every', '5', '--resume', '--port', String(port)]);
+  const resumed = await second.waitFor((r) => r.msg === 'resuming from checkpoint; waiting for the parties to rejoin', 'resume');
+  assert.ok((resumed.round as number) >= 20 && (resumed.round as number) <= 23, `resumed at round ${resumed.round}`);
+  for (const p of [second, ...parties]) assert.equal((await p.exit).code, 0, p.stderr());
+  const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+  assert.equal(summary.rounds, Number(ROUNDS));
+  assert.ok(Math.abs(summary.objective - expected) <= 1e-9 * expected, `objective ${summary.objective} vs ${expected}`);
+  const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.deepEqual(trace.map((r) => r.round), Array.from({ length: Number(ROUNDS) }, (_, i) => i + 1), 'one line per round, none twice');
+});
+
+test('--resume refuses a checkpoint made with other labels, with a clear error', async (t) => {
+  const dir = tempDir(t);
+  const files = setup(dir);
+  const out = join(dir, 'job');
+  const coord = coordinator(files, out, ['--checkpoint-every', '2']);
+  const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
+  const parties = files.parties.map((_, m) => party(files, m, `ws://127.0.0.1:${port}`, out));
+  for (const p of [coord, ...parties]) assert.equal((await p.exit).code, 0, p.stderr());
+  const other = join(dir, 'other-labels.csv');
+  writeFileSync(other, readFileSync(files.labels, 'utf8').replace(/,1\n/, ',-1\n'));
+  const bad = run(BIN.coordinator, ['--port', '0', '--labels', other, '--test-labels', files.testLabels!, '--parties', files.parties.map((p) => p.id).join(','), '--out', out, '--resume']);
+  assert.equal((await bad.exit).code, 64);
+  assert.match(bad.stderr(), /--resume: the label files differ from the ones the checkpointed job used/);
 });
