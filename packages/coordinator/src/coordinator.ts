@@ -258,6 +258,7 @@ class Coordinator {
   /** The checkpoint to continue from (--resume). */
   private readonly resumeFrom: Checkpoint | undefined;
   private onAllRejoined: (() => void) | undefined;
+  private ctx: JobContext | undefined;
   private labelsDigest = '';
   private sgdStep = 0;
   private batchRows = 0;
@@ -357,8 +358,20 @@ class Coordinator {
     });
   }
 
+  /**
+   * Stop on a signal. During ADMM training the state of the last completed round is
+   * checkpointed and the parties are told the coordinator is going away (1001), so they keep
+   * trying to rejoin and `--resume` continues the job; otherwise the job is aborted.
+   */
   async close(): Promise<void> {
-    if (this.phase !== 'done' && this.phase !== 'failed') this.fail(new PeerError('coordinator stopped'));
+    if (this.phase === 'training' && this.admm && this.ctx && this.cfg.algorithm === 'admm' && this.completedRound > 0) {
+      this.checkpoint(this.ctx, this.completedRound, this.admm);
+      const reason = `coordinator stopping after round ${this.completedRound}; it can be resumed`;
+      for (const p of this.parties.values()) if (p.connected) p.ws.close(1001, reason);
+      this.log.warn({ round: this.completedRound }, 'stopped: checkpoint written, resume with --resume');
+      this.phase = 'failed';
+      this.rejectDone(new PeerError(`stopped after round ${this.completedRound}; checkpoint written to ${join(this.cfg.out, CHECKPOINT_FILE)}`));
+    } else if (this.phase !== 'done' && this.phase !== 'failed') this.fail(new PeerError('coordinator stopped'));
     await this.shutdownServer();
   }
 
@@ -801,6 +814,7 @@ class Coordinator {
   private async run(): Promise<void> {
     const ctx = this.resumeFrom ? await this.restoreJob(this.resumeFrom) : await this.startJob();
     if (!ctx) return;
+    this.ctx = ctx;
     const { parties, y, yTest, rho0, privacy, maxRounds, noisy, epsilonSpent, setupSeconds, dropped } = ctx;
 
     const finish = async (r: TrainResult): Promise<void> => {

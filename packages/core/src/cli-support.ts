@@ -74,14 +74,18 @@ export async function runService<C extends { logLevel: string }>(
   }
   const logger = createLogger(tool, config.logLevel);
   installCrashHandlers(tool, logger);
+  let stopping = false;
   try {
     const handle = await start(config, logger);
     onSignals(logger, async () => {
+      stopping = true;
       await handle.close();
     });
     await handle.done;
     process.exit(EXIT.ok);
   } catch (err) {
+    // Stopped by a signal: the job's end is the signal's doing, not an error.
+    if (stopping) process.exit(EXIT.interrupted);
     exitWithError(tool, err, logger);
   }
 }

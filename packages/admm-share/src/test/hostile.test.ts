@@ -47,7 +47,30 @@ test('a flood of silent connections and a client that reads nothing: bounded mem
   const closes: number[] = [];
   const noisy = await runJob(dir, files, async (port, pid) => {
     rssBefore = rssKiB(pid);
-    // 300 WebSocket clients that never say hello (only 64 may wait; the rest are turned away)...
+    // Clients that send every kind of bad frame instead of a hello...
+    const bad: (Buffer | string)[][] = [
+      [encode({ type: 'share', jobId: 'x', round: 1, share: Float64Array.of(Number.NaN), penaltySq: 0, epsilonSpent: 0 })],
+      [encode({ type: 'share', jobId: 'x', round: 999, share: Float64Array.of(Infinity, 1), penaltySq: -1, epsilonSpent: 0 })],
+      [encode({ type: 'scores', jobId: 'x', round: 0, scores: new Float64Array(3) })],
+      [encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'party-1', jobId: null, features: 3, trainRows: 1e12, testRows: 0, proof: null })],
+      [encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'party-1', jobId: null, features: 3, trainRows: 10, testRows: 0, proof: null }).subarray(0, 20)],
+      [Buffer.alloc(4096, 0x91)], // oversized before hello
+      [Buffer.from([0x93, 1, 2, 3])], // valid MessagePack, wrong shape
+      ['text frame'],
+    ];
+    const badCloses = await Promise.all(
+      bad.map(
+        (frames) =>
+          new Promise<number>((resolve) => {
+            const ws = new WebSocket(`ws://127.0.0.1:${port}`);
+            ws.on('error', () => undefined);
+            ws.on('open', () => frames.forEach((f) => ws.send(f)));
+            ws.on('close', (code) => resolve(code));
+          }),
+      ),
+    );
+    for (const code of badCloses) assert.ok(([CloseCodes.invalid.code, CloseCodes.malformed.code, CloseCodes.unexpected.code, 1009] as number[]).includes(code), `close code ${code}`);
+    // ...then 300 WebSocket clients that never say hello (only 64 may wait; the rest are turned away)...
     const waits = Array.from({ length: 300 }, () => {
       const ws = new WebSocket(`ws://127.0.0.1:${port}`);
       sockets.push({ destroy: () => ws.terminate() });

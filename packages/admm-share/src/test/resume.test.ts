@@ -154,3 +154,21 @@ test('--resume refuses a checkpoint made with other labels, with a clear error',
   assert.equal((await bad.exit).code, 64);
   assert.match(bad.stderr(), /--resume: the label files differ from the ones the checkpointed job used/);
 });
+
+test('SIGTERM: the coordinator checkpoints, tells the parties it is going away (exit 130), and --resume finishes the job', async (t) => {
+  const dir = tempDir(t);
+  const files = setup(dir);
+  const expected = await baseline(dir, files);
+  const out = join(dir, 'stopped');
+  const first = coordinator(files, out, ['--checkpoint-every', '1000']);
+  const { port } = (await first.waitFor((r) => r.msg === 'listening')) as { port: number };
+  const parties = files.parties.map((_, m) => party(files, m, `ws://127.0.0.1:${port}`, out));
+  await first.waitFor((r) => r.msg === 'round' && (r.round as number) >= 12, 'round 12');
+  first.child.kill('SIGTERM');
+  assert.equal((await first.exit).code, 130);
+  assert.match(first.stdout(), /stopped: checkpoint written, resume with --resume/);
+  const second = coordinator(files, out, ['--resume', '--port', String(port)]);
+  for (const p of [second, ...parties]) assert.equal((await p.exit).code, 0, p.stderr());
+  const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+  assert.ok(Math.abs(summary.objective - expected) <= 1e-9 * expected, `objective ${summary.objective} vs ${expected}`);
+});
