@@ -233,6 +233,17 @@ test('with credentials, a hello must prove the party\'s secret: wrong, missing o
       });
       ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
     });
+  const wrongJob = await new Promise<{ code: number; reason: string }>((resolve, reject) => {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}`);
+    ws.on('error', reject);
+    ws.once('message', (data: Buffer) => {
+      const msg = validateCoordinatorMessage(decode(data)) as { nonce: Uint8Array };
+      ws.send(encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'party-1', jobId: 'another-job', features: 3, trainRows: 10, testRows: 10, proof: helloProof(secrets['party-1'], msg.nonce, 'party-1', 'another-job') }));
+    });
+    ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
+  });
+  assert.equal(wrongJob.code, CloseCodes.wrongJob.code);
+  assert.match(wrongJob.reason, /party wants job 'another-job', this is job 'test-job'/);
   const [wrong, missing, replayed, otherParty] = await Promise.all([
     attempt('party-1', 'not-the-secret-at-all'),
     attempt('party-2', null),

@@ -112,3 +112,29 @@ test('the ball-constrained x-update satisfies the KKT conditions', () => {
     assert.ok(Math.abs(Math.sqrt(x.penaltySq()) - free) < 1e-9 * free, 'a slack ball changes nothing');
   }
 });
+
+test('the ledger survives a restart: saved after each release, restored for the same job only', async () => {
+  const { mkdtempSync, rmSync } = await import('node:fs');
+  const { tmpdir } = await import('node:os');
+  const { join } = await import('node:path');
+  const dir = mkdtempSync(join(tmpdir(), 'ledger-'));
+  try {
+    const path = join(dir, 'model.ledger.json');
+    const x = new RidgeXUpdate(csrFromDense([[1, 0, 0], [0, 1, 0], [0, 0, 1]]), job.lambda, false);
+    const a = new Privacy({ mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, bx: 5, seed: 'l' });
+    a.calibrate(job);
+    for (let t = 1; t <= 3; t++) {
+      a.release(x);
+      a.saveLedger(path, 'job-1');
+    }
+    const restarted = new Privacy({ mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, bx: 5, seed: 'l' });
+    restarted.calibrate(job);
+    restarted.restoreLedger(path, 'other-job');
+    assert.equal(restarted.releases, 0, 'another job\'s ledger is not ours');
+    restarted.restoreLedger(path, 'job-1');
+    assert.equal(restarted.releases, 3);
+    assert.ok(Math.abs(restarted.spent - a.spent) < 1e-15, 'the restarted party knows what it spent');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
