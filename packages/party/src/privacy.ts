@@ -114,8 +114,11 @@ export class Privacy {
   readonly noise: NoiseSource | undefined;
   private info: PrivacyInfo | undefined;
   private rho = 0;
+  private lambda = 0;
   private bw = 0;
   private spentRounds = 0;
+  /** The calibration and releases of this job restored from the ledger file after a restart. */
+  private saved: { info: PrivacyInfo; rho: number; lambda: number; bw: number } | undefined;
 
   constructor(readonly cfg: PrivacyConfig) {
     this.noise = cfg.mechanism === 'none' ? undefined : cfg.seed !== undefined ? seededNoise(cfg.seed) : osNoise();
@@ -125,9 +128,29 @@ export class Privacy {
     return this.cfg.mechanism !== 'none';
   }
 
-  /** Calibrate the noise for the job; the result goes to the coordinator in `ready`. */
+  /**
+   * Calibrate the noise for the job; the result goes to the coordinator in `ready`. The
+   * calibration is made once per job: a later setup (after a rejoin) or a restart (from the
+   * saved ledger) keeps it, and is refused if its lambda or rho would raise the sensitivity.
+   * Otherwise a coordinator could announce more rounds on every rejoin and make past releases
+   * look cheaper than they were.
+   */
   calibrate(job: JobParameters): PrivacyInfo {
+    const fixed = this.info ?? this.saved?.info;
+    if (fixed && fixed.mechanism !== 'none') {
+      const was = this.info ? { lambda: this.lambda, rho: this.rho } : this.saved!;
+      if (job.rho > was.rho * (1 + 1e-12) || job.lambda < was.lambda * (1 - 1e-12))
+        throw new ConfigError(`the job's lambda ${job.lambda} / rho ${job.rho} differ from the ${was.lambda} / ${was.rho} this party's noise was calibrated for`);
+      if (fixed.epsilon !== this.cfg.epsilon || fixed.delta !== this.cfg.delta)
+        throw new ConfigError(`this party's ledger for the job was calibrated for epsilon ${fixed.epsilon}, delta ${fixed.delta}; it was restarted with other values`);
+      this.info = fixed;
+      this.rho = was.rho;
+      this.lambda = was.lambda;
+      if (this.saved) this.bw = this.saved.bw;
+      return fixed;
+    }
     const { cfg } = this;
+    this.lambda = job.lambda;
     const rounds = Math.min(job.rounds, cfg.rounds ?? job.rounds);
     this.rho = job.rho;
     if (cfg.mechanism === 'none') {
@@ -175,14 +198,17 @@ export class Privacy {
 
   /** Keep the ledger on disk (atomically) so that a restarted party cannot forget what it spent. */
   saveLedger(path: string, jobId: string): void {
-    writeFileAtomic(path, JSON.stringify({ format: 'admm-share-ledger/1', jobId, releases: this.spentRounds, epsilonSpent: this.spent }) + '\n', 0o600);
+    const ledger = { format: 'admm-share-ledger/2', jobId, releases: this.spentRounds, epsilonSpent: this.spent, info: this.info, rho: this.rho, lambda: this.lambda, bw: this.bw };
+    writeFileAtomic(path, JSON.stringify(ledger) + '\n', 0o600);
   }
 
   /** Restore the releases of this job from a ledger written before a restart. */
   restoreLedger(path: string, jobId: string): void {
     if (!existsSync(path)) return;
-    const saved = JSON.parse(readFileSync(path, 'utf8')) as { jobId?: string; releases?: number };
-    if (saved.jobId === jobId && Number.isSafeInteger(saved.releases)) this.spentRounds = Math.max(this.spentRounds, saved.releases!);
+    const saved = JSON.parse(readFileSync(path, 'utf8')) as { jobId?: string; releases?: number; info?: PrivacyInfo; rho?: number; lambda?: number; bw?: number };
+    if (saved.jobId !== jobId || !Number.isSafeInteger(saved.releases)) return;
+    this.spentRounds = Math.max(this.spentRounds, saved.releases!);
+    if (saved.info && saved.rho && saved.lambda) this.saved = { info: saved.info, rho: saved.rho, lambda: saved.lambda, bw: saved.bw ?? 0 };
   }
 
   /**

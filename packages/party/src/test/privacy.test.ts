@@ -138,3 +138,19 @@ test('the ledger survives a restart: saved after each release, restored for the 
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('the calibration is made once per job: a later setup cannot change sigma, and a worse one is refused', () => {
+  const p = new Privacy({ mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, bx: 5, seed: 'once' });
+  const first = p.calibrate(job);
+  const x = new RidgeXUpdate(csrFromDense([[1, 0, 0], [0, 1, 0], [0, 0, 1]]), job.lambda, false);
+  p.release(x);
+  p.release(x);
+  const spent = p.spent;
+  // A rejoin's setup announcing ten times the rounds would make a fresh calibration cheaper per round.
+  const again = p.calibrate({ ...job, rounds: job.rounds * 10 });
+  assert.equal(again.sigma, first.sigma);
+  assert.equal(again.rounds, first.rounds);
+  assert.equal(p.spent, spent, 'past releases keep their price');
+  assert.throws(() => p.calibrate({ ...job, rho: job.rho * 2 }), /differ from/);
+  assert.throws(() => p.calibrate({ ...job, lambda: job.lambda / 2 }), /differ from/);
+});
