@@ -8,15 +8,10 @@ import {
   type LabelledSet,
   ConfigError,
   binaryLabels,
-  classificationMetrics,
-  csrSliceColumns,
-  fitCentral,
-  logistic,
-  predictScores,
   readLibsvm,
   writeFileAtomic,
 } from '@admm-share/core';
-import { type SimulateOptions, type SimulateSummary, simulate } from './simulate.js';
+import { type SimulateOptions, type SimulateSummary, evaluateCentral, simulate } from './simulate.js';
 import { spamDataset } from './spam.js';
 import { type SweepRow, privacySweep } from './sweep.js';
 
@@ -70,11 +65,7 @@ function loadA9a(dataDir: string): { train: LabelledSet; test: LabelledSet; file
 
 function localBaselines(dataset: string, train: LabelledSet, test: LabelledSet, blocks: number[], names: string[], intercept: boolean, lambda: number): Baseline[] {
   const out: Baseline[] = [];
-  const fit = (model: string, cols?: [number, number]) => {
-    const slice = (X: LabelledSet['X']) => (cols ? csrSliceColumns(X, cols[0], cols[1]) : X);
-    const r = fitCentral(slice(train.X), train.y, logistic, lambda, { intercept });
-    out.push({ dataset, model, ...classificationMetrics(predictScores(slice(test.X), r.x, r.intercept), test.y) });
-  };
+  const fit = (model: string, cols?: [number, number]) => out.push({ dataset, model, ...evaluateCentral(train, test, lambda, intercept, cols).test! });
   fit('central (all features)');
   let start = 0;
   blocks.forEach((size, m) => {

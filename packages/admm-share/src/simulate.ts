@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import {
+  type ClassificationMetrics,
   type Csr,
   type LabelledSet,
   AdmmError,
@@ -81,7 +82,7 @@ function privacyArgs(p: SimulatePrivacy, party: string): string[] {
 
 export interface Baseline {
   objective: number;
-  test?: TestMetrics;
+  test?: ClassificationMetrics;
 }
 
 export interface SimulateSummary extends Summary {
@@ -138,7 +139,8 @@ function loadData(opts: SimulateOptions): { train: LabelledSet; test?: LabelledS
   return { train, test, blocks: parseSplit(opts.split ?? `${half},${d - half}`, d), source: opts.data };
 }
 
-function evaluateCentral(train: LabelledSet, test: LabelledSet | undefined, lambda: number, intercept: boolean, cols?: [number, number]): Baseline {
+/** The central model on all columns, or on columns [from, to) only (a party alone), with its test metrics. */
+export function evaluateCentral(train: LabelledSet, test: LabelledSet | undefined, lambda: number, intercept: boolean, cols?: [number, number]): Baseline {
   const slice = (X: Csr) => (cols ? csrSliceColumns(X, cols[0], cols[1]) : X);
   const fit = fitCentral(slice(train.X), train.y, logistic, lambda, { intercept });
   return {
