@@ -1,36 +1,51 @@
-import { readFileSync } from 'node:fs';
-import { createHash } from 'node:crypto';
-import { Packr } from 'msgpackr';
-import { DataError, writeFileAtomic } from '@admm-share/core';
-import type { Setup } from '@admm-share/protocol';
-import type { AdmmSnapshot } from './admm.js';
-
 /**
  * What the coordinator needs to continue a job after a crash (`--resume`): written every
  * --checkpoint-every rounds, atomically (write, fsync, rename), as MessagePack so the
- * vectors keep their exact bits. Parties rejoin by themselves and are told the round.
+ * vectors keep their exact bits, and read back with every field checked like wire data.
+ * Parties rejoin by themselves and are told the round (with what they need to recompute it).
  */
+import { readFileSync, rmSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { Packr } from 'msgpackr';
+import { DataError, writeFileAtomic } from '@admm-share/core';
+import { ALGORITHMS, LOSSES, NAME_RE } from '@admm-share/protocol';
+import type { AdmmSnapshot } from './admm.js';
+import type { FinishedRound } from './admm-loop.js';
+import type { Samples, SetupParams } from './job.js';
+import type { ReplayPoint } from './replay.js';
+
+export const CHECKPOINT_FILE = 'checkpoint.bin';
+const FORMAT = 'admm-share-checkpoint/2';
+/** Bytes of the alignment hash key. */
+export const HASH_KEY_BYTES = 32;
+
 export interface Checkpoint {
-  format: 'admm-share-checkpoint/1';
+  format: typeof FORMAT;
   jobId: string;
   /** The last completed round. */
   round: number;
   hashKey: Uint8Array;
   /** Digest of the label files, so a resume with other labels is refused. */
   labelsDigest: string;
-  labelRows: { train: Uint32Array; test: Uint32Array };
-  keptKeys: { train: string[]; test: string[] | null };
-  dropped: { train: number; test: number };
-  setup: Omit<Setup, 'trainRows' | 'testRows'>;
+  samples: Samples;
+  evaluationSkipped: string | null;
+  setup: SetupParams;
   admm: AdmmSnapshot;
+  /** Each party's round `round` as it can be replayed to a rejoining party. */
+  replay: ReplayPoint;
+  /** The last round as its trace line reports it, and whether it converged (a converged job only finishes). */
+  last: Omit<FinishedRound, 'round'>;
 }
 
-export const CHECKPOINT_FILE = 'checkpoint.bin';
-
+// One configured Packr: typed arrays keep their type and bytes (see the protocol's codec).
 const packr = new Packr({ moreTypes: true, useRecords: false });
 
-export function writeCheckpoint(path: string, cp: Checkpoint): void {
-  writeFileAtomic(path, packr.pack(cp), 0o600);
+export function writeCheckpoint(path: string, cp: Omit<Checkpoint, 'format'>): void {
+  writeFileAtomic(path, packr.pack({ format: FORMAT, ...cp }), 0o600);
+}
+
+export function removeCheckpoint(path: string): void {
+  rmSync(path, { force: true });
 }
 
 export function readCheckpoint(path: string): Checkpoint {
@@ -40,14 +55,144 @@ export function readCheckpoint(path: string): Checkpoint {
   } catch (err) {
     throw new DataError(path, undefined, `cannot read the checkpoint to resume from (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
   }
-  let cp: Checkpoint;
+  let value: unknown;
   try {
-    cp = packr.unpack(bytes) as Checkpoint;
+    value = packr.unpack(bytes);
   } catch (err) {
     throw new DataError(path, undefined, `not a checkpoint (${(err as Error).message})`);
   }
-  if (cp?.format !== 'admm-share-checkpoint/1') throw new DataError(path, undefined, 'not an admm-share checkpoint (format)');
-  return cp;
+  return validateCheckpoint(value, path);
+}
+
+type Obj = Record<string, unknown>;
+
+/** Rebuild a checkpoint from a decoded value, checking every field; nothing unchecked survives. */
+export function validateCheckpoint(value: unknown, path: string): Checkpoint {
+  const bad = (what: string): never => {
+    throw new DataError(path, undefined, `not a valid checkpoint: ${what}`);
+  };
+  const obj = (v: unknown, what: string): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) && !ArrayBuffer.isView(v) ? (v as Obj) : bad(`${what} is not a map`));
+  const num = (v: unknown, what: string, ok: (x: number) => boolean = Number.isFinite): number => (typeof v === 'number' && ok(v) ? v : bad(`${what} is ${String(v)}`));
+  const int = (v: unknown, what: string, min = 0) => num(v, what, (x) => Number.isSafeInteger(x) && x >= min);
+  const str = (v: unknown, what: string): string => (typeof v === 'string' ? v : bad(`${what} is not a string`));
+  const f64 = (v: unknown, what: string, n: number): Float64Array => {
+    if (!(v instanceof Float64Array)) return bad(`${what} is not a Float64Array`);
+    if (v.length !== n) bad(`${what} has ${v.length} values, expected ${n}`);
+    for (let i = 0; i < v.length; i++) if (!Number.isFinite(v[i])) bad(`${what}[${i}] is ${v[i]}`);
+    return v;
+  };
+  const f64s = (v: unknown, what: string, count: number, n: number): Float64Array[] => {
+    if (!Array.isArray(v) || v.length !== count) return bad(`${what} is not a list of ${count} vectors`);
+    return v.map((x, m) => f64(x, `${what}[${m}]`, n));
+  };
+  const rows = (v: unknown, what: string): Uint32Array => (v instanceof Uint32Array ? v : bad(`${what} is not a Uint32Array`));
+  const keys = (v: unknown, what: string, n: number): string[] => {
+    if (!Array.isArray(v) || v.length !== n || !v.every((k) => typeof k === 'string')) return bad(`${what} is not a list of ${n} id keys`);
+    return v as string[];
+  };
+  const oneOf = <T extends string>(v: unknown, what: string, options: readonly T[]): T => (options.find((o) => o === v) ?? bad(`${what} is ${String(v)}`));
+
+  const o = obj(value, 'the file');
+  if (o.format !== FORMAT) bad(`format ${String(o.format)} (expected ${FORMAT})`);
+  const jobId = str(o.jobId, 'jobId');
+  if (!NAME_RE.test(jobId)) bad(`jobId '${jobId}'`);
+  const hashKey = o.hashKey instanceof Uint8Array && o.hashKey.length === HASH_KEY_BYTES ? o.hashKey : bad('hashKey');
+
+  const s = obj(o.setup, 'setup');
+  const setup: SetupParams = {
+    type: 'setup',
+    jobId: str(s.jobId, 'setup.jobId'),
+    lambda: num(s.lambda, 'setup.lambda', (x) => Number.isFinite(x) && x >= 0),
+    loss: oneOf(s.loss, 'setup.loss', LOSSES),
+    rounds: int(s.rounds, 'setup.rounds', 1),
+    rho: num(s.rho, 'setup.rho', (x) => Number.isFinite(x) && x > 0),
+    parties: int(s.parties, 'setup.parties', 1),
+    algorithm: oneOf(s.algorithm, 'setup.algorithm', ALGORITHMS),
+  };
+  const M = setup.parties;
+
+  const sm = obj(o.samples, 'samples');
+  const lr = obj(sm.labelRows, 'samples.labelRows');
+  const labelRows = { train: rows(lr.train, 'labelRows.train'), test: rows(lr.test, 'labelRows.test') };
+  const n = labelRows.train.length;
+  if (n === 0) bad('no training rows');
+  const kk = obj(sm.keptKeys, 'samples.keptKeys');
+  const dr = obj(sm.dropped, 'samples.dropped');
+  const samples: Samples = {
+    labelRows,
+    keptKeys: { train: keys(kk.train, 'keptKeys.train', n), test: kk.test === null ? null : keys(kk.test, 'keptKeys.test', labelRows.test.length) },
+    dropped: { train: int(dr.train, 'dropped.train'), test: int(dr.test, 'dropped.test') },
+  };
+
+  const a = obj(o.admm, 'admm');
+  const admm: AdmmSnapshot = {
+    rho: num(a.rho, 'admm.rho', (x) => Number.isFinite(x) && x > 0),
+    c: f64(a.c, 'admm.c', n),
+    z: f64(a.z, 'admm.z', n),
+    dualVar: f64(a.dualVar, 'admm.dualVar', n),
+    sum: f64(a.sum, 'admm.sum', n),
+    prevSum: f64(a.prevSum, 'admm.prevSum', n),
+    prevZ: f64(a.prevZ, 'admm.prevZ', n),
+    a: f64(a.a, 'admm.a', n),
+    t: f64(a.t, 'admm.t', n),
+    slope: f64(a.slope, 'admm.slope', n),
+    curvature: f64(a.curvature, 'admm.curvature', n),
+    prevShares: f64s(a.prevShares, 'admm.prevShares', M, n),
+  };
+
+  const round = int(o.round, 'round', 1);
+  const r = obj(o.replay, 'replay');
+  const replay: ReplayPoint = {
+    round: int(r.round, 'replay.round', 1),
+    rho: num(r.rho, 'replay.rho', (x) => Number.isFinite(x) && x > 0),
+    c: f64(r.c, 'replay.c', n),
+    previousShares: f64s(r.previousShares, 'replay.previousShares', M, n),
+    shares: f64s(r.shares, 'replay.shares', M, n),
+  };
+  if (replay.round !== round) bad(`replay.round ${replay.round} is not the checkpoint's round ${round}`);
+
+  const l = obj(o.last, 'last');
+  const st = obj(l.stats, 'last.stats');
+  const nonNeg = (x: number) => Number.isFinite(x) && x >= 0;
+  const numbers = (v: unknown, what: string, names?: readonly string[]): Record<string, number> => {
+    const m = obj(v, what);
+    const out: Record<string, number> = {};
+    for (const [k, x] of Object.entries(m)) {
+      if (names && !names.includes(k)) bad(`${what}.${k} is not expected`);
+      out[k] = num(x, `${what}.${k}`);
+    }
+    return out;
+  };
+  const by = obj(l.bytes, 'last.bytes');
+  const last: Omit<FinishedRound, 'round'> = {
+    stats: {
+      primal: num(st.primal, 'last.stats.primal', nonNeg),
+      dual: num(st.dual, 'last.stats.dual', nonNeg),
+      epsPrimal: num(st.epsPrimal, 'last.stats.epsPrimal', nonNeg),
+      epsDual: num(st.epsDual, 'last.stats.epsDual', nonNeg),
+      rho: num(st.rho, 'last.stats.rho', (x) => Number.isFinite(x) && x > 0),
+    },
+    penaltySq: num(l.penaltySq, 'last.penaltySq', nonNeg),
+    converged: typeof l.converged === 'boolean' ? l.converged : bad('last.converged'),
+    test: l.test === undefined || l.test === null ? undefined : numbers(l.test, 'last.test', ['logLoss', 'accuracy', 'auc', 'rmse']),
+    seconds: num(l.seconds, 'last.seconds', nonNeg),
+    roundSeconds: num(l.roundSeconds, 'last.roundSeconds', nonNeg),
+    bytes: { toCoordinator: int(by.toCoordinator, 'last.bytes.toCoordinator'), fromCoordinator: int(by.fromCoordinator, 'last.bytes.fromCoordinator') },
+    epsilonSpent: numbers(l.epsilonSpent, 'last.epsilonSpent'),
+  };
+  return {
+    format: FORMAT,
+    jobId,
+    round,
+    hashKey,
+    labelsDigest: str(o.labelsDigest, 'labelsDigest'),
+    samples,
+    evaluationSkipped: o.evaluationSkipped === null ? null : str(o.evaluationSkipped, 'evaluationSkipped'),
+    setup,
+    admm,
+    replay,
+    last,
+  };
 }
 
 /** Digest of label ids and values, in file order. */

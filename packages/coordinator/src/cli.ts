@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
 import {
   ConfigError,
@@ -13,7 +13,9 @@ import {
   commandLine,
 } from '@admm-share/core';
 import { NAME_RE } from '@admm-share/protocol';
+import type { Logger } from 'pino';
 import { type CoordinatorConfig, start } from './coordinator.js';
+import { resultLine } from './report.js';
 
 const TOOL = 'admm-coordinator';
 
@@ -126,4 +128,14 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: strin
   };
 }
 
-void runService(TOOL, () => parseArgs(hideBin(process.argv)), (config, logger) => start(config, { logger }));
+/** The coordinator's JSON log ends with one human-readable line saying how the job ended. */
+async function startAndReport(config: CoordinatorConfig, logger: Logger) {
+  const handle = await start(config, { logger });
+  const done = handle.done.then((summary) => {
+    process.stdout.write(`${TOOL}: ${resultLine(summary, join(config.out, 'summary.json'))}\n`);
+    return summary;
+  });
+  return { ...handle, done };
+}
+
+void runService(TOOL, () => parseArgs(hideBin(process.argv)), (config, logger) => startAndReport(config, logger));

@@ -111,6 +111,9 @@ export interface Resume {
   type: 'resume';
   jobId: string;
   round: number;
+  rho: number;
+  c: Float64Array;
+  previousShare: Float64Array;
   share: Float64Array;
 }
 

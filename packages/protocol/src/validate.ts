@@ -250,9 +250,13 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
   const type = typeOf(o);
   switch (type) {
     case 'resume': {
-      exactKeys(o, type, ['type', 'jobId', 'round', 'share']);
+      exactKeys(o, type, ['type', 'jobId', 'round', 'rho', 'c', 'previousShare', 'share']);
       const jobId = job(o, type, ctx);
-      return { type, jobId, round: count(o, type, 'round'), share: vector(o, type, 'share', ctx.n) };
+      const r = count(o, type, 'round');
+      const len = r === 0 ? 0 : ctx.n;
+      const rho = finite(o, type, 'rho');
+      if (!(rho > 0)) invalid(`resume.rho: ${rho} is not positive`);
+      return { type, jobId, round: r, rho, c: vector(o, type, 'c', len), previousShare: vector(o, type, 'previousShare', len), share: vector(o, type, 'share', len) };
     }
     case 'challenge': {
       exactKeys(o, type, ['type', 'protocolVersion', 'nonce']);

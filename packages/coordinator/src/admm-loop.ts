@@ -1,0 +1,215 @@
+/**
+ * The ADMM training loop. One round t:
+ *   broadcastRound (round t: rho and c to every party)
+ *   -> traceRound (round t-1's objective and trace line, while the parties compute)
+ *   -> collect the shares (each recorded for replays as it arrives)
+ *   -> AdmmCoordinator.step (z-update, dual update, residuals, next c)
+ *   -> checkpoint (when due) -> evaluate (when due).
+ * The loop stops at convergence, at the last round, or when a party's budget refuses a round.
+ */
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { PeerError, lossByName } from '@admm-share/core';
+import type { Exhausted, Resume, Share, StopReason } from '@admm-share/protocol';
+import { AdmmCoordinator, type RoundStats } from './admm.js';
+import { CHECKPOINT_FILE, type Checkpoint, writeCheckpoint } from './checkpoint.js';
+import type { CoordinatorConfig } from './config.js';
+import { evaluate, evaluatesAt } from './evaluation.js';
+import type { Job, Participation } from './job.js';
+import type { Parties } from './parties.js';
+import type { PartyConnection, Traffic } from './party-connection.js';
+import { ReplayLog } from './replay.js';
+import { type TestMetrics, type TraceLine, TraceWriter } from './report.js';
+
+/** How training ended, for the `done` message and the summary. */
+export interface TrainResult {
+  reason: StopReason;
+  /** Rounds whose model the job keeps. */
+  rounds: number;
+  objective: number;
+  residuals: { primal: number; dual: number } | null;
+  metrics: TestMetrics | undefined;
+  trainingSeconds: number;
+  rho: { initial: number; final: number };
+  epsilonSpent: Record<string, number>;
+}
+
+/** A completed round: what its trace line and a checkpoint need. */
+export interface FinishedRound {
+  round: number;
+  stats: RoundStats;
+  penaltySq: number;
+  converged: boolean;
+  test: TestMetrics | undefined;
+  seconds: number;
+  roundSeconds: number;
+  bytes: { toCoordinator: number; fromCoordinator: number };
+  epsilonSpent: Record<string, number>;
+}
+
+export interface AdmmLoopDeps {
+  cfg: CoordinatorConfig;
+  job: Job;
+  parties: Parties;
+  log: Logger;
+  traffic: Traffic;
+  /** The job's identity in a checkpoint (hash key, labels digest). */
+  identity: Pick<Checkpoint, 'hashKey' | 'labelsDigest'>;
+}
+
+export class AdmmLoop {
+  private readonly admm: AdmmCoordinator;
+  private readonly replay: ReplayLog;
+  /** The last completed round (the checkpoint's on a resumed job). */
+  private last: FinishedRound | undefined;
+
+  constructor(
+    private readonly d: AdmmLoopDeps,
+    from?: Checkpoint,
+  ) {
+    const { cfg, job } = d;
+    this.admm = new AdmmCoordinator({
+      variant: cfg.variant,
+      loss: lossByName(job.setup.loss),
+      y: job.y,
+      parties: d.parties.list.length,
+      lambda: job.setup.lambda,
+      rho: from ? from.admm.rho : job.setup.rho,
+      alpha: cfg.variant === 'exact' ? cfg.alpha : 1,
+      tolerance: cfg.tolerance,
+    });
+    if (from) {
+      this.admm.restore(from.admm);
+      this.last = { round: from.round, ...from.last, epsilonSpent: { ...from.last.epsilonSpent } };
+    } else this.admm.step(d.parties.list.map(() => new Float64Array(job.n))); // z and dual from x = 0, so round 1 already moves
+    this.replay = new ReplayLog(d.parties.list.length, job.n, job.setup.rho, from?.replay);
+  }
+
+  /** Where a rejoining party resumes: its latest answered round (not after the job's last round once it has ended). */
+  resumeFor(p: PartyConnection, atMost?: number): Resume {
+    return this.replay.resume(p.index, this.d.job.jobId, atMost);
+  }
+
+  get completedRound(): number {
+    return this.last?.round ?? 0;
+  }
+
+  async run(participation: Participation): Promise<TrainResult> {
+    const { cfg, job, log } = this.d;
+    const { maxRounds } = participation;
+    const restoredRound = this.last?.round;
+    log.info({ rho: this.admm.rho, variant: cfg.variant, alpha: cfg.alpha, maxRounds, from: restoredRound ?? 0 }, 'training');
+    const trace = new TraceWriter(cfg.out, log, maxRounds, restoredRound === undefined ? undefined : restoredRound - 1);
+    const trainStart = performance.now();
+    let reason: StopReason = this.last?.converged ? 'converged' : 'max-rounds';
+    // A resumed job reports its checkpoint's round again (the trace kept the rounds before it).
+    let untraced: FinishedRound | undefined = this.last;
+    let completed = false;
+    try {
+      while (this.last === undefined || (!this.last.converged && this.last.round < maxRounds)) {
+        const t = this.completedRound + 1;
+        const roundStart = performance.now();
+        const before = { ...this.d.traffic };
+        const replies = this.broadcastRound(t);
+        if (untraced) trace.write(this.traceLine(untraced, participation.noisy));
+        untraced = undefined;
+        const answers = await Promise.all(replies);
+        const epsilonSpent = Object.fromEntries(answers.map((r, m) => [this.d.parties.list[m].id, r.epsilonSpent]));
+        const refused = answers.filter((r): r is Exhausted => r.type === 'exhausted');
+        if (refused.length > 0) {
+          // A party's ledger refused this round: end with the model of the round before.
+          log.warn({ round: t, parties: answers.flatMap((r, m) => (r.type === 'exhausted' ? [this.d.parties.list[m].id] : [])) }, 'privacy budget exhausted: ending the job');
+          reason = 'budget';
+          if (this.last) this.last.epsilonSpent = epsilonSpent;
+          break;
+        }
+        const shares = answers.filter((r): r is Share => r.type === 'share');
+        const stats = this.admm.step(shares.map((s) => s.share));
+        const converged = stats.primal <= stats.epsPrimal && stats.dual <= stats.epsDual;
+        const now = performance.now();
+        this.last = untraced = {
+          round: t,
+          stats,
+          penaltySq: shares.reduce((acc, s) => acc + s.penaltySq, 0),
+          converged,
+          test: undefined,
+          seconds: (now - trainStart) / 1000,
+          roundSeconds: (now - roundStart) / 1000,
+          bytes: { toCoordinator: this.d.traffic.in - before.in, fromCoordinator: this.d.traffic.out - before.out },
+          epsilonSpent,
+        };
+        if (converged) reason = 'converged';
+        if (cfg.checkpointEvery > 0 && t % cfg.checkpointEvery === 0) this.checkpoint();
+        if (evaluatesAt(job, t, converged || t === maxRounds, cfg.evalEvery)) this.last.test = await evaluate(job, this.d.parties, t);
+      }
+      const last = this.last;
+      if (!last) throw new PeerError("no round ran: a party's privacy budget does not pay for one");
+      // A job resumed from the checkpoint of its last round evaluates the model again if it had not.
+      if (last.test === undefined && last.round === restoredRound && evaluatesAt(job, last.round, true, 0)) last.test = await evaluate(job, this.d.parties, last.round);
+      if (untraced) trace.write(this.traceLine(untraced, participation.noisy));
+      completed = true;
+      return {
+        reason,
+        rounds: last.round,
+        objective: this.admm.objective(last.penaltySq),
+        residuals: { primal: last.stats.primal, dual: last.stats.dual },
+        metrics: last.test,
+        trainingSeconds: (performance.now() - trainStart) / 1000,
+        rho: { initial: job.setup.rho, final: this.admm.rho },
+        epsilonSpent: last.epsilonSpent,
+      };
+    } finally {
+      trace.close(completed);
+    }
+  }
+
+  /** Round t's request to every party; each share is recorded for replays the moment it arrives. */
+  private broadcastRound(t: number): Promise<Share | Exhausted>[] {
+    const { job, parties } = this.d;
+    // The broadcast vector is kept as it was sent (the step overwrites admm.c in place).
+    const c = this.admm.c.slice();
+    const rho = this.admm.rho;
+    const requests = parties.requestAll({ type: 'round', jobId: job.jobId, round: t, rho, c }, ['share', 'exhausted'], () => ({ jobId: job.jobId, n: job.n, round: t }));
+    return requests.map((r, m) =>
+      r.then((reply) => {
+        if (reply.type === 'share') this.replay.record(m, t, rho, c, reply.share);
+        return reply;
+      }),
+    );
+  }
+
+  /** Round r's trace line; its objective costs a log and an exp per sample, so it is computed while the parties work. */
+  private traceLine(r: FinishedRound, noisy: boolean): TraceLine {
+    return {
+      round: r.round,
+      objective: this.admm.objective(r.penaltySq),
+      primal: r.stats.primal,
+      dual: r.stats.dual,
+      rho: r.stats.rho,
+      seconds: r.seconds,
+      roundSeconds: r.roundSeconds,
+      bytes: r.bytes,
+      ...(noisy ? { epsilonSpent: r.epsilonSpent } : {}),
+      ...(r.test ? { test: r.test } : {}),
+    };
+  }
+
+  /** Write the state the job needs to go on after a crash (atomically; see checkpoint.ts). */
+  checkpoint(): void {
+    const last = this.last;
+    if (!last) return;
+    const { job, cfg, identity } = this.d;
+    writeCheckpoint(join(cfg.out, CHECKPOINT_FILE), {
+      ...identity,
+      jobId: job.jobId,
+      round: last.round,
+      samples: { labelRows: job.labelRows, keptKeys: job.keptKeys, dropped: job.dropped },
+      evaluationSkipped: job.evaluationSkipped ?? null,
+      setup: job.setup,
+      admm: this.admm.snapshot(),
+      replay: this.replay.point(last.round),
+      last,
+    });
+    this.d.log.debug({ round: last.round }, 'checkpoint written');
+  }
+}

@@ -1,0 +1,67 @@
+/**
+ * The coordinator's configuration (built by cli.ts from the flags, or by tests) and the
+ * handle `start` returns. Types only.
+ */
+import type { AlgorithmName, LossName } from '@admm-share/protocol';
+import type { Variant } from './admm.js';
+import type { LabelOptions } from './labels.js';
+import type { Summary } from './report.js';
+
+export interface SgdConfig {
+  batchSize: number;
+  /** Learning rate of epoch e: lr / (1 + lrDecay (e - 1)). */
+  lr: number;
+  lrDecay: number;
+}
+
+export interface CoordinatorConfig {
+  algorithm: AlgorithmName;
+  sgd: SgdConfig;
+  host: string;
+  /** 0 picks a free port; the `listening` log line reports it. */
+  port: number;
+  labels: string;
+  testLabels?: string;
+  labelOptions: LabelOptions;
+  /** Party ids allowed to join; the job starts when all of them have. */
+  parties: string[];
+  jobId: string;
+  loss: LossName;
+  lambda: number;
+  variant: Variant;
+  /** undefined: the data-scaled default (see defaultRho). */
+  rho?: number;
+  alpha: number;
+  maxRounds: number;
+  tolerance: { abs: number; rel: number };
+  /** Evaluate on the test set every k rounds (0: only at the end). */
+  evalEvery: number;
+  /** Directory for trace.jsonl and summary.json. */
+  out: string;
+  /** An unauthenticated connection must say hello within this time. */
+  helloTimeoutMs: number;
+  /** A party that loses its connection during ADMM training may rejoin within this time (0: never). */
+  rejoinTimeoutMs: number;
+  /** A party must answer each request (share, scores, ready) within this time. */
+  roundTimeoutMs: number;
+  /** Ping every connected party this often; one missed pong drops the connection. */
+  heartbeatMs: number;
+  /** Largest number of rows a party may declare, relative to the label file (bounds memory and frame size). */
+  maxRowsFactor: number;
+  /** Each party's secret; when given, a hello must carry a valid proof (see helloProof). */
+  credentials?: Record<string, string>;
+  /** Write a checkpoint every k completed rounds (0: never). */
+  checkpointEvery: number;
+  /** Continue the job checkpointed in `out` instead of starting one. */
+  resume: boolean;
+  /** Whether --job was given (a resume then checks it against the checkpoint). */
+  jobIdGiven?: boolean;
+  /** Serve wss:// with this certificate and key (PEM); with clientCa, require client certificates from that CA. */
+  tls?: { cert: string; key: string; clientCa?: string };
+}
+
+export interface CoordinatorHandle {
+  port: number;
+  done: Promise<Summary>;
+  close(): Promise<void>;
+}

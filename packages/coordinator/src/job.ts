@@ -1,0 +1,116 @@
+/**
+ * The job: what every phase after alignment works on (its samples and labels in row order,
+ * the setup the parties get, whether it evaluates), built by one function for a new job
+ * (from the alignment) and for a resumed one (from the checkpoint); and what the parties'
+ * ready messages add to it (privacy settings, the rounds their budgets pay for).
+ */
+import type { Logger } from 'pino';
+import type { PrivacyInfo, Setup } from '@admm-share/protocol';
+import type { Variant } from './admm.js';
+import type { CoordinatorConfig } from './config.js';
+import type { Labels } from './labels.js';
+import type { PartyConnection } from './party-connection.js';
+
+/**
+ * Default rho, scaled to the data: the loss is an average over N samples, so its
+ * curvature per sample is O(1/N) and rho is 0.01/N (exact form; 0.3/N for the paper's
+ * form, which needs a larger rho to stay stable). See docs/rho.md for the measurements.
+ */
+export function defaultRho(variant: Variant, n: number): number {
+  return (variant === 'exact' ? 0.01 : 0.3) / n;
+}
+
+export type SetupParams = Omit<Setup, 'trainRows' | 'testRows'>;
+
+/** Which samples the job has: rows of the label files, their id keys, and how many ids were dropped. */
+export interface Samples {
+  labelRows: { train: Uint32Array; test: Uint32Array };
+  keptKeys: { train: string[]; test: string[] | null };
+  dropped: { train: number; test: number };
+}
+
+export interface Job extends Samples {
+  jobId: string;
+  setup: SetupParams;
+  n: number;
+  nTest: number;
+  /** Training labels in row order. */
+  y: Float64Array;
+  /** Test labels in row order, when the job evaluates. */
+  yTest: Float64Array | undefined;
+  /** Why a job with test labels does not evaluate. */
+  evaluationSkipped: string | undefined;
+}
+
+/**
+ * One builder for both kinds of job. `setup` is undefined for a new job (it is made from the
+ * configuration) and the checkpoint's for a resumed one.
+ */
+export function buildJob(
+  cfg: CoordinatorConfig,
+  labels: Labels,
+  testLabels: Labels | undefined,
+  samples: Samples,
+  evaluationSkipped: string | undefined,
+  setup: SetupParams | undefined,
+): Job {
+  const n = samples.labelRows.train.length;
+  const evaluates = testLabels !== undefined && evaluationSkipped === undefined && samples.labelRows.test.length > 0;
+  return {
+    ...samples,
+    jobId: cfg.jobId,
+    n,
+    nTest: evaluates ? samples.labelRows.test.length : 0,
+    y: Float64Array.from(samples.labelRows.train, (r) => labels.y[r]),
+    yTest: evaluates ? Float64Array.from(samples.labelRows.test, (r) => testLabels.y[r]) : undefined,
+    evaluationSkipped,
+    setup: setup ?? {
+      type: 'setup',
+      jobId: cfg.jobId,
+      lambda: cfg.lambda,
+      loss: cfg.loss,
+      rounds: cfg.maxRounds,
+      rho: cfg.rho ?? defaultRho(cfg.variant, n),
+      parties: cfg.parties.length,
+      algorithm: cfg.algorithm,
+    },
+  };
+}
+
+/**
+ * Why a job with test labels cannot evaluate: a party without a test set (or that does not
+ * release test scores) cannot be scored with the others. The job trains anyway and says why
+ * it has no test metrics.
+ */
+export function evaluationSkipReason(testLabels: Labels | undefined, parties: readonly PartyConnection[]): string | undefined {
+  const missing = testLabels ? parties.filter((p) => p.fileRows.test === 0).map((p) => p.id) : [];
+  if (missing.length === 0) return undefined;
+  return `party ${missing.join(', ')} has no test set: give every party --test (with privacy also --release-test-scores) to evaluate`;
+}
+
+/** The setup message for one party's rows. */
+export function setupFor(job: Job, rows: { train: Uint32Array; test: Uint32Array }): Setup {
+  return { ...job.setup, trainRows: rows.train, testRows: job.yTest ? rows.test : new Uint32Array(0) };
+}
+
+export type PartyPrivacy = PrivacyInfo & { party: string };
+
+/** What the parties' ready messages add: their privacy settings and the rounds the job may run. */
+export interface Participation {
+  privacy: PartyPrivacy[];
+  /** The smallest of --rounds and what each party's budget pays for. */
+  maxRounds: number;
+  /** Whether any party adds noise. */
+  noisy: boolean;
+}
+
+export function participation(cfg: CoordinatorConfig, parties: readonly PartyConnection[], log: Logger): Participation {
+  const privacy = parties.map((p) => {
+    if (!p.privacy) throw new Error(`internal: party ${p.id} has not reported its privacy setting`);
+    return { party: p.id, ...p.privacy };
+  });
+  const maxRounds = Math.min(cfg.maxRounds, ...privacy.map((q) => q.rounds));
+  if (maxRounds < cfg.maxRounds) log.warn({ maxRounds, requested: cfg.maxRounds }, "rounds capped by a party's privacy budget");
+  for (const q of privacy) log.info(q, `party ${q.party} privacy: ${q.mechanism}${q.seeded ? ' (SEEDED noise: predictable)' : ''}`);
+  return { privacy, maxRounds, noisy: privacy.some((q) => q.mechanism !== 'none') };
+}

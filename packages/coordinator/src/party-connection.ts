@@ -1,0 +1,250 @@
+/**
+ * One party's link to the coordinator, across reconnections: the socket it is on now (if
+ * any), sending with backpressure, the heartbeat, and requests. A request is a message sent
+ * together with the replies that may answer it and the validation context they are checked
+ * against (job, N, round, step), with a deadline; it is resent when the party rejoins. A
+ * frame that no request or handshake step is waiting for is refused at once, so nothing is
+ * queued and nothing is validated against a context that a loop happens to have left behind.
+ */
+import type { Logger } from 'pino';
+import type { RawData, WebSocket } from 'ws';
+import { PeerError } from '@admm-share/core';
+import {
+  type CloseKind,
+  type CoordinatorMessage,
+  type PartyMessage,
+  type PrivacyInfo,
+  type ValidationContext,
+  CloseCodes,
+  ProtocolError,
+  closeReason,
+  decode,
+  encode,
+  validatePartyMessage,
+} from '@admm-share/protocol';
+
+/** Unsent bytes a party may leave queued (it is not reading), in messages of at least SLOW_READER_UNIT bytes. */
+const MAX_QUEUED_MESSAGES = 4;
+/** 1 MiB: small messages still get a queue of a few MiB before the reader counts as stuck. */
+const SLOW_READER_UNIT = 1 << 20;
+
+export type PartyMessageType = PartyMessage['type'];
+export type Reply<T extends PartyMessageType> = Extract<PartyMessage, { type: T }>;
+
+/** Bytes in and out over every connection, for the trace and the summary. */
+export interface Traffic {
+  in: number;
+  out: number;
+}
+
+export interface ConnectionDeps {
+  log: Logger;
+  traffic: Traffic;
+  roundTimeoutMs: number;
+  /** The party broke the protocol, stopped reading or did not answer: the job cannot go on. */
+  onFailure(err: PeerError): void;
+  /** The party's socket closed (after `detach`, this connection has no socket). */
+  onClose(conn: PartyConnection, code: number, reason: string): void;
+}
+
+interface Waiting {
+  types: readonly PartyMessageType[];
+  ctx: ValidationContext;
+  deliver(msg: PartyMessage): void;
+}
+
+interface Pending extends Waiting {
+  bytes: Uint8Array;
+  fail(err: Error): void;
+}
+
+function isReply<T extends PartyMessageType>(msg: PartyMessage, types: readonly T[]): msg is Reply<T> {
+  return (types as readonly string[]).includes(msg.type);
+}
+
+function toBytes(data: RawData): Buffer {
+  if (Buffer.isBuffer(data)) return data;
+  if (Array.isArray(data)) return Buffer.concat(data);
+  return Buffer.from(data);
+}
+
+export class PartyConnection {
+  /** connected: has a socket; away: lost it during a job it may rejoin; absent: not joined; closed: done. */
+  status: 'absent' | 'connected' | 'away' | 'closed' = 'absent';
+  features = 0;
+  fileRows = { train: 0, test: 0 };
+  /** The privacy setting its last ready reported. */
+  privacy: PrivacyInfo | undefined;
+  private ws: WebSocket | undefined;
+  private alive = true;
+  private closing = false;
+  /** A handshake step (ids, ready while joining or rejoining): takes precedence over `pending`. */
+  private step: Waiting | undefined;
+  private pending: Pending | undefined;
+  /** The last message of the job (done), resent to a party that rejoins after it. */
+  private final: Uint8Array | undefined;
+
+  constructor(
+    readonly id: string,
+    /** Position in the job's party order (m). */
+    readonly index: number,
+    private readonly deps: ConnectionDeps,
+  ) {}
+
+  /** Take over a socket whose hello was accepted. */
+  attach(ws: WebSocket): void {
+    this.ws = ws;
+    this.status = 'connected';
+    this.alive = true;
+    this.closing = false;
+    this.step = undefined;
+    ws.on('message', (data: RawData, isBinary: boolean) => {
+      if (ws === this.ws) this.onFrame(data, isBinary);
+    });
+    ws.on('pong', () => (this.alive = true));
+    ws.on('close', (code: number, reason: Buffer) => {
+      if (ws !== this.ws) return;
+      this.ws = undefined;
+      this.step = undefined;
+      this.deps.onClose(this, code, reason.toString());
+    });
+  }
+
+  get connected(): boolean {
+    return this.ws !== undefined;
+  }
+
+  /** Heartbeat tick: a party that did not answer the last ping is cut off (it may rejoin). */
+  heartbeat(intervalMs: number): void {
+    const ws = this.ws;
+    if (!ws || ws.readyState !== ws.OPEN) return;
+    if (!this.alive) {
+      this.deps.log.warn({ party: this.id, heartbeatMs: intervalMs }, 'no heartbeat; dropping the connection');
+      ws.terminate();
+      return;
+    }
+    this.alive = false;
+    ws.ping();
+  }
+
+  send(msg: CoordinatorMessage): void {
+    this.sendBytes(encode(msg));
+  }
+
+  /** A party that stops reading would make its queue grow without bound: close it instead. */
+  sendBytes(bytes: Uint8Array): void {
+    const ws = this.ws;
+    if (!ws) return; // away: it gets what it needs when it rejoins
+    if (ws.bufferedAmount > MAX_QUEUED_MESSAGES * Math.max(bytes.length, SLOW_READER_UNIT)) {
+      const detail = `${ws.bufferedAmount} bytes unread`;
+      this.close('slowReader', detail);
+      this.deps.onFailure(new PeerError(`party ${this.id} stopped reading (${detail})`));
+      return;
+    }
+    this.deps.traffic.out += bytes.length;
+    ws.send(bytes);
+  }
+
+  /**
+   * Send `bytes` (one encoding may serve every party) and wait for one of `types`, validated
+   * against `ctx`. The party has --round-timeout to answer, across a rejoin.
+   */
+  request<T extends PartyMessageType>(bytes: Uint8Array, types: readonly T[], ctx: ValidationContext): Promise<Reply<T>> {
+    if (this.pending) return Promise.reject(new Error(`internal: a second request to party ${this.id} while one is pending`));
+    return new Promise((resolve, reject) => {
+      const deadline = setTimeout(() => {
+        this.pending = undefined;
+        const detail = `no '${types.join("' or '")}' within ${this.deps.roundTimeoutMs} ms`;
+        this.close('timeout', detail);
+        reject(new PeerError(`party ${this.id}: ${detail}`));
+      }, this.deps.roundTimeoutMs);
+      this.pending = {
+        bytes,
+        types,
+        ctx,
+        deliver: (msg) => {
+          clearTimeout(deadline);
+          this.pending = undefined;
+          if (isReply(msg, types)) resolve(msg);
+        },
+        fail: (err) => {
+          clearTimeout(deadline);
+          this.pending = undefined;
+          reject(err);
+        },
+      };
+      this.sendBytes(bytes);
+    });
+  }
+
+  /** A handshake step: the next message must be one of `types`; `deliver` may set the next step. */
+  expect<T extends PartyMessageType>(types: readonly T[], ctx: ValidationContext, deliver: (msg: Reply<T>) => void): void {
+    this.step = {
+      types,
+      ctx,
+      deliver: (msg) => {
+        this.step = undefined;
+        if (isReply(msg, types)) deliver(msg);
+      },
+    };
+  }
+
+  /** The job's last message: the party answers it by closing with code `done`. */
+  sendFinal(bytes: Uint8Array): void {
+    this.final = bytes;
+    this.sendBytes(bytes);
+  }
+
+  /** After a rejoin: send again what the party has not answered yet. */
+  resendOutstanding(): void {
+    if (this.pending) this.sendBytes(this.pending.bytes);
+    else if (this.final) this.sendBytes(this.final);
+  }
+
+  close(kind: CloseKind, detail?: string): void {
+    const ws = this.ws;
+    if (!ws || this.closing) return;
+    this.closing = true;
+    this.deps.log.warn({ party: this.id, close: CloseCodes[kind].code, detail }, 'closing connection');
+    ws.close(CloseCodes[kind].code, closeReason(kind, detail));
+  }
+
+  /** The job failed: nothing more is awaited from this party. */
+  abort(err: Error, detail: string): void {
+    this.pending?.fail(err);
+    this.step = undefined;
+    if (this.ws?.readyState === this.ws?.OPEN) this.close('aborted', detail);
+  }
+
+  /** Close with a raw code (1001: the coordinator is going away, rejoin later). */
+  closeWithCode(code: number, reason: string): void {
+    this.closing = true;
+    this.ws?.close(code, reason);
+  }
+
+  private onFrame(data: RawData, isBinary: boolean): void {
+    const bytes = toBytes(data);
+    this.deps.traffic.in += bytes.length;
+    // Once a connection is being closed nothing more it says is read, decoded or logged.
+    if (this.closing) return;
+    try {
+      if (!isBinary) throw new ProtocolError('malformed', 'text frame; messages are binary MessagePack');
+      const waiting = this.step ?? this.pending;
+      if (!waiting) throw new ProtocolError('unexpected', 'a message when none was asked for');
+      const msg = validatePartyMessage(decode(bytes), waiting.ctx);
+      if (!waiting.types.includes(msg.type))
+        throw new ProtocolError('unexpected', `'${msg.type}' while waiting for '${waiting.types.join("' or '")}'`);
+      waiting.deliver(msg);
+    } catch (err) {
+      if (err instanceof ProtocolError) {
+        this.close(err.kind, err.message);
+        this.deps.onFailure(new PeerError(`party ${this.id}: ${err.message}`));
+        return;
+      }
+      const message = err instanceof Error ? err.message : String(err);
+      this.deps.log.error({ party: this.id, err: message, stack: process.env.ADMM_DEBUG ? (err as Error).stack : undefined }, 'internal error handling a message');
+      this.close('internal', message);
+      this.deps.onFailure(new PeerError(`internal error handling a message from ${this.id}: ${message}`));
+    }
+  }
+}

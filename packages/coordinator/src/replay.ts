@@ -1,0 +1,69 @@
+/**
+ * What a restarted party needs to get back to where the job is: for each party, its last
+ * two answered ADMM rounds as (round, rho, c broadcast in that round, the share it released
+ * the round before, the share it released in it). Replaying the round's x-update from these
+ * gives the party the same x_m it had, so it never reports from x = 0 (protocol `resume`).
+ */
+import type { Resume } from '@admm-share/protocol';
+
+interface Answered {
+  round: number;
+  rho: number;
+  c: Float64Array;
+  previousShare: Float64Array;
+  share: Float64Array;
+}
+
+/** Round `round` of every party, as a checkpoint stores it. */
+export interface ReplayPoint {
+  round: number;
+  rho: number;
+  c: Float64Array;
+  previousShares: Float64Array[];
+  shares: Float64Array[];
+}
+
+const EMPTY = new Float64Array(0);
+
+export class ReplayLog {
+  /** Per party: its answered rounds, oldest first, at most two. */
+  private readonly answered: Answered[][];
+
+  constructor(
+    parties: number,
+    private readonly n: number,
+    private readonly initialRho: number,
+    from?: ReplayPoint,
+  ) {
+    this.answered = Array.from({ length: parties }, (_, m) =>
+      from ? [{ round: from.round, rho: from.rho, c: from.c, previousShare: from.previousShares[m], share: from.shares[m] }] : [],
+    );
+  }
+
+  /** Party m answered round `round` (broadcast with `rho` and `c`; `c` must not change afterwards). */
+  record(m: number, round: number, rho: number, c: Float64Array, share: Float64Array): void {
+    const list = this.answered[m];
+    const last = list[list.length - 1];
+    const previousShare = last && last.round === round - 1 ? last.share : new Float64Array(this.n);
+    list.push({ round, rho, c, previousShare, share });
+    if (list.length > 2) list.shift();
+  }
+
+  /** The resume for party m at its latest answered round not after `atMost`. */
+  resume(m: number, jobId: string, atMost = Infinity): Resume {
+    const list = this.answered[m];
+    const a = [...list].reverse().find((x) => x.round <= atMost);
+    if (!a) return { type: 'resume', jobId, round: 0, rho: this.initialRho, c: EMPTY, previousShare: EMPTY, share: EMPTY };
+    return { type: 'resume', jobId, round: a.round, rho: a.rho, c: a.c, previousShare: a.previousShare, share: a.share };
+  }
+
+  /** Every party at round `round` (all have answered it), for a checkpoint. */
+  point(round: number): ReplayPoint {
+    const at = this.answered.map((list, m) => {
+      const a = list.find((x) => x.round === round);
+      if (!a) throw new Error(`internal: party ${m} has no record of round ${round}`);
+      return a;
+    });
+    return { round, rho: at[0].rho, c: at[0].c, previousShares: at.map((a) => a.previousShare), shares: at.map((a) => a.share) };
+  }
+}

@@ -1,0 +1,192 @@
+/**
+ * What a job reports: the per-round trace (trace.jsonl), the summary (summary.json), the
+ * round's log line and the one human-readable result line a run ends with.
+ */
+import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { DataError, writeFileAtomic } from '@admm-share/core';
+import type { AlgorithmName, LossName, PrivacyInfo, StopReason } from '@admm-share/protocol';
+import type { Variant } from './admm.js';
+import type { TrainResult } from './admm-loop.js';
+import type { CoordinatorConfig, SgdConfig } from './config.js';
+import type { Job, Participation } from './job.js';
+import type { PartyConnection, Traffic } from './party-connection.js';
+
+export interface PartySummary {
+  id: string;
+  features: number;
+  rows: number;
+  testRows: number;
+}
+
+export interface TestMetrics {
+  logLoss?: number;
+  accuracy?: number;
+  auc?: number;
+  rmse?: number;
+}
+
+export interface Summary {
+  jobId: string;
+  algorithm: AlgorithmName;
+  sgd?: SgdConfig;
+  variant: Variant;
+  loss: LossName;
+  lambda: number;
+  rho: { initial: number; final: number };
+  alpha: number;
+  rounds: number;
+  reason: StopReason;
+  converged: boolean;
+  objective: number;
+  /**
+   * The coordinator computes the objective from what it receives: with noise on, from the
+   * noisy shares and without the parties' penalties (which they do not send then), which is
+   * not the objective of the parties' models.
+   */
+  objectiveFrom: 'shares' | 'noisy shares';
+  residuals: { primal: number; dual: number } | null;
+  test?: TestMetrics;
+  /** Present when the job has test labels but did not evaluate, with the reason. */
+  evaluation?: { skipped: string };
+  seconds: { total: number; setup: number; training: number; perRound: number };
+  bytes: { toCoordinator: number; fromCoordinator: number };
+  parties: PartySummary[];
+  rows: { train: number; test: number };
+  droppedRows: number;
+  droppedTestRows: number;
+  /** Each party's privacy setting as it reported it, and the budget it had spent at the end. */
+  privacy: (PrivacyInfo & { party: string; epsilonSpent: number })[];
+}
+
+/** One line of trace.jsonl. */
+export interface TraceLine {
+  round: number;
+  objective: number;
+  seconds: number;
+  roundSeconds: number;
+  bytes: { toCoordinator: number; fromCoordinator: number };
+  primal?: number;
+  dual?: number;
+  rho?: number;
+  epoch?: number;
+  lr?: number;
+  steps?: number;
+  epsilonSpent?: Record<string, number>;
+  test?: TestMetrics;
+}
+
+/**
+ * The per-round trace, one JSON object per line. Written to `trace.jsonl.partial` as the
+ * job runs and renamed to `trace.jsonl` when it completes, so a `trace.jsonl` is always whole.
+ */
+export class TraceWriter {
+  private readonly fd: number;
+  private readonly partial: string;
+
+  /** `keepUpTo`: a resumed job keeps the lines of the rounds up to its checkpoint. */
+  constructor(
+    private readonly dir: string,
+    private readonly log: Logger,
+    private readonly maxRounds: number,
+    keepUpTo?: number,
+  ) {
+    mkdirSync(dir, { recursive: true });
+    this.partial = join(dir, 'trace.jsonl.partial');
+    const kept = keepUpTo !== undefined && existsSync(this.partial) ? keptLines(this.partial, keepUpTo) : '';
+    this.fd = openSync(this.partial, 'w');
+    if (kept) writeSync(this.fd, kept);
+  }
+
+  write(line: TraceLine): void {
+    writeSync(this.fd, JSON.stringify(line) + '\n');
+    this.log.info({ ...line, maxRounds: this.maxRounds }, 'round');
+  }
+
+  close(complete: boolean): void {
+    closeSync(this.fd);
+    if (complete) renameSync(this.partial, join(this.dir, 'trace.jsonl'));
+  }
+}
+
+/** The lines of a partial trace up to round `keepUpTo`, each checked to be a trace line. */
+function keptLines(path: string, keepUpTo: number): string {
+  const out: string[] = [];
+  readFileSync(path, 'utf8')
+    .split('\n')
+    .forEach((text, i) => {
+      if (text.trim() === '') return;
+      let value: unknown;
+      try {
+        value = JSON.parse(text);
+      } catch (err) {
+        throw new DataError(path, i + 1, `not JSON (${(err as Error).message})`);
+      }
+      const round = typeof value === 'object' && value !== null && 'round' in value ? value.round : undefined;
+      if (typeof round !== 'number' || !Number.isSafeInteger(round) || round < 1) throw new DataError(path, i + 1, 'not a trace line (round)');
+      if (round <= keepUpTo) out.push(text + '\n');
+    });
+  return out.join('');
+}
+
+export function writeSummary(dir: string, summary: Summary): string {
+  const path = join(dir, 'summary.json');
+  writeFileAtomic(path, JSON.stringify(summary, null, 2) + '\n');
+  return path;
+}
+
+const fmt = (v: number) => (Math.abs(v) >= 1e-3 && Math.abs(v) < 1e6 ? v.toFixed(4) : v.toExponential(3));
+
+/** The human-readable line a coordinator run ends with. */
+export function resultLine(s: Summary, summaryPath: string): string {
+  const how = s.reason === 'converged' ? `converged after ${s.rounds} rounds` : s.reason === 'budget' ? `stopped by a privacy budget after ${s.rounds} rounds` : `ran ${s.rounds} rounds`;
+  const t = s.test;
+  const test = t
+    ? t.rmse !== undefined
+      ? `, test RMSE ${fmt(t.rmse)}`
+      : `, test accuracy ${fmt(t.accuracy ?? NaN)}, log loss ${fmt(t.logLoss ?? NaN)}, AUC ${fmt(t.auc ?? NaN)}`
+    : s.evaluation
+      ? `, no test metrics (${s.evaluation.skipped})`
+      : '';
+  return `job ${s.jobId} ${how} (${s.algorithm}${s.algorithm === 'admm' ? ` ${s.variant}` : ''}, ${s.rows.train} rows, ${s.parties.length} parties, ${s.seconds.total.toFixed(1)} s): objective ${fmt(s.objective)}${s.objectiveFrom === 'noisy shares' ? ' (from noisy shares)' : ''}${test}; summary in ${summaryPath}`;
+}
+
+export interface SummaryInput {
+  cfg: CoordinatorConfig;
+  job: Job;
+  result: TrainResult;
+  participation: Participation;
+  parties: readonly PartyConnection[];
+  traffic: Traffic;
+  setupSeconds: number;
+  totalSeconds: number;
+}
+
+export function buildSummary({ cfg, job, result: r, participation, parties, traffic, setupSeconds, totalSeconds }: SummaryInput): Summary {
+  return {
+    jobId: job.jobId,
+    algorithm: cfg.algorithm,
+    variant: cfg.variant,
+    loss: job.setup.loss,
+    lambda: job.setup.lambda,
+    rho: r.rho,
+    alpha: cfg.variant === 'exact' ? cfg.alpha : 1,
+    ...(cfg.algorithm === 'sgd' ? { sgd: cfg.sgd } : {}),
+    rounds: r.rounds,
+    reason: r.reason,
+    converged: r.reason === 'converged',
+    objective: r.objective,
+    objectiveFrom: participation.noisy ? 'noisy shares' : 'shares',
+    residuals: r.residuals,
+    ...(r.metrics ? { test: r.metrics } : {}),
+    ...(job.evaluationSkipped ? { evaluation: { skipped: job.evaluationSkipped } } : {}),
+    seconds: { total: totalSeconds, setup: setupSeconds, training: r.trainingSeconds, perRound: r.trainingSeconds / Math.max(r.rounds, 1) },
+    bytes: { toCoordinator: traffic.in, fromCoordinator: traffic.out },
+    parties: parties.map((p) => ({ id: p.id, features: p.features, rows: p.fileRows.train, testRows: p.fileRows.test })),
+    rows: { train: job.n, test: job.nTest },
+    droppedRows: job.dropped.train,
+    droppedTestRows: job.dropped.test,
+    privacy: participation.privacy.map((q) => ({ ...q, epsilonSpent: r.epsilonSpent[q.party] ?? 0 })),
+  };
+}

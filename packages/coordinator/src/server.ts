@@ -1,0 +1,61 @@
+/**
+ * The network edge: the http(s) server, the WebSocketServer on it (always with an explicit
+ * maxPayload), listening, and shutting both down. What a connection may do is decided
+ * elsewhere (admission.ts); this file only hands every new socket over.
+ */
+import { type Server as HttpServer, createServer as createHttpServer } from 'node:http';
+import { type Server as HttpsServer, createServer as createHttpsServer } from 'node:https';
+import type { Logger } from 'pino';
+import { WebSocketServer, type WebSocket } from 'ws';
+import { ConfigError } from '@admm-share/core';
+
+export interface ServerOptions {
+  host: string;
+  port: number;
+  tls?: { cert: string; key: string; clientCa?: string };
+  /** The largest frame any peer may send. Never the ws default of 100 MiB. */
+  maxPayload: number;
+  log: Logger;
+  onConnection(ws: WebSocket, remote: string): void;
+  /** A server error after listening (before, listen() rejects). */
+  onError(err: Error): void;
+}
+
+export interface Server {
+  port: number;
+  close(): Promise<void>;
+}
+
+export function listen(opts: ServerOptions): Promise<Server> {
+  const { tls, log } = opts;
+  const server: HttpServer | HttpsServer = tls
+    ? createHttpsServer({
+        cert: tls.cert,
+        key: tls.key,
+        // Mutual TLS: only clients with a certificate from this CA get through the handshake.
+        ...(tls.clientCa ? { ca: tls.clientCa, requestCert: true, rejectUnauthorized: true } : {}),
+      })
+    : createHttpServer();
+  const wss = new WebSocketServer({ server, maxPayload: opts.maxPayload, perMessageDeflate: false });
+  let closing: Promise<void> | undefined;
+  const close = (): Promise<void> =>
+    (closing ??= new Promise((resolve) => {
+      for (const ws of wss.clients) ws.terminate();
+      wss.close(() => server.close(() => resolve()));
+    }));
+  return new Promise((resolve, reject) => {
+    const onError = (err: Error) => {
+      if (!server.listening) reject(new ConfigError(`cannot listen on ${opts.host}:${opts.port}: ${err.message}`));
+      else opts.onError(err);
+    };
+    server.on('error', onError);
+    wss.on('error', onError);
+    server.on('tlsClientError', (err: Error) => log.warn({ err: err.message }, 'TLS handshake failed'));
+    wss.on('connection', (ws, req) => opts.onConnection(ws, req.socket.remoteAddress ?? '?'));
+    server.on('listening', () => {
+      const addr = server.address();
+      resolve({ port: typeof addr === 'object' && addr ? addr.port : opts.port, close });
+    });
+    server.listen(opts.port, opts.host);
+  });
+}

@@ -1,0 +1,94 @@
+/**
+ * Mini-batch SGD over the same processes (FDML, Hu et al. 2019). Per step the parties score
+ * a batch, the coordinator returns d loss / d score for each row, and each party updates its
+ * own coefficients (with the next batch in the same message). An epoch is one pass over the
+ * data in a fresh seeded order; at its end the parties send their full shares, for the
+ * objective, and test scores when due. `--rounds` counts epochs. SGD jobs do not resume.
+ */
+import type { Logger } from 'pino';
+import seedrandom from 'seedrandom';
+import { lossByName, meanLoss } from '@admm-share/core';
+import type { TrainResult } from './admm-loop.js';
+import type { CoordinatorConfig } from './config.js';
+import { evaluate, evaluatesAt } from './evaluation.js';
+import type { Job, Participation } from './job.js';
+import type { Parties } from './parties.js';
+import type { Traffic } from './party-connection.js';
+import { type TestMetrics, TraceWriter } from './report.js';
+
+export async function runSgd(cfg: CoordinatorConfig, job: Job, parties: Parties, participation: Participation, log: Logger, traffic: Traffic): Promise<TrainResult> {
+  const { batchSize, lr: lr0, lrDecay } = cfg.sgd;
+  const maxEpochs = participation.maxRounds;
+  const { n, y, jobId } = job;
+  const loss = lossByName(job.setup.loss);
+  const rng = seedrandom(`${jobId}/sgd`);
+  const order = Uint32Array.from({ length: n }, (_, i) => i);
+  let gradient = new Float64Array(0);
+  let step = 0;
+  let objective = NaN;
+  let metrics: TestMetrics | undefined;
+  log.info({ algorithm: 'sgd', batchSize, lr: lr0, lrDecay, maxEpochs }, 'training');
+  const trace = new TraceWriter(cfg.out, log, maxEpochs);
+  const trainStart = performance.now();
+  let completed = false;
+  try {
+    for (let epoch = 1; epoch <= maxEpochs; epoch++) {
+      const epochStart = performance.now();
+      const before = { ...traffic };
+      const lr = lr0 / (1 + lrDecay * (epoch - 1));
+      for (let i = n - 1; i > 0; i--) {
+        const j = Math.floor(rng() * (i + 1));
+        const tmp = order[i];
+        order[i] = order[j];
+        order[j] = tmp;
+      }
+      for (let start = 0; start < n; start += batchSize) {
+        const rows = order.slice(start, Math.min(n, start + batchSize));
+        const s = ++step;
+        const replies = await Promise.all(
+          parties.requestAll({ type: 'sgd', jobId, step: s, epoch, lr, gradient, rows, full: false }, ['batchScores'], () => ({ jobId, step: s, batchRows: rows.length })),
+        );
+        gradient = new Float64Array(rows.length);
+        for (let k = 0; k < rows.length; k++) {
+          let sum = 0;
+          for (const r of replies) sum += r.scores[k];
+          gradient[k] = loss.deriv(y[rows[k]], sum);
+        }
+      }
+      step++;
+      const shares = await Promise.all(
+        parties.requestAll({ type: 'sgd', jobId, step, epoch, lr, gradient, rows: new Uint32Array(0), full: true }, ['share'], () => ({ jobId, n, round: epoch })),
+      );
+      gradient = new Float64Array(0);
+      const sum = new Float64Array(n);
+      for (const s of shares) for (let i = 0; i < n; i++) sum[i] += s.share[i];
+      objective = meanLoss(loss, y, sum) + (job.setup.lambda / 2) * shares.reduce((a, s) => a + s.penaltySq, 0);
+      metrics = evaluatesAt(job, epoch, epoch === maxEpochs, cfg.evalEvery) ? await evaluate(job, parties, epoch) : undefined;
+      const now = performance.now();
+      trace.write({
+        round: epoch,
+        epoch,
+        objective,
+        lr,
+        steps: step,
+        seconds: (now - trainStart) / 1000,
+        roundSeconds: (now - epochStart) / 1000,
+        bytes: { toCoordinator: traffic.in - before.in, fromCoordinator: traffic.out - before.out },
+        ...(metrics ? { test: metrics } : {}),
+      });
+    }
+    completed = true;
+  } finally {
+    trace.close(completed);
+  }
+  return {
+    reason: 'max-rounds',
+    rounds: maxEpochs,
+    objective,
+    residuals: null,
+    metrics,
+    trainingSeconds: (performance.now() - trainStart) / 1000,
+    rho: { initial: 0, final: 0 },
+    epsilonSpent: Object.fromEntries(parties.list.map((p) => [p.id, 0])),
+  };
+}
