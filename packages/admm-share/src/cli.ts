@@ -1,7 +1,8 @@
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { ConfigError, accountEpsilon, calibrateSigma, exitWithError, installCrashHandlers, requireInteger, requireNonNegative, requirePositive, syntheticDataset, commandLine } from '@admm-share/core';
+import { ConfigError, accountEpsilon, calibrateSigma, syntheticDataset } from '@admm-share/core';
+import { commandLine, exitWithError, installCrashHandlers, requireInteger, requireNonNegative, requirePositive } from '@admm-share/runtime';
 import { type SimulatePrivacy, simulate } from './simulate.js';
 import { writeCredentials, writeVerticalSplit } from './split.js';
 import { defaultDataDir, paperExperiment } from './experiment.js';

@@ -2,16 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
-import {
-  ConfigError,
-  DataError,
-  readFlagFile,
-  runService,
-  requireInteger,
-  requireNonNegative,
-  requirePositive,
-  commandLine,
-} from '@admm-share/core';
+import { ConfigError, DataError } from '@admm-share/core';
+import { commandLine, readFlagFile, requireInteger, requireNonNegative, requirePositive, runService } from '@admm-share/runtime';
 import { NAME_RE } from '@admm-share/protocol';
 import { type CoordinatorConfig, start } from './coordinator.js';
 

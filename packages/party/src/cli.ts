@@ -1,6 +1,7 @@
 import { resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
-import { ConfigError, readFlagFile, runService, requireInteger, commandLine } from '@admm-share/core';
+import { ConfigError } from '@admm-share/core';
+import { commandLine, readFlagFile, requireInteger, runService } from '@admm-share/runtime';
 import { NAME_RE } from '@admm-share/protocol';
 import { type PartyConfig, start } from './party.js';
 import { DEFAULT_BX } from './privacy.js';

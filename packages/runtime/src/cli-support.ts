@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { pino, type Logger } from 'pino';
 import yargs, { type Argv } from 'yargs';
-import { AdmmError, ConfigError, EXIT, exitCodeOf } from './errors.js';
+import { AdmmError, ConfigError, EXIT, exitCodeOf } from '@admm-share/core';
 
 /** One JSON logger per process, on stdout; tests and scripts read its `listening` line. */
 export function createLogger(name: string, level = 'info'): Logger {
