@@ -4,7 +4,7 @@ import { resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
 import { ConfigError, DataError } from '@admm-share/core';
 import { commandLine, readFlagFile, requireInteger, requireNonNegative, requirePositive, runService } from '@admm-share/runtime';
-import { NAME_RE } from '@admm-share/protocol';
+import { HEARTBEAT_MS, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS } from '@admm-share/protocol';
 import { type CoordinatorConfig, start } from './coordinator.js';
 
 const TOOL = 'admm-coordinator';
@@ -18,7 +18,13 @@ function readTls(cert?: string, key?: string, clientCa?: string): { cert: string
   return { cert: readFlagFile('tls-cert', cert), key: readFlagFile('tls-key', key), ...(clientCa ? { clientCa: readFlagFile('tls-client-ca', clientCa) } : {}) };
 }
 
-/** {"party-id": "secret"}: every value a non-empty string of at least 16 characters. */
+/**
+ * Shortest secret accepted in --credentials: 16 characters, 64 bits even as hex, beyond an
+ * online guess within --hello-timeout per connection and MAX_PENDING_CONNECTIONS at once.
+ */
+const MIN_SECRET_CHARS = 16;
+
+/** {"party-id": "secret"}: every value a string of at least MIN_SECRET_CHARS characters. */
 function readCredentials(file: string): Record<string, string> {
   let parsed: unknown;
   try {
@@ -30,7 +36,7 @@ function readCredentials(file: string): Record<string, string> {
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new DataError(file, undefined, 'expected a JSON object {"party-id": "secret", ...}');
   for (const [k, v] of Object.entries(parsed)) {
     if (!NAME_RE.test(k)) throw new DataError(file, undefined, `'${k}' is not a valid party id`);
-    if (typeof v !== 'string' || v.length < 16) throw new DataError(file, undefined, `the secret of '${k}' must be a string of at least 16 characters`);
+    if (typeof v !== 'string' || v.length < MIN_SECRET_CHARS) throw new DataError(file, undefined, `the secret of '${k}' must be a string of at least ${MIN_SECRET_CHARS} characters`);
   }
   return parsed as Record<string, string>;
 }
@@ -63,8 +69,8 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: strin
     .option('eval-every', { type: 'number', default: 0, describe: 'evaluate on the test set every k rounds (0: at the end only)' })
     .option('out', { type: 'string', default: 'out', describe: 'directory for trace.jsonl and summary.json' })
     .option('hello-timeout', { type: 'number', default: 10_000, describe: 'ms a new connection has to say hello' })
-    .option('rejoin-timeout', { type: 'number', default: 60_000, describe: 'ms a party that lost its connection during ADMM training has to come back (0: abort at once)' })
-    .option('heartbeat', { type: 'number', default: 10_000, describe: 'ms between pings to each party; a party that misses one is dropped (and may rejoin)' })
+    .option('rejoin-timeout', { type: 'number', default: REJOIN_TIMEOUT_MS, describe: 'ms a party that lost its connection during ADMM training has to come back (0: abort at once)' })
+    .option('heartbeat', { type: 'number', default: HEARTBEAT_MS, describe: 'ms between pings to each party; a party that misses one is dropped (and may rejoin)' })
     .option('round-timeout', { type: 'number', default: 600_000, describe: 'ms a party has to answer each request before the job is aborted' })
     .option('max-rows-factor', { type: 'number', default: 10, describe: 'a party may declare at most this many times the label rows' })
     .option('credentials', { type: 'string', describe: 'JSON file {"party-id": "secret", ...}: parties must prove their secret (recommended)' })
@@ -106,7 +112,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: strin
     out: resolve(a.out),
     helloTimeoutMs: requireInteger('hello-timeout', a['hello-timeout'], 1),
     roundTimeoutMs: requireInteger('round-timeout', a['round-timeout'], 1),
-    heartbeatMs: requireInteger('heartbeat', a.heartbeat, 100),
+    heartbeatMs: requireInteger('heartbeat', a.heartbeat, MIN_HEARTBEAT_MS),
     rejoinTimeoutMs: requireInteger('rejoin-timeout', a['rejoin-timeout'], 0),
     maxRowsFactor: requirePositive('max-rows-factor', a['max-rows-factor']),
     credentials: a.credentials === undefined ? undefined : readCredentials(a.credentials),

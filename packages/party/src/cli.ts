@@ -2,7 +2,7 @@ import { resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
 import { ConfigError } from '@admm-share/core';
 import { commandLine, readFlagFile, requireInteger, runService } from '@admm-share/runtime';
-import { NAME_RE } from '@admm-share/protocol';
+import { HEARTBEAT_TIMEOUT_MS, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS } from '@admm-share/protocol';
 import { type PartyConfig, start } from './party.js';
 import { DEFAULT_BX } from './privacy.js';
 
@@ -44,8 +44,8 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
     .option('intercept', { type: 'boolean', default: false, describe: 'fit an unpenalised intercept here (one party at most)' })
     .option('model', { type: 'string', describe: 'model file to write (default: model-ID.json)' })
     .option('connect-timeout', { type: 'number', default: 30_000, describe: 'ms to wait for the coordinator' })
-    .option('heartbeat-timeout', { type: 'number', default: 30_000, describe: 'ms without a ping or message from the coordinator before the connection is treated as dead' })
-    .option('reconnect-timeout', { type: 'number', default: 60_000, describe: 'ms to keep trying to rejoin after losing the connection during the job' })
+    .option('heartbeat-timeout', { type: 'number', default: HEARTBEAT_TIMEOUT_MS, describe: 'ms without a ping or message from the coordinator before the connection is treated as dead' })
+    .option('reconnect-timeout', { type: 'number', default: REJOIN_TIMEOUT_MS, describe: 'ms to keep trying to rejoin after losing the connection during the job' })
     .option('mechanism', {
       choices: ['gaussian-share', 'paper', 'none'] as const,
       describe: 'privacy mechanism; gaussian-share when --epsilon is given. Required: a budget, or --mechanism none to send shares without noise',
@@ -99,7 +99,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
     model: resolve(a.model ?? `model-${a.id}.json`),
     connectTimeoutMs: requireInteger('connect-timeout', a['connect-timeout'], 1),
     reconnectTimeoutMs: requireInteger('reconnect-timeout', a['reconnect-timeout'], 0),
-    heartbeatTimeoutMs: requireInteger('heartbeat-timeout', a['heartbeat-timeout'], 100),
+    heartbeatTimeoutMs: requireInteger('heartbeat-timeout', a['heartbeat-timeout'], MIN_HEARTBEAT_MS),
     token: readToken(a['token-file'], a.token),
     tls: readTls(a['tls-ca'], a['tls-cert'], a['tls-key']),
     logLevel: a['log-level'],

@@ -3,3 +3,4 @@ export * from './close-codes.js';
 export * from './errors.js';
 export * from './codec.js';
 export * from './validate.js';
+export * from './timing.js';

@@ -5,6 +5,7 @@ import {
   type CloseKind,
   type CoordinatorMessage,
   decode,
+  ENVELOPE_BYTES,
   encode,
   type Message,
   type PartyMessage,
@@ -321,6 +322,19 @@ test('every truncation of every message type is rejected with a ProtocolError', 
       assertRejected(full.subarray(0, k), ctx, `${msg.type} cut to ${k}/${full.length} (view)`);
       assertRejected(Uint8Array.prototype.slice.call(full, 0, k), ctx, `${msg.type} cut to ${k}/${full.length} (copy)`);
     }
+  }
+});
+
+test('ENVELOPE_BYTES covers the framing of every message type at its largest names and numbers', () => {
+  const long = 'j'.repeat(64); // NAME_RE allows at most 64 characters
+  const big = Number.MAX_SAFE_INTEGER;
+  const vectors = (m: Message) => Object.values(m).reduce((sum: number, v) => sum + (ArrayBuffer.isView(v) ? v.byteLength : 0), 0);
+  const worst = (m: Message): Message => JSON.parse(JSON.stringify(m, (k, v) => (k === 'jobId' || k === 'partyId' ? long : typeof v === 'number' ? big : v)));
+  for (const msg of [...sampleMessages(), { type: 'sgd', jobId: JOB, step: 1, epoch: 1, lr: 1, gradient: awkwardVector(3), rows: new Uint32Array(3), full: false } as Message]) {
+    // Vectors are kept as they are; every name and number is made as long as it can be.
+    const inflated = { ...worst(msg), ...Object.fromEntries(Object.entries(msg).filter(([, v]) => ArrayBuffer.isView(v))) } as Message;
+    const framing = encode(inflated).length - vectors(inflated);
+    assert.ok(framing > 0 && framing * 4 <= ENVELOPE_BYTES, `${msg.type}: ${framing} bytes of framing, ENVELOPE_BYTES ${ENVELOPE_BYTES}`);
   }
 });
 
