@@ -2,9 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
-import { ConfigError, DataError } from '@admm-share/core';
-import { commandLine, readFlagFile, requireInteger, requireNonNegative, requirePositive, runService } from '@admm-share/runtime';
-import { HEARTBEAT_MS, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS } from '@admm-share/protocol';
+import { ConfigError, DataError, FILE_FORMATS, LABEL_ID_MODES } from '@admm-share/core';
+import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, requireInteger, requireNonNegative, requirePositive, runService } from '@admm-share/runtime';
+import { ALGORITHMS, HEARTBEAT_MS, LOSSES, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS, VARIANTS } from '@admm-share/protocol';
 import { type CoordinatorConfig, start } from './coordinator.js';
 
 const TOOL = 'admm-coordinator';
@@ -41,26 +41,26 @@ function readCredentials(file: string): Record<string, string> {
   return parsed as Record<string, string>;
 }
 
-export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: string } {
+export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLevel } {
   const a = commandLine(argv, TOOL, 'ADMM_COORDINATOR')
     .usage('$0 --labels FILE --parties ID,ID,... [options]\n\nRun the ADMM sharing coordinator: holds the labels, aligns samples, runs the z and dual updates.')
     .option('labels', { type: 'string', demandOption: true, describe: 'training labels with sample ids (CSV with id,label columns, or LIBSVM)' })
     .option('test-labels', { type: 'string', describe: 'test labels; parties then send test-set scores for evaluation' })
-    .option('label-format', { choices: ['auto', 'libsvm', 'csv'] as const, default: 'auto' as const })
-    .option('ids', { choices: ['auto', 'row', 'qid'] as const, default: 'auto' as const, describe: 'LIBSVM labels: where sample ids come from' })
+    .option('label-format', { choices: FILE_FORMATS, default: 'auto' as const })
+    .option('ids', { choices: LABEL_ID_MODES, default: 'auto' as const, describe: 'LIBSVM labels: where sample ids come from' })
     .option('id-column', { type: 'string', default: 'id', describe: 'CSV: id column name' })
     .option('label-column', { type: 'string', default: 'label', describe: 'CSV: label column name' })
     .option('parties', { type: 'string', array: true, demandOption: true, describe: 'party ids that must join (comma or space separated)' })
     .option('job', { type: 'string', describe: 'job id (default: random)' })
     .option('host', { type: 'string', default: '127.0.0.1', describe: 'address to listen on' })
     .option('port', { type: 'number', default: 7070, describe: '0 picks a free port (see the "listening" log line)' })
-    .option('loss', { choices: ['logistic', 'squared'] as const, default: 'logistic' as const })
+    .option('loss', { choices: LOSSES, default: 'logistic' as const })
     .option('lambda', { type: 'number', default: 1e-4, describe: 'L2 regularisation weight' })
-    .option('algorithm', { choices: ['admm', 'sgd'] as const, default: 'admm' as const, describe: 'ADMM sharing, or mini-batch SGD over the same processes (rounds count epochs)' })
+    .option('algorithm', { choices: ALGORITHMS, default: 'admm' as const, describe: 'ADMM sharing, or mini-batch SGD over the same processes (rounds count epochs)' })
     .option('batch-size', { type: 'number', default: 128, describe: 'sgd: rows per mini-batch' })
     .option('lr', { type: 'number', default: 1, describe: 'sgd: learning rate of the first epoch' })
     .option('lr-decay', { type: 'number', default: 0.5, describe: 'sgd: epoch e uses lr / (1 + lr-decay (e - 1))' })
-    .option('variant', { choices: ['exact', 'paper'] as const, default: 'exact' as const, describe: 'exact sharing ADMM or the paper\'s Algorithm 1' })
+    .option('variant', { choices: VARIANTS, default: 'exact' as const, describe: 'exact sharing ADMM or the paper\'s Algorithm 1' })
     .option('rho', { type: 'number', describe: 'ADMM penalty (default 0.01/N exact, 0.3/N paper)' })
     .option('alpha', { type: 'number', default: 1.6, describe: 'over-relaxation, exact form only (1 = none)' })
     .option('rounds', { type: 'number', default: 100, describe: 'maximum rounds' })
@@ -79,7 +79,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: strin
     .option('tls-client-ca', { type: 'string', describe: 'mutual TLS: require client certificates signed by this CA (PEM)' })
     .option('checkpoint-every', { type: 'number', default: 10, describe: 'write out/checkpoint.bin every k completed rounds (0: never)' })
     .option('resume', { type: 'boolean', default: false, describe: 'continue the job checkpointed in --out (parties rejoin by themselves)' })
-    .option('log-level', { choices: ['fatal', 'error', 'warn', 'info', 'debug'] as const, default: 'info' as const })
+    .option('log-level', { choices: LOG_LEVELS, default: 'info' as const })
     .parseSync();
   const parties = a.parties.flatMap((p) => String(p).split(',')).map((p) => p.trim()).filter((p) => p !== '');
   for (const p of parties) if (!NAME_RE.test(p)) throw new ConfigError(`--parties: '${p}' is not a valid party id (letters, digits, . _ -)`);

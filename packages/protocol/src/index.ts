@@ -1,3 +1,4 @@
+export * from './names.js';
 export * from './messages.js';
 export * from './close-codes.js';
 export * from './errors.js';

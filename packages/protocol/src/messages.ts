@@ -3,19 +3,9 @@
  * Party -> coordinator: hello, ids, ready, share, exhausted, scores, batchScores.
  * Coordinator -> party: challenge, welcome, setup, resume, round, evaluate, sgd, done.
  */
-export const PROTOCOL_VERSION = 5;
+import type { AccountantName, AlgorithmName, LossName, MechanismName, SampleSet, StopReason } from './names.js';
 
-export const LOSSES = ['logistic', 'squared'] as const;
-export const ALGORITHMS = ['admm', 'sgd'] as const;
-export type AlgorithmName = (typeof ALGORITHMS)[number];
-export type LossName = (typeof LOSSES)[number];
-export const SAMPLE_SETS = ['train', 'test'] as const;
-export type SampleSet = (typeof SAMPLE_SETS)[number];
-export const STOP_REASONS = ['converged', 'max-rounds', 'budget', 'stopped'] as const;
-export const MECHANISMS = ['gaussian-share', 'paper', 'none'] as const;
-export type MechanismName = (typeof MECHANISMS)[number];
-export const ACCOUNTANT_NAMES = ['exact', 'rdp', 'advanced'] as const;
-export type StopReason = (typeof STOP_REASONS)[number];
+export const PROTOCOL_VERSION = 5;
 
 /** Bytes per keyed id hash (HMAC-SHA256 truncated to 128 bits). */
 export const ID_HASH_BYTES = 16;
@@ -113,7 +103,7 @@ export interface PrivacyInfo {
   sigma: number;
   /** L2 sensitivity of one round's release that sigma is calibrated for. */
   sensitivity: number;
-  accountant: (typeof ACCOUNTANT_NAMES)[number] | null;
+  accountant: AccountantName | null;
   /** True when the noise comes from a seeded, predictable generator. */
   seeded: boolean;
 }

@@ -4,21 +4,23 @@ import {
   type Done,
   HASH_KEY_BYTES,
   ID_HASH_BYTES,
-  LOSSES,
-  type LossName,
   NAME_RE,
   NONCE_BYTES,
   type PartyMessage,
+  PROOF_BYTES,
+  type PrivacyInfo,
+} from './messages.js';
+import {
+  ACCOUNTANT_NAMES,
+  ALGORITHMS,
+  LOSSES,
+  type LossName,
+  MECHANISMS,
   SAMPLE_SETS,
   type SampleSet,
   STOP_REASONS,
   type StopReason,
-  ACCOUNTANT_NAMES,
-  ALGORITHMS,
-  PROOF_BYTES,
-  MECHANISMS,
-  type PrivacyInfo,
-} from './messages.js';
+} from './names.js';
 
 /**
  * What the receiver knows about its session; each field, when present, is checked

@@ -3,8 +3,12 @@ import { pino, type Logger } from 'pino';
 import yargs, { type Argv } from 'yargs';
 import { AdmmError, ConfigError, EXIT, exitCodeOf } from '@admm-share/core';
 
+/** The --log-level choices: pino's levels from the most to the least severe (trace is left out). */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
+
 /** One JSON logger per process, on stdout; tests and scripts read its `listening` line. */
-export function createLogger(name: string, level = 'info'): Logger {
+export function createLogger(name: string, level: LogLevel = 'info'): Logger {
   return pino({ name, level, base: { pid: process.pid, name } }, pino.destination({ fd: 1, sync: true }));
 }
 
@@ -86,7 +90,7 @@ export function requireInteger(name: string, v: number, min: number): number {
  * one exits 64 before any log), build the logger, start, exit 0 when the job is done or
  * with the error's code when it fails or a signal stops it.
  */
-export async function runService<C extends { logLevel: string }>(
+export async function runService<C extends { logLevel: LogLevel }>(
   tool: string,
   parse: () => C,
   start: (config: C, logger: Logger) => Promise<{ done: Promise<unknown>; close(): unknown }> | { done: Promise<unknown>; close(): unknown },

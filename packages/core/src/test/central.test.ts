@@ -5,6 +5,7 @@ import { Matrix, solve } from 'ml-matrix';
 import {
   type Csr,
   type LabelTable,
+  type LossName,
   binaryLabels,
   classificationMetrics,
   csrFromDense,
@@ -23,7 +24,7 @@ function gaussian(r: () => number): number {
   return Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r());
 }
 
-type Name = 'logistic' | 'squared';
+type Name = LossName;
 /** d/ds loss(y, s), written out here. */
 function lossDeriv(name: Name, y: number, s: number): number {
   if (name === 'squared') return s - y;

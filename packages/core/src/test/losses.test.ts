@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { type Loss, log1pExpNeg, logistic, lossByName, meanLoss, prox, sigmoidNeg, squared } from '../index.js';
+import { type Loss, type LossName, log1pExpNeg, logistic, lossByName, meanLoss, prox, sigmoidNeg, squared } from '../index.js';
 import seedrandom from 'seedrandom';
 
 /** A seeded generator of floats in [0, 1), so failures reproduce. */
@@ -28,7 +28,7 @@ function refLogistic(m: number): number {
  *   logistic: loss(u) - loss(v) = log((1 + e^-mu)/(1 + e^-mv)) = log1p(sigma(-mv) expm1(mv - mu))
  *   quadratic: (u-a)^2 - (v-a)^2 = (u - v)(u + v - 2a)
  */
-function objectiveDiff(name: 'logistic' | 'squared', y: number, a: number, kappa: number, weight: number, u: number, v: number): number {
+function objectiveDiff(name: LossName, y: number, a: number, kappa: number, weight: number, u: number, v: number): number {
   let dl: number;
   if (name === 'squared') dl = 0.5 * (u - v) * (u + v - 2 * y);
   else {
@@ -40,7 +40,7 @@ function objectiveDiff(name: 'logistic' | 'squared', y: number, a: number, kappa
 }
 
 /** Golden-section search for argmin F on [lo, hi] to width 1e-13 (relative for large |t|). */
-function goldenArgmin(name: 'logistic' | 'squared', y: number, a: number, kappa: number, weight: number, lo: number, hi: number): number {
+function goldenArgmin(name: LossName, y: number, a: number, kappa: number, weight: number, lo: number, hi: number): number {
   const g = (Math.sqrt(5) - 1) / 2;
   for (let it = 0; it < 500; it++) {
     if (hi - lo <= 1e-13 * Math.max(1, Math.abs(lo), Math.abs(hi))) break;
@@ -58,13 +58,13 @@ function goldenArgmin(name: 'logistic' | 'squared', y: number, a: number, kappa:
  * the logistic minimiser (|t - a| = R sigma <= R), but not always the squared one, which lies
  * between a and y (|t - a| = R/(1+R) |y - a|, up to ~ 51): widen it to cover y too.
  */
-function refProx(name: 'logistic' | 'squared', y: number, a: number, kappa: number, weight: number): number {
+function refProx(name: LossName, y: number, a: number, kappa: number, weight: number): number {
   const R = weight / kappa;
   return goldenArgmin(name, y, a, kappa, weight, Math.min(a, y) - R - 1, Math.max(a, y) + R + 1);
 }
 
 /** The optimality residual weight*loss'(y,t) + kappa (t - a), with loss' written out here. */
-function residual(name: 'logistic' | 'squared', y: number, a: number, kappa: number, weight: number, t: number): number {
+function residual(name: LossName, y: number, a: number, kappa: number, weight: number, t: number): number {
   const d = name === 'squared' ? t - y : -y * refSigmoidNeg(y * t);
   return weight * d + kappa * (t - a);
 }
