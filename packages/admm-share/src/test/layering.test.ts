@@ -82,6 +82,13 @@ function checkRule({ pkg, forbidden, onlyBare, forbiddenText, dependencies }: Ru
 
 for (const rule of rules) test(`layering: ${rule.why}`, () => checkRule(rule));
 
+test('layering: test helpers stay in tests', () => {
+  for (const pkg of readdirSync(packages).filter((d) => statSync(join(packages, d, 'src'), { throwIfNoEntry: false })?.isDirectory())) {
+    for (const f of sources(join(packages, pkg, 'src')).filter((f) => !isTest(f)))
+      for (const spec of importsOf(readFileSync(f, 'utf8'))) assert.doesNotMatch(spec, /\/test-support$|(^|\/)test\//, `${f} imports ${spec}`);
+  }
+});
+
 test('layering: the import scanner sees the forms it must catch', () => {
   const text = `import { a } from '@admm-share/coordinator';\nexport * from "../../coordinator/src/x.js";\nconst m = await import('@admm-share/coordinator');\nimport '@admm-share/coordinator/side';`;
   assert.deepEqual(importsOf(text), ['@admm-share/coordinator', '../../coordinator/src/x.js', '@admm-share/coordinator', '@admm-share/coordinator/side']);

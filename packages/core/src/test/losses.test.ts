@@ -1,10 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { type Loss, type LossName, log1pExpNeg, logistic, lossByName, meanLoss, prox, sigmoidNeg, squared } from '../index.js';
-import seedrandom from 'seedrandom';
+import { seeded } from './support.js';
 
 /** A seeded generator of floats in [0, 1), so failures reproduce. */
-const prng = (seed: number): (() => number) => seedrandom(String(seed));
 const logUniform = (r: () => number, lo: number, hi: number) => Math.exp(Math.log(lo) + r() * (Math.log(hi) - Math.log(lo)));
 
 // ---------------------------------------------------------------------------------------
@@ -74,7 +73,7 @@ const close = (got: number, want: number, tol: number) => Math.abs(got - want) <
 // Sanity check of the reference itself against the squared loss's closed form,
 // (weight*y + kappa*a)/(weight + kappa), computed here.
 test('reference minimiser reproduces the closed form of the squared prox', () => {
-  const r = prng(7);
+  const r = seeded(7);
   for (let k = 0; k < 200; k++) {
     const y = r() < 0.5 ? -1 : 1;
     const a = -50 + 100 * r();
@@ -89,7 +88,7 @@ test('reference minimiser reproduces the closed form of the squared prox', () =>
 for (const loss of [logistic, squared]) {
   const name = loss.name;
   test(`${name} prox matches a golden-section minimiser on random problems with far warm starts`, () => {
-    const r = prng(name === 'logistic' ? 101 : 202);
+    const r = seeded(name === 'logistic' ? 101 : 202);
     let cases = 0;
     let worst = 0;
     for (let k = 0; k < 400; k++) {
@@ -147,7 +146,7 @@ test('logistic prox: edge cases (root exactly 0, extreme ratios, huge a)', () =>
 
 for (const loss of [logistic, squared]) {
   test(`${loss.name} proxInto on vectors: values match prox, slope matches a finite difference`, () => {
-    const r = prng(loss.name === 'logistic' ? 303 : 404);
+    const r = seeded(loss.name === 'logistic' ? 303 : 404);
     const n = 300;
     for (const [kappa, weight] of [
       [1, 1],
@@ -207,7 +206,7 @@ test('log1pExpNeg and sigmoidNeg: direct formula in range, finite at +-1000', ()
 });
 
 test('loss values and derivatives agree with finite differences', () => {
-  const r = prng(5);
+  const r = seeded(5);
   for (const loss of [logistic, squared] as Loss[]) {
     for (let k = 0; k < 200; k++) {
       const y = r() < 0.5 ? -1 : 1;
@@ -228,7 +227,7 @@ test('loss values and derivatives agree with finite differences', () => {
 });
 
 test('logistic proxInto: curvature d2t/da2 matches a finite difference of the slope', () => {
-  const rand = prng(77);
+  const rand = seeded(77);
   const solve = (y: number, a: number, kappa: number) => {
     const t = Float64Array.of(a);
     const slope = new Float64Array(1);

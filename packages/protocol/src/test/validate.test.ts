@@ -21,8 +21,7 @@ import {
   validatePartyMessage,
   type ValidationContext,
 } from '../index.js';
-
-const NO_PRIVACY = { mechanism: 'none', epsilon: null, delta: null, rounds: 100, sigma: 0, sensitivity: 0, accountant: null, seeded: false } as const;
+import { NO_PRIVACY } from './support.js';
 
 // ---------------------------------------------------------------------------------------
 // Fixtures and helpers

@@ -1,29 +1,29 @@
 // The exit paths over real processes: every failure that ends in "internal error" (exit 70)
 // prints its stack with ADMM_DEBUG=1 and no stack without it; known kinds never print one.
-import { test } from 'node:test';
+import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { spawnSync } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { EXIT } from '@admm-share/core';
 import { debugEnabled, stackOf } from '../index.js';
+import { STACK_LINE, killAll, run } from './support.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/exit-paths.js', import.meta.url));
-/** A stack trace line, as node prints them. */
-const STACK_LINE = /^\s+at .+:\d+:\d+\)?$/m;
+after(killAll);
 
-function run(mode: string, debug: string | undefined) {
+async function fail(mode: string, debug: string | undefined) {
   const env = { ...process.env };
   delete env.ADMM_DEBUG;
   if (debug !== undefined) env.ADMM_DEBUG = debug;
-  const r = spawnSync(process.execPath, [FIXTURE, mode], { env, encoding: 'utf8', timeout: 20_000 });
-  return { code: r.status, stderr: r.stderr, stdout: r.stdout };
+  const p = run(FIXTURE, [mode], { env });
+  const { code } = await p.exit;
+  return { code, stderr: p.stderr(), stdout: p.stdout() };
 }
 
 const INTERNAL = ['parse', 'start', 'done', 'wrapped', 'string', 'uncaught', 'rejection', 'command', 'command-async'];
 
 for (const mode of INTERNAL) {
-  test(`internal error (${mode}): exit 70, a stack only with ADMM_DEBUG=1`, () => {
-    const quiet = run(mode, undefined);
+  test(`internal error (${mode}): exit 70, a stack only with ADMM_DEBUG=1`, async () => {
+    const [quiet, debug] = await Promise.all([fail(mode, undefined), fail(mode, '1')]);
     assert.equal(quiet.code, EXIT.internal, quiet.stderr);
     assert.match(quiet.stderr, /^exit-paths: error: /);
     assert.doesNotMatch(quiet.stderr, STACK_LINE, 'a stack without ADMM_DEBUG');
@@ -31,12 +31,11 @@ for (const mode of INTERNAL) {
     assert.doesNotMatch(quiet.stdout, STACK_LINE);
 
     if (mode === 'done') {
-      const off = run(mode, '0');
+      const off = await fail(mode, '0');
       assert.equal(off.code, EXIT.internal);
       assert.doesNotMatch(off.stderr, STACK_LINE, 'ADMM_DEBUG=0 printed a stack');
     }
 
-    const debug = run(mode, '1');
     assert.equal(debug.code, EXIT.internal, debug.stderr);
     assert.match(debug.stderr, /^exit-paths: error: /);
     if (mode === 'string') {
@@ -54,9 +53,9 @@ for (const mode of INTERNAL) {
 }
 
 for (const [mode, code] of [['config', EXIT.config], ['data', EXIT.data], ['peer', EXIT.peer], ['bad-flag', EXIT.config]] as const) {
-  test(`known error (${mode}): exit ${code} and never a stack, even with ADMM_DEBUG=1`, () => {
+  test(`known error (${mode}): exit ${code} and never a stack, even with ADMM_DEBUG=1`, async () => {
     for (const debug of [undefined, '1']) {
-      const r = run(mode, debug);
+      const r = await fail(mode, debug);
       assert.equal(r.code, code, r.stderr);
       assert.match(r.stderr, /exit-paths: error: /);
       assert.doesNotMatch(r.stderr, STACK_LINE);
