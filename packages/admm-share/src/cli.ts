@@ -1,11 +1,14 @@
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { ConfigError, accountEpsilon, calibrateSigma, exitWithError, installCrashHandlers, requireInteger, requireNonNegative, requirePositive, syntheticDataset, commandLine } from '@admm-share/core';
+import { ACCOUNTANTS, ConfigError, accountEpsilon, calibrateSigma, syntheticDataset } from '@admm-share/core';
+import { ALGORITHMS, MECHANISMS, NOISE_MECHANISMS, type NoiseMechanism, VARIANTS } from '@admm-share/protocol';
+import { commandLine, exitWithError, installCrashHandlers, requireInteger, requireNonNegative, requirePositive } from '@admm-share/runtime';
 import { type SimulatePrivacy, simulate } from './simulate.js';
 import { writeCredentials, writeVerticalSplit } from './split.js';
 import { defaultDataDir, paperExperiment } from './experiment.js';
 import { privacySweep } from './sweep.js';
+import { DATASETS } from './names.js';
 
 const TOOL = 'admm-share';
 
@@ -15,7 +18,7 @@ function accountingOptions<T>(y: Argv<T>) {
     .option('delta', { type: 'number', demandOption: true })
     .option('rounds', { type: 'number', demandOption: true })
     .option('sensitivity', { type: 'number', demandOption: true, describe: 'L2 sensitivity of one round' })
-    .option('method', { choices: ['exact', 'rdp', 'advanced'] as const, default: 'exact' as const })
+    .option('method', { choices: ACCOUNTANTS, default: 'exact' as const })
     .option('json', { type: 'boolean', default: false, describe: 'print one JSON object' });
 }
 
@@ -45,7 +48,7 @@ async function main(): Promise<void> {
       'split a data set by feature columns, run a coordinator and one party process per block on localhost, compare with central training',
       (y) =>
         y
-          .option('dataset', { choices: ['synthetic', 'spam', 'gisette'] as const, default: 'synthetic' as const, describe: 'built-in data set when --data is not given' })
+          .option('dataset', { choices: DATASETS, default: 'synthetic' as const, describe: 'built-in data set when --data is not given' })
           .option('data', { type: 'string', describe: 'training set, LIBSVM (default: the built-in --dataset)' })
           .option('rows', { type: 'number', describe: 'spam: a seeded subsample of this many messages; gisette: training rows' })
           .option('test', { type: 'string', describe: 'test set, LIBSVM' })
@@ -53,8 +56,8 @@ async function main(): Promise<void> {
           .option('features', { type: 'number', describe: 'number of features (default: largest index seen)' })
           .option('lambda', { type: 'number', default: 1e-4 })
           .option('rounds', { type: 'number', default: 100, describe: 'maximum rounds' })
-          .option('variant', { choices: ['exact', 'paper'] as const, default: 'exact' as const })
-          .option('algorithm', { choices: ['admm', 'sgd'] as const, default: 'admm' as const, describe: 'ADMM sharing or mini-batch SGD (then --rounds counts epochs)' })
+          .option('variant', { choices: VARIANTS, default: 'exact' as const })
+          .option('algorithm', { choices: ALGORITHMS, default: 'admm' as const, describe: 'ADMM sharing or mini-batch SGD (then --rounds counts epochs)' })
           .option('batch-size', { type: 'number', describe: 'sgd: rows per mini-batch (default 128)' })
           .option('lr', { type: 'number', describe: 'sgd: first-epoch learning rate (default 1)' })
           .option('lr-decay', { type: 'number', describe: 'sgd: lr / (1 + decay (epoch - 1)) (default 0.5)' })
@@ -64,7 +67,7 @@ async function main(): Promise<void> {
           .option('intercept', { type: 'boolean', default: false, describe: 'unpenalised intercept at party 1' })
           .option('out', { type: 'string', describe: 'output directory (default: runs/<time>)' })
           .option('data-seed', { type: 'string', default: 'admm-share', describe: 'seed of the synthetic data set' })
-          .option('mechanism', { choices: ['gaussian-share', 'paper', 'none'] as const, describe: 'privacy mechanism of every party (default: none; gaussian-share with --epsilon)' })
+          .option('mechanism', { choices: MECHANISMS, describe: 'privacy mechanism of every party (default: none; gaussian-share with --epsilon)' })
           .option('epsilon', { type: 'number', describe: 'privacy budget of every party for the whole training' })
           .option('delta', { type: 'number', default: 1e-5, describe: 'privacy delta of every party' })
           .option('seed', { type: 'string', describe: 'seed the parties\' noise (predictable: experiments only)' })
@@ -148,13 +151,13 @@ async function main(): Promise<void> {
               .option('delta', { type: 'number', default: 1e-5 })
               .option('rounds', { type: 'number', default: 100 })
               .option('lambda', { type: 'number', default: 1e-4 })
-              .option('mechanisms', { type: 'string', default: 'gaussian-share,paper' })
+              .option('mechanisms', { type: 'string', default: NOISE_MECHANISMS.join(',') })
               .option('seed', { type: 'string', describe: 'seed the noise (reproducible, predictable)' }),
           async (a) => {
             const epsilons = a.epsilons.split(',').map((e) => requirePositive('epsilons', Number(e)));
             const mechanisms = a.mechanisms.split(',').map((m) => {
-              if (m !== 'gaussian-share' && m !== 'paper') throw new ConfigError(`--mechanisms: '${m}' is not gaussian-share or paper`);
-              return m;
+              if (!(NOISE_MECHANISMS as readonly string[]).includes(m)) throw new ConfigError(`--mechanisms: '${m}' is not one of ${NOISE_MECHANISMS.join(', ')}`);
+              return m as NoiseMechanism;
             });
             const rows = await privacySweep(
               {

@@ -20,6 +20,8 @@ import {
   writeFileAtomic,
 } from '@admm-share/core';
 import type { Summary, TestMetrics } from '@admm-share/coordinator';
+import type { AlgorithmName, MechanismName, Variant } from '@admm-share/protocol';
+import type { DatasetName } from './names.js';
 import { type Child, binPath, killAll, spawnNode } from './processes.js';
 import { Progress } from './progress.js';
 import { spamDataset } from './spam.js';
@@ -27,7 +29,7 @@ import { type SplitFiles, parseSplit, writeCredentials, writeVerticalSplit } fro
 
 export interface SimulateOptions {
   /** A built-in data set, used when `data` is not given. */
-  dataset?: 'synthetic' | 'spam' | 'gisette';
+  dataset?: DatasetName;
   /** spam: use only this many messages (a seeded subsample); gisette: training rows (test: a sixth). */
   rows?: number;
   data?: string;
@@ -37,8 +39,8 @@ export interface SimulateOptions {
   features?: number;
   lambda: number;
   rounds: number;
-  variant: 'exact' | 'paper';
-  algorithm?: 'admm' | 'sgd';
+  variant: Variant;
+  algorithm?: AlgorithmName;
   /** sgd: batch size, learning rate and its decay (coordinator defaults when absent). */
   sgd?: { batchSize?: number; lr?: number; lrDecay?: number };
   rho?: number;
@@ -54,7 +56,7 @@ export interface SimulateOptions {
 
 /** Privacy flags passed to every party; no noise unless asked. */
 export interface SimulatePrivacy {
-  mechanism: 'gaussian-share' | 'paper' | 'none';
+  mechanism: MechanismName;
   epsilon?: number;
   delta: number;
   /** Noise seed (each party gets `${seed}/${party id}`): predictable, for experiments. */

@@ -75,12 +75,15 @@ export function writeVerticalSplit(dir: string, blocks: number[], train: Labelle
   return { dir, parties, labels, testLabels };
 }
 
+/** Random bytes per generated secret: 256 bits, the HMAC-SHA256 key size of the hello proof (hex encoded, 64 characters). */
+const SECRET_BYTES = 32;
+
 /**
  * A random secret per party: `credentials.json` for the coordinator and `<party>.token` for
  * each party, readable by their owner only. Returns the credentials file.
  */
 export function writeCredentials(dir: string, parties: string[]): string {
-  const secrets = Object.fromEntries(parties.map((p) => [p, randomBytes(32).toString('hex')]));
+  const secrets = Object.fromEntries(parties.map((p) => [p, randomBytes(SECRET_BYTES).toString('hex')]));
   const file = join(dir, 'credentials.json');
   writeFileAtomic(file, JSON.stringify(secrets, null, 2) + '\n', 0o600);
   for (const p of parties) writeFileAtomic(join(dir, `${p}.token`), secrets[p] + '\n', 0o600);

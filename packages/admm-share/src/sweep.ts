@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import * as vega from 'vega';
 import * as vl from 'vega-lite';
 import { writeFileAtomic } from '@admm-share/core';
+import type { NoiseMechanism } from '@admm-share/protocol';
 import { type SimulateOptions, type SimulateSummary, simulate } from './simulate.js';
 
 export interface SweepOptions {
@@ -14,7 +15,7 @@ export interface SweepOptions {
   delta: number;
   rounds: number;
   lambda: number;
-  mechanisms: ('gaussian-share' | 'paper')[];
+  mechanisms: NoiseMechanism[];
   /** Seed the noise (reproducible figures; predictable noise). */
   seed?: string;
 }

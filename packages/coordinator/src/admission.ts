@@ -11,6 +11,7 @@ import {
   type CloseKind,
   type Hello,
   CloseCodes,
+  NONCE_BYTES,
   PROTOCOL_VERSION,
   ProtocolError,
   closeReason,
@@ -27,8 +28,6 @@ export const HELLO_MAX_BYTES = 1024;
  * at most --hello-timeout, so this bounds what a flood of silent connections can hold.
  */
 export const MAX_PENDING_CONNECTIONS = 64;
-/** Bytes of the challenge nonce (as the hello proof's HMAC-SHA256 key material). */
-export const NONCE_BYTES = 32;
 
 export interface AdmissionOptions {
   helloTimeoutMs: number;

@@ -1,6 +1,8 @@
 import { type Loss, assertLength } from '@admm-share/core';
+import type { Variant } from '@admm-share/protocol';
 
-export type Variant = 'exact' | 'paper';
+/** The ADMM form, from the protocol's VARIANTS table. */
+export type { Variant };
 
 export interface AdmmOptions {
   variant: Variant;

@@ -8,7 +8,7 @@ import { readFileSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { Packr } from 'msgpackr';
 import { DataError, writeFileAtomic } from '@admm-share/core';
-import { ALGORITHMS, LOSSES, NAME_RE } from '@admm-share/protocol';
+import { ALGORITHMS, HASH_KEY_BYTES, LOSSES, NAME_RE } from '@admm-share/protocol';
 import type { AdmmSnapshot } from './admm.js';
 import type { FinishedRound } from './admm-loop.js';
 import type { Samples, SetupParams } from './job.js';
@@ -16,8 +16,6 @@ import type { ReplayPoint } from './replay.js';
 
 export const CHECKPOINT_FILE = 'checkpoint.bin';
 const FORMAT = 'admm-share-checkpoint/2';
-/** Bytes of the alignment hash key. */
-export const HASH_KEY_BYTES = 32;
 
 export interface Checkpoint {
   format: typeof FORMAT;

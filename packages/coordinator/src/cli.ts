@@ -2,17 +2,9 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
-import {
-  ConfigError,
-  DataError,
-  readFlagFile,
-  runService,
-  requireInteger,
-  requireNonNegative,
-  requirePositive,
-  commandLine,
-} from '@admm-share/core';
-import { NAME_RE } from '@admm-share/protocol';
+import { ConfigError, DataError, FILE_FORMATS, LABEL_ID_MODES } from '@admm-share/core';
+import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, requireInteger, requireNonNegative, requirePositive, runService } from '@admm-share/runtime';
+import { ALGORITHMS, HEARTBEAT_MS, LOSSES, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS, VARIANTS } from '@admm-share/protocol';
 import type { Logger } from 'pino';
 import { type CoordinatorConfig, start } from './coordinator.js';
 import { resultLine } from './report.js';
@@ -28,7 +20,13 @@ function readTls(cert?: string, key?: string, clientCa?: string): { cert: string
   return { cert: readFlagFile('tls-cert', cert), key: readFlagFile('tls-key', key), ...(clientCa ? { clientCa: readFlagFile('tls-client-ca', clientCa) } : {}) };
 }
 
-/** {"party-id": "secret"}: every value a non-empty string of at least 16 characters. */
+/**
+ * Shortest secret accepted in --credentials: 16 characters, 64 bits even as hex, beyond an
+ * online guess within --hello-timeout per connection and MAX_PENDING_CONNECTIONS at once.
+ */
+const MIN_SECRET_CHARS = 16;
+
+/** {"party-id": "secret"}: every value a string of at least MIN_SECRET_CHARS characters. */
 function readCredentials(file: string): Record<string, string> {
   let parsed: unknown;
   try {
@@ -40,31 +38,31 @@ function readCredentials(file: string): Record<string, string> {
   if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new DataError(file, undefined, 'expected a JSON object {"party-id": "secret", ...}');
   for (const [k, v] of Object.entries(parsed)) {
     if (!NAME_RE.test(k)) throw new DataError(file, undefined, `'${k}' is not a valid party id`);
-    if (typeof v !== 'string' || v.length < 16) throw new DataError(file, undefined, `the secret of '${k}' must be a string of at least 16 characters`);
+    if (typeof v !== 'string' || v.length < MIN_SECRET_CHARS) throw new DataError(file, undefined, `the secret of '${k}' must be a string of at least ${MIN_SECRET_CHARS} characters`);
   }
   return parsed as Record<string, string>;
 }
 
-export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: string } {
+export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLevel } {
   const a = commandLine(argv, TOOL, 'ADMM_COORDINATOR')
     .usage('$0 --labels FILE --parties ID,ID,... [options]\n\nRun the ADMM sharing coordinator: holds the labels, aligns samples, runs the z and dual updates.')
     .option('labels', { type: 'string', demandOption: true, describe: 'training labels with sample ids (CSV with id,label columns, or LIBSVM)' })
     .option('test-labels', { type: 'string', describe: 'test labels; parties then send test-set scores for evaluation' })
-    .option('label-format', { choices: ['auto', 'libsvm', 'csv'] as const, default: 'auto' as const })
-    .option('ids', { choices: ['auto', 'row', 'qid'] as const, default: 'auto' as const, describe: 'LIBSVM labels: where sample ids come from' })
+    .option('label-format', { choices: FILE_FORMATS, default: 'auto' as const })
+    .option('ids', { choices: LABEL_ID_MODES, default: 'auto' as const, describe: 'LIBSVM labels: where sample ids come from' })
     .option('id-column', { type: 'string', default: 'id', describe: 'CSV: id column name' })
     .option('label-column', { type: 'string', default: 'label', describe: 'CSV: label column name' })
     .option('parties', { type: 'string', array: true, demandOption: true, describe: 'party ids that must join (comma or space separated)' })
     .option('job', { type: 'string', describe: 'job id (default: random)' })
     .option('host', { type: 'string', default: '127.0.0.1', describe: 'address to listen on' })
     .option('port', { type: 'number', default: 7070, describe: '0 picks a free port (see the "listening" log line)' })
-    .option('loss', { choices: ['logistic', 'squared'] as const, default: 'logistic' as const })
+    .option('loss', { choices: LOSSES, default: 'logistic' as const })
     .option('lambda', { type: 'number', default: 1e-4, describe: 'L2 regularisation weight' })
-    .option('algorithm', { choices: ['admm', 'sgd'] as const, default: 'admm' as const, describe: 'ADMM sharing, or mini-batch SGD over the same processes (rounds count epochs)' })
+    .option('algorithm', { choices: ALGORITHMS, default: 'admm' as const, describe: 'ADMM sharing, or mini-batch SGD over the same processes (rounds count epochs)' })
     .option('batch-size', { type: 'number', default: 128, describe: 'sgd: rows per mini-batch' })
     .option('lr', { type: 'number', default: 1, describe: 'sgd: learning rate of the first epoch' })
     .option('lr-decay', { type: 'number', default: 0.5, describe: 'sgd: epoch e uses lr / (1 + lr-decay (e - 1))' })
-    .option('variant', { choices: ['exact', 'paper'] as const, default: 'exact' as const, describe: 'exact sharing ADMM or the paper\'s Algorithm 1' })
+    .option('variant', { choices: VARIANTS, default: 'exact' as const, describe: 'exact sharing ADMM or the paper\'s Algorithm 1' })
     .option('rho', { type: 'number', describe: 'ADMM penalty (default 0.01/N exact, 0.3/N paper)' })
     .option('alpha', { type: 'number', default: 1.6, describe: 'over-relaxation, exact form only (1 = none)' })
     .option('rounds', { type: 'number', default: 100, describe: 'maximum rounds' })
@@ -73,8 +71,8 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: strin
     .option('eval-every', { type: 'number', default: 0, describe: 'evaluate on the test set every k rounds (0: at the end only)' })
     .option('out', { type: 'string', default: 'out', describe: 'directory for trace.jsonl and summary.json' })
     .option('hello-timeout', { type: 'number', default: 10_000, describe: 'ms a new connection has to say hello' })
-    .option('rejoin-timeout', { type: 'number', default: 60_000, describe: 'ms a party that lost its connection during ADMM training has to come back (0: abort at once)' })
-    .option('heartbeat', { type: 'number', default: 10_000, describe: 'ms between pings to each party; a party that misses one is dropped (and may rejoin)' })
+    .option('rejoin-timeout', { type: 'number', default: REJOIN_TIMEOUT_MS, describe: 'ms a party that lost its connection during ADMM training has to come back (0: abort at once)' })
+    .option('heartbeat', { type: 'number', default: HEARTBEAT_MS, describe: 'ms between pings to each party; a party that misses one is dropped (and may rejoin)' })
     .option('round-timeout', { type: 'number', default: 600_000, describe: 'ms a party has to answer each request before the job is aborted' })
     .option('max-rows-factor', { type: 'number', default: 10, describe: 'a party may declare at most this many times the label rows' })
     .option('credentials', { type: 'string', describe: 'JSON file {"party-id": "secret", ...}: parties must prove their secret (recommended)' })
@@ -83,7 +81,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: strin
     .option('tls-client-ca', { type: 'string', describe: 'mutual TLS: require client certificates signed by this CA (PEM)' })
     .option('checkpoint-every', { type: 'number', default: 10, describe: 'write out/checkpoint.bin every k completed rounds (0: never)' })
     .option('resume', { type: 'boolean', default: false, describe: 'continue the job checkpointed in --out (parties rejoin by themselves)' })
-    .option('log-level', { choices: ['fatal', 'error', 'warn', 'info', 'debug'] as const, default: 'info' as const })
+    .option('log-level', { choices: LOG_LEVELS, default: 'info' as const })
     .parseSync();
   const parties = a.parties.flatMap((p) => String(p).split(',')).map((p) => p.trim()).filter((p) => p !== '');
   for (const p of parties) if (!NAME_RE.test(p)) throw new ConfigError(`--parties: '${p}' is not a valid party id (letters, digits, . _ -)`);
@@ -116,7 +114,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: strin
     out: resolve(a.out),
     helloTimeoutMs: requireInteger('hello-timeout', a['hello-timeout'], 1),
     roundTimeoutMs: requireInteger('round-timeout', a['round-timeout'], 1),
-    heartbeatMs: requireInteger('heartbeat', a.heartbeat, 100),
+    heartbeatMs: requireInteger('heartbeat', a.heartbeat, MIN_HEARTBEAT_MS),
     rejoinTimeoutMs: requireInteger('rejoin-timeout', a['rejoin-timeout'], 0),
     maxRowsFactor: requirePositive('max-rows-factor', a['max-rows-factor']),
     credentials: a.credentials === undefined ? undefined : readCredentials(a.credentials),

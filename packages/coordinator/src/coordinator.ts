@@ -12,11 +12,11 @@ import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { ConfigError, DataError, PeerError, hashIds, hashKeys } from '@admm-share/core';
-import { type Done, ID_HASH_BYTES, encode } from '@admm-share/protocol';
+import { type Done, CLOSE_GRACE_MS, ENVELOPE_BYTES, HASH_KEY_BYTES, ID_HASH_BYTES, encode } from '@admm-share/protocol';
 import { Admission } from './admission.js';
 import { AdmmLoop } from './admm-loop.js';
 import { type AlignedSet, AlignmentError, alignSet } from './alignment.js';
-import { CHECKPOINT_FILE, HASH_KEY_BYTES, type Checkpoint, labelsDigest, readCheckpoint, removeCheckpoint } from './checkpoint.js';
+import { CHECKPOINT_FILE, type Checkpoint, labelsDigest, readCheckpoint, removeCheckpoint } from './checkpoint.js';
 import type { CoordinatorConfig, CoordinatorHandle } from './config.js';
 import { type Job, buildJob, evaluationSkipReason, participation, setupFor } from './job.js';
 import { type Labels, loadLabels } from './labels.js';
@@ -30,10 +30,6 @@ export type { CoordinatorConfig, CoordinatorHandle, SgdConfig } from './config.j
 export type { PartySummary, Summary, TestMetrics } from './report.js';
 export { defaultRho } from './job.js';
 
-/** Bytes of MessagePack framing allowed on top of a message's vectors. */
-const ENVELOPE_BYTES = 4096;
-/** A party that stays connected after `done` is closed for it after this long (it has written its model by then). */
-const DONE_GRACE_MS = 10_000;
 /** A resumed coordinator waits at least this long for the parties to rejoin, even with --rejoin-timeout 0. */
 const MIN_RESUME_WINDOW_MS = 1000;
 
@@ -171,7 +167,7 @@ class Coordinator {
       objective: result.objective,
       params: { variant: cfg.algorithm === 'sgd' ? 'sgd' : cfg.variant, rho: result.rho.final, alpha: cfg.alpha, lambda: cfg.lambda, loss: cfg.loss },
     };
-    await this.guard(parties.finish(done, DONE_GRACE_MS));
+    await this.guard(parties.finish(done, CLOSE_GRACE_MS));
     const summary = buildSummary({ cfg, job, result, participation: joined, parties: parties.list, traffic: this.traffic, setupSeconds, totalSeconds: (performance.now() - this.started) / 1000 });
     writeSummary(cfg.out, summary);
     // The checkpoint holds the alignment key and is of no use once the job is complete.

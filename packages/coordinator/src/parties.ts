@@ -69,7 +69,7 @@ export class Parties {
       log: opts.log,
       traffic: opts.traffic,
       roundTimeoutMs: opts.roundTimeoutMs,
-      onFailure: (err: PeerError) => opts.onFailure(err),
+      onFailure: (err: Error) => opts.onFailure(err),
       onClose: (p: PartyConnection, code: number, reason: string) => this.lost(p, code, reason),
     };
     this.list = opts.ids.map((id, m) => new PartyConnection(id, m, deps));
@@ -164,7 +164,7 @@ export class Parties {
   goingAway(reason: string, err: Error): void {
     this.stop();
     for (const p of this.list) {
-      p.closeWithCode(GOING_AWAY, reason);
+      p.close('goingAway', reason);
       p.abort(err, reason);
     }
   }
@@ -265,6 +265,3 @@ export class Parties {
     );
   }
 }
-
-/** RFC 6455 1001 "going away": the coordinator stops but the job can be resumed. */
-const GOING_AWAY = 1001;

@@ -8,7 +8,7 @@
  */
 import type { Logger } from 'pino';
 import type { RawData, WebSocket } from 'ws';
-import { PeerError } from '@admm-share/core';
+import { InternalError, PeerError } from '@admm-share/core';
 import {
   type CloseKind,
   type CoordinatorMessage,
@@ -42,7 +42,7 @@ export interface ConnectionDeps {
   traffic: Traffic;
   roundTimeoutMs: number;
   /** The party broke the protocol, stopped reading or did not answer: the job cannot go on. */
-  onFailure(err: PeerError): void;
+  onFailure(err: Error): void;
   /** The party's socket closed (after `detach`, this connection has no socket). */
   onClose(conn: PartyConnection, code: number, reason: string): void;
 }
@@ -216,12 +216,6 @@ export class PartyConnection {
     if (this.ws?.readyState === this.ws?.OPEN) this.close('aborted', detail);
   }
 
-  /** Close with a raw code (1001: the coordinator is going away, rejoin later). */
-  closeWithCode(code: number, reason: string): void {
-    this.closing = true;
-    this.ws?.close(code, reason);
-  }
-
   private onFrame(data: RawData, isBinary: boolean): void {
     const bytes = toBytes(data);
     this.deps.traffic.in += bytes.length;
@@ -241,10 +235,11 @@ export class PartyConnection {
         this.deps.onFailure(new PeerError(`party ${this.id}: ${err.message}`));
         return;
       }
-      const message = err instanceof Error ? err.message : String(err);
-      this.deps.log.error({ party: this.id, err: message, stack: process.env.ADMM_DEBUG ? (err as Error).stack : undefined }, 'internal error handling a message');
-      this.close('internal', message);
-      this.deps.onFailure(new PeerError(`internal error handling a message from ${this.id}: ${message}`));
+      // A bug, not the party's doing: exit 70 with the stack under ADMM_DEBUG.
+      const bug = new InternalError(`handling a message from ${this.id}`, err);
+      this.deps.log.error({ party: this.id, err: bug.message }, 'internal error handling a message');
+      this.close('internal', bug.message);
+      this.deps.onFailure(bug);
     }
   }
 }

@@ -226,16 +226,6 @@ export function csrOuterGram(a: Csr): Float64Array {
   return k;
 }
 
-export function csrToDense(a: Csr): number[][] {
-  const out: number[][] = [];
-  for (let i = 0; i < a.rows; i++) {
-    const row = new Array<number>(a.cols).fill(0);
-    for (let k = a.indptr[i]; k < a.indptr[i + 1]; k++) row[a.indices[k]] = a.values[k];
-    out.push(row);
-  }
-  return out;
-}
-
 export function csrFromDense(rows: readonly (readonly number[])[], cols?: number): Csr {
   const b = new CsrBuilder(cols ?? rows[0]?.length ?? 0);
   for (const r of rows) {

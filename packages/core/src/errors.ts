@@ -19,8 +19,23 @@ export const EXIT = {
 
 export class AdmmError extends Error {
   readonly exitCode: number = EXIT.internal;
-  constructor(readonly code: string, message: string) {
-    super(message);
+  constructor(
+    readonly code: string,
+    message: string,
+    options?: { cause?: unknown },
+  ) {
+    super(message, options);
+  }
+}
+
+/**
+ * A bug: something failed that should not have (not bad input, not a peer). Keeps what was
+ * thrown as `cause`, so that ADMM_DEBUG=1 can print its stack where the process ends.
+ */
+export class InternalError extends AdmmError {
+  override readonly name = 'InternalError';
+  constructor(context: string, cause: unknown) {
+    super('ERR_INTERNAL', `internal error ${context}: ${cause instanceof Error ? cause.message : String(cause)}`, { cause });
   }
 }
 

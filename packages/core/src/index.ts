@@ -7,6 +7,5 @@ export * from './linalg.js';
 export * from './hash.js';
 export * from './central.js';
 export * from './synthetic.js';
-export * from './cli-support.js';
 export * from './privacy/accounting.js';
 export * from './privacy/noise.js';

@@ -11,8 +11,13 @@ import { DataError } from './errors.js';
  * - `qid`: a `qid:ID` token after the first token is the sample id.
  * - `auto`: `qid` if the first data line has a `qid:` token, otherwise `row`.
  */
-export type IdMode = 'auto' | 'row' | 'first' | 'qid';
-export type FileFormat = 'auto' | 'libsvm' | 'csv';
+export const ID_MODES = ['auto', 'row', 'first', 'qid'] as const;
+export type IdMode = (typeof ID_MODES)[number];
+/** The id modes of a labels file: in LIBSVM labels the first token is the label, not an id. */
+export const LABEL_ID_MODES = ['auto', 'row', 'qid'] as const satisfies readonly IdMode[];
+/** Input file formats; `auto` is CSV for a `.csv` name, LIBSVM otherwise. */
+export const FILE_FORMATS = ['auto', 'libsvm', 'csv'] as const;
+export type FileFormat = (typeof FILE_FORMATS)[number];
 
 export interface ReadOptions {
   format?: FileFormat;
@@ -34,7 +39,7 @@ export interface FeatureTable {
   lines: number[];
 }
 
-export function detectFormat(path: string, format: FileFormat = 'auto'): 'libsvm' | 'csv' {
+export function detectFormat(path: string, format: FileFormat = 'auto'): Exclude<FileFormat, 'auto'> {
   if (format !== 'auto') return format;
   return /\.csv$/i.test(path) ? 'csv' : 'libsvm';
 }

@@ -37,7 +37,3 @@ export function dot(a: Float64Array, b: Float64Array): number {
   for (let i = 0; i < a.length; i++) acc += a[i] * b[i];
   return acc;
 }
-
-export function norm2(a: Float64Array): number {
-  return Math.sqrt(dot(a, a));
-}

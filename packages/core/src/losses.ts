@@ -3,7 +3,9 @@
  * coordinator's z-update and by the central solver. The project convention (ALGORITHM.md)
  * is weight = 1/N, so the training loss is an average.
  */
-export type LossName = 'logistic' | 'squared';
+/** The losses implemented here (the protocol's LOSSES name the same ones; a test checks). */
+export const LOSS_NAMES = ['logistic', 'squared'] as const;
+export type LossName = (typeof LOSS_NAMES)[number];
 
 /** log(1 + exp(-m)) without overflow. */
 export function log1pExpNeg(m: number): number {
@@ -110,8 +112,10 @@ export const squared: Loss = {
   },
 };
 
+const LOSS_BY_NAME: Readonly<Record<LossName, Loss>> = { logistic, squared };
+
 export function lossByName(name: LossName): Loss {
-  return name === 'logistic' ? logistic : squared;
+  return LOSS_BY_NAME[name];
 }
 
 /** (1/N) sum_i loss(y_i, scores_i) */

@@ -1,7 +1,8 @@
 import { resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
-import { ConfigError, readFlagFile, runService, requireInteger, commandLine } from '@admm-share/core';
-import { NAME_RE } from '@admm-share/protocol';
+import { ConfigError, FILE_FORMATS, ID_MODES } from '@admm-share/core';
+import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, requireInteger, runService } from '@admm-share/runtime';
+import { HEARTBEAT_TIMEOUT_MS, MECHANISMS, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS } from '@admm-share/protocol';
 import { type PartyConfig, start } from './party.js';
 import { DEFAULT_BX } from './privacy.js';
 
@@ -24,7 +25,7 @@ function readToken(file: string | undefined, token: string | undefined): string 
   return text;
 }
 
-export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
+export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } {
   const a = commandLine(argv, TOOL, 'ADMM_PARTY')
     .usage('$0 --coordinator ws://HOST:PORT --id ID --data FILE [options]\n\nRun one party: its feature block and its part of the model stay in this process.')
     .option('coordinator', { type: 'string', demandOption: true, describe: 'coordinator URL, ws://host:port' })
@@ -32,9 +33,9 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
     .option('job', { type: 'string', describe: 'join only this job id' })
     .option('data', { type: 'string', demandOption: true, describe: 'training features: LIBSVM, or CSV with a header and an id column' })
     .option('test', { type: 'string', describe: 'test features, same format and columns' })
-    .option('format', { choices: ['auto', 'libsvm', 'csv'] as const, default: 'auto' as const, describe: 'auto: .csv is CSV, anything else LIBSVM' })
+    .option('format', { choices: FILE_FORMATS, default: 'auto' as const, describe: 'auto: .csv is CSV, anything else LIBSVM' })
     .option('ids', {
-      choices: ['auto', 'row', 'first', 'qid'] as const,
+      choices: ID_MODES,
       default: 'auto' as const,
       describe: 'LIBSVM sample ids: first token (first), qid:ID (qid), row number (row); auto = qid if present, else row',
     })
@@ -43,10 +44,10 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
     .option('intercept', { type: 'boolean', default: false, describe: 'fit an unpenalised intercept here (one party at most)' })
     .option('model', { type: 'string', describe: 'model file to write (default: model-ID.json)' })
     .option('connect-timeout', { type: 'number', default: 30_000, describe: 'ms to wait for the coordinator' })
-    .option('heartbeat-timeout', { type: 'number', default: 30_000, describe: 'ms without a ping or message from the coordinator before the connection is treated as dead' })
-    .option('reconnect-timeout', { type: 'number', default: 60_000, describe: 'ms to keep trying to rejoin after losing the connection during the job' })
+    .option('heartbeat-timeout', { type: 'number', default: HEARTBEAT_TIMEOUT_MS, describe: 'ms without a ping or message from the coordinator before the connection is treated as dead' })
+    .option('reconnect-timeout', { type: 'number', default: REJOIN_TIMEOUT_MS, describe: 'ms to keep trying to rejoin after losing the connection during the job' })
     .option('mechanism', {
-      choices: ['gaussian-share', 'paper', 'none'] as const,
+      choices: MECHANISMS,
       describe: 'privacy mechanism; gaussian-share when --epsilon is given. Required: a budget, or --mechanism none to send shares without noise',
     })
     .option('epsilon', { type: 'number', describe: 'privacy budget for the whole training' })
@@ -63,7 +64,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
     .option('tls-ca', { type: 'string', describe: 'wss://: trust only this CA (PEM) for the coordinator\'s certificate' })
     .option('tls-cert', { type: 'string', describe: 'mutual TLS: this party\'s client certificate (PEM)' })
     .option('tls-key', { type: 'string', describe: 'mutual TLS: its private key (PEM)' })
-    .option('log-level', { choices: ['fatal', 'error', 'warn', 'info', 'debug'] as const, default: 'info' as const })
+    .option('log-level', { choices: LOG_LEVELS, default: 'info' as const })
     .parseSync();
   if (a.mechanism === undefined && a.epsilon === undefined)
     throw new ConfigError('choose a privacy setting: --epsilon E [--delta D] for differentially private shares, or --mechanism none to send shares without noise');
@@ -98,7 +99,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: string } {
     model: resolve(a.model ?? `model-${a.id}.json`),
     connectTimeoutMs: requireInteger('connect-timeout', a['connect-timeout'], 1),
     reconnectTimeoutMs: requireInteger('reconnect-timeout', a['reconnect-timeout'], 0),
-    heartbeatTimeoutMs: requireInteger('heartbeat-timeout', a['heartbeat-timeout'], 100),
+    heartbeatTimeoutMs: requireInteger('heartbeat-timeout', a['heartbeat-timeout'], MIN_HEARTBEAT_MS),
     token: readToken(a['token-file'], a.token),
     tls: readTls(a['tls-ca'], a['tls-cert'], a['tls-key']),
     logLevel: a['log-level'],

@@ -6,6 +6,13 @@
 export const CloseCodes = {
   /** The job finished; the coordinator closes every party with this. */
   done: { code: 1000, reason: 'job done' },
+  /**
+   * RFC 6455 "going away": the coordinator is stopping (a signal) after writing a checkpoint;
+   * the parties keep reconnecting, and a coordinator started with --resume takes them back.
+   */
+  goingAway: { code: 1001, reason: 'going away' },
+  /** RFC 6455 "message too big": sent by ws itself when a frame exceeds the receiver's maxPayload. */
+  tooBig: { code: 1009, reason: 'message too big' },
   versionMismatch: { code: 4001, reason: 'protocol version mismatch' },
   /** The bytes were not a MessagePack document. */
   malformed: { code: 4002, reason: 'malformed message' },
@@ -35,6 +42,27 @@ export const CloseCodes = {
 
 export type CloseKind = keyof typeof CloseCodes;
 
+/**
+ * Codes RFC 6455 (section 7.4.1) reserves for the receiving side: no endpoint sends them,
+ * ws reports them when the peer's close frame had no code (1005) or when the connection
+ * ended without a close frame at all (1006: a crash, a cut cable, a dead peer).
+ */
+export const ReservedCloseCodes = {
+  noStatus: { code: 1005, reason: 'closed without a status code' },
+  abnormal: { code: 1006, reason: 'connection lost without a close frame' },
+} as const;
+
+/**
+ * Close codes after which a party that had joined reconnects and rejoins the job (the
+ * connection broke or the coordinator is going away) instead of failing; PROTOCOL.md,
+ * "Rejoining".
+ */
+export const RETRIABLE_CLOSE_CODES: ReadonlySet<number> = new Set([
+  CloseCodes.goingAway.code,
+  ReservedCloseCodes.noStatus.code,
+  ReservedCloseCodes.abnormal.code,
+]);
+
 const byCode = new Map<number, CloseKind>(
   (Object.keys(CloseCodes) as CloseKind[]).map((k) => [CloseCodes[k].code, k]),
 );
@@ -43,12 +71,19 @@ export function closeKindOf(code: number): CloseKind | undefined {
   return byCode.get(code);
 }
 
-/** Close reasons are limited to 123 bytes of UTF-8 by RFC 6455. */
+/**
+ * Bytes of UTF-8 a close reason may have: a control frame's payload is at most 125 bytes
+ * (RFC 6455 section 5.5), two of which are the status code.
+ */
+export const MAX_CLOSE_REASON_BYTES = 123;
+const ELLIPSIS = '...';
+
+/** The reason string sent with a close: the kind's reason and the detail, cut to MAX_CLOSE_REASON_BYTES. */
 export function closeReason(kind: CloseKind, detail?: string): string {
   const text = detail ? `${CloseCodes[kind].reason}: ${detail}` : CloseCodes[kind].reason;
   let buf = Buffer.from(text, 'utf8');
-  if (buf.length <= 123) return text;
-  buf = buf.subarray(0, 120);
+  if (buf.length <= MAX_CLOSE_REASON_BYTES) return text;
+  buf = buf.subarray(0, MAX_CLOSE_REASON_BYTES - ELLIPSIS.length);
   // Drop a partial UTF-8 sequence at the cut.
-  return buf.toString('utf8').replace(/\uFFFD+$/, '') + '...';
+  return buf.toString('utf8').replace(/\uFFFD+$/, '') + ELLIPSIS;
 }

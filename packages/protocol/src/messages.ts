@@ -3,22 +3,28 @@
  * Party -> coordinator: hello, ids, ready, share, exhausted, scores, batchScores.
  * Coordinator -> party: challenge, welcome, setup, resume, round, evaluate, sgd, done.
  */
-export const PROTOCOL_VERSION = 5;
+import type { AccountantName, AlgorithmName, LossName, MechanismName, SampleSet, StopReason } from './names.js';
 
-export const LOSSES = ['logistic', 'squared'] as const;
-export const ALGORITHMS = ['admm', 'sgd'] as const;
-export type AlgorithmName = (typeof ALGORITHMS)[number];
-export type LossName = (typeof LOSSES)[number];
-export const SAMPLE_SETS = ['train', 'test'] as const;
-export type SampleSet = (typeof SAMPLE_SETS)[number];
-export const STOP_REASONS = ['converged', 'max-rounds', 'budget', 'stopped'] as const;
-export const MECHANISMS = ['gaussian-share', 'paper', 'none'] as const;
-export type MechanismName = (typeof MECHANISMS)[number];
-export const ACCOUNTANT_NAMES = ['exact', 'rdp', 'advanced'] as const;
-export type StopReason = (typeof STOP_REASONS)[number];
+export const PROTOCOL_VERSION = 5;
 
 /** Bytes per keyed id hash (HMAC-SHA256 truncated to 128 bits). */
 export const ID_HASH_BYTES = 16;
+/**
+ * Bytes of the challenge nonce: 256 random bits per connection, so a nonce never repeats
+ * and a recorded hello proof is worthless on another connection.
+ */
+export const NONCE_BYTES = 32;
+/**
+ * Bytes of the job's id-hash key (the HMAC-SHA256 key of `welcome`): as long as the hash's
+ * output, the least RFC 2104 (section 3) recommends.
+ */
+export const HASH_KEY_BYTES = 32;
+/**
+ * Bytes of MessagePack framing allowed on top of a message's vectors (type tag, field names,
+ * job id of at most 64 characters, scalars, typed-array headers: a few hundred bytes); each
+ * side sets its ws maxPayload to its largest vector plus this.
+ */
+export const ENVELOPE_BYTES = 4096;
 /** Party ids and job ids: short printable names. */
 export const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
@@ -26,7 +32,7 @@ export const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 export interface Challenge {
   type: 'challenge';
   protocolVersion: number;
-  /** 32 random bytes, new for every connection. */
+  /** NONCE_BYTES random bytes, new for every connection. */
   nonce: Uint8Array;
 }
 
@@ -55,7 +61,7 @@ export interface Welcome {
   type: 'welcome';
   protocolVersion: number;
   jobId: string;
-  /** Key for the id hashes of this job (HMAC-SHA256), 32 random bytes. */
+  /** Key for the id hashes of this job (HMAC-SHA256), HASH_KEY_BYTES random bytes. */
   hashKey: Uint8Array;
 }
 
@@ -97,7 +103,7 @@ export interface PrivacyInfo {
   sigma: number;
   /** L2 sensitivity of one round's release that sigma is calibrated for. */
   sensitivity: number;
-  accountant: (typeof ACCOUNTANT_NAMES)[number] | null;
+  accountant: AccountantName | null;
   /** True when the noise comes from a seeded, predictable generator. */
   seeded: boolean;
 }

@@ -2,21 +2,25 @@ import { ProtocolError } from './errors.js';
 import {
   type CoordinatorMessage,
   type Done,
+  HASH_KEY_BYTES,
   ID_HASH_BYTES,
+  NAME_RE,
+  NONCE_BYTES,
+  type PartyMessage,
+  PROOF_BYTES,
+  type PrivacyInfo,
+} from './messages.js';
+import {
+  ACCOUNTANT_NAMES,
+  ALGORITHMS,
   LOSSES,
   type LossName,
-  NAME_RE,
-  type PartyMessage,
+  MECHANISMS,
   SAMPLE_SETS,
   type SampleSet,
   STOP_REASONS,
   type StopReason,
-  ACCOUNTANT_NAMES,
-  ALGORITHMS,
-  PROOF_BYTES,
-  MECHANISMS,
-  type PrivacyInfo,
-} from './messages.js';
+} from './names.js';
 
 /**
  * What the receiver knows about its session; each field, when present, is checked
@@ -42,6 +46,12 @@ export interface ValidationContext {
 }
 
 type Obj = Record<string, unknown>;
+
+/**
+ * Characters of a peer's string quoted back in an error: enough to recognise it, few enough
+ * that the message still fits a close reason (MAX_CLOSE_REASON_BYTES) with its context.
+ */
+const ECHO_CHARS = 40;
 
 function invalid(detail: string): never {
   throw new ProtocolError('invalid', detail);
@@ -75,13 +85,13 @@ function exactKeys(o: Obj, type: string, keys: readonly string[]): void {
 function str(o: Obj, type: string, key: string, re?: RegExp): string {
   const v = o[key];
   if (typeof v !== 'string') invalid(`${type}.${key}: expected a string, got ${describe(v)}`);
-  if (re && !re.test(v)) invalid(`${type}.${key}: '${v.slice(0, 40)}' is not a valid name`);
+  if (re && !re.test(v)) invalid(`${type}.${key}: '${v.slice(0, ECHO_CHARS)}' is not a valid name`);
   return v;
 }
 
 function oneOf<T extends string>(o: Obj, type: string, key: string, allowed: readonly T[]): T {
   const v = str(o, type, key);
-  if (!(allowed as readonly string[]).includes(v)) invalid(`${type}.${key}: '${v.slice(0, 40)}' is not one of ${allowed.join(', ')}`);
+  if (!(allowed as readonly string[]).includes(v)) invalid(`${type}.${key}: '${v.slice(0, ECHO_CHARS)}' is not one of ${allowed.join(', ')}`);
   return v as T;
 }
 
@@ -240,7 +250,7 @@ export function validatePartyMessage(value: unknown, ctx: ValidationContext = {}
       return { type, jobId, round: r, scores: vector(o, type, 'scores', ctx.nTest) };
     }
     default:
-      invalid(`'${type.slice(0, 40)}' is not a message a party sends`);
+      invalid(`'${type.slice(0, ECHO_CHARS)}' is not a message a party sends`);
   }
 }
 
@@ -261,13 +271,13 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
     case 'challenge': {
       exactKeys(o, type, ['type', 'protocolVersion', 'nonce']);
       const nonce = bytes(o, type, 'nonce');
-      if (nonce.length !== 32) invalid(`challenge.nonce: ${nonce.length} bytes, expected 32`);
+      if (nonce.length !== NONCE_BYTES) invalid(`challenge.nonce: ${nonce.length} bytes, expected ${NONCE_BYTES}`);
       return { type, protocolVersion: count(o, type, 'protocolVersion'), nonce };
     }
     case 'welcome': {
       exactKeys(o, type, ['type', 'protocolVersion', 'jobId', 'hashKey']);
       const hashKey = bytes(o, type, 'hashKey');
-      if (hashKey.length !== 32) invalid(`welcome.hashKey: ${hashKey.length} bytes, expected 32`);
+      if (hashKey.length !== HASH_KEY_BYTES) invalid(`welcome.hashKey: ${hashKey.length} bytes, expected ${HASH_KEY_BYTES}`);
       return { type, protocolVersion: count(o, type, 'protocolVersion'), jobId: job(o, type, ctx), hashKey };
     }
     case 'setup': {
@@ -336,6 +346,6 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
       return { type, jobId, reason, rounds: count(o, type, 'rounds'), objective: finite(o, type, 'objective'), params };
     }
     default:
-      invalid(`'${type.slice(0, 40)}' is not a message the coordinator sends`);
+      invalid(`'${type.slice(0, ECHO_CHARS)}' is not a message the coordinator sends`);
   }
 }

@@ -4,18 +4,16 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { hashIds, syntheticDataset } from '@admm-share/core';
 import { PROTOCOL_VERSION, decode, encode, validateCoordinatorMessage } from '@admm-share/protocol';
 import { writeVerticalSplit } from '../split.js';
-import { BIN, STACK_LINE, killAll, run, tempDir } from './procs.js';
+import { privacyVectors, relDiff } from '@admm-share/core/test-support';
+import { A9A, BIN, STACK_LINE, killAll, run, tempDir } from './procs.js';
 
 after(killAll);
 
-const VECTORS = fileURLToPath(new URL('../../../../../shared/privacy/gaussian-composition-vectors.json', import.meta.url));
-const vectors = JSON.parse(readFileSync(VECTORS, 'utf8'));
-const rel = (a: number, b: number) => Math.abs(a - b) / Math.abs(b);
+const vectors = privacyVectors();
 
 async function cli(args: string[]): Promise<Record<string, number>> {
   const p = run(BIN.share, args);
@@ -27,14 +25,14 @@ async function cli(args: string[]): Promise<Record<string, number>> {
 test('admm-share privacy calibrate / account --json match the reference vectors to 1e-6', async () => {
   const jobs: Promise<void>[] = [];
   for (const v of vectors.calibrate)
-    for (const [method, key] of [['exact', 'sigma_exact'], ['rdp', 'sigma_rdp'], ['advanced', 'sigma_advanced']]) {
+    for (const [method, key] of [['exact', 'sigma_exact'], ['rdp', 'sigma_rdp'], ['advanced', 'sigma_advanced']] as const) {
       const args = ['privacy', 'calibrate', '--epsilon', String(v.epsilon), '--delta', String(v.delta), '--rounds', String(v.rounds), '--sensitivity', String(v.sensitivity), '--method', method, '--json'];
-      jobs.push(cli(args).then((out) => assert.ok(rel(out.sigma, v[key]) <= 1e-6, `${args.join(' ')}: ${out.sigma} vs ${v[key]}`)));
+      jobs.push(cli(args).then((out) => assert.ok(relDiff(out.sigma, v[key]) <= 1e-6, `${args.join(' ')}: ${out.sigma} vs ${v[key]}`)));
     }
   for (const v of vectors.account)
-    for (const [method, key] of [['exact', 'epsilon_exact'], ['rdp', 'epsilon_rdp']]) {
+    for (const [method, key] of [['exact', 'epsilon_exact'], ['rdp', 'epsilon_rdp']] as const) {
       const args = ['privacy', 'account', '--sigma', String(v.sigma), '--delta', String(v.delta), '--rounds', String(v.rounds), '--sensitivity', String(v.sensitivity), '--method', method, '--json'];
-      jobs.push(cli(args).then((out) => assert.ok(rel(out.epsilon, v[key]) <= 1e-6, `${args.join(' ')}: ${out.epsilon} vs ${v[key]}`)));
+      jobs.push(cli(args).then((out) => assert.ok(relDiff(out.epsilon, v[key]) <= 1e-6, `${args.join(' ')}: ${out.epsilon} vs ${v[key]}`)));
     }
   await Promise.all(jobs);
   const bad = run(BIN.share, ['privacy', 'calibrate', '--epsilon', '-1', '--delta', '1e-5', '--rounds', '3', '--sensitivity', '1']);
@@ -174,7 +172,6 @@ test('admm-party refuses to start without an explicit privacy setting', async ()
 
 test('privacy sweep (small): CSV rows for every mechanism and epsilon plus the references, and an SVG', async (t) => {
   const out = tempDir(t);
-  const A9A = fileURLToPath(new URL('../../../../../shared/data/a9a/', import.meta.url));
   const p = run(BIN.share, ['privacy', 'sweep', '--data', join(A9A, 'a9a'), '--test', join(A9A, 'a9a.t'), '--out', out, '--epsilons', '1,20', '--rounds', '3', '--seed', 'small']);
   assert.equal((await p.exit).code, 0, p.stderr());
   const csv = readFileSync(join(out, 'sweep.csv'), 'utf8').trim().split('\n');

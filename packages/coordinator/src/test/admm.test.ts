@@ -3,27 +3,11 @@ import assert from 'node:assert/strict';
 import { Matrix, solve } from 'ml-matrix';
 import { csrFromDense, csrHStack, fitCentral, logistic, squared } from '@admm-share/core';
 import { AdmmCoordinator, type Variant } from '../admm.js';
-import seedrandom from 'seedrandom';
+import { gaussian, randomVector, seeded } from '@admm-share/core/test-support';
 
 // ---------------------------------------------------------------------------------------
 // Helpers written independently of the code under test
 // ---------------------------------------------------------------------------------------
-
-/** A seeded generator of floats in [0, 1), so failures reproduce. */
-const mulberry32 = (seed: number): (() => number) => seedrandom(String(seed));
-
-function gaussian(rand: () => number): () => number {
-  return () => {
-    const u = 1 - rand();
-    const v = rand();
-    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
-  };
-}
-
-function randomVector(rand: () => number, n: number, scale = 1, offset = 0): Float64Array {
-  const g = gaussian(rand);
-  return Float64Array.from({ length: n }, () => offset + scale * g());
-}
 
 function randomLabels(rand: () => number, n: number): Float64Array {
   return Float64Array.from({ length: n }, () => (rand() < 0.5 ? -1 : 1));
@@ -95,7 +79,7 @@ for (const { rhoN, alpha } of [
   { rhoN: 0.01, alpha: 1.8 },
 ]) {
   test(`exact form: zbar minimises l(M zbar) + M rho/2 (zbar - v)^2; dual and broadcast (rho*N = ${rhoN}, alpha = ${alpha})`, () => {
-    const rand = mulberry32(1000 + rhoN * 10 + alpha);
+    const rand = seeded(1000 + rhoN * 10 + alpha);
     const N = 40;
     const M = 3;
     const rho = rhoN / N;
@@ -147,7 +131,7 @@ for (const { rhoN, alpha } of [
 
 for (const rhoN of [1, 0.05, 30]) {
   test(`paper form: z minimises l(z) - y z + rho/2 (z - S)^2; y += rho (S - z); c = S - z + y/rho (rho*N = ${rhoN})`, () => {
-    const rand = mulberry32(2000 + rhoN * 10);
+    const rand = seeded(2000 + rhoN * 10);
     const N = 40;
     const M = 3;
     const rho = rhoN / N;
@@ -185,7 +169,7 @@ for (const rhoN of [1, 0.05, 30]) {
 // ---------------------------------------------------------------------------------------
 
 test('squared loss, exact form: zbar = (y/N + rho v)/(M/N + rho), two steps', () => {
-  const rand = mulberry32(31);
+  const rand = seeded(31);
   const N = 25;
   const M = 4;
   const rho = 0.7 / N;
@@ -211,7 +195,7 @@ test('squared loss, exact form: zbar = (y/N + rho v)/(M/N + rho), two steps', ()
 });
 
 test('squared loss, paper form: z = (y/N + y_dual + rho S)/(1/N + rho), two steps', () => {
-  const rand = mulberry32(32);
+  const rand = seeded(32);
   const N = 25;
   const M = 2;
   const rho = 2 / N;
@@ -238,7 +222,7 @@ test('squared loss, paper form: z = (y/N + y_dual + rho S)/(1/N + rho), two step
 // ---------------------------------------------------------------------------------------
 
 test('objective(penaltySq) = (1/N) sum log(1 + exp(-y_i S_i)) + lambda/2 penaltySq', () => {
-  const rand = mulberry32(41);
+  const rand = seeded(41);
   const N = 60;
   const M = 3;
   const lambda = 0.037;
@@ -311,7 +295,7 @@ function partyUpdate(p: DenseParty, c: Float64Array): void {
 }
 
 function makeDataset(seed: number, N: number, widths: number[]): { blocks: number[][][]; y: Float64Array } {
-  const rand = mulberry32(seed);
+  const rand = seeded(seed);
   const g = gaussian(rand);
   const blocks = widths.map((d) => Array.from({ length: N }, () => Array.from({ length: d }, () => g())));
   const truth = widths.map((d) => Array.from({ length: d }, () => g()));

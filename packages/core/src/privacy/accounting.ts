@@ -19,8 +19,8 @@ import { ConfigError } from '../errors.js';
  *   split as delta0 = delta / (2T), delta' = delta / 2. Loosest; also needs eps0 <= 1 for
  *   the per-round Gaussian mechanism bound.
  */
-export type Accountant = 'exact' | 'rdp' | 'advanced';
-export const ACCOUNTANTS: readonly Accountant[] = ['exact', 'rdp', 'advanced'];
+export const ACCOUNTANTS = ['exact', 'rdp', 'advanced'] as const;
+export type Accountant = (typeof ACCOUNTANTS)[number];
 
 export interface Calibration {
   epsilon: number;

@@ -1,10 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { Matrix, solve } from 'ml-matrix';
 import {
   type Csr,
   type LabelTable,
+  type LossName,
   binaryLabels,
   classificationMetrics,
   csrFromDense,
@@ -15,15 +16,9 @@ import {
   readLibsvm,
   squared,
 } from '../index.js';
-import seedrandom from 'seedrandom';
+import { SHARED, normal, seeded } from './support.js';
 
-/** A seeded generator of floats in [0, 1), so failures reproduce. */
-const prng = (seed: number): (() => number) => seedrandom(String(seed));
-function gaussian(r: () => number): number {
-  return Math.sqrt(-2 * Math.log(1 - r())) * Math.cos(2 * Math.PI * r());
-}
-
-type Name = 'logistic' | 'squared';
+type Name = LossName;
 /** d/ds loss(y, s), written out here. */
 function lossDeriv(name: Name, y: number, s: number): number {
   if (name === 'squared') return s - y;
@@ -76,11 +71,11 @@ function sparseGradNorm(X: Csr, y: Float64Array, lambda: number, x: Float64Array
 
 /** A small random dense problem with some exact zeros (so the CSR form is really sparse). */
 function makeProblem(seed: number, n: number, d: number, name: Name) {
-  const r = prng(seed);
-  const rows = Array.from({ length: n }, () => Array.from({ length: d }, () => (r() < 0.25 ? 0 : gaussian(r) * (1 + r()))));
-  const wTrue = Array.from({ length: d }, () => gaussian(r));
+  const r = seeded(seed);
+  const rows = Array.from({ length: n }, () => Array.from({ length: d }, () => (r() < 0.25 ? 0 : normal(r) * (1 + r()))));
+  const wTrue = Array.from({ length: d }, () => normal(r));
   const y = rows.map((row) => {
-    const s = row.reduce((acc, v, j) => acc + v * wTrue[j], 0.7) + 0.8 * gaussian(r);
+    const s = row.reduce((acc, v, j) => acc + v * wTrue[j], 0.7) + 0.8 * normal(r);
     return name === 'logistic' ? (s > 0 ? 1 : -1) : s;
   });
   return { rows, X: csrFromDense(rows), y: Float64Array.from(y) };
@@ -154,8 +149,8 @@ test('fitCentral with intercept on a constant-label shift: the intercept absorbs
 // a9a reference values (scikit-learn, computed outside this repo)
 // ---------------------------------------------------------------------------------------
 
-const trainPath = fileURLToPath(new URL('../../../../../shared/data/a9a/a9a', import.meta.url));
-const testPath = fileURLToPath(new URL('../../../../../shared/data/a9a/a9a.t', import.meta.url));
+const trainPath = join(SHARED.a9a, 'a9a');
+const testPath = join(SHARED.a9a, 'a9a.t');
 
 let cache: { Xtr: Csr; ytr: Float64Array; Xte: Csr; yte: Float64Array } | undefined;
 function a9a() {
@@ -212,7 +207,7 @@ test('a9a, lambda 1e-3: objective matches scikit-learn', () => {
 });
 
 test('Newton-CG (many features) reaches the dense-Hessian optimum', () => {
-  const rand = prng(99);
+  const rand = seeded(99);
   const n = 120;
   const d = 40;
   const rows = Array.from({ length: n }, () => Array.from({ length: d }, () => (rand() < 0.8 ? 0 : rand() * 2 - 1)));

@@ -1,7 +1,6 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   type Csr,
@@ -13,9 +12,9 @@ import {
   readLibsvm,
   writeFileAtomic,
 } from '../index.js';
+import { tempDir } from './support.js';
 
-const dir = mkdtempSync(join(tmpdir(), 'admm-core-io-'));
-after(() => rmSync(dir, { recursive: true, force: true }));
+const dir = tempDir({ after }, 'admm-core-io-');
 
 let counter = 0;
 /** Writes `text` to a fresh file in the temp dir and returns its path. */

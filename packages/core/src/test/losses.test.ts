@@ -1,10 +1,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { type Loss, log1pExpNeg, logistic, lossByName, meanLoss, prox, sigmoidNeg, squared } from '../index.js';
-import seedrandom from 'seedrandom';
+import { type Loss, type LossName, log1pExpNeg, logistic, lossByName, meanLoss, prox, sigmoidNeg, squared } from '../index.js';
+import { seeded } from './support.js';
 
 /** A seeded generator of floats in [0, 1), so failures reproduce. */
-const prng = (seed: number): (() => number) => seedrandom(String(seed));
 const logUniform = (r: () => number, lo: number, hi: number) => Math.exp(Math.log(lo) + r() * (Math.log(hi) - Math.log(lo)));
 
 // ---------------------------------------------------------------------------------------
@@ -28,7 +27,7 @@ function refLogistic(m: number): number {
  *   logistic: loss(u) - loss(v) = log((1 + e^-mu)/(1 + e^-mv)) = log1p(sigma(-mv) expm1(mv - mu))
  *   quadratic: (u-a)^2 - (v-a)^2 = (u - v)(u + v - 2a)
  */
-function objectiveDiff(name: 'logistic' | 'squared', y: number, a: number, kappa: number, weight: number, u: number, v: number): number {
+function objectiveDiff(name: LossName, y: number, a: number, kappa: number, weight: number, u: number, v: number): number {
   let dl: number;
   if (name === 'squared') dl = 0.5 * (u - v) * (u + v - 2 * y);
   else {
@@ -40,7 +39,7 @@ function objectiveDiff(name: 'logistic' | 'squared', y: number, a: number, kappa
 }
 
 /** Golden-section search for argmin F on [lo, hi] to width 1e-13 (relative for large |t|). */
-function goldenArgmin(name: 'logistic' | 'squared', y: number, a: number, kappa: number, weight: number, lo: number, hi: number): number {
+function goldenArgmin(name: LossName, y: number, a: number, kappa: number, weight: number, lo: number, hi: number): number {
   const g = (Math.sqrt(5) - 1) / 2;
   for (let it = 0; it < 500; it++) {
     if (hi - lo <= 1e-13 * Math.max(1, Math.abs(lo), Math.abs(hi))) break;
@@ -58,13 +57,13 @@ function goldenArgmin(name: 'logistic' | 'squared', y: number, a: number, kappa:
  * the logistic minimiser (|t - a| = R sigma <= R), but not always the squared one, which lies
  * between a and y (|t - a| = R/(1+R) |y - a|, up to ~ 51): widen it to cover y too.
  */
-function refProx(name: 'logistic' | 'squared', y: number, a: number, kappa: number, weight: number): number {
+function refProx(name: LossName, y: number, a: number, kappa: number, weight: number): number {
   const R = weight / kappa;
   return goldenArgmin(name, y, a, kappa, weight, Math.min(a, y) - R - 1, Math.max(a, y) + R + 1);
 }
 
 /** The optimality residual weight*loss'(y,t) + kappa (t - a), with loss' written out here. */
-function residual(name: 'logistic' | 'squared', y: number, a: number, kappa: number, weight: number, t: number): number {
+function residual(name: LossName, y: number, a: number, kappa: number, weight: number, t: number): number {
   const d = name === 'squared' ? t - y : -y * refSigmoidNeg(y * t);
   return weight * d + kappa * (t - a);
 }
@@ -74,7 +73,7 @@ const close = (got: number, want: number, tol: number) => Math.abs(got - want) <
 // Sanity check of the reference itself against the squared loss's closed form,
 // (weight*y + kappa*a)/(weight + kappa), computed here.
 test('reference minimiser reproduces the closed form of the squared prox', () => {
-  const r = prng(7);
+  const r = seeded(7);
   for (let k = 0; k < 200; k++) {
     const y = r() < 0.5 ? -1 : 1;
     const a = -50 + 100 * r();
@@ -89,7 +88,7 @@ test('reference minimiser reproduces the closed form of the squared prox', () =>
 for (const loss of [logistic, squared]) {
   const name = loss.name;
   test(`${name} prox matches a golden-section minimiser on random problems with far warm starts`, () => {
-    const r = prng(name === 'logistic' ? 101 : 202);
+    const r = seeded(name === 'logistic' ? 101 : 202);
     let cases = 0;
     let worst = 0;
     for (let k = 0; k < 400; k++) {
@@ -147,7 +146,7 @@ test('logistic prox: edge cases (root exactly 0, extreme ratios, huge a)', () =>
 
 for (const loss of [logistic, squared]) {
   test(`${loss.name} proxInto on vectors: values match prox, slope matches a finite difference`, () => {
-    const r = prng(loss.name === 'logistic' ? 303 : 404);
+    const r = seeded(loss.name === 'logistic' ? 303 : 404);
     const n = 300;
     for (const [kappa, weight] of [
       [1, 1],
@@ -207,7 +206,7 @@ test('log1pExpNeg and sigmoidNeg: direct formula in range, finite at +-1000', ()
 });
 
 test('loss values and derivatives agree with finite differences', () => {
-  const r = prng(5);
+  const r = seeded(5);
   for (const loss of [logistic, squared] as Loss[]) {
     for (let k = 0; k < 200; k++) {
       const y = r() < 0.5 ? -1 : 1;
@@ -228,7 +227,7 @@ test('loss values and derivatives agree with finite differences', () => {
 });
 
 test('logistic proxInto: curvature d2t/da2 matches a finite difference of the slope', () => {
-  const rand = prng(77);
+  const rand = seeded(77);
   const solve = (y: number, a: number, kappa: number) => {
     const t = Float64Array.of(a);
     const slope = new Float64Array(1);

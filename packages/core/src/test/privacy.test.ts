@@ -1,17 +1,10 @@
 // Privacy accounting against independently computed reference values, and the noise sources.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
-import { fileURLToPath } from 'node:url';
 import { accountEpsilon, calibrateSigma, gdpDelta, normalCdf, osNoise, seededNoise, snapToGrid, GRID_BITS } from '../index.js';
+import { privacyVectors, relDiff } from './support.js';
 
-const VECTORS = fileURLToPath(new URL('../../../../../shared/privacy/gaussian-composition-vectors.json', import.meta.url));
-const vectors = JSON.parse(readFileSync(VECTORS, 'utf8')) as {
-  calibrate: { sensitivity: number; rounds: number; epsilon: number; delta: number; sigma_exact: number; sigma_rdp: number; sigma_zcdp: number; sigma_advanced: number; check_eps_exact_at_sigma_exact: number }[];
-  account: { sensitivity: number; rounds: number; sigma: number; delta: number; epsilon_exact: number; epsilon_rdp: number; epsilon_zcdp: number }[];
-};
-
-const rel = (a: number, b: number) => Math.abs(a - b) / Math.abs(b);
+const vectors = privacyVectors();
 
 test('calibrateSigma matches the reference vectors to 1e-6 relative (exact, RDP/zCDP, advanced)', () => {
   assert.ok(vectors.calibrate.length >= 8);
@@ -19,7 +12,7 @@ test('calibrateSigma matches the reference vectors to 1e-6 relative (exact, RDP/
     const base = { epsilon: v.epsilon, delta: v.delta, rounds: v.rounds, sensitivity: v.sensitivity };
     for (const [method, want] of [['exact', v.sigma_exact], ['rdp', v.sigma_rdp], ['rdp', v.sigma_zcdp], ['advanced', v.sigma_advanced]] as const) {
       const got = calibrateSigma({ ...base, method });
-      assert.ok(rel(got, want) <= 1e-6, `${method} T=${v.rounds} eps=${v.epsilon}: ${got} vs ${want}`);
+      assert.ok(relDiff(got, want) <= 1e-6, `${method} T=${v.rounds} eps=${v.epsilon}: ${got} vs ${want}`);
     }
   }
 });
@@ -27,17 +20,17 @@ test('calibrateSigma matches the reference vectors to 1e-6 relative (exact, RDP/
 test('accountEpsilon matches the reference vectors to 1e-6 relative, and inverts calibrateSigma', () => {
   for (const v of vectors.account) {
     const base = { sigma: v.sigma, delta: v.delta, rounds: v.rounds, sensitivity: v.sensitivity };
-    assert.ok(rel(accountEpsilon({ ...base, method: 'exact' }), v.epsilon_exact) <= 1e-6);
-    assert.ok(rel(accountEpsilon({ ...base, method: 'rdp' }), v.epsilon_rdp) <= 1e-6);
-    assert.ok(rel(accountEpsilon({ ...base, method: 'rdp' }), v.epsilon_zcdp) <= 1e-6);
+    assert.ok(relDiff(accountEpsilon({ ...base, method: 'exact' }), v.epsilon_exact) <= 1e-6);
+    assert.ok(relDiff(accountEpsilon({ ...base, method: 'rdp' }), v.epsilon_rdp) <= 1e-6);
+    assert.ok(relDiff(accountEpsilon({ ...base, method: 'rdp' }), v.epsilon_zcdp) <= 1e-6);
   }
   for (const v of vectors.calibrate) {
     const eps = accountEpsilon({ sigma: v.sigma_exact, delta: v.delta, rounds: v.rounds, sensitivity: v.sensitivity, method: 'exact' });
-    assert.ok(rel(eps, v.check_eps_exact_at_sigma_exact) <= 1e-6);
+    assert.ok(relDiff(eps, v.check_eps_exact_at_sigma_exact) <= 1e-6);
     for (const method of ['exact', 'rdp', 'advanced'] as const) {
       const sigma = calibrateSigma({ epsilon: v.epsilon, delta: v.delta, rounds: v.rounds, sensitivity: v.sensitivity, method });
       const back = accountEpsilon({ sigma, delta: v.delta, rounds: v.rounds, sensitivity: v.sensitivity, method });
-      assert.ok(rel(back, v.epsilon) <= 1e-9, `${method}: ${back} vs ${v.epsilon}`);
+      assert.ok(relDiff(back, v.epsilon) <= 1e-9, `${method}: ${back} vs ${v.epsilon}`);
     }
   }
 });
@@ -48,26 +41,26 @@ test('accounting orders and scales as it must', () => {
   const rdp = calibrateSigma({ ...c, method: 'rdp' });
   const adv = calibrateSigma({ ...c, method: 'advanced' });
   assert.ok(exact < rdp && rdp < adv, `${exact} < ${rdp} < ${adv}`);
-  assert.ok(rel(exact, 2 * calibrateSigma({ ...c, sensitivity: 1, method: 'exact' })) < 1e-12, 'sigma is linear in the sensitivity');
-  assert.ok(rel(calibrateSigma({ ...c, rounds: 200, method: 'exact' }), 2 * exact) < 1e-9, 'exact: sigma grows with sqrt(T)');
+  assert.ok(relDiff(exact, 2 * calibrateSigma({ ...c, sensitivity: 1, method: 'exact' })) < 1e-12, 'sigma is linear in the sensitivity');
+  assert.ok(relDiff(calibrateSigma({ ...c, rounds: 200, method: 'exact' }), 2 * exact) < 1e-9, 'exact: sigma grows with sqrt(T)');
   let prev = 0;
   for (let t = 1; t <= 50; t++) {
     const e = accountEpsilon({ sigma: exact, delta: 1e-5, rounds: t, sensitivity: 2 });
     assert.ok(e > prev, 'epsilon spent grows with every round');
     prev = e;
   }
-  assert.ok(rel(prev, 1) < 1e-9);
+  assert.ok(relDiff(prev, 1) < 1e-9);
   assert.equal(accountEpsilon({ sigma: 1, delta: 1e-5, rounds: 0, sensitivity: 1 }), 0);
 });
 
 test('gdpDelta: direct formula where it is safe, and no overflow far out', () => {
   for (const [eps, mu] of [[0.5, 1], [1, 0.3], [3, 2]]) {
     const direct = normalCdf(-eps / mu + mu / 2) - Math.exp(eps) * normalCdf(-eps / mu - mu / 2);
-    assert.ok(rel(gdpDelta(eps, mu), direct) < 1e-10);
+    assert.ok(relDiff(gdpDelta(eps, mu), direct) < 1e-10);
   }
   const far = gdpDelta(800, 0.5);
   assert.ok(Number.isFinite(far) && far >= 0 && far < 1e-300);
-  assert.ok(rel(normalCdf(-10), 7.619853024160527e-24) < 1e-12); // Phi(-10), a standard table value
+  assert.ok(relDiff(normalCdf(-10), 7.619853024160527e-24) < 1e-12); // Phi(-10), a standard table value
 });
 
 test('bad accounting inputs are configuration errors', () => {

@@ -1,7 +1,8 @@
 // The party's privacy ledger and the ball-constrained update the bound relies on.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import seedrandom from 'seedrandom';
+import { join } from 'node:path';
+import { seeded, tempDir } from '@admm-share/core/test-support';
 import { GRID_BITS, accountEpsilon, calibrateSigma, csrFromDense, csrMatTVec, csrMatVec } from '@admm-share/core';
 import { RidgeXUpdate } from '../xupdate.js';
 import { Privacy, defaultBw, gaussianShareSensitivity, paperSensitivity } from '../privacy.js';
@@ -84,7 +85,7 @@ test('paper mechanism: sensitivity from Lemma 1, advanced composition, noise onl
 });
 
 test('the ball-constrained x-update satisfies the KKT conditions', () => {
-  const rand = seedrandom('kkt');
+  const rand = seeded('kkt');
   for (let k = 0; k < 40; k++) {
     const n = 20 + Math.floor(rand() * 30);
     const d = 1 + Math.floor(rand() * 5);
@@ -113,30 +114,23 @@ test('the ball-constrained x-update satisfies the KKT conditions', () => {
   }
 });
 
-test('the ledger survives a restart: saved after each release, restored for the same job only', async () => {
-  const { mkdtempSync, rmSync } = await import('node:fs');
-  const { tmpdir } = await import('node:os');
-  const { join } = await import('node:path');
-  const dir = mkdtempSync(join(tmpdir(), 'ledger-'));
-  try {
-    const path = join(dir, 'model.ledger.json');
-    const x = new RidgeXUpdate(csrFromDense([[1, 0, 0], [0, 1, 0], [0, 0, 1]]), job.lambda, false);
-    const a = new Privacy({ mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, bx: 5, seed: 'l' });
-    a.calibrate(job);
-    for (let t = 1; t <= 3; t++) {
-      a.release(x);
-      a.saveLedger(path, 'job-1');
-    }
-    const restarted = new Privacy({ mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, bx: 5, seed: 'l' });
-    restarted.calibrate(job);
-    restarted.restoreLedger(path, 'other-job');
-    assert.equal(restarted.releases, 0, 'another job\'s ledger is not ours');
-    restarted.restoreLedger(path, 'job-1');
-    assert.equal(restarted.releases, 3);
-    assert.ok(Math.abs(restarted.spent - a.spent) < 1e-15, 'the restarted party knows what it spent');
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
+test('the ledger survives a restart: saved after each release, restored for the same job only', (ctx) => {
+  const dir = tempDir(ctx, 'ledger-');
+  const path = join(dir, 'model.ledger.json');
+  const x = new RidgeXUpdate(csrFromDense([[1, 0, 0], [0, 1, 0], [0, 0, 1]]), job.lambda, false);
+  const a = new Privacy({ mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, bx: 5, seed: 'l' });
+  a.calibrate(job);
+  for (let t = 1; t <= 3; t++) {
+    a.release(x);
+    a.saveLedger(path, 'job-1');
   }
+  const restarted = new Privacy({ mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, bx: 5, seed: 'l' });
+  restarted.calibrate(job);
+  restarted.restoreLedger(path, 'other-job');
+  assert.equal(restarted.releases, 0, 'another job\'s ledger is not ours');
+  restarted.restoreLedger(path, 'job-1');
+  assert.equal(restarted.releases, 3);
+  assert.ok(Math.abs(restarted.spent - a.spent) < 1e-15, 'the restarted party knows what it spent');
 });
 
 test('the calibration is made once per job: a later setup cannot change sigma, and a worse one is refused', () => {

@@ -4,7 +4,7 @@
 // data sets never differs by more than the bound, and the bound is not vacuous.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import seedrandom from 'seedrandom';
+import { seeded } from '@admm-share/core/test-support';
 import { type Csr, csrFromDense } from '@admm-share/core';
 import { RidgeXUpdate } from '../xupdate.js';
 import { gaussianShareSensitivity, normaliseRows } from '../privacy.js';
@@ -27,7 +27,7 @@ function share(D: Csr, lambda: number, rho: number, released: Float64Array, c: F
 }
 
 test('gaussian-share: the observed share difference of neighbouring data sets never exceeds the calibrated bound', () => {
-  const rand = seedrandom('sensitivity');
+  const rand = seeded('sensitivity');
   let worstRatio = 0;
   let trials = 0;
   for (let set = 0; set < 60; set++) {

@@ -3,22 +3,11 @@ import assert from 'node:assert/strict';
 import { Matrix, solve } from 'ml-matrix';
 import { type Csr, csrFromDense } from '@admm-share/core';
 import { RidgeXUpdate } from '../xupdate.js';
-import seedrandom from 'seedrandom';
+import { gaussian, randomVector, seeded } from '@admm-share/core/test-support';
 
 // ---------------------------------------------------------------------------------------
 // Helpers: seeded PRNG, random data, and the independent dense reference solution.
 // ---------------------------------------------------------------------------------------
-
-/** A seeded generator of floats in [0, 1), so failures reproduce. */
-const mulberry32 = (seed: number): (() => number) => seedrandom(String(seed));
-
-function gaussian(rand: () => number): () => number {
-  return () => {
-    const u = 1 - rand();
-    const v = rand();
-    return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
-  };
-}
 
 /** A dense n x d array with roughly `density` of the entries non-zero. */
 function randomDense(rand: () => number, n: number, d: number, density: number): number[][] {
@@ -26,11 +15,6 @@ function randomDense(rand: () => number, n: number, d: number, density: number):
   return Array.from({ length: n }, () =>
     Array.from({ length: d }, () => (rand() < density ? Math.round(g() * 1000) / 250 + 0.5 : 0)),
   );
-}
-
-function randomVector(rand: () => number, n: number, scale = 1, offset = 0): Float64Array {
-  const g = gaussian(rand);
-  return Float64Array.from({ length: n }, () => offset + scale * g());
 }
 
 interface Reference {
@@ -131,7 +115,7 @@ function checkAgainstReference(u: RidgeXUpdate, ref: Reference, what: string): v
 const RHOS = [1, 0.01, 37.5, 0.3, 1];
 
 test('test self-check: the two dense references agree on a well-conditioned d > N problem', () => {
-  const rand = mulberry32(3);
+  const rand = seeded(3);
   const dense = randomDense(rand, 8, 20, 0.5);
   for (const intercept of [false, true]) {
     const w = randomVector(rand, 8, 2, 1.5);
@@ -166,7 +150,7 @@ const CASES: Case[] = [
 for (const c of CASES) {
   for (const intercept of [false, true]) {
     test(`RidgeXUpdate.solve: ${c.name}, ${intercept ? 'with' : 'without'} intercept, several rho in one object`, () => {
-      const rand = mulberry32(c.seed * 7 + (intercept ? 1 : 0));
+      const rand = seeded(c.seed * 7 + (intercept ? 1 : 0));
       const dense = randomDense(rand, c.n, c.d, c.density);
       const D = csrFromDense(dense, c.d);
       if (c.density < 1) assert.ok(D.values.length < c.n * c.d, 'test matrix should have zeros');
@@ -187,7 +171,7 @@ for (const c of CASES) {
 }
 
 test('RidgeXUpdate.solve: lambda = 0 with full-column-rank D (least squares), with and without intercept', () => {
-  const rand = mulberry32(99);
+  const rand = seeded(99);
   const dense = randomDense(rand, 40, 6, 0.5);
   const D = csrFromDense(dense, 6);
   for (const intercept of [false, true]) {
@@ -206,7 +190,7 @@ test('RidgeXUpdate.solve: lambda = 0 with full-column-rank D (least squares), wi
 });
 
 test('RidgeXUpdate.solve: an all-zero column gets coefficient 0 (lambda > 0)', () => {
-  const rand = mulberry32(5);
+  const rand = seeded(5);
   const dense = randomDense(rand, 30, 5, 0.5);
   for (const r of dense) r[2] = 0;
   const D = csrFromDense(dense, 5);
@@ -227,7 +211,7 @@ test('RidgeXUpdate.solve: an all-zero column gets coefficient 0 (lambda > 0)', (
 for (const c of CASES.slice(0, 2)) {
   for (const intercept of [false, true]) {
     test(`RidgeXUpdate.updateFromBroadcast: target w = share_prev - c (${c.name}, intercept=${intercept})`, () => {
-      const rand = mulberry32(c.seed * 13 + (intercept ? 1 : 0));
+      const rand = seeded(c.seed * 13 + (intercept ? 1 : 0));
       const dense = randomDense(rand, c.n, c.d, c.density);
       const D = csrFromDense(dense, c.d);
       const u = new RidgeXUpdate(D, c.lambda, intercept);
@@ -251,7 +235,7 @@ for (const c of CASES.slice(0, 2)) {
 test('RidgeXUpdate.penaltySq is ||x||^2 without the intercept; scores(X) = X x + b', () => {
   for (const c of CASES.slice(0, 2)) {
     for (const intercept of [false, true]) {
-      const rand = mulberry32(c.seed * 31 + (intercept ? 1 : 0));
+      const rand = seeded(c.seed * 31 + (intercept ? 1 : 0));
       const dense = randomDense(rand, c.n, c.d, c.density);
       const D = csrFromDense(dense, c.d);
       const u = new RidgeXUpdate(D, c.lambda, intercept);
@@ -292,7 +276,7 @@ test('RidgeXUpdate rejects bad arguments', () => {
 });
 
 test('conjugate-gradient form (blocks too large to factor) gives the factored solution, with and without intercept', () => {
-  const rand = mulberry32(4242);
+  const rand = seeded(4242);
   for (const intercept of [false, true]) {
     for (const [n, d] of [[60, 25], [25, 60]]) {
       const rows = Array.from({ length: n }, () => Array.from({ length: d }, () => (rand() < 0.7 ? 0 : rand() - 0.3)));

@@ -5,6 +5,7 @@ import {
   type CloseKind,
   type CoordinatorMessage,
   decode,
+  ENVELOPE_BYTES,
   encode,
   type Message,
   type PartyMessage,
@@ -13,15 +14,10 @@ import {
   validatePartyMessage,
   type ValidationContext,
 } from '../index.js';
-import seedrandom from 'seedrandom';
-
-const NO_PRIVACY = { mechanism: 'none', epsilon: null, delta: null, rounds: 100, sigma: 0, sensitivity: 0, accountant: null, seeded: false } as const;
+import { NO_PRIVACY, seeded } from './support.js';
 
 // ---------------------------------------------------------------------------------------
 // Helpers
-
-/** A seeded generator of floats in [0, 1), so failures reproduce. */
-const mulberry32 = (seed: number): (() => number) => seedrandom(String(seed));
 
 const randInt = (rnd: () => number, n: number): number => Math.floor(rnd() * n);
 
@@ -31,7 +27,7 @@ const PARTY_TYPES = new Set(['hello', 'ids', 'ready', 'share', 'scores', 'exhaus
 const AWKWARD = [-0, 1e-300, 1e300, -1.5, 0, 5e-324, -5e-324, Number.MAX_VALUE, -Number.MAX_VALUE, 1 / 3, -1e-300, -1e300, 2 ** 53 + 2, Math.PI];
 
 function awkwardVector(length: number, seed = 1): Float64Array {
-  const rnd = mulberry32(seed);
+  const rnd = seeded(seed);
   const v = new Float64Array(length);
   for (let i = 0; i < length; i++) {
     // First the fixed awkward values, then a mix of awkward and random ones.
@@ -78,7 +74,7 @@ function roundTrip(msg: Message, ctx: ValidationContext): Message {
 }
 
 function hashes(rows: number, seed: number): Uint8Array {
-  const rnd = mulberry32(seed);
+  const rnd = seeded(seed);
   const h = new Uint8Array(rows * 16);
   for (let i = 0; i < h.length; i++) h[i] = randInt(rnd, 256);
   return h;
@@ -86,7 +82,7 @@ function hashes(rows: number, seed: number): Uint8Array {
 
 function rowPermutation(length: number, fileRows: number, seed: number): Uint32Array {
   // `length` distinct rows out of `fileRows`, in shuffled order, always including the last row.
-  const rnd = mulberry32(seed);
+  const rnd = seeded(seed);
   const all = new Uint32Array(fileRows);
   for (let i = 0; i < fileRows; i++) all[i] = i;
   for (let i = fileRows - 1; i > 0; i--) {
@@ -284,7 +280,7 @@ test('decode of bytes that are never valid MessagePack throws ProtocolError (mal
 });
 
 test('decode of random bytes throws ProtocolError or yields a value every validator rejects', () => {
-  const rnd = mulberry32(0xdecade);
+  const rnd = seeded(0xdecade);
   for (let i = 0; i < 3000; i++) {
     const bytes = new Uint8Array(1 + randInt(rnd, 64));
     for (let j = 0; j < bytes.length; j++) bytes[j] = randInt(rnd, 256);
@@ -321,6 +317,19 @@ test('every truncation of every message type is rejected with a ProtocolError', 
       assertRejected(full.subarray(0, k), ctx, `${msg.type} cut to ${k}/${full.length} (view)`);
       assertRejected(Uint8Array.prototype.slice.call(full, 0, k), ctx, `${msg.type} cut to ${k}/${full.length} (copy)`);
     }
+  }
+});
+
+test('ENVELOPE_BYTES covers the framing of every message type at its largest names and numbers', () => {
+  const long = 'j'.repeat(64); // NAME_RE allows at most 64 characters
+  const big = Number.MAX_SAFE_INTEGER;
+  const vectors = (m: Message) => Object.values(m).reduce((sum: number, v) => sum + (ArrayBuffer.isView(v) ? v.byteLength : 0), 0);
+  const worst = (m: Message): Message => JSON.parse(JSON.stringify(m, (k, v) => (k === 'jobId' || k === 'partyId' ? long : typeof v === 'number' ? big : v)));
+  for (const msg of [...sampleMessages(), { type: 'sgd', jobId: JOB, step: 1, epoch: 1, lr: 1, gradient: awkwardVector(3), rows: new Uint32Array(3), full: false } as Message]) {
+    // Vectors are kept as they are; every name and number is made as long as it can be.
+    const inflated = { ...worst(msg), ...Object.fromEntries(Object.entries(msg).filter(([, v]) => ArrayBuffer.isView(v))) } as Message;
+    const framing = encode(inflated).length - vectors(inflated);
+    assert.ok(framing > 0 && framing * 4 <= ENVELOPE_BYTES, `${msg.type}: ${framing} bytes of framing, ENVELOPE_BYTES ${ENVELOPE_BYTES}`);
   }
 });
 
@@ -412,7 +421,7 @@ function mutate(rnd: () => number, src: Uint8Array): Uint8Array {
 const KINDS = new Set(Object.keys(CloseCodes));
 
 test('fuzz: 100,000 random and mutated messages only ever raise ProtocolError', () => {
-  const rnd = mulberry32(20240601);
+  const rnd = seeded(20240601);
   const thrown = new Map<string, number>();
   let accepted = 0;
   const contexts: ValidationContext[] = [{}, { jobId: JOB }, { jobId: JOB, n: 5, nTest: 5, round: 4, declaredRows: { train: 3, test: 3 }, fileRows: { train: 20, test: 20 } }];

@@ -5,6 +5,14 @@ import {
   type CloseKind,
   closeKindOf,
   closeReason,
+  ENVELOPE_BYTES,
+  HASH_KEY_BYTES,
+  ID_HASH_BYTES,
+  MAX_CLOSE_REASON_BYTES,
+  NONCE_BYTES,
+  PROOF_BYTES,
+  RETRIABLE_CLOSE_CODES,
+  ReservedCloseCodes,
   decode,
   encode,
   type Message,
@@ -13,8 +21,7 @@ import {
   validatePartyMessage,
   type ValidationContext,
 } from '../index.js';
-
-const NO_PRIVACY = { mechanism: 'none', epsilon: null, delta: null, rounds: 100, sigma: 0, sensitivity: 0, accountant: null, seeded: false } as const;
+import { NO_PRIVACY } from './support.js';
 
 // ---------------------------------------------------------------------------------------
 // Fixtures and helpers
@@ -513,11 +520,32 @@ test('close codes are distinct, in the right ranges, and closeKindOf maps each b
   for (const kind of kinds) {
     const { code, reason } = CloseCodes[kind];
     assert.ok(Number.isInteger(code));
-    assert.ok(kind === 'done' ? code === 1000 : code >= 4000 && code <= 4999, `${kind}: ${code}`);
+    // RFC 6455 section 7.4.1 defines 1000, 1001 and 1009; 4000-4999 is the applications' range.
+    const standard: Partial<Record<CloseKind, number>> = { done: 1000, goingAway: 1001, tooBig: 1009 };
+    assert.ok(kind in standard ? code === standard[kind] : code >= 4000 && code <= 4999, `${kind}: ${code}`);
     assert.ok(reason.length > 0 && Buffer.byteLength(reason) <= 123);
     assert.equal(closeKindOf(code), kind);
   }
-  for (const code of [0, 1001, 1006, 4000, 4999, 5000, -1, 4002.5]) assert.equal(closeKindOf(code), undefined, String(code));
+  for (const code of [0, 1005, 1006, 4000, 4999, 5000, -1, 4002.5]) assert.equal(closeKindOf(code), undefined, String(code));
+});
+
+test('a party retries after going away (1001), no status (1005) and a dropped connection (1006), and after nothing it is sent on purpose', () => {
+  assert.deepEqual([...RETRIABLE_CLOSE_CODES].sort(), [1001, 1005, 1006]);
+  assert.equal(CloseCodes.goingAway.code, 1001);
+  assert.deepEqual(Object.values(ReservedCloseCodes).map((c) => c.code), [1005, 1006]);
+  // The reserved codes are never sent, so they are not in the table of codes that are.
+  for (const { code } of Object.values(ReservedCloseCodes)) assert.equal(closeKindOf(code), undefined);
+  for (const kind of Object.keys(CloseCodes) as CloseKind[])
+    assert.equal(RETRIABLE_CLOSE_CODES.has(CloseCodes[kind].code), kind === 'goingAway', kind);
+});
+
+test('the sizes PROTOCOL.md gives: 32-byte nonce, hash key and proof, 16-byte id hashes, 123-byte close reasons', () => {
+  assert.equal(NONCE_BYTES, 32);
+  assert.equal(HASH_KEY_BYTES, 32);
+  assert.equal(PROOF_BYTES, 32);
+  assert.equal(ID_HASH_BYTES, 16);
+  assert.equal(MAX_CLOSE_REASON_BYTES, 125 - 2);
+  assert.ok(Number.isInteger(ENVELOPE_BYTES) && ENVELOPE_BYTES >= 1024);
 });
 
 test('closeReason leaves short reasons unchanged', () => {

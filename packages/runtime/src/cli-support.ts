@@ -1,24 +1,49 @@
 import { readFileSync } from 'node:fs';
 import { pino, type Logger } from 'pino';
 import yargs, { type Argv } from 'yargs';
-import { AdmmError, ConfigError, EXIT, exitCodeOf } from './errors.js';
+import { AdmmError, ConfigError, EXIT, exitCodeOf } from '@admm-share/core';
+
+/** The --log-level choices: pino's levels from the most to the least severe (trace is left out). */
+export const LOG_LEVELS = ['fatal', 'error', 'warn', 'info', 'debug'] as const;
+export type LogLevel = (typeof LOG_LEVELS)[number];
 
 /** One JSON logger per process, on stdout; tests and scripts read its `listening` line. */
-export function createLogger(name: string, level = 'info'): Logger {
+export function createLogger(name: string, level: LogLevel = 'info'): Logger {
   return pino({ name, level, base: { pid: process.pid, name } }, pino.destination({ fd: 1, sync: true }));
+}
+
+/** ADMM_DEBUG set to anything but '', '0' or 'false': print the stack of internal errors. */
+export function debugEnabled(env: NodeJS.ProcessEnv = process.env): boolean {
+  const v = env.ADMM_DEBUG?.trim().toLowerCase();
+  return v !== undefined && v !== '' && v !== '0' && v !== 'false';
+}
+
+/** Deepest `cause` chain followed; a cycle or a very long chain stops here. */
+const MAX_CAUSES = 8;
+
+/** The stack of an error and of each error in its `cause` chain (what ADMM_DEBUG prints). */
+export function stackOf(err: unknown): string {
+  const parts: string[] = [];
+  let e: unknown = err;
+  for (let i = 0; i <= MAX_CAUSES && e !== undefined && e !== null; i++) {
+    parts.push((i > 0 ? 'Caused by: ' : '') + (e instanceof Error ? (e.stack ?? `${e.name}: ${e.message}`) : String(e)));
+    e = e instanceof Error ? e.cause : undefined;
+  }
+  return parts.join('\n');
 }
 
 /**
  * Report a fatal error the way every admm-share command does: one line on stderr naming
- * the tool and what went wrong (no stack trace unless it is a bug), a `fatal` log record,
- * and the exit code of the error's kind.
+ * the tool and what went wrong, a `fatal` log record, and the exit code of the error's kind.
+ * No stack trace, except for an internal error (a bug: exit code 70, whether thrown as
+ * anything else than an AdmmError or wrapped in an InternalError) with ADMM_DEBUG=1.
  */
 export function exitWithError(tool: string, err: unknown, logger?: Logger): never {
-  const known = err instanceof AdmmError;
+  const code = err instanceof AdmmError ? err.code : 'ERR_INTERNAL';
   const message = err instanceof Error ? err.message : String(err);
-  logger?.fatal({ err: message, code: known ? (err as AdmmError).code : 'ERR_INTERNAL' }, 'fatal');
+  logger?.fatal({ err: message, code }, 'fatal');
   process.stderr.write(`${tool}: error: ${message}\n`);
-  if (!known && err instanceof Error && process.env.ADMM_DEBUG) process.stderr.write(`${err.stack}\n`);
+  if (exitCodeOf(err) === EXIT.internal && debugEnabled()) process.stderr.write(`${stackOf(err)}\n`);
   process.exit(exitCodeOf(err));
 }
 
@@ -31,10 +56,14 @@ export function installCrashHandlers(tool: string, logger?: Logger): void {
   process.on('unhandledRejection', (err) => exitWithError(tool, err, logger));
 }
 
-/** yargs `.fail()` handler: a wrong flag is a configuration error (exit 64) with usage help. */
+/**
+ * yargs `.fail()` handler: a wrong flag is a configuration error (exit 64) with usage help.
+ * yargs also routes here what a command handler throws or rejects with; anything but a
+ * ConfigError or yargs' own YError exits as what it is (a bug: 70, with its stack under ADMM_DEBUG).
+ */
 export function yargsFail(tool: string) {
-  return (msg: string | undefined, err: Error | undefined, y: { help(): unknown; showHelp(fn: (s: string) => void): unknown }) => {
-    if (err && !(err instanceof ConfigError) && !msg) exitWithError(tool, err);
+  return (msg: string | undefined | null, err: Error | undefined, y: { help(): unknown; showHelp(fn: (s: string) => void): unknown }) => {
+    if (err && !(err instanceof ConfigError) && err.name !== 'YError') exitWithError(tool, err);
     y.showHelp((s) => process.stderr.write(s + '\n'));
     process.stderr.write(`\n${tool}: error: ${msg ?? err?.message}\n`);
     process.exit(EXIT.config);
@@ -61,7 +90,7 @@ export function requireInteger(name: string, v: number, min: number): number {
  * one exits 64 before any log), build the logger, start, exit 0 when the job is done or
  * with the error's code when it fails or a signal stops it.
  */
-export async function runService<C extends { logLevel: string }>(
+export async function runService<C extends { logLevel: LogLevel }>(
   tool: string,
   parse: () => C,
   start: (config: C, logger: Logger) => Promise<{ done: Promise<unknown>; close(): unknown }> | { done: Promise<unknown>; close(): unknown },
@@ -115,12 +144,15 @@ export function readFlagFile(flag: string, file: string): string {
   }
 }
 
-/** Exit cleanly on SIGINT / SIGTERM after `stop` runs. */
+/**
+ * Exit with 130 on SIGINT / SIGTERM after `stop` runs. A failure while stopping does not
+ * change the exit code, but is logged (with its stack under ADMM_DEBUG=1).
+ */
 export function onSignals(logger: Logger, stop: () => Promise<void>): void {
   const handler = (signal: NodeJS.Signals) => {
     logger.warn({ signal }, 'stopping');
     stop()
-      .catch(() => undefined)
+      .catch((err: unknown) => logger.error({ err: err instanceof Error ? err.message : String(err), ...(debugEnabled() ? { stack: stackOf(err) } : {}) }, 'error while stopping'))
       .finally(() => process.exit(EXIT.interrupted));
   };
   process.once('SIGINT', handler);

@@ -1,0 +1,63 @@
+// Test helpers shared by the packages' tests (exported as @admm-share/core/test-support):
+// seeded randomness, temporary directories, relative differences and the reference files
+// under ../shared. Written independently of the code under test; nothing here is used by it.
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import seedrandom from 'seedrandom';
+
+/** A seeded generator of floats in [0, 1), so failures reproduce. */
+export function seeded(seed: number | string): () => number {
+  return seedrandom(String(seed));
+}
+
+/** One standard normal draw from `rand` (Box-Muller: two uniforms, the first kept away from 0). */
+export function normal(rand: () => number): number {
+  const u = 1 - rand();
+  const v = rand();
+  return Math.sqrt(-2 * Math.log(u)) * Math.cos(2 * Math.PI * v);
+}
+
+/** A generator of standard normal draws from `rand`. */
+export function gaussian(rand: () => number): () => number {
+  return () => normal(rand);
+}
+
+/** n independent draws of offset + scale * N(0, 1). */
+export function randomVector(rand: () => number, n: number, scale = 1, offset = 0): Float64Array {
+  const g = gaussian(rand);
+  return Float64Array.from({ length: n }, () => offset + scale * g());
+}
+
+/** |a - b| / |b|. */
+export function relDiff(a: number, b: number): number {
+  return Math.abs(a - b) / Math.abs(b);
+}
+
+/**
+ * A fresh directory, removed when `t` ends: pass a test's context, or `{ after }` from
+ * node:test for one directory per file.
+ */
+export function tempDir(t: { after(fn: () => void): void }, prefix = 'admm-test-'): string {
+  const dir = mkdtempSync(join(tmpdir(), prefix));
+  t.after(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/** Reference data beside the repository (../shared), the same from every package's dist/test. */
+export const SHARED = {
+  /** a9a/a9a and a9a/a9a.t (LIBSVM). */
+  a9a: fileURLToPath(new URL('../../../../../shared/data/a9a/', import.meta.url)),
+  privacyVectors: fileURLToPath(new URL('../../../../../shared/privacy/gaussian-composition-vectors.json', import.meta.url)),
+};
+
+/** Independently computed sigma and epsilon values for T-fold Gaussian composition (see ../shared/privacy). */
+export interface PrivacyVectors {
+  calibrate: { sensitivity: number; rounds: number; epsilon: number; delta: number; sigma_exact: number; sigma_rdp: number; sigma_zcdp: number; sigma_advanced: number; check_eps_exact_at_sigma_exact: number }[];
+  account: { sensitivity: number; rounds: number; sigma: number; delta: number; epsilon_exact: number; epsilon_rdp: number; epsilon_zcdp: number }[];
+}
+
+export function privacyVectors(): PrivacyVectors {
+  return JSON.parse(readFileSync(SHARED.privacyVectors, 'utf8')) as PrivacyVectors;
+}
