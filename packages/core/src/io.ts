@@ -327,8 +327,15 @@ export function numericLabels(t: LabelTable): Float64Array {
 export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o644): void {
   const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
   let fd: number | undefined;
+  // A temporary file left behind by a crashed process (same pid) would keep its old mode if
+  // opened with 'w'; removing it and creating the file afresh makes `mode` apply (0600 secrets).
   try {
-    fd = openSync(tmp, 'w', mode);
+    unlinkSync(tmp);
+  } catch {
+    /* none left behind */
+  }
+  try {
+    fd = openSync(tmp, 'wx', mode);
     writeSync(fd, typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
     fsyncSync(fd);
     closeSync(fd);

@@ -1,6 +1,6 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
@@ -490,4 +490,15 @@ test('writeFileAtomic: a failed write throws and leaves no temporary file', () =
   assert.throws(() => writeFileAtomic(target, 'data'));
   assert.deepEqual(readdirSync(sub), ['occupied']);
   assert.equal(readFileSync(join(target, 'x'), 'utf8'), 'keep');
+});
+
+test('writeFileAtomic: the mode applies even over a temporary file left behind by a crash', () => {
+  const sub = mkdtempSync(join(dir, 'atomic-mode-'));
+  const target = join(sub, 'secret.token');
+  const stale = join(sub, `.secret.token.${process.pid}.tmp`);
+  writeFileSync(stale, 'old', { mode: 0o644 });
+  writeFileAtomic(target, 'new\n', 0o600);
+  assert.equal(statSync(target).mode & 0o777, 0o600);
+  assert.equal(readFileSync(target, 'utf8'), 'new\n');
+  assert.deepEqual(readdirSync(sub), ['secret.token']);
 });
