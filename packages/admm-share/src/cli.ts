@@ -3,7 +3,8 @@ import type { Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
 import { ConfigError, accountEpsilon, calibrateSigma, exitWithError, installCrashHandlers, requireInteger, requireNonNegative, requirePositive, syntheticDataset, commandLine } from '@admm-share/core';
 import { type SimulatePrivacy, simulate } from './simulate.js';
-import { writeCredentials, writeVerticalSplit } from './split.js';
+import { writeVerticalSplit } from './split.js';
+import { credentialsOptions, runCredentials, writeCredentials } from './credentials.js';
 import { defaultDataDir, paperExperiment } from './experiment.js';
 import { privacySweep } from './sweep.js';
 
@@ -109,10 +110,11 @@ async function main(): Promise<void> {
       (a) => {
         const s = syntheticDataset({ seed: a.seed, trainRows: requireInteger('rows', a.rows, 1), testRows: requireInteger('test-rows', a['test-rows'], 1) });
         const files = writeVerticalSplit(resolve(a.out), s.blocks, s.train, s.test);
-        const credentials = writeCredentials(resolve(a.out), files.parties.map((p) => p.id));
+        const credentials = writeCredentials(resolve(a.out), files.parties.map((p) => p.id), { overwrite: true });
         process.stdout.write(JSON.stringify({ ...files, credentials }, null, 2) + '\n');
       },
     )
+    .command('credentials', 'write credentials.json for the coordinator and one <party>.token per party (random secrets, mode 0600)', credentialsOptions, (a) => runCredentials(a))
     .command('privacy', 'privacy accounting: calibrate noise for a budget, or account the budget a noise level spends', (y) =>
       y
         .command(
@@ -192,7 +194,7 @@ async function main(): Promise<void> {
         )
         .demandCommand(1, 'name an experiment: paper'),
     )
-    .demandCommand(1, 'name a command: simulate, generate, privacy or experiment')
+    .demandCommand(1, 'name a command: simulate, generate, credentials, privacy or experiment')
     .parseAsync();
 }
 
