@@ -186,7 +186,7 @@ async function main(): Promise<void> {
           (z) =>
             z
               .option('out', { type: 'string', demandOption: true })
-              .option('data-dir', { type: 'string', describe: 'directory holding a9a/a9a and a9a/a9a.t (default: ../shared/data beside the repository)' })
+              .option('data-dir', { type: 'string', describe: 'directory holding a9a/a9a and a9a/a9a.t (default: data/ in the repository)' })
               .option('quick', { type: 'boolean', default: false, describe: 'small versions of every pipeline' }),
           async (a) => {
             await paperExperiment({ out: a.out, dataDir: resolve(a['data-dir'] ?? defaultDataDir()), quick: a.quick }, (line) => process.stderr.write(line + '\n'));

@@ -4,17 +4,15 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { WebSocket } from 'ws';
 import { hashIds, syntheticDataset } from '@admm-share/core';
 import { PROTOCOL_VERSION, decode, encode, validateCoordinatorMessage } from '@admm-share/protocol';
 import { writeVerticalSplit } from '../split.js';
-import { BIN, STACK_LINE, killAll, run, tempDir } from './procs.js';
+import { A9A, BIN, PRIVACY_VECTORS, STACK_LINE, killAll, run, tempDir } from './procs.js';
 
 after(killAll);
 
-const VECTORS = fileURLToPath(new URL('../../../../../shared/privacy/gaussian-composition-vectors.json', import.meta.url));
-const vectors = JSON.parse(readFileSync(VECTORS, 'utf8'));
+const vectors = JSON.parse(readFileSync(PRIVACY_VECTORS, 'utf8'));
 const rel = (a: number, b: number) => Math.abs(a - b) / Math.abs(b);
 
 async function cli(args: string[]): Promise<Record<string, number>> {
@@ -174,7 +172,6 @@ test('admm-party refuses to start without an explicit privacy setting', async ()
 
 test('privacy sweep (small): CSV rows for every mechanism and epsilon plus the references, and an SVG', async (t) => {
   const out = tempDir(t);
-  const A9A = fileURLToPath(new URL('../../../../../shared/data/a9a/', import.meta.url));
   const p = run(BIN.share, ['privacy', 'sweep', '--data', join(A9A, 'a9a'), '--test', join(A9A, 'a9a.t'), '--out', out, '--epsilons', '1,20', '--rounds', '3', '--seed', 'small']);
   assert.equal((await p.exit).code, 0, p.stderr());
   const csv = readFileSync(join(out, 'sweep.csv'), 'utf8').trim().split('\n');

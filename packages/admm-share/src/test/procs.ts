@@ -11,7 +11,10 @@ export const BIN = {
   coordinator: join(packages, 'coordinator', 'bin', 'admm-coordinator.js'),
   party: join(packages, 'party', 'bin', 'admm-party.js'),
 };
-export const A9A = fileURLToPath(new URL('../../../../../shared/data/a9a/', import.meta.url));
+/** The repository's copy of a9a (data/a9a: README, checksums). */
+export const A9A = fileURLToPath(new URL('../../../../data/a9a/', import.meta.url));
+/** Reference values for the privacy accounting, computed outside this repository (test-data/README.md). */
+export const PRIVACY_VECTORS = fileURLToPath(new URL('../../../../test-data/gaussian-composition-vectors.json', import.meta.url));
 
 export interface Proc {
   child: ChildProcess;

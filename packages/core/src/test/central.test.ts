@@ -154,8 +154,9 @@ test('fitCentral with intercept on a constant-label shift: the intercept absorbs
 // a9a reference values (scikit-learn, computed outside this repo)
 // ---------------------------------------------------------------------------------------
 
-const trainPath = fileURLToPath(new URL('../../../../../shared/data/a9a/a9a', import.meta.url));
-const testPath = fileURLToPath(new URL('../../../../../shared/data/a9a/a9a.t', import.meta.url));
+// The repository's copy (data/a9a/README.md has its origin and checksums).
+const trainPath = fileURLToPath(new URL('../../../../data/a9a/a9a', import.meta.url));
+const testPath = fileURLToPath(new URL('../../../../data/a9a/a9a.t', import.meta.url));
 
 let cache: { Xtr: Csr; ytr: Float64Array; Xte: Csr; yte: Float64Array } | undefined;
 function a9a() {

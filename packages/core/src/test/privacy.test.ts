@@ -5,7 +5,8 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { accountEpsilon, calibrateSigma, gdpDelta, normalCdf, osNoise, seededNoise, snapToGrid, GRID_BITS } from '../index.js';
 
-const VECTORS = fileURLToPath(new URL('../../../../../shared/privacy/gaussian-composition-vectors.json', import.meta.url));
+// test-data/README.md says where these come from.
+const VECTORS = fileURLToPath(new URL('../../../../test-data/gaussian-composition-vectors.json', import.meta.url));
 const vectors = JSON.parse(readFileSync(VECTORS, 'utf8')) as {
   calibrate: { sensitivity: number; rounds: number; epsilon: number; delta: number; sigma_exact: number; sigma_rdp: number; sigma_zcdp: number; sigma_advanced: number; check_eps_exact_at_sigma_exact: number }[];
   account: { sensitivity: number; rounds: number; sigma: number; delta: number; epsilon_exact: number; epsilon_rdp: number; epsilon_zcdp: number }[];
