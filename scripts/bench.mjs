@@ -11,7 +11,7 @@ import { parseArgs } from 'node:util';
 
 const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' }, rounds: { type: 'string', default: '100' } } });
 const root = new URL('..', import.meta.url).pathname;
-const a9a = join(root, '..', 'shared', 'data', 'a9a');
+const a9a = join(root, 'data', 'a9a');
 const cli = join(root, 'packages', 'admm-share', 'bin', 'admm-share.js');
 const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b);

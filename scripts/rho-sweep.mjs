@@ -34,7 +34,7 @@ function sweep(name, X, y, cuts) {
 }
 
 console.log(`rounds to 1e-4 relative, exact form, alpha 1.6\n\n| data | lambda | ${RHO_N.map((r) => `rho*N = ${r}`).join(' | ')} |\n|---|---|${RHO_N.map(() => '---').join('|')}|`);
-const a9a = join(new URL('..', import.meta.url).pathname, '..', 'shared', 'data', 'a9a', 'a9a');
+const a9a = join(new URL('..', import.meta.url).pathname, 'data', 'a9a', 'a9a');
 const t = readLibsvm(a9a, { features: 123 });
 sweep('a9a (66 \\| 57)', t.X, binaryLabels({ file: a9a, ids: t.ids, raw: t.firstTokens, lines: t.lines }).y, [0, 66, 123]);
 const s = syntheticDataset();

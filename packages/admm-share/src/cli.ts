@@ -5,7 +5,8 @@ import { ACCOUNTANTS, ConfigError, accountEpsilon, calibrateSigma, syntheticData
 import { ALGORITHMS, MECHANISMS, NOISE_MECHANISMS, type NoiseMechanism, VARIANTS } from '@admm-share/protocol';
 import { commandLine, exitWithError, installCrashHandlers, requireInteger, requireNonNegative, requirePositive } from '@admm-share/runtime';
 import { type SimulatePrivacy, simulate } from './simulate.js';
-import { writeCredentials, writeVerticalSplit } from './split.js';
+import { writeVerticalSplit } from './split.js';
+import { credentialsOptions, runCredentials, writeCredentials } from './credentials.js';
 import { defaultDataDir, paperExperiment } from './experiment.js';
 import { privacySweep } from './sweep.js';
 import { DATASETS } from './names.js';
@@ -112,10 +113,11 @@ async function main(): Promise<void> {
       (a) => {
         const s = syntheticDataset({ seed: a.seed, trainRows: requireInteger('rows', a.rows, 1), testRows: requireInteger('test-rows', a['test-rows'], 1) });
         const files = writeVerticalSplit(resolve(a.out), s.blocks, s.train, s.test);
-        const credentials = writeCredentials(resolve(a.out), files.parties.map((p) => p.id));
+        const credentials = writeCredentials(resolve(a.out), files.parties.map((p) => p.id), { overwrite: true });
         process.stdout.write(JSON.stringify({ ...files, credentials }, null, 2) + '\n');
       },
     )
+    .command('credentials', 'write credentials.json for the coordinator and one <party>.token per party (random secrets, mode 0600)', credentialsOptions, (a) => runCredentials(a))
     .command('privacy', 'privacy accounting: calibrate noise for a budget, or account the budget a noise level spends', (y) =>
       y
         .command(
@@ -187,7 +189,7 @@ async function main(): Promise<void> {
           (z) =>
             z
               .option('out', { type: 'string', demandOption: true })
-              .option('data-dir', { type: 'string', describe: 'directory holding a9a/a9a and a9a/a9a.t (default: ../shared/data beside the repository)' })
+              .option('data-dir', { type: 'string', describe: 'directory holding a9a/a9a and a9a/a9a.t (default: data/ in the repository)' })
               .option('quick', { type: 'boolean', default: false, describe: 'small versions of every pipeline' }),
           async (a) => {
             await paperExperiment({ out: a.out, dataDir: resolve(a['data-dir'] ?? defaultDataDir()), quick: a.quick }, (line) => process.stderr.write(line + '\n'));
@@ -195,7 +197,7 @@ async function main(): Promise<void> {
         )
         .demandCommand(1, 'name an experiment: paper'),
     )
-    .demandCommand(1, 'name a command: simulate, generate, privacy or experiment')
+    .demandCommand(1, 'name a command: simulate, generate, credentials, privacy or experiment')
     .parseAsync();
 }
 

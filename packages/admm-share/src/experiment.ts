@@ -49,8 +49,8 @@ interface Baseline extends ClassificationMetrics {
 const quiet = { write: () => true } as unknown as NodeJS.WriteStream;
 
 export function defaultDataDir(): string {
-  // packages/admm-share/dist -> the repository's parent, where shared/ sits beside it.
-  return resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', '..', 'shared', 'data');
+  // packages/admm-share/dist -> the repository's data/ folder (data/a9a/README.md).
+  return resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'data');
 }
 
 function loadA9a(dataDir: string): { train: LabelledSet; test: LabelledSet; files: [string, string] } {

@@ -1,3 +1,4 @@
 export * from './simulate.js';
 export * from './split.js';
+export * from './credentials.js';
 export * from './processes.js';

@@ -25,7 +25,8 @@ import type { DatasetName } from './names.js';
 import { type Child, binPath, killAll, spawnNode } from './processes.js';
 import { Progress } from './progress.js';
 import { spamDataset } from './spam.js';
-import { type SplitFiles, parseSplit, writeCredentials, writeVerticalSplit } from './split.js';
+import { type SplitFiles, parseSplit, writeVerticalSplit } from './split.js';
+import { tokenPath, writeCredentials } from './credentials.js';
 
 export interface SimulateOptions {
   /** A built-in data set, used when `data` is not given. */
@@ -160,7 +161,7 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
   const { train, test, blocks, source } = loadData(opts);
   const files: SplitFiles = writeVerticalSplit(dataDir, blocks, train, test);
   // Each party gets its own secret; the coordinator gets all of them.
-  const credentialsFile = writeCredentials(dataDir, files.parties.map((p) => p.id));
+  const credentialsFile = writeCredentials(dataDir, files.parties.map((p) => p.id), { overwrite: true });
   const jobId = `sim-${randomBytes(4).toString('hex')}`;
   const progress = new Progress();
   out.write(`admm-share simulate: ${source}, ${train.ids.length} training rows${test ? `, ${test.ids.length} test rows` : ''}, ` +
@@ -222,7 +223,7 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
         '--data', p.train,
         ...(p.test ? ['--test', p.test] : []),
         '--ids', 'first',
-        '--token-file', join(dataDir, `${p.id}.token`),
+        '--token-file', tokenPath(dataDir, p.id),
         '--features', String(p.features),
         '--model', join(dir, `model-${p.id}.json`),
         ...(opts.intercept && m === 0 ? ['--intercept'] : []),

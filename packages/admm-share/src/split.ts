@@ -1,4 +1,3 @@
-import { randomBytes } from 'node:crypto';
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import {
@@ -73,19 +72,4 @@ export function writeVerticalSplit(dir: string, blocks: number[], train: Labelle
     writeFileAtomic(testLabels, formatLabelsCsv(test.ids, test.y));
   }
   return { dir, parties, labels, testLabels };
-}
-
-/** Random bytes per generated secret: 256 bits, the HMAC-SHA256 key size of the hello proof (hex encoded, 64 characters). */
-const SECRET_BYTES = 32;
-
-/**
- * A random secret per party: `credentials.json` for the coordinator and `<party>.token` for
- * each party, readable by their owner only. Returns the credentials file.
- */
-export function writeCredentials(dir: string, parties: string[]): string {
-  const secrets = Object.fromEntries(parties.map((p) => [p, randomBytes(SECRET_BYTES).toString('hex')]));
-  const file = join(dir, 'credentials.json');
-  writeFileAtomic(file, JSON.stringify(secrets, null, 2) + '\n', 0o600);
-  for (const p of parties) writeFileAtomic(join(dir, `${p}.token`), secrets[p] + '\n', 0o600);
-  return file;
 }

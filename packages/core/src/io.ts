@@ -46,7 +46,9 @@ export function detectFormat(path: string, format: FileFormat = 'auto'): Exclude
 
 function readText(path: string): string {
   try {
-    return readFileSync(path, 'utf8');
+    const text = readFileSync(path, 'utf8');
+    // A UTF-8 byte order mark is not data (and is no longer trimmed as whitespace below).
+    return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     throw new DataError(path, undefined, `cannot read file (${e.code ?? e.message})`);
@@ -58,6 +60,41 @@ export function readFeatureFile(path: string, opts: ReadOptions = {}): FeatureTa
 }
 
 const INDEX_RE = /^[0-9]+$/;
+
+/**
+ * The numbers data files may hold: decimal notation only, i.e. an optional sign, digits with
+ * an optional fraction (`5`, `5.`, `5.25`, `.5`) and an optional exponent (`e-3`, `E+7`).
+ * `Number()` alone is far more lenient: it reads `0x10` as 16, `0b1`, `0o7`, `Infinity`,
+ * surrounding whitespace and the empty string (as 0); all of these are typos or foreign
+ * formats in a data file, so they are rejected rather than guessed at.
+ */
+const DECIMAL_RE = /^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/;
+
+/**
+ * Largest magnitude accepted for a feature value or a numeric (squared-loss) label.
+ * The party squares and sums values (row norms for normalisation, the Gram matrices
+ * D^T D and D D^T, squared residuals): with |v| <= 1e100 a square is at most 1e200, so a sum
+ * stays below Number.MAX_VALUE (1.8e308) for up to 1e108 terms, i.e. for any N and d that
+ * fit in memory. 1e308 passed the old finiteness check and overflowed to Infinity there.
+ * No real feature needs more than 100 orders of magnitude; rescale the data if one does.
+ */
+export const MAX_ABS_VALUE = 1e100;
+
+/** Separators within a line: spaces and tabs only (other whitespace ends up in a token, and is rejected). */
+const BLANKS_RE = /[ \t]+/;
+const trimBlanks = (s: string): string => s.replace(/^[ \t]+|[ \t]+$/g, '');
+
+/**
+ * A number in a data file: decimal notation (see DECIMAL_RE), finite and within
+ * MAX_ABS_VALUE; otherwise a message saying what is wrong with `text`.
+ */
+export function parseDataNumber(text: string): number | string {
+  if (!DECIMAL_RE.test(text)) return `'${text}' is not a decimal number`;
+  const v = Number(text);
+  if (!(Math.abs(v) <= MAX_ABS_VALUE)) return `'${text}' exceeds the largest accepted magnitude ${MAX_ABS_VALUE}`;
+  return v;
+}
+
 /**
  * Largest feature index accepted. Column indices are stored as Int32, and a party's model
  * holds one coefficient (and name) per column, so an absurd index in a file is an error,
@@ -76,13 +113,13 @@ export function readLibsvm(path: string, opts: ReadOptions = {}): FeatureTable {
   const seen = new Map<string, number>();
   let row = 0;
   for (let ln = 0; ln < lines.length; ln++) {
-    const line = lines[ln].trim();
+    const line = trimBlanks(lines[ln].replace(/\r$/, ''));
     if (line === '' || line.startsWith('#')) continue;
     const lineNo = ln + 1;
     const fail = (detail: string): never => {
       throw new DataError(path, lineNo, detail);
     };
-    const tokens = line.split(/\s+/);
+    const tokens = line.split(BLANKS_RE);
     let t = 1;
     if (mode === 'auto') mode = tokens.length > 1 && tokens[1].startsWith('qid:') ? 'qid' : 'row';
     row++;
@@ -119,9 +156,9 @@ export function readLibsvm(path: string, opts: ReadOptions = {}): FeatureTable {
       if (idx > MAX_FEATURES) fail(`token ${t + 1} '${tok}': index ${idx} exceeds the limit of ${MAX_FEATURES} features`);
       if (opts.features !== undefined && idx > opts.features)
         fail(`token ${t + 1} '${tok}': index ${idx} exceeds the ${opts.features} features declared`);
-      const val = valText === '' ? NaN : Number(valText);
-      if (!Number.isFinite(val)) fail(`token ${t + 1} '${tok}': value '${valText}' is not a finite number`);
-      entries.push([idx - 1, val]);
+      const val = parseDataNumber(valText);
+      if (typeof val === 'string') fail(`token ${t + 1} '${tok}': value ${val}`);
+      else entries.push([idx - 1, val]);
     }
     entries.sort((a, c) => a[0] - c[0]);
     for (let k = 0; k < entries.length; k++) {
@@ -138,7 +175,7 @@ export function readLibsvm(path: string, opts: ReadOptions = {}): FeatureTable {
 
 function splitCsvLine(line: string, path: string, lineNo: number): string[] {
   if (line.includes('"')) throw new DataError(path, lineNo, 'quoted CSV fields are not supported');
-  return line.split(',').map((s) => s.trim());
+  return line.split(',').map(trimBlanks);
 }
 
 interface CsvTable {
@@ -157,7 +194,7 @@ function readCsv(path: string): CsvTable {
   const lineNos: number[] = [];
   for (let ln = 0; ln < lines.length; ln++) {
     const line = lines[ln].replace(/\r$/, '');
-    if (line.trim() === '') continue;
+    if (trimBlanks(line) === '') continue;
     const fields = splitCsvLine(line, path, ln + 1);
     if (header === undefined) {
       header = fields;
@@ -203,10 +240,8 @@ export function readCsvFeatures(path: string, opts: ReadOptions = {}): FeatureTa
   uniqueIds(ids, t.lines, path);
   t.rows.forEach((r, i) => {
     featureCols.forEach((c, j) => {
-      const text = r[c];
-      const v = text === '' ? NaN : Number(text);
-      if (!Number.isFinite(v))
-        throw new DataError(path, t.lines[i], `column '${t.header[c]}': '${text}' is not a finite number`);
+      const v = parseDataNumber(r[c]);
+      if (typeof v === 'string') throw new DataError(path, t.lines[i], `column '${t.header[c]}': ${v}`);
       b.push(j, v);
     });
     b.endRow();
@@ -244,8 +279,14 @@ export function readLabelFile(
  * both are numbers, otherwise as strings) becomes +1, the other -1.
  */
 export function binaryLabels(t: LabelTable): { y: Float64Array; negative: string; positive: string } {
-  // Labels that are numbers are compared as numbers, so '1' and '+1' are one class.
-  const key = (v: string) => (v.trim() !== '' && Number.isFinite(Number(v)) ? `#${Number(v)}` : v);
+  // Labels that are (decimal) numbers are compared as numbers, so '1' and '+1' are one class;
+  // anything else ('0x1', 'spam') is a string, so '0x1' is not the class '1'.
+  // No magnitude limit here: the labels become +-1.
+  const asNumber = (v: string): number | undefined => {
+    const x = DECIMAL_RE.test(v) ? Number(v) : NaN;
+    return Number.isFinite(x) ? x : undefined;
+  };
+  const key = (v: string) => (asNumber(v) !== undefined ? `#${asNumber(v)}` : v);
   const distinct: string[] = [];
   const keys: string[] = [];
   for (let i = 0; i < t.raw.length; i++) {
@@ -266,20 +307,20 @@ export function binaryLabels(t: LabelTable): { y: Float64Array; negative: string
   if (distinct.length < 2)
     throw new DataError(t.file, undefined, `every label is '${distinct[0]}': logistic regression needs two classes`);
   const [a, b] = distinct;
-  const na = Number(a);
-  const nb = Number(b);
-  const aLarger = Number.isFinite(na) && Number.isFinite(nb) ? na > nb : a > b;
+  const na = asNumber(a);
+  const nb = asNumber(b);
+  const aLarger = na !== undefined && nb !== undefined ? na > nb : a > b;
   const positive = aLarger ? a : b;
   const negative = aLarger ? b : a;
   const positiveKey = key(positive);
   return { y: Float64Array.from(t.raw, (v) => (key(v) === positiveKey ? 1 : -1)), negative, positive };
 }
 
-/** Labels for regression: every label a finite number. */
+/** Labels for regression: every label a decimal number of magnitude at most MAX_ABS_VALUE. */
 export function numericLabels(t: LabelTable): Float64Array {
   return Float64Array.from(t.raw, (v, i) => {
-    const x = v === '' ? NaN : Number(v);
-    if (!Number.isFinite(x)) throw new DataError(t.file, t.lines[i], `label '${v}' is not a finite number`);
+    const x = parseDataNumber(v);
+    if (typeof x === 'string') throw new DataError(t.file, t.lines[i], `label ${x}`);
     return x;
   });
 }
@@ -291,8 +332,15 @@ export function numericLabels(t: LabelTable): Float64Array {
 export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o644): void {
   const tmp = join(dirname(path), `.${basename(path)}.${process.pid}.tmp`);
   let fd: number | undefined;
+  // A temporary file left behind by a crashed process (same pid) would keep its old mode if
+  // opened with 'w'; removing it and creating the file afresh makes `mode` apply (0600 secrets).
   try {
-    fd = openSync(tmp, 'w', mode);
+    unlinkSync(tmp);
+  } catch {
+    /* none left behind */
+  }
+  try {
+    fd = openSync(tmp, 'wx', mode);
     writeSync(fd, typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
     fsyncSync(fd);
     closeSync(fd);

@@ -3,6 +3,7 @@ import {
   type Csr,
   type NoiseSource,
   ConfigError,
+  DataError,
   accountEpsilon,
   calibrateSigma,
   osNoise,
@@ -11,7 +12,7 @@ import {
   writeFileAtomic,
 } from '@admm-share/core';
 import { existsSync, readFileSync } from 'node:fs';
-import type { MechanismName, PrivacyInfo } from '@admm-share/protocol';
+import { type MechanismName, type PrivacyInfo, NAME_RE, ProtocolError, validatePartyMessage } from '@admm-share/protocol';
 import type { RidgeXUpdate } from './xupdate.js';
 
 /**
@@ -110,6 +111,97 @@ export function validatePrivacyConfig(c: PrivacyConfig, intercept: boolean): voi
   if (c.rounds !== undefined && !(Number.isSafeInteger(c.rounds) && c.rounds >= 1)) throw new ConfigError('--privacy-rounds must be an integer >= 1');
 }
 
+/**
+ * Relative tolerance of every comparison of epsilon spent with the budget. calibrateSigma and
+ * accountEpsilon invert each other by bisection through erfc/exp/sqrt, so accounting the
+ * calibrated number of rounds gives the budget back only up to rounding (1.0000000000000004
+ * for a budget of 1; the reference vectors agree to 1e-12). 1e-9 is far above that and far
+ * below a real overspend: one round more than budgeted costs about epsilon / (2 T), which is
+ * more than 1e-9 epsilon for any T below 5e8 rounds.
+ */
+export const BUDGET_RTOL = 1e-9;
+
+/** Whether `spent` is within `budget`, up to BUDGET_RTOL. */
+export function withinBudget(spent: number, budget: number): boolean {
+  return spent <= budget * (1 + BUDGET_RTOL);
+}
+
+/** What the ledger reports: an overshoot within BUDGET_RTOL is rounding, so it is the budget itself. */
+export function reportedSpent(computed: number, budget: number): number {
+  return computed > budget && withinBudget(computed, budget) ? budget : computed;
+}
+
+/** The ledger file's format tag; restoreLedger reads this version only. */
+export const LEDGER_FORMAT = 'admm-share-ledger/2';
+
+/** What restoreLedger keeps of a ledger file, validated field by field. */
+export interface Ledger {
+  jobId: string;
+  releases: number;
+  epsilonSpent: number;
+  info: PrivacyInfo;
+  rho: number;
+  lambda: number;
+  bw: number;
+}
+
+/**
+ * Parse and validate a ledger read back from disk, like a message off the wire: exact keys,
+ * types, ranges, and an epsilonSpent that agrees with the releases recorded. Anything else is
+ * a DataError naming the file and what is wrong (a party must not guess what it has spent).
+ */
+export function parseLedger(path: string, text: string): Ledger {
+  const bad = (detail: string): never => {
+    throw new DataError(path, undefined, `privacy ledger: ${detail}`);
+  };
+  let v: unknown;
+  try {
+    v = JSON.parse(text);
+  } catch (err) {
+    return bad(`not JSON (${(err as Error).message})`);
+  }
+  if (typeof v !== 'object' || v === null || Array.isArray(v)) return bad('expected a JSON object');
+  const o = v as Record<string, unknown>;
+  if (o.format !== LEDGER_FORMAT) bad(`format ${JSON.stringify(o.format)}, expected '${LEDGER_FORMAT}'`);
+  const keys = ['format', 'jobId', 'releases', 'epsilonSpent', 'info', 'rho', 'lambda', 'bw'];
+  for (const k of Object.keys(o)) if (!keys.includes(k)) bad(`unexpected field '${k}'`);
+  for (const k of keys) if (!(k in o)) bad(`missing field '${k}'`);
+  const num = (k: string, ok: (x: number) => boolean, what: string): number => {
+    const x = o[k];
+    if (typeof x !== 'number' || !Number.isFinite(x) || !ok(x)) return bad(`${k}: expected ${what}, got ${JSON.stringify(x)}`);
+    return x;
+  };
+  const jobId = o.jobId;
+  if (typeof jobId !== 'string' || !NAME_RE.test(jobId)) return bad(`jobId: expected a job id, got ${JSON.stringify(jobId)?.slice(0, 60)}`);
+  const releases = num('releases', (x) => Number.isSafeInteger(x) && x >= 0, 'an integer >= 0');
+  const epsilonSpent = num('epsilonSpent', (x) => x >= 0, 'a number >= 0');
+  const rho = num('rho', (x) => x > 0, 'a positive number');
+  const lambda = num('lambda', (x) => x > 0, 'a positive number');
+  const bw = num('bw', (x) => x >= 0, 'a number >= 0');
+  // The calibration is what a party sends in `ready`: the protocol's validator checks it.
+  let ready;
+  try {
+    ready = validatePartyMessage({ type: 'ready', jobId, privacy: o.info });
+  } catch (err) {
+    if (!(err instanceof ProtocolError)) throw err;
+    const m = err.message.replace(/a map\b/g, 'a JSON object');
+    return bad(m.startsWith('ready.privacy') ? `info${m.slice('ready.privacy'.length)}` : `info: ${m}`);
+  }
+  if (ready.type !== 'ready') return bad('info: not a calibration');
+  const info = ready.privacy;
+  if (info.mechanism === 'none') bad("info.mechanism is 'none': a ledger is only kept for training with noise");
+  let computed: number;
+  try {
+    computed = accountEpsilon({ sigma: info.sigma, delta: info.delta!, rounds: releases, sensitivity: info.sensitivity, method: info.accountant! });
+  } catch (err) {
+    return bad(`info: cannot account ${releases} releases with it (${(err as Error).message})`);
+  }
+  const expected = reportedSpent(computed, info.epsilon!);
+  if (Math.abs(epsilonSpent - expected) > BUDGET_RTOL * Math.max(expected, info.epsilon!))
+    bad(`epsilonSpent ${epsilonSpent} does not match the ${releases} releases recorded (they spend ${expected})`);
+  return { jobId, releases, epsilonSpent, info, rho, lambda, bw };
+}
+
 export class Privacy {
   readonly noise: NoiseSource | undefined;
   private info: PrivacyInfo | undefined;
@@ -141,8 +233,8 @@ export class Privacy {
       const was = this.info ? { lambda: this.lambda, rho: this.rho } : this.saved!;
       if (job.rho > was.rho * (1 + 1e-12) || job.lambda < was.lambda * (1 - 1e-12))
         throw new ConfigError(`the job's lambda ${job.lambda} / rho ${job.rho} differ from the ${was.lambda} / ${was.rho} this party's noise was calibrated for`);
-      if (fixed.epsilon !== this.cfg.epsilon || fixed.delta !== this.cfg.delta)
-        throw new ConfigError(`this party's ledger for the job was calibrated for epsilon ${fixed.epsilon}, delta ${fixed.delta}; it was restarted with other values`);
+      if (fixed.mechanism !== this.cfg.mechanism || fixed.epsilon !== this.cfg.epsilon || fixed.delta !== this.cfg.delta)
+        throw new ConfigError(`this party's ledger for the job was calibrated for ${fixed.mechanism}, epsilon ${fixed.epsilon}, delta ${fixed.delta}; it was restarted with other values`);
       this.info = fixed;
       this.rho = was.rho;
       this.lambda = was.lambda;
@@ -180,11 +272,11 @@ export class Privacy {
     return this.cfg.mechanism === 'gaussian-share' ? { clip: this.bw, radius: this.cfg.bx } : undefined;
   }
 
-  /** Epsilon spent after `rounds` releases. */
+  /** Epsilon spent after `rounds` releases (never above the budget by rounding: see reportedSpent). */
   spentAfter(rounds: number): number {
     const i = this.info!;
     if (i.mechanism === 'none') return 0;
-    return accountEpsilon({ sigma: i.sigma, delta: i.delta!, rounds, sensitivity: i.sensitivity, method: i.accountant! });
+    return reportedSpent(accountEpsilon({ sigma: i.sigma, delta: i.delta!, rounds, sensitivity: i.sensitivity, method: i.accountant! }), i.epsilon!);
   }
 
   get spent(): number {
@@ -198,17 +290,27 @@ export class Privacy {
 
   /** Keep the ledger on disk (atomically) so that a restarted party cannot forget what it spent. */
   saveLedger(path: string, jobId: string): void {
-    const ledger = { format: 'admm-share-ledger/2', jobId, releases: this.spentRounds, epsilonSpent: this.spent, info: this.info, rho: this.rho, lambda: this.lambda, bw: this.bw };
+    const ledger = { format: LEDGER_FORMAT, jobId, releases: this.spentRounds, epsilonSpent: this.spent, info: this.info, rho: this.rho, lambda: this.lambda, bw: this.bw };
     writeFileAtomic(path, JSON.stringify(ledger) + '\n', 0o600);
   }
 
-  /** Restore the releases of this job from a ledger written before a restart. */
+  /**
+   * Restore the releases of this job from a ledger written before a restart. A valid ledger
+   * of another job is not ours and is left alone; a malformed one is a DataError.
+   */
   restoreLedger(path: string, jobId: string): void {
     if (!existsSync(path)) return;
-    const saved = JSON.parse(readFileSync(path, 'utf8')) as { jobId?: string; releases?: number; info?: PrivacyInfo; rho?: number; lambda?: number; bw?: number };
-    if (saved.jobId !== jobId || !Number.isSafeInteger(saved.releases)) return;
-    this.spentRounds = Math.max(this.spentRounds, saved.releases!);
-    if (saved.info && saved.rho && saved.lambda) this.saved = { info: saved.info, rho: saved.rho, lambda: saved.lambda, bw: saved.bw ?? 0 };
+    let text: string;
+    try {
+      text = readFileSync(path, 'utf8');
+    } catch (err) {
+      const e = err as NodeJS.ErrnoException;
+      throw new DataError(path, undefined, `privacy ledger: cannot read it (${e.code ?? e.message})`);
+    }
+    const saved = parseLedger(path, text);
+    if (saved.jobId !== jobId) return;
+    this.spentRounds = Math.max(this.spentRounds, saved.releases);
+    this.saved = { info: saved.info, rho: saved.rho, lambda: saved.lambda, bw: saved.bw };
   }
 
   /**
@@ -223,7 +325,7 @@ export class Privacy {
     // The ledger counts releases, not round numbers: a round run again after a resume is
     // another release and is paid for again.
     const after = this.spentAfter(this.spentRounds + 1);
-    if (after > i.epsilon! * (1 + 1e-9))
+    if (!withinBudget(after, i.epsilon!))
       return { ok: false, why: `round ${round} would spend epsilon ${after.toPrecision(4)} of a budget of ${i.epsilon} (rounds paid for: ${i.rounds})` };
     return { ok: true };
   }

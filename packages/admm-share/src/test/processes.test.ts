@@ -150,7 +150,7 @@ test('a malformed data file gives a one-line error naming the file and line, exi
   const party = run(BIN.party, ['--coordinator', 'ws://127.0.0.1:9', '--id', 'p', '--data', bad, '--ids', 'first', '--mechanism', 'none']);
   const { code } = await party.exit;
   assert.equal(code, 65);
-  assert.match(party.stderr(), /bad\.libsvm:3: token 2 '2:x': value 'x' is not a finite number/);
+  assert.match(party.stderr(), /bad\.libsvm:3: token 2 '2:x': value 'x' is not a decimal number/);
   assert.doesNotMatch(party.stderr(), STACK_LINE);
 
   const labels = join(dir, 'labels.csv');
@@ -158,6 +158,31 @@ test('a malformed data file gives a one-line error naming the file and line, exi
   const coord = run(BIN.coordinator, ['--port', '0', '--labels', labels, '--parties', 'p', '--out', dir]);
   assert.equal((await coord.exit).code, 65);
   assert.match(coord.stderr(), /labels\.csv:4: a third distinct label '2'/);
+  assert.doesNotMatch(coord.stderr(), STACK_LINE);
+});
+
+test('huge and non-decimal numbers are refused at load time: exit 65 naming the file, line and value', async (t) => {
+  const dir = tempDir(t);
+  // 1e308 used to pass the finiteness check and crash the party later (its square overflows).
+  const huge = join(dir, 'huge.libsvm');
+  writeFileSync(huge, 'a 1:1 2:0.5\nb 1:1\n\nc 1:0.25 2:1e308\n');
+  const hex = join(dir, 'hex.csv');
+  writeFileSync(hex, 'id,f1,f2\na,1,2\nb,0x10,1\n');
+  const cases: [string, RegExp][] = [
+    [huge, /huge\.libsvm:4: token 3 '2:1e308': value '1e308' exceeds the largest accepted magnitude 1e\+100/],
+    [hex, /hex\.csv:3: column 'f1': '0x10' is not a decimal number/],
+  ];
+  for (const [data, re] of cases) {
+    const party = run(BIN.party, ['--coordinator', 'ws://127.0.0.1:9', '--id', 'p', '--data', data, '--ids', 'first', '--mechanism', 'none']);
+    assert.equal((await party.exit).code, 65, party.stderr());
+    assert.match(party.stderr(), re);
+    assert.doesNotMatch(party.stderr(), STACK_LINE);
+  }
+  const labels = join(dir, 'labels.csv');
+  writeFileSync(labels, 'id,label\na,1.5\nb,-1e300\nc,2\n');
+  const coord = run(BIN.coordinator, ['--port', '0', '--labels', labels, '--loss', 'squared', '--parties', 'p', '--out', dir]);
+  assert.equal((await coord.exit).code, 65, coord.stderr());
+  assert.match(coord.stderr(), /labels\.csv:3: label '-1e300' exceeds the largest accepted magnitude/);
   assert.doesNotMatch(coord.stderr(), STACK_LINE);
 });
 

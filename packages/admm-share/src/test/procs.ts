@@ -14,3 +14,4 @@ export const BIN = {
   party: join(packages, 'party', 'bin', 'admm-party.js'),
 };
 export const A9A = SHARED.a9a;
+export const PRIVACY_VECTORS = SHARED.privacyVectors;

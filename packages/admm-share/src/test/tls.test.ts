@@ -6,7 +6,8 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { syntheticDataset } from '@admm-share/core';
-import { writeCredentials, writeVerticalSplit } from '../split.js';
+import { writeVerticalSplit } from '../split.js';
+import { writeCredentials } from '../credentials.js';
 import { BIN, STACK_LINE, killAll, run, tempDir } from './procs.js';
 
 after(killAll);

@@ -1,10 +1,12 @@
 import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   type Csr,
   DataError,
+  MAX_ABS_VALUE,
   binaryLabels,
   numericLabels,
   readCsvFeatures,
@@ -355,6 +357,114 @@ test('numericLabels: numbers parsed, non-numeric rejected with its line', () => 
 });
 
 // ---------------------------------------------------------------------------------------
+// Numbers: decimal notation only, magnitude at most MAX_ABS_VALUE
+// ---------------------------------------------------------------------------------------
+
+/** Spellings Number() accepts (or turns into 0 / Infinity) that a data file must not contain. */
+const NOT_DECIMAL = [
+  '0x10', '0X1f', '0b1', '0B1', '0o7', '0O7', 'Infinity', '-Infinity', '+Infinity', 'NaN', '1_000', '1e', 'e5', '1e+',
+  '.', '+', '-', '.e1', '1.2.3', '--1', '+-1', '1e5.5', '1,5', '1d', '0x', '\u00a01', '1\u00a0', '\v1', '1\f',
+  '\u2003' + '1', '\uff11', '\u0661',
+];
+
+test('readLibsvm: the largest accepted magnitude is 1e100, inclusive', () => {
+  assert.equal(MAX_ABS_VALUE, 1e100);
+  const t = readLibsvm(file('1 1:1e100 2:-1E+100 3:1e-300\n'), { ids: 'row' });
+  assert.deepEqual(Array.from(t.X.values), [1e100, -1e100, 1e-300]);
+});
+
+test('readLibsvm: a value beyond 1e100 is a DataError naming the file, line, token and value', () => {
+  for (const bad of ['1e308', '-1e308', '1.0000000001e100', '1e101', '1e999', '-1e999']) {
+    const p = file(`+1 1:1\n\n-1 1:0.5 2:${bad}\n`);
+    throwsData(() => readLibsvm(p, { ids: 'row' }), p, 3, new RegExp(`token 3 '2:${bad.replace(/[.+]/g, '\\$&')}'.*'${bad.replace(/[.+]/g, '\\$&')}' exceeds the largest accepted magnitude`));
+  }
+});
+
+test('readCsvFeatures: a value beyond 1e100 is a DataError naming the file, line, column and value', () => {
+  const ok = readCsvFeatures(file('id,a,b\nr1,1e100,-1e100\n', '.csv'));
+  assert.deepEqual(Array.from(ok.X.values), [1e100, -1e100]);
+  for (const bad of ['1e308', '-2e100', '1e400']) {
+    const p = file(`id,a,b\nr1,1,2\nr2,3,${bad}\n`, '.csv');
+    throwsData(() => readCsvFeatures(p), p, 3, new RegExp(`column 'b': '${bad.replace(/[.+]/g, '\\$&')}' exceeds`));
+  }
+});
+
+test('numericLabels: a label beyond 1e100 is a DataError naming its line; 1e100 itself is accepted', () => {
+  assert.deepEqual(Array.from(numericLabels(readLabelFile(file('id,label\na,1e100\nb,-1e100\n', '.csv')))), [1e100, -1e100]);
+  for (const bad of ['1e308', '-1e101', '1e999']) {
+    const p = file(`id,label\na,1\nb,${bad}\n`, '.csv');
+    throwsData(() => numericLabels(readLabelFile(p)), p, 3, /exceeds the largest accepted magnitude/);
+    const q = file(`1 1:1\n${bad} 1:1\n`);
+    throwsData(() => numericLabels(readLabelFile(q)), q, 2, /exceeds/);
+  }
+});
+
+test('readLibsvm: decimal spellings are accepted and read as written', () => {
+  const forms = ['5', '+5', '-5', '5.', '.5', '-.5', '+.5e1', '5.25', '1e3', '1E3', '1e+3', '1e-3', '007', '-0.0e0', '12.5E-1'];
+  // The values of `forms`, written as literals (not parsed by the code under test).
+  const values = [5, 5, -5, 5, 0.5, -0.5, 5, 5.25, 1000, 1000, 1000, 0.001, 7, 0, 1.25];
+  const line = forms.map((f, j) => `${j + 1}:${f}`).join(' ');
+  const t = readLibsvm(file(`1 ${line}\n`), { ids: 'row' });
+  const dense = new Array<number>(forms.length).fill(0);
+  for (let k = 0; k < t.X.indices.length; k++) dense[t.X.indices[k]] = t.X.values[k];
+  assert.deepEqual(dense, values);
+});
+
+test('readLibsvm: every non-decimal value is a DataError naming the token', () => {
+  for (const bad of NOT_DECIMAL) {
+    const p = file(`1 1:1\n0 3:${bad} 1:2\n`);
+    throwsData(() => readLibsvm(p, { ids: 'row' }), p, 2, /token 2 '3:.*' is not a decimal number/);
+    assert.throws(() => readLibsvm(p, { ids: 'row' }), (e: Error) => e.message.includes(`'${bad}' is not a decimal number`), JSON.stringify(bad));
+  }
+});
+
+test("readLibsvm: non-decimal feature indices ('0x2:1' and kin) are a DataError naming the token", () => {
+  for (const bad of ['0x2', '0b1', '0o7', '+2', '2.0', '1e1', 'Infinity', '1_0', '\uff12', '\u00a02']) {
+    const p = file(`1 1:1\n0 ${bad}:1\n`);
+    throwsData(() => readLibsvm(p, { ids: 'row' }), p, 2, new RegExp(`index '${bad.replace(/[.+]/g, '\\$&')}' is not a positive integer`));
+  }
+  // Leading zeros are still a decimal integer.
+  assert.deepEqual(Array.from(readLibsvm(file('1 002:1\n'), { ids: 'row' }).X.indices), [1]);
+});
+
+test('readLibsvm: spaces and tabs separate tokens, CRLF and a byte order mark are fine', () => {
+  const t = readLibsvm(file('\ufeff+1\t1:1 \t 2:2\t\r\n-1  3:3 \r\n'), { ids: 'row' });
+  assert.deepEqual(t.firstTokens, ['+1', '-1']);
+  assert.deepEqual(plain(t.X), { rows: 2, cols: 3, indptr: [0, 2, 3], indices: [0, 1, 2], values: [1, 2, 3] });
+});
+
+test('readCsvFeatures: every non-decimal value (and an empty or blank field) is a DataError naming the column and token', () => {
+  for (const bad of [...NOT_DECIMAL.filter((b) => !b.includes(',')), '', ' ', '\t']) {
+    const p = file(`id,a,b\nr1,1,2\nr2,${bad},4\n`, '.csv');
+    throwsData(() => readCsvFeatures(p), p, 3, /column 'a': '.*' is not a decimal number/);
+  }
+});
+
+test('readCsvFeatures: decimal spellings, blanks around fields, a byte order mark', () => {
+  const t = readCsvFeatures(file('\ufeffid, a ,b,c,d\r\nr1,\t.5 , 5.,-1E2,+7\r\n', '.csv'));
+  assert.deepEqual(t.featureNames, ['a', 'b', 'c', 'd']);
+  assert.deepEqual(Array.from(t.X.values), [0.5, 5, -100, 7]);
+});
+
+test('numericLabels: non-decimal labels are a DataError naming the line and the label', () => {
+  for (const bad of [...NOT_DECIMAL.filter((b) => !b.includes(',')), '']) {
+    const p = file(`id,label\na,1\nb,${bad}\n`, '.csv');
+    throwsData(() => numericLabels(readLabelFile(p)), p, 3, /label '.*' is not a decimal number/);
+  }
+  assert.deepEqual(Array.from(numericLabels(readLabelFile(file('id,label\na,.5\nb,5.\nc,-1e-2\n', '.csv')))), [0.5, 5, -0.01]);
+});
+
+test("binaryLabels: '0x1' is not the number 1 (a string class of its own)", () => {
+  const t = { file: 'x', ids: ['a', 'b', 'c'], raw: ['1', '0x1', '1.0'], lines: [1, 2, 3] };
+  const b = binaryLabels(t);
+  // One number and one string: compared as strings, '1' > '0x1'.
+  assert.deepEqual([b.positive, b.negative], ['1', '0x1']);
+  assert.deepEqual(Array.from(b.y), [1, -1, 1]);
+  // Two numbers beyond MAX_ABS_VALUE still compare as numbers: labels only become +-1.
+  assert.deepEqual(Array.from(binaryLabels({ ...t, raw: ['1e200', '-1e200', '1e200'] }).y), [1, -1, 1]);
+});
+
+// ---------------------------------------------------------------------------------------
 // writeFileAtomic
 // ---------------------------------------------------------------------------------------
 
@@ -380,4 +490,15 @@ test('writeFileAtomic: a failed write throws and leaves no temporary file', () =
   assert.throws(() => writeFileAtomic(target, 'data'));
   assert.deepEqual(readdirSync(sub), ['occupied']);
   assert.equal(readFileSync(join(target, 'x'), 'utf8'), 'keep');
+});
+
+test('writeFileAtomic: the mode applies even over a temporary file left behind by a crash', () => {
+  const sub = mkdtempSync(join(dir, 'atomic-mode-'));
+  const target = join(sub, 'secret.token');
+  const stale = join(sub, `.secret.token.${process.pid}.tmp`);
+  writeFileSync(stale, 'old', { mode: 0o644 });
+  writeFileAtomic(target, 'new\n', 0o600);
+  assert.equal(statSync(target).mode & 0o777, 0o600);
+  assert.equal(readFileSync(target, 'utf8'), 'new\n');
+  assert.deepEqual(readdirSync(sub), ['secret.token']);
 });

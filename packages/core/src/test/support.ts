@@ -1,6 +1,6 @@
 // Test helpers shared by the packages' tests (exported as @admm-share/core/test-support):
 // seeded randomness, temporary directories, relative differences and the reference files
-// under ../shared. Written independently of the code under test; nothing here is used by it.
+// the repository ships (data/, test-data/). Written independently of the code under test; nothing here is used by it.
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -45,14 +45,15 @@ export function tempDir(t: { after(fn: () => void): void }, prefix = 'admm-test-
   return dir;
 }
 
-/** Reference data beside the repository (../shared), the same from every package's dist/test. */
+/** Reference data in the repository, the same from every package's dist/test (nothing outside the repository is read). */
 export const SHARED = {
-  /** a9a/a9a and a9a/a9a.t (LIBSVM). */
-  a9a: fileURLToPath(new URL('../../../../../shared/data/a9a/', import.meta.url)),
-  privacyVectors: fileURLToPath(new URL('../../../../../shared/privacy/gaussian-composition-vectors.json', import.meta.url)),
+  /** a9a/a9a and a9a/a9a.t (LIBSVM; data/a9a/README.md has their origin and checksums). */
+  a9a: fileURLToPath(new URL('../../../../data/a9a/', import.meta.url)),
+  /** test-data/README.md says where these come from. */
+  privacyVectors: fileURLToPath(new URL('../../../../test-data/gaussian-composition-vectors.json', import.meta.url)),
 };
 
-/** Independently computed sigma and epsilon values for T-fold Gaussian composition (see ../shared/privacy). */
+/** Independently computed sigma and epsilon values for T-fold Gaussian composition (see test-data/README.md). */
 export interface PrivacyVectors {
   calibrate: { sensitivity: number; rounds: number; epsilon: number; delta: number; sigma_exact: number; sigma_rdp: number; sigma_zcdp: number; sigma_advanced: number; check_eps_exact_at_sigma_exact: number }[];
   account: { sensitivity: number; rounds: number; sigma: number; delta: number; epsilon_exact: number; epsilon_rdp: number; epsilon_zcdp: number }[];

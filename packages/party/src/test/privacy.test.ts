@@ -1,11 +1,13 @@
 // The party's privacy ledger and the ball-constrained update the bound relies on.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { seeded, tempDir } from '@admm-share/core/test-support';
-import { GRID_BITS, accountEpsilon, calibrateSigma, csrFromDense, csrMatTVec, csrMatVec } from '@admm-share/core';
+import { ConfigError, DataError, GRID_BITS, accountEpsilon, calibrateSigma, csrFromDense, csrMatTVec, csrMatVec } from '@admm-share/core';
 import { RidgeXUpdate } from '../xupdate.js';
-import { Privacy, defaultBw, gaussianShareSensitivity, paperSensitivity } from '../privacy.js';
+import { BUDGET_RTOL, Privacy, defaultBw, gaussianShareSensitivity, paperSensitivity, parseLedger, reportedSpent, withinBudget } from '../privacy.js';
 
 const job = { lambda: 1e-3, rho: 1e-2, rounds: 10, parties: 2, features: 3, n: 100 };
 
@@ -147,4 +149,139 @@ test('the calibration is made once per job: a later setup cannot change sigma, a
   assert.equal(p.spent, spent, 'past releases keep their price');
   assert.throws(() => p.calibrate({ ...job, rho: job.rho * 2 }), /differ from/);
   assert.throws(() => p.calibrate({ ...job, lambda: job.lambda / 2 }), /differ from/);
+});
+
+test('reportedSpent and withinBudget: one relative tolerance, BUDGET_RTOL = 1e-9', () => {
+  assert.equal(BUDGET_RTOL, 1e-9);
+  assert.equal(reportedSpent(1.0000000000000004, 1), 1, 'rounding above the budget is reported as the budget');
+  assert.equal(reportedSpent(1 + 0.9e-9, 1), 1);
+  assert.equal(reportedSpent(0.75, 1), 0.75, 'below the budget: as computed');
+  assert.equal(reportedSpent(1 + 2e-9, 1), 1 + 2e-9, 'a real overspend is not hidden');
+  assert.equal(reportedSpent(5.000000000000004, 5), 5);
+  assert.equal(withinBudget(1 + 0.9e-9, 1), true);
+  assert.equal(withinBudget(1 + 1.1e-9, 1), false);
+  assert.equal(withinBudget(100 + 0.9e-7, 100), true, 'relative, not absolute');
+  assert.equal(withinBudget(100 + 1.1e-7, 100), false);
+});
+
+test('the ledger never reports more than the budget because of rounding', () => {
+  // epsilon 1 over 3 rounds, exact accountant: accounting the calibrated sigma gives 1.0000000000000004.
+  const p = new Privacy({ mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, bx: 5, seed: 'round', rounds: 3 });
+  const info = p.calibrate(job);
+  const raw = accountEpsilon({ sigma: info.sigma, delta: 1e-5, rounds: 3, sensitivity: info.sensitivity, method: 'exact' });
+  assert.ok(raw > 1 && raw - 1 < 1e-12, `the case this test is about: raw ${raw}`);
+  const x = new RidgeXUpdate(csrFromDense([[1, 0, 0], [0, 1, 0], [0, 0, 1]]), job.lambda, false);
+  for (let t = 1; t <= 3; t++) {
+    assert.deepEqual(p.check(t, job.rho), { ok: true }, `round ${t}`);
+    p.release(x);
+    assert.ok(p.spent <= 1, `round ${t}: spent ${p.spent}`);
+  }
+  assert.equal(p.spent, 1);
+  assert.equal((p.report('party-1', 'job', 0) as { epsilonSpent: number }).epsilonSpent, 1);
+  assert.equal(p.check(4, job.rho).ok, false);
+  // The paper mechanism's advanced accountant overshoots too (1.0000000000000002 here): same result.
+  const q = new Privacy({ mechanism: 'paper', epsilon: 1, delta: 1e-5, bx: 5, b1: 1, c1: 1, seed: 'round' });
+  const qi = q.calibrate(job);
+  const qraw = accountEpsilon({ sigma: qi.sigma, delta: 1e-5, rounds: 10, sensitivity: qi.sensitivity, method: 'advanced' });
+  for (let t = 1; t <= 10; t++) {
+    assert.deepEqual(q.check(t, job.rho), { ok: true }, `paper, round ${t}`);
+    q.release(x);
+  }
+  assert.ok(qraw > 1, `advanced accountant raw ${qraw}`);
+  assert.equal(q.spent, 1);
+});
+
+/** A ledger as saveLedger writes it after `releases` releases, for the tests below to break. */
+function validLedger(releases: number): { ledger: Record<string, unknown>; privacy: Privacy } {
+  const dir = mkdtempSync(join(tmpdir(), 'ledger-valid-'));
+  try {
+    const p = new Privacy({ mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, bx: 5, seed: 'v' });
+    p.calibrate(job);
+    const x = new RidgeXUpdate(csrFromDense([[1, 0, 0], [0, 1, 0], [0, 0, 1]]), job.lambda, false);
+    for (let t = 0; t < releases; t++) p.release(x);
+    const path = join(dir, 'l.json');
+    p.saveLedger(path, 'job-1');
+    return { ledger: JSON.parse(readFileSync(path, 'utf8')), privacy: p };
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+test('a ledger written by saveLedger parses back to what the party holds', () => {
+  const { ledger, privacy } = validLedger(4);
+  const l = parseLedger('l.json', JSON.stringify(ledger));
+  assert.equal(l.jobId, 'job-1');
+  assert.equal(l.releases, 4);
+  assert.equal(l.epsilonSpent, privacy.spent);
+  assert.equal(l.info.sigma, privacy.calibrate(job).sigma);
+  assert.deepEqual([l.rho, l.lambda, l.bw], [job.rho, job.lambda, defaultBw(5, job.n, job.rho)]);
+});
+
+test('a malformed ledger is a DataError naming the file and what is wrong, never ignored', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ledger-bad-'));
+  try {
+    const { ledger } = validLedger(3);
+    const info = ledger.info as Record<string, unknown>;
+    const text = JSON.stringify(ledger);
+    const { format: _f, ...noFormat } = ledger;
+    const { bw: _b, ...noBw } = ledger;
+    const { sigma: _s, ...infoNoSigma } = info;
+    const cases: [string, string, RegExp][] = [
+      ['truncated', text.slice(0, text.length / 2), /not JSON/],
+      ['empty', '', /not JSON/],
+      ['array', '[]', /expected a JSON object/],
+      ['null', 'null', /expected a JSON object/],
+      ['old format', JSON.stringify({ ...ledger, format: 'admm-share-ledger/1' }), /format "admm-share-ledger\/1", expected 'admm-share-ledger\/2'/],
+      ['no format', JSON.stringify(noFormat), /format undefined/],
+      ['missing bw', JSON.stringify(noBw), /missing field 'bw'/],
+      ['extra field', JSON.stringify({ ...ledger, extra: 1 }), /unexpected field 'extra'/],
+      ['__proto__', text.replace(/^\{/, '{"__proto__":{},'), /unexpected field '__proto__'/],
+      ['negative releases', JSON.stringify({ ...ledger, releases: -1 }), /releases: expected an integer >= 0, got -1/],
+      ['fractional releases', JSON.stringify({ ...ledger, releases: 2.5 }), /releases: expected an integer >= 0/],
+      ['string releases', JSON.stringify({ ...ledger, releases: '3' }), /releases: expected an integer >= 0, got "3"/],
+      ['null epsilonSpent', JSON.stringify({ ...ledger, epsilonSpent: null }), /epsilonSpent: expected a number >= 0, got null/],
+      ['zero rho', JSON.stringify({ ...ledger, rho: 0 }), /rho: expected a positive number/],
+      ['bad job id', JSON.stringify({ ...ledger, jobId: 'a b' }), /jobId: expected a job id/],
+      ['info not an object', JSON.stringify({ ...ledger, info: 7 }), /info: expected a JSON object, got number/],
+      ['info without sigma', JSON.stringify({ ...ledger, info: infoNoSigma }), /info: missing field 'sigma'/],
+      ['negative sigma', JSON.stringify({ ...ledger, info: { ...info, sigma: -1 } }), /info: sigma and sensitivity must be >= 0/],
+      ['unknown mechanism', JSON.stringify({ ...ledger, info: { ...info, mechanism: 'laplace' } }), /info\.mechanism: 'laplace' is not one of/],
+      ['mechanism none', JSON.stringify({ ...ledger, info: { ...info, mechanism: 'none' } }), /info\.mechanism is 'none'/],
+      ['spent disagrees', JSON.stringify({ ...ledger, epsilonSpent: 0 }), /epsilonSpent 0 does not match the 3 releases recorded/],
+      ['releases disagree', JSON.stringify({ ...ledger, releases: 1 }), /does not match the 1 releases recorded/],
+    ];
+    for (const [name, body, re] of cases) {
+      const path = join(dir, `${name.replace(/\W/g, '-')}.ledger.json`);
+      writeFileSync(path, body);
+      const p = new Privacy({ mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, bx: 5, seed: 'bad' });
+      assert.throws(
+        () => p.restoreLedger(path, 'job-1'),
+        (err: unknown) => {
+          assert.ok(err instanceof DataError, `${name}: expected a DataError, got ${String(err)}`);
+          assert.equal(err.file, path);
+          assert.equal(err.exitCode, 65);
+          assert.ok(err.message.startsWith(`${path}: privacy ledger: `), `${name}: ${err.message}`);
+          assert.match(err.message, re, name);
+          return true;
+        },
+      );
+      assert.equal(p.releases, 0, `${name}: nothing restored`);
+    }
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+});
+
+test('a restart with another mechanism than the ledger was calibrated for is refused', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'ledger-mech-'));
+  try {
+    const path = join(dir, 'l.json');
+    writeFileSync(path, JSON.stringify(validLedger(2).ledger));
+    const p = new Privacy({ mechanism: 'paper', epsilon: 1, delta: 1e-5, bx: 5, b1: 1, c1: 1, seed: 'm' });
+    p.restoreLedger(path, 'job-1');
+    assert.equal(p.releases, 2);
+    assert.throws(() => p.calibrate(job), (e: unknown) => e instanceof ConfigError && /calibrated for gaussian-share/.test(e.message));
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 });
