@@ -1,4 +1,5 @@
 import { type Loss, assertLength } from '@admm-share/core';
+import type { Resume } from '@admm-share/protocol';
 
 export type Variant = 'exact' | 'paper';
 
@@ -31,6 +32,9 @@ export interface AdmmSnapshot {
   slope: Float64Array;
   curvature: Float64Array;
   prevShares: Float64Array[];
+  replayRho: number;
+  replayC: Float64Array;
+  replayPreviousShares: Float64Array[];
 }
 
 export interface RoundStats {
@@ -75,6 +79,13 @@ export class AdmmCoordinator {
   private readonly slope: Float64Array;
   private readonly curvature: Float64Array;
   private readonly weight: number;
+  /**
+   * The inputs of the round the last step answered, for a party that rejoins and replays it
+   * (protocol 6 resume): its c and rho, and every party's share of the round before.
+   */
+  private readonly replayC: Float64Array;
+  private replayRho: number;
+  private readonly replayPreviousShares: Float64Array[];
 
   constructor(readonly opts: AdmmOptions) {
     const n = opts.y.length;
@@ -92,6 +103,9 @@ export class AdmmCoordinator {
     this.slope = new Float64Array(n);
     this.curvature = new Float64Array(n);
     this.prevShares = Array.from({ length: opts.parties }, () => new Float64Array(n));
+    this.replayC = new Float64Array(n);
+    this.replayRho = opts.rho;
+    this.replayPreviousShares = Array.from({ length: opts.parties }, () => new Float64Array(n));
   }
 
   /** One coordinator step after every party pushed its share (from zero shares: the initial step). */
@@ -104,6 +118,10 @@ export class AdmmCoordinator {
     const exact = opts.variant === 'exact';
     const alpha = opts.alpha;
     const invM = 1 / M;
+    // This round's inputs, kept for a party that rejoins and replays it (see replay()).
+    this.replayC.set(c);
+    this.replayRho = rho;
+    for (let m = 0; m < M; m++) this.replayPreviousShares[m].set(this.prevShares[m]);
     // Pass 1: sum the shares, then the prox points. Per sample, exact minimises
     // l_i(M zbar) + M rho/2 (zbar - v)^2, i.e. with t = M zbar the prox of l_i with
     // kappa = rho/M at M v; paper minimises l_i(z) - y_i z + rho/2 (z - S)^2, the prox with
@@ -147,7 +165,6 @@ export class AdmmCoordinator {
           normS += s * s;
           const zm = s + zi - mean;
           normZ += zm * zm;
-          old[i] = s;
         }
       } else {
         const zi = t[i];
@@ -164,6 +181,7 @@ export class AdmmCoordinator {
         normDual += yi * yi;
       }
     }
+    for (let m = 0; m < M; m++) this.prevShares[m].set(shares[m]);
     if (exact) {
       primalSq *= M;
       normDual *= rho * rho * M;
@@ -183,21 +201,30 @@ export class AdmmCoordinator {
 
   /** Everything the next steps depend on, for a checkpoint. */
   snapshot(): AdmmSnapshot {
-    const { rho, c, z, dualVar, sum, prevSum, prevZ, a, t, slope, curvature, prevShares } = this;
-    return { rho, c, z, dualVar, sum, prevSum, prevZ, a, t, slope, curvature, prevShares };
+    const { rho, c, z, dualVar, sum, prevSum, prevZ, a, t, slope, curvature, prevShares, replayRho, replayC, replayPreviousShares } = this;
+    return { rho, c, z, dualVar, sum, prevSum, prevZ, a, t, slope, curvature, prevShares, replayRho, replayC, replayPreviousShares };
   }
 
   /** Continue from a snapshot of the same problem (same N and parties). */
   restore(snap: AdmmSnapshot): void {
-    if (snap.c.length !== this.n || snap.prevShares.length !== this.opts.parties) throw new RangeError('checkpoint does not match this job (N or number of parties)');
+    if (snap.c.length !== this.n || snap.prevShares.length !== this.opts.parties || snap.replayPreviousShares.length !== this.opts.parties)
+      throw new RangeError('checkpoint does not match this job (N or number of parties)');
     this.rho = snap.rho;
-    for (const key of ['c', 'z', 'dualVar', 'sum', 'prevSum', 'prevZ', 'a', 't', 'slope', 'curvature'] as const) this[key].set(snap[key]);
+    this.replayRho = snap.replayRho;
+    for (const key of ['c', 'z', 'dualVar', 'sum', 'prevSum', 'prevZ', 'a', 't', 'slope', 'curvature', 'replayC'] as const) this[key].set(snap[key]);
     snap.prevShares.forEach((s, m) => this.prevShares[m].set(s));
+    snap.replayPreviousShares.forEach((s, m) => this.replayPreviousShares[m].set(s));
   }
 
-  /** Party m's share as of the last step (what a rejoining party resumes from). */
-  lastShare(m: number): Float64Array {
-    return this.prevShares[m];
+  /**
+   * What party m needs to replay `round`, the round the last step answered (the fields of a
+   * protocol 6 `resume`): that round's rho and c, and m's shares of the round before (zeros for
+   * round 1) and of that round. Round 0 (only the initial step from zero shares) has nothing
+   * to replay: empty vectors. The vectors are this object's own: encode them before the next step.
+   */
+  replay(m: number, round: number): Pick<Resume, 'rho' | 'c' | 'previousShare' | 'share'> {
+    if (round === 0) return { rho: this.rho, c: new Float64Array(0), previousShare: new Float64Array(0), share: new Float64Array(0) };
+    return { rho: this.replayRho, c: this.replayC, previousShare: this.replayPreviousShares[m], share: this.prevShares[m] };
   }
 
   /**

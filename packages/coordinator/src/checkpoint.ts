@@ -47,6 +47,8 @@ export function readCheckpoint(path: string): Checkpoint {
     throw new DataError(path, undefined, `not a checkpoint (${(err as Error).message})`);
   }
   if (cp?.format !== 'admm-share-checkpoint/1') throw new DataError(path, undefined, 'not an admm-share checkpoint (format)');
+  if (!(cp.admm?.replayC instanceof Float64Array) || !Array.isArray(cp.admm.replayPreviousShares))
+    throw new DataError(path, undefined, 'a checkpoint from before protocol version 6 (it lacks the round a rejoining party replays); it cannot be resumed by this version');
   return cp;
 }
 

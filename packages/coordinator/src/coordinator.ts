@@ -657,7 +657,7 @@ class Coordinator {
       p.rejoin = undefined;
       p.privacyInfo = msg.privacy;
       const m = this.cfg.parties.indexOf(p.id);
-      this.send(p, { type: 'resume', jobId: this.cfg.jobId, round: this.completedRound, share: this.admm!.lastShare(m) });
+      this.send(p, { type: 'resume', jobId: this.cfg.jobId, round: this.completedRound, ...this.admm!.replay(m, this.completedRound) });
       if (p.waiter && p.lastRequest) this.sendBytes(p, p.lastRequest);
       this.log.info({ party: p.id, round: this.completedRound }, 'party rejoined');
       if (this.onAllRejoined && [...this.parties.values()].every((q) => q.connected && !q.rejoin)) this.onAllRejoined();

@@ -31,11 +31,13 @@ const BACKOFF_MAX_MS = 5000;
 const CLOSE_GRACE_MS = 5000;
 
 /**
- * The largest frame the coordinator sends: setup (4 bytes per row index, training and test)
- * or a round (8 bytes per training row), plus the envelope. Never the ws default of 100 MiB.
+ * The largest frame the coordinator sends, from this party's row counts: setup (4 bytes per
+ * row index, training and test) or resume (three vectors of 8 bytes per training row, which
+ * also bounds a round's one vector and an SGD step's gradient and row indices), plus the
+ * envelope. Never the ws default of 100 MiB.
  */
 export function maxPayloadFor(rows: { train: number; test: number }): number {
-  return Math.max(4 * (rows.train + rows.test), 8 * rows.train) + ENVELOPE_BYTES;
+  return Math.max(4 * (rows.train + rows.test), 3 * 8 * rows.train) + ENVELOPE_BYTES;
 }
 
 /** The coordinator's URL, checked: ws:// or wss://, and TLS options only with wss://. */

@@ -20,6 +20,7 @@ import {
   assertNever,
 } from '@admm-share/protocol';
 import type { Privacy } from './privacy.js';
+import { replayRound } from './replay.js';
 import { SgdModel } from './sgd.js';
 import { FACTOR_LIMIT, RidgeXUpdate } from './xupdate.js';
 
@@ -37,12 +38,17 @@ export interface SessionState {
   testX: Csr | undefined;
   /** The last round (ADMM) or epoch (SGD) the model went through. */
   round: number;
+  /**
+   * The model is that of round `round`: the result of its update or of its replay, or x = 0
+   * at round 0. False after a rejoin's setup until `resume` recomputes it.
+   */
+  current: boolean;
   /** The model before the last round, restored if the job ends one round earlier (budget). */
   previous: { x: Float64Array; intercept: number } | undefined;
 }
 
 export function newSession(): SessionState {
-  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, round: 0, previous: undefined };
+  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, round: 0, current: false, previous: undefined };
 }
 
 /** What the session reads and never changes: this party's configuration, data and privacy. */
@@ -198,6 +204,9 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
   s.testX = env.test && msg.testRows.length > 0 ? csrSelectRows(env.test.X, msg.testRows) : undefined;
   const info = privacy.calibrate({ lambda: msg.lambda, rho: msg.rho, rounds: msg.rounds, parties: msg.parties, features: env.features, n: D.rows });
   s.model = model;
+  // A fresh model is x = 0: that of round 0. A rejoin past round 0 waits for resume to recompute it.
+  s.current = s.round === 0;
+  s.previous = undefined;
   s.phase = 'training';
   env.log.info(
     {
@@ -214,15 +223,21 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
   return { kind: 'joined', messages: [{ type: 'ready', jobId: s.jobId!, privacy: info }] };
 }
 
-/** After a rejoin's setup: continue after the round the job last completed, from the share this party sent in it. */
+/**
+ * After a rejoin's setup: continue after round k, the last round whose share the coordinator
+ * holds from this party. Round k is replayed to recompute x (see replayRound); k = 0 is x = 0.
+ * With privacy on, the ledger must have paid for k releases (a lost ledger is not guessed).
+ */
 function onResume(s: SessionState, env: SessionEnv, msg: Resume): Outcome {
   expectPhase(s, 'training');
   const x = admmModel(s, 'resume');
   const { privacy } = env;
   if (privacy.enabled && privacy.releases < msg.round)
     throw new ConfigError(`cannot resume at round ${msg.round}: this party's privacy ledger records only ${privacy.releases} releases (was ${env.ledgerPath} lost?)`);
-  x.released.set(msg.share);
+  if (msg.round === 0) x.reset();
+  else replayRound(x, msg, env.privacy, env.log);
   s.round = msg.round;
+  s.current = true;
   s.previous = undefined;
   env.log.info({ round: msg.round }, 'resumed');
   return reply();
@@ -232,6 +247,7 @@ function onRound(s: SessionState, env: SessionEnv, msg: Round): Outcome {
   expectPhase(s, 'training');
   const x = admmModel(s, 'an ADMM round');
   if (msg.round !== s.round + 1) throw new ProtocolError('unexpected', `round ${msg.round} after round ${s.round}`);
+  if (!s.current) throw new ProtocolError('unexpected', `round ${msg.round} before resume`);
   const { privacy } = env;
   const allowed = privacy.check(msg.round, msg.rho);
   if (!allowed.ok) {
@@ -253,6 +269,7 @@ function onRound(s: SessionState, env: SessionEnv, msg: Round): Outcome {
 function onEvaluate(s: SessionState): Outcome {
   expectPhase(s, 'training');
   if (!s.testX) throw new ProtocolError('unexpected', 'evaluate, but no test set was aligned');
+  if (!s.current) throw new ProtocolError('unexpected', 'evaluate before resume');
   const m = s.model!;
   const scores = m.kind === 'admm' ? m.x.scores(s.testX) : m.sgd.scores(s.testX);
   return reply({ type: 'scores', jobId: s.jobId!, round: s.round, scores });
@@ -264,6 +281,7 @@ function onSgd(s: SessionState, msg: Sgd): Outcome {
   if (m?.kind !== 'sgd') throw new ProtocolError('unexpected', 'an sgd step in an ADMM job');
   m.sgd.apply(m.rows, msg.gradient, msg.lr);
   m.step = msg.step;
+  s.current = true;
   if (msg.full) {
     s.round = msg.epoch;
     m.rows = new Uint32Array(0);
@@ -273,14 +291,25 @@ function onSgd(s: SessionState, msg: Sgd): Outcome {
   return reply({ type: 'batchScores', jobId: s.jobId!, step: msg.step, scores: m.sgd.scoresFor(msg.rows) });
 }
 
-/** The job is over: if another party refused the last round, the model goes back to the round before. */
+/**
+ * The job is over after `rounds` rounds. If another party refused the last round, this
+ * party's model goes back to the round before. Only a current model of exactly that round
+ * is written (x = 0 when the job ended before round 1).
+ */
 function onDone(s: SessionState, msg: Done): Outcome {
   expectPhase(s, 'training');
   const m = s.model!;
   if (m.kind === 'admm' && msg.rounds === s.round - 1 && s.previous) {
     m.x.x.set(s.previous.x);
     m.x.intercept = s.previous.intercept;
+    s.round = msg.rounds;
+    s.previous = undefined;
   }
+  if (!s.current || s.round !== msg.rounds)
+    throw new ProtocolError(
+      'unexpected',
+      `the job ended after round ${msg.rounds}, but this party's model is ${s.current ? `that of round ${s.round}` : 'not recomputed since it rejoined'}; no model written`,
+    );
   s.phase = 'done';
   const fit = m.kind === 'admm' ? m.x : m.sgd;
   return { kind: 'done', done: msg, model: { coefficients: fit.x, intercept: fit.intercept, rows: fit.n } };

@@ -268,6 +268,40 @@ test('step rejects a wrong number of shares or a wrong share length', () => {
   assert.throws(() => coord.step([new Float64Array(3), new Float64Array(2)]), RangeError);
 });
 
+test('replay(m, k) returns round k\'s c and rho and party m\'s shares of rounds k-1 and k, also after a snapshot and restore', () => {
+  for (const variant of ['exact', 'paper'] as const) {
+    const rand = mulberry32(variant === 'exact' ? 11 : 12);
+    const n = 6;
+    const M = 3;
+    const y = randomLabels(rand, n);
+    const coord = coordinator(variant, logistic, y, M, 0.1, 0.7, variant === 'exact' ? 1.6 : 1);
+    coord.step(Array.from({ length: M }, () => new Float64Array(n)));
+    const zero = coord.replay(1, 0);
+    assert.deepEqual([zero.c.length, zero.previousShare.length, zero.share.length, zero.rho], [0, 0, 0, 0.7], `${variant}: round 0 has nothing to replay`);
+    const sent: Float64Array[][] = [Array.from({ length: M }, () => new Float64Array(n))];
+    const broadcast: Float64Array[] = [];
+    for (let t = 1; t <= 3; t++) {
+      broadcast[t] = coord.c.slice(); // what round t's message carries
+      sent[t] = randomShares(rand, M, n);
+      coord.step(sent[t]);
+      for (let m = 0; m < M; m++) {
+        const r = coord.replay(m, t);
+        assert.equal(r.rho, 0.7);
+        assert.deepEqual(r.c, broadcast[t], `${variant} round ${t}: c`);
+        assert.deepEqual(r.previousShare, sent[t - 1][m], `${variant} round ${t} party ${m}: previous share`);
+        assert.deepEqual(r.share, sent[t][m], `${variant} round ${t} party ${m}: share`);
+      }
+    }
+    const restored = coordinator(variant, logistic, y, M, 0.1, 0.7, variant === 'exact' ? 1.6 : 1);
+    restored.restore(structuredClone(coord.snapshot()));
+    for (let m = 0; m < M; m++) assert.deepEqual(restored.replay(m, 3), coord.replay(m, 3), `${variant}: restored replay, party ${m}`);
+    // The state the next step depends on came back too.
+    const next = randomShares(rand, M, n);
+    assert.deepEqual(restored.step(next), coord.step(next));
+    assert.deepEqual(restored.c, coord.c);
+  }
+});
+
 // ---------------------------------------------------------------------------------------
 // End to end, in process: parties solve their ridge x-update with dense ml-matrix solves
 // ---------------------------------------------------------------------------------------
