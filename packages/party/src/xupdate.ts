@@ -114,6 +114,14 @@ export class RidgeXUpdate {
     this.tmp = new Float64Array(this.k);
   }
 
+  /** Back to the state before round 1: x = 0, b = 0, and a zero share. */
+  reset(): void {
+    this.x.fill(0);
+    this.intercept = 0;
+    this.share.fill(0);
+    this.released.fill(0);
+  }
+
   /**
    * Target of the next update: w = released - c, c as broadcast by the coordinator. With
    * `bounds` (privacy), the target is clipped to [-clip, clip] coordinate-wise and x is kept

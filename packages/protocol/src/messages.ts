@@ -5,7 +5,7 @@
  */
 import type { AccountantName, AlgorithmName, LossName, MechanismName, SampleSet, StopReason } from './names.js';
 
-export const PROTOCOL_VERSION = 5;
+export const PROTOCOL_VERSION = 6;
 
 /** Bytes per keyed id hash (HMAC-SHA256 truncated to 128 bits). */
 export const ID_HASH_BYTES = 16;
@@ -109,17 +109,25 @@ export interface PrivacyInfo {
 }
 
 /**
- * Sent to a party that rejoins a running job (after `setup` and its `ready`): the last round
- * the job completed and the share the coordinator holds from this party for it. The party
- * continues from there (its next target is share - c).
+ * Sent to a party that rejoins a running ADMM job (after `setup` and its `ready`): what the
+ * party needs to replay round k, the last round whose share the coordinator holds from it,
+ * and so recompute its x_m (a restarted party has lost it). The party runs round k's update
+ * again from `previousShare` and `c`, without releasing anything, then continues from
+ * `share` (its next target is share - c of round k + 1). For k = 0 there is nothing to replay
+ * (x = 0) and every vector is empty.
  */
 export interface Resume {
   type: 'resume';
   jobId: string;
+  /** k: 0, or the last round whose share the coordinator holds from this party. */
   round: number;
+  /** rho of round k. */
   rho: number;
+  /** The vector broadcast in round k (length N; empty for k = 0). */
   c: Float64Array;
+  /** What this party released in round k - 1 (zeros for k = 1; empty for k = 0). */
   previousShare: Float64Array;
+  /** What this party released in round k (with privacy on, including its noise; empty for k = 0). */
   share: Float64Array;
 }
 

@@ -263,10 +263,14 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
       exactKeys(o, type, ['type', 'jobId', 'round', 'rho', 'c', 'previousShare', 'share']);
       const jobId = job(o, type, ctx);
       const r = count(o, type, 'round');
-      const len = r === 0 ? 0 : ctx.n;
-      const rho = finite(o, type, 'rho');
-      if (!(rho > 0)) invalid(`resume.rho: ${rho} is not positive`);
-      return { type, jobId, round: r, rho, c: vector(o, type, 'c', len), previousShare: vector(o, type, 'previousShare', len), share: vector(o, type, 'share', len) };
+      const rho = finite(o, type, 'rho', true);
+      // Round 0 has nothing to replay: no vectors. Otherwise each is one number per aligned row.
+      const length = r === 0 ? 0 : ctx.n;
+      const c = vector(o, type, 'c', length);
+      const previousShare = vector(o, type, 'previousShare', length ?? c.length);
+      const share = vector(o, type, 'share', length ?? c.length);
+      if (r > 0 && c.length === 0) invalid(`resume.c: empty, but round ${r} is to be replayed`);
+      return { type, jobId, round: r, rho, c, previousShare, share };
     }
     case 'challenge': {
       exactKeys(o, type, ['type', 'protocolVersion', 'nonce']);

@@ -56,6 +56,12 @@ test('kill -9 a party mid-training and start it again: the job completes with th
   const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
   assert.equal(summary.rounds, Number(ROUNDS));
   assert.ok(Math.abs(summary.objective - expected) <= 1e-9 * expected, `objective ${summary.objective} vs ${expected}`);
+  // The restarted party's model is the uninterrupted one's too.
+  const id = files.parties[1].id;
+  const model = (dir2: string) => JSON.parse(readFileSync(join(dir, dir2, `model-${id}.json`), 'utf8')).coefficients as number[];
+  const [got, want] = [model('faulty'), model('baseline')];
+  const scale = Math.max(...want.map(Math.abs));
+  assert.ok(got.every((v, j) => Math.abs(v - want[j]) <= 1e-9 * scale), `model of ${id} differs from the uninterrupted run`);
 });
 
 /** A TCP relay whose connections the test can cut. */

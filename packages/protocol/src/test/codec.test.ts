@@ -185,6 +185,17 @@ test('round trip: round with vectors of length 0, 1 and 70000 and awkward rho', 
   }
 });
 
+test('round trip: resume at round 0 (empty vectors) and at round k with vectors of length 1 and 70000', () => {
+  const empty = new Float64Array(0);
+  roundTrip({ type: 'resume', jobId: JOB, round: 0, rho: 0.5, c: empty, previousShare: empty, share: empty }, { jobId: JOB, n: 70000 });
+  for (const n of [1, 70000]) {
+    for (const rho of [1e-300, 1.5, 1e300]) {
+      const msg: Message = { type: 'resume', jobId: JOB, round: 2 ** 31, rho, c: awkwardVector(n, n + 11), previousShare: awkwardVector(n, n + 12), share: awkwardVector(n, n + 13) };
+      roundTrip(msg, { jobId: JOB, n });
+    }
+  }
+});
+
 test('round trip: evaluate', () => {
   roundTrip({ type: 'evaluate', jobId: JOB, round: 0 }, { jobId: JOB });
   roundTrip({ type: 'evaluate', jobId: JOB, round: 123456 }, { jobId: JOB, round: 123456 });
@@ -300,6 +311,8 @@ function sampleMessages(): Message[] {
     { type: 'welcome', protocolVersion: 1, jobId: JOB, hashKey: hashes(2, 2) },
     { type: 'setup', jobId: JOB, trainRows: new Uint32Array([4, 0, 2]), testRows: new Uint32Array([1]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm' },
     { type: 'round', jobId: JOB, round: 4, rho: 2, c: awkwardVector(5, 9) },
+    { type: 'resume', jobId: JOB, round: 3, rho: 2, c: awkwardVector(5, 10), previousShare: awkwardVector(5, 11), share: awkwardVector(5, 12) },
+    { type: 'resume', jobId: JOB, round: 0, rho: 2, c: new Float64Array(0), previousShare: new Float64Array(0), share: new Float64Array(0) },
     { type: 'evaluate', jobId: JOB, round: 4 },
     { type: 'done', jobId: JOB, reason: 'converged', rounds: 4, objective: 0.5, params: { variant: 'v', rho: 2, alpha: 1, lambda: 0.1, loss: 'squared' } },
   ];
@@ -353,7 +366,7 @@ function randomMessage(rnd: () => number): Message {
     return v;
   };
   const round = 1 + randInt(rnd, 1000);
-  switch (randInt(rnd, 14)) {
+  switch (randInt(rnd, 15)) {
     case 0:
       return { type: 'hello', protocolVersion: 1, partyId: `p${randInt(rnd, 100)}`, jobId: rnd() < 0.5 ? null : JOB, features: 1 + n, trainRows: 1 + n, testRows: n, proof: rnd() < 0.5 ? null : hashes(2, randInt(rnd, 1e9)) };
     case 1:
@@ -389,6 +402,12 @@ function randomMessage(rnd: () => number): Message {
       return { type: 'exhausted', jobId: JOB, round, epsilonSpent: rnd() };
     case 11:
       return { type: 'batchScores', jobId: JOB, step: 1 + randInt(rnd, 50), scores: vec() };
+    case 13: {
+      // Mostly well formed (round 0 with empty vectors, or round >= 1 with three of one length).
+      const k = rnd() < 0.2 ? 0 : round;
+      const none = new Float64Array(0);
+      return { type: 'resume', jobId: JOB, round: k, rho: 0.1 + rnd(), c: k === 0 ? none : vec(), previousShare: k === 0 ? none : vec(), share: k === 0 ? none : vec() };
+    }
     case 12:
       return { type: 'sgd', jobId: JOB, step: 1 + randInt(rnd, 50), epoch: 1 + randInt(rnd, 5), lr: 0.1 + rnd(), gradient: vec(), rows: rowPermutation(n, 20, randInt(rnd, 1e9)), full: rnd() < 0.5 };
     default:

@@ -54,6 +54,15 @@ function base(): Record<string, Obj> {
     welcome: { type: 'welcome', protocolVersion: 1, jobId: JOB, hashKey: new Uint8Array(32).fill(1) },
     setup: { type: 'setup', jobId: JOB, trainRows: new Uint32Array([9, 0, 4, 2]), testRows: new Uint32Array([4, 1, 0]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm' },
     round: { type: 'round', jobId: JOB, round: ROUND, rho: 1.5, c: new Float64Array([0, 1, 2, 3]) },
+    resume: {
+      type: 'resume',
+      jobId: JOB,
+      round: ROUND,
+      rho: 1.5,
+      c: new Float64Array([0, 1, 2, 3]),
+      previousShare: new Float64Array([-1, 0.5, 1e-300, 2]),
+      share: new Float64Array([-0, 1, -2.5, 1e300]),
+    },
     evaluate: { type: 'evaluate', jobId: JOB, round: ROUND },
     done: {
       type: 'done',
@@ -67,7 +76,7 @@ function base(): Record<string, Obj> {
 }
 
 const PARTY_TYPES = ['batchScores', 'exhausted', 'hello', 'ids', 'ready', 'share', 'scores'];
-const COORD_TYPES = ['welcome', 'setup', 'round', 'evaluate', 'done'];
+const COORD_TYPES = ['welcome', 'setup', 'resume', 'round', 'evaluate', 'done'];
 
 function validatorFor(type: string): Validator {
   return PARTY_TYPES.includes(type) ? validatePartyMessage : validateCoordinatorMessage;
@@ -230,6 +239,8 @@ test('a string where a number is expected is invalid', () => {
     ['setup', 'lambda'],
     ['round', 'round'],
     ['round', 'rho'],
+    ['resume', 'round'],
+    ['resume', 'rho'],
     ['evaluate', 'round'],
     ['done', 'rounds'],
     ['done', 'objective'],
@@ -280,6 +291,7 @@ test('vectors that are number[] or another typed array instead of Float64Array a
     rejects('share', { share: v }, 'invalid', CTX, /expected a Float64Array/);
     rejects('share', { share: v }, 'invalid', {}, /expected a Float64Array/);
     rejects('round', { c: v }, 'invalid', CTX, /expected a Float64Array/);
+    for (const key of ['c', 'previousShare', 'share']) rejects('resume', { [key]: v }, 'invalid', CTX, /expected a Float64Array/);
     rejects('scores', { scores: v }, 'invalid', { ...CTX, nTest: undefined }, /expected a Float64Array/);
     assert.ok(label);
   }
@@ -309,6 +321,7 @@ test('NaN, Infinity and -Infinity anywhere inside a vector are invalid', () => {
       rejects('share', { share: v }, 'invalid', CTX, new RegExp(`share\\.share\\[${pos}\\]`));
       rejects('share', { share: v }, 'invalid', {});
       rejects('round', { c: v }, 'invalid', CTX, new RegExp(`round\\.c\\[${pos}\\]`));
+      for (const key of ['c', 'previousShare', 'share']) rejects('resume', { [key]: v }, 'invalid', {}, new RegExp(`resume\\.${key}\\[${pos}\\]`));
     }
     const s = new Float64Array(N_TEST);
     s[N_TEST - 1] = bad;
@@ -374,7 +387,7 @@ test('a vector length different from ctx.n / ctx.nTest is invalid', () => {
 });
 
 test("a jobId that differs from ctx.jobId is 'wrongJob' for every type that carries one", () => {
-  for (const type of ['ids', 'ready', 'share', 'scores', 'welcome', 'setup', 'round', 'evaluate', 'done']) {
+  for (const type of ['ids', 'ready', 'share', 'scores', 'welcome', 'setup', 'resume', 'round', 'evaluate', 'done']) {
     for (const other of ['job-2', 'Job-1', 'job-1x']) {
       rejects(type, { jobId: other }, 'wrongJob', CTX, new RegExp(`'${other}'`));
     }
@@ -651,4 +664,38 @@ test('challenge and hello.proof: 32 bytes or null', () => {
   rejects('hello', { proof: new Uint8Array(16) }, 'invalid');
   rejects('hello', { proof: 'secret' }, 'invalid');
   rejects('hello', { proof: undefined }, 'invalid');
+});
+
+
+// ---------------------------------------------------------------------------------------
+// Version 6: resume carries what the party needs to replay round k
+
+test('resume: round k >= 1 needs c, previousShare and share of length N; round 0 needs them empty', () => {
+  const empty = { c: new Float64Array(0), previousShare: new Float64Array(0), share: new Float64Array(0) };
+  const out = accepts('resume', { round: 0, ...empty });
+  assert.ok(out.type === 'resume' && out.round === 0 && out.c.length === 0 && out.rho === 1.5);
+  accepts('resume', { round: 0, ...empty }, {});
+  accepts('resume', { round: 1 });
+  for (const key of ['c', 'previousShare', 'share']) {
+    // Round 0 has nothing to replay: any vector is an error, with or without N known.
+    rejects('resume', { round: 0, ...empty, [key]: new Float64Array(N) }, 'invalid', CTX, new RegExp(`resume\\.${key}: length ${N}, expected 0`));
+    rejects('resume', { round: 0, ...empty, [key]: new Float64Array(1) }, 'invalid', {}, new RegExp(`resume\\.${key}: length 1, expected 0`));
+    // Round >= 1: exactly N, and never empty.
+    for (const len of [0, N - 1, N + 1]) rejects('resume', { [key]: new Float64Array(len) }, 'invalid', CTX, new RegExp(`resume\\.${key}: length ${len}, expected ${N}`));
+  }
+  // Without N, the three vectors still have one length, and round >= 1 has a non-empty one.
+  rejects('resume', { share: new Float64Array(N + 1) }, 'invalid', {}, /resume\.share: length 5, expected 4/);
+  rejects('resume', { previousShare: new Float64Array(2) }, 'invalid', {}, /resume\.previousShare: length 2, expected 4/);
+  rejects('resume', { ...empty }, 'invalid', {}, /resume\.c: empty, but round 7 is to be replayed/);
+  accepts('resume', { c: new Float64Array(9), previousShare: new Float64Array(9), share: new Float64Array(9) }, {});
+});
+
+test('resume: round an integer >= 0, rho positive and finite', () => {
+  for (const round of [-1, 1.5, NaN, 2 ** 60, '3', null]) rejects('resume', { round }, 'invalid', CTX, /resume\.round/);
+  for (const rho of [0, -0, -1, NaN, Infinity, -Infinity, '1.5', null]) rejects('resume', { rho }, 'invalid', CTX, /resume\.rho/);
+  accepts('resume', { rho: 5e-324 });
+  accepts('resume', { rho: 1e300 });
+  // The round of a resume is any past round: not compared with ctx.round.
+  accepts('resume', { round: ROUND + 100 });
+  rejects('resume', { jobId: 'job-2' }, 'wrongJob', CTX);
 });

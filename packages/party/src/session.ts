@@ -1,0 +1,316 @@
+// The job as this party sees it: the state machine driven by the coordinator's messages
+// (challenge, welcome, setup, resume, round, evaluate, sgd, done), one small handler each.
+// The state is a plain object passed to every handler; a handler returns what to send and
+// what the connection should do next, so a session runs without a socket (tests feed it).
+import type { Logger } from 'pino';
+import { type Csr, type FeatureTable, ConfigError, csrSelectRows, hashIds, helloProof } from '@admm-share/core';
+import {
+  type Challenge,
+  type CoordinatorMessage,
+  type Done,
+  type PartyMessage,
+  type Resume,
+  type Round,
+  type Setup,
+  type Sgd,
+  type ValidationContext,
+  type Welcome,
+  PROTOCOL_VERSION,
+  ProtocolError,
+  assertNever,
+} from '@admm-share/protocol';
+import type { Privacy } from './privacy.js';
+import { replayRound } from './replay.js';
+import { SgdModel } from './sgd.js';
+import { FACTOR_LIMIT, RidgeXUpdate } from './xupdate.js';
+
+export type Phase = 'connecting' | 'challenge' | 'welcome' | 'setup' | 'training' | 'done';
+
+/** The party's model: ADMM (the x-update and its share) or SGD (with the batch being scored). */
+export type Model = { kind: 'admm'; x: RidgeXUpdate } | { kind: 'sgd'; sgd: SgdModel; step: number; rows: Uint32Array };
+
+export interface SessionState {
+  phase: Phase;
+  /** The job joined: set by the first welcome, which a rejoin must match. */
+  jobId: string | undefined;
+  /** Built by setup (again on every rejoin). */
+  model: Model | undefined;
+  testX: Csr | undefined;
+  /** The last round (ADMM) or epoch (SGD) the model went through. */
+  round: number;
+  /**
+   * The model is that of round `round`: the result of its update or of its replay, or x = 0
+   * at round 0. False after a rejoin's setup until `resume` recomputes it.
+   */
+  current: boolean;
+  /** The model before the last round, restored if the job ends one round earlier (budget). */
+  previous: { x: Float64Array; intercept: number } | undefined;
+}
+
+export function newSession(): SessionState {
+  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, round: 0, current: false, previous: undefined };
+}
+
+/** What the session reads and never changes: this party's configuration, data and privacy. */
+export interface SessionEnv {
+  partyId: string;
+  /** Join only this job (null: whatever job the coordinator runs). */
+  jobId: string | null;
+  intercept: boolean;
+  /** The party's secret for the hello proof (never sent). */
+  token: string | undefined;
+  train: FeatureTable;
+  test: FeatureTable | undefined;
+  /** d_m, fixed by the training file. */
+  features: number;
+  privacy: Privacy;
+  /** Where the privacy ledger is kept between restarts. */
+  ledgerPath: string;
+  log: Logger;
+}
+
+/** The model the job ended with, for the model file. */
+export interface FinalModel {
+  coefficients: Float64Array;
+  intercept: number;
+  /** Aligned training rows it was fitted on. */
+  rows: number;
+}
+
+/** What a handled message asks of the connection. */
+export type Outcome =
+  | { kind: 'reply'; messages: PartyMessage[] }
+  /** welcome: the coordinator answered; the connect timeout no longer applies. */
+  | { kind: 'answered'; messages: PartyMessage[] }
+  /** setup: the party is in the job; from now on a broken connection is retried. */
+  | { kind: 'joined'; messages: PartyMessage[] }
+  /** done: write this model, then close. */
+  | { kind: 'done'; done: Done; model: FinalModel };
+
+/** A new connection opened: the coordinator's challenge comes first. */
+export function connectionOpened(s: SessionState): void {
+  s.phase = 'challenge';
+}
+
+/** The connection broke: nothing is expected until a new one opens. */
+export function connectionLost(s: SessionState): void {
+  s.phase = 'connecting';
+}
+
+/** What the next message from the coordinator is checked against, from the session's state only. */
+export function validationContext(s: SessionState, env: SessionEnv): ValidationContext {
+  const m = s.model;
+  const n = m === undefined ? undefined : m.kind === 'admm' ? m.x.n : m.sgd.n;
+  return {
+    jobId: s.jobId,
+    n,
+    nTest: s.testX?.rows,
+    // Rounds are checked by the handlers (round must follow the last one; evaluate and resume name any).
+    round: undefined,
+    step: m?.kind === 'sgd' ? m.step + 1 : undefined,
+    batchRows: m?.kind === 'sgd' ? m.rows.length : 0,
+    fileRows: { train: env.train.ids.length, test: env.test?.ids.length ?? 0 },
+  };
+}
+
+/** Apply one validated message to the session. */
+export function handle(s: SessionState, env: SessionEnv, msg: CoordinatorMessage): Outcome {
+  switch (msg.type) {
+    case 'challenge':
+      return onChallenge(s, env, msg);
+    case 'welcome':
+      return onWelcome(s, env, msg);
+    case 'setup':
+      return onSetup(s, env, msg);
+    case 'resume':
+      return onResume(s, env, msg);
+    case 'round':
+      return onRound(s, env, msg);
+    case 'evaluate':
+      return onEvaluate(s);
+    case 'sgd':
+      return onSgd(s, msg);
+    case 'done':
+      return onDone(s, msg);
+    default:
+      return assertNever(msg);
+  }
+}
+
+function expectPhase(s: SessionState, phase: Phase): void {
+  if (s.phase !== phase) throw new ProtocolError('unexpected', `message not expected in state '${s.phase}'`);
+}
+
+function checkVersion(version: number): void {
+  if (version !== PROTOCOL_VERSION) throw new ProtocolError('versionMismatch', `party speaks version ${PROTOCOL_VERSION}, coordinator sent version ${version}`);
+}
+
+function reply(...messages: PartyMessage[]): Outcome {
+  return { kind: 'reply', messages };
+}
+
+/** The ADMM model, or a protocol error naming what came in the wrong kind of job. */
+function admmModel(s: SessionState, what: string): RidgeXUpdate {
+  if (s.model?.kind !== 'admm') throw new ProtocolError('unexpected', `${what} in an SGD job`);
+  return s.model.x;
+}
+
+function onChallenge(s: SessionState, env: SessionEnv, msg: Challenge): Outcome {
+  expectPhase(s, 'challenge');
+  checkVersion(msg.protocolVersion);
+  s.phase = 'welcome';
+  const jobId = s.jobId ?? env.jobId;
+  return reply({
+    type: 'hello',
+    protocolVersion: PROTOCOL_VERSION,
+    partyId: env.partyId,
+    jobId,
+    features: env.features,
+    trainRows: env.train.ids.length,
+    testRows: env.test?.ids.length ?? 0,
+    proof: env.token === undefined ? null : helloProof(env.token, msg.nonce, env.partyId, jobId),
+  });
+}
+
+function onWelcome(s: SessionState, env: SessionEnv, msg: Welcome): Outcome {
+  expectPhase(s, 'welcome');
+  checkVersion(msg.protocolVersion);
+  if (s.jobId !== undefined && msg.jobId !== s.jobId) throw new ProtocolError('wrongJob', `rejoining job '${s.jobId}', the coordinator runs '${msg.jobId}'`);
+  const rejoin = s.model !== undefined;
+  s.jobId = msg.jobId;
+  s.phase = 'setup';
+  env.log.info({ jobId: msg.jobId, rejoin }, 'joined job');
+  if (env.privacy.enabled && !rejoin) env.privacy.restoreLedger(env.ledgerPath, msg.jobId);
+  const messages: PartyMessage[] = [{ type: 'ids', jobId: msg.jobId, set: 'train', hashes: hashIds(env.train.ids, msg.hashKey) }];
+  if (env.test) messages.push({ type: 'ids', jobId: msg.jobId, set: 'test', hashes: hashIds(env.test.ids, msg.hashKey) });
+  return { kind: 'answered', messages };
+}
+
+function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
+  expectPhase(s, 'setup');
+  const { privacy } = env;
+  const t0 = performance.now();
+  const D = csrSelectRows(env.train.X, msg.trainRows);
+  let model: Model;
+  if (msg.algorithm === 'sgd') {
+    if (privacy.enabled) throw new ConfigError('privacy is not available with --algorithm sgd (its releases are not analysed); use --mechanism none');
+    model = { kind: 'sgd', sgd: new SgdModel(D, msg.lambda, env.intercept), step: 0, rows: new Uint32Array(0) };
+  } else {
+    const x = new RidgeXUpdate(D, msg.lambda, env.intercept);
+    if (privacy.enabled && x.form === 'cg')
+      throw new ConfigError(`privacy needs a factorised x-update, and this block (${D.rows} rows x ${D.cols} features) is too large for one (limit ${FACTOR_LIMIT} on the smaller side)`);
+    model = { kind: 'admm', x };
+  }
+  s.testX = env.test && msg.testRows.length > 0 ? csrSelectRows(env.test.X, msg.testRows) : undefined;
+  const info = privacy.calibrate({ lambda: msg.lambda, rho: msg.rho, rounds: msg.rounds, parties: msg.parties, features: env.features, n: D.rows });
+  s.model = model;
+  // A fresh model is x = 0: that of round 0. A rejoin past round 0 waits for resume to recompute it.
+  s.current = s.round === 0;
+  s.previous = undefined;
+  s.phase = 'training';
+  env.log.info(
+    {
+      rows: D.rows,
+      droppedRows: env.train.ids.length - D.rows,
+      testRows: s.testX?.rows ?? 0,
+      algorithm: msg.algorithm,
+      form: model.kind === 'admm' ? model.x.form : undefined,
+      factorMs: Math.round(performance.now() - t0),
+    },
+    'aligned and factorised',
+  );
+  env.log.info({ ...info }, `privacy: ${info.mechanism === 'none' ? 'none, shares are sent without noise' : info.mechanism}`);
+  return { kind: 'joined', messages: [{ type: 'ready', jobId: s.jobId!, privacy: info }] };
+}
+
+/**
+ * After a rejoin's setup: continue after round k, the last round whose share the coordinator
+ * holds from this party. Round k is replayed to recompute x (see replayRound); k = 0 is x = 0.
+ * With privacy on, the ledger must have paid for k releases (a lost ledger is not guessed).
+ */
+function onResume(s: SessionState, env: SessionEnv, msg: Resume): Outcome {
+  expectPhase(s, 'training');
+  const x = admmModel(s, 'resume');
+  const { privacy } = env;
+  if (privacy.enabled && privacy.releases < msg.round)
+    throw new ConfigError(`cannot resume at round ${msg.round}: this party's privacy ledger records only ${privacy.releases} releases (was ${env.ledgerPath} lost?)`);
+  if (msg.round === 0) x.reset();
+  else replayRound(x, msg, env.privacy, env.log);
+  s.round = msg.round;
+  s.current = true;
+  s.previous = undefined;
+  env.log.info({ round: msg.round }, 'resumed');
+  return reply();
+}
+
+function onRound(s: SessionState, env: SessionEnv, msg: Round): Outcome {
+  expectPhase(s, 'training');
+  const x = admmModel(s, 'an ADMM round');
+  if (msg.round !== s.round + 1) throw new ProtocolError('unexpected', `round ${msg.round} after round ${s.round}`);
+  if (!s.current) throw new ProtocolError('unexpected', `round ${msg.round} before resume`);
+  const { privacy } = env;
+  const allowed = privacy.check(msg.round, msg.rho);
+  if (!allowed.ok) {
+    env.log.warn({ round: msg.round, epsilonSpent: privacy.spent }, `privacy: refusing round: ${allowed.why}`);
+    return reply({ type: 'exhausted', jobId: s.jobId!, round: msg.round, epsilonSpent: privacy.spent });
+  }
+  s.round = msg.round;
+  s.previous = { x: x.x.slice(), intercept: x.intercept };
+  x.updateFromBroadcast(msg.c, msg.rho, privacy.bounds);
+  privacy.release(x);
+  if (privacy.enabled) privacy.saveLedger(env.ledgerPath, s.jobId!);
+  // ||x_m||^2 depends on the data and is not noised, so with privacy on it is not sent
+  // (the coordinator's objective then lacks the penalty; it is computed from noisy shares anyway).
+  const penaltySq = privacy.enabled ? 0 : x.penaltySq();
+  return reply({ type: 'share', jobId: s.jobId!, round: msg.round, share: x.released, penaltySq, epsilonSpent: privacy.spent });
+}
+
+/** Test-set scores of the current model (the request's round is the coordinator's bookkeeping). */
+function onEvaluate(s: SessionState): Outcome {
+  expectPhase(s, 'training');
+  if (!s.testX) throw new ProtocolError('unexpected', 'evaluate, but no test set was aligned');
+  if (!s.current) throw new ProtocolError('unexpected', 'evaluate before resume');
+  const m = s.model!;
+  const scores = m.kind === 'admm' ? m.x.scores(s.testX) : m.sgd.scores(s.testX);
+  return reply({ type: 'scores', jobId: s.jobId!, round: s.round, scores });
+}
+
+function onSgd(s: SessionState, msg: Sgd): Outcome {
+  expectPhase(s, 'training');
+  const m = s.model;
+  if (m?.kind !== 'sgd') throw new ProtocolError('unexpected', 'an sgd step in an ADMM job');
+  m.sgd.apply(m.rows, msg.gradient, msg.lr);
+  m.step = msg.step;
+  s.current = true;
+  if (msg.full) {
+    s.round = msg.epoch;
+    m.rows = new Uint32Array(0);
+    return reply({ type: 'share', jobId: s.jobId!, round: msg.epoch, share: m.sgd.share(), penaltySq: m.sgd.penaltySq(), epsilonSpent: 0 });
+  }
+  m.rows = msg.rows;
+  return reply({ type: 'batchScores', jobId: s.jobId!, step: msg.step, scores: m.sgd.scoresFor(msg.rows) });
+}
+
+/**
+ * The job is over after `rounds` rounds. If another party refused the last round, this
+ * party's model goes back to the round before. Only a current model of exactly that round
+ * is written (x = 0 when the job ended before round 1).
+ */
+function onDone(s: SessionState, msg: Done): Outcome {
+  expectPhase(s, 'training');
+  const m = s.model!;
+  if (m.kind === 'admm' && msg.rounds === s.round - 1 && s.previous) {
+    m.x.x.set(s.previous.x);
+    m.x.intercept = s.previous.intercept;
+    s.round = msg.rounds;
+    s.previous = undefined;
+  }
+  if (!s.current || s.round !== msg.rounds)
+    throw new ProtocolError(
+      'unexpected',
+      `the job ended after round ${msg.rounds}, but this party's model is ${s.current ? `that of round ${s.round}` : 'not recomputed since it rejoined'}; no model written`,
+    );
+  s.phase = 'done';
+  const fit = m.kind === 'admm' ? m.x : m.sgd;
+  return { kind: 'done', done: msg, model: { coefficients: fit.x, intercept: fit.intercept, rows: fit.n } };
+}
