@@ -128,6 +128,8 @@ export interface Summary {
   objectiveFrom: 'shares' | 'noisy shares';
   residuals: { primal: number; dual: number } | null;
   test?: TestMetrics;
+  /** Present when the coordinator has test labels but did not evaluate, with the reason (then no `test`). */
+  evaluation?: { skipped: string };
   seconds: { total: number; setup: number; training: number; perRound: number };
   bytes: { toCoordinator: number; fromCoordinator: number };
   parties: PartySummary[];
@@ -180,6 +182,8 @@ interface JobContext {
   /** Rounds already done (a resumed job continues after them). */
   startRound: number;
   restored: boolean;
+  /** Why the job does not evaluate on the test labels it has (a party has no test set). */
+  evaluationSkipped: string | undefined;
 }
 
 /** The socket of a party that has not (re)connected to a resumed coordinator yet: sends go nowhere. */
@@ -227,6 +231,17 @@ interface PartyState {
   alive: boolean;
   /** The privacy setting its last ready reported. */
   privacyInfo?: PrivacyInfo;
+}
+
+/**
+ * Why a job with test labels cannot evaluate: a party without a test set has no test scores
+ * to send (it was given no --test, or has privacy on without --release-test-scores).
+ */
+function noTestSet(parties: { id: string; fileRows: { test: number } }[]): string | undefined {
+  const ids = parties.filter((p) => p.fileRows.test === 0).map((p) => p.id);
+  if (ids.length === 0) return undefined;
+  const who = ids.length === 1 ? `party ${ids[0]} has` : `parties ${ids.join(', ')} have`;
+  return `${who} no test set: no test metrics for this job; give every party --test (with privacy also --release-test-scores) to evaluate`;
 }
 
 export async function start(config: CoordinatorConfig, deps: { logger: Logger }): Promise<CoordinatorHandle> {
@@ -325,7 +340,8 @@ class Coordinator {
       const wss = new WebSocketServer({ server, maxPayload, perMessageDeflate: false });
       this.wss = wss;
       const onError = (err: Error) => {
-        if (this.phase === 'waiting' && !server.listening) reject(new ConfigError(`cannot listen on ${this.cfg.host}:${this.cfg.port}: ${err.message}`));
+        const hint = (err as NodeJS.ErrnoException).code === 'EADDRINUSE' ? '; choose another --port (--port 0 picks a free one)' : '';
+        if (this.phase === 'waiting' && !server.listening) reject(new ConfigError(`cannot listen on ${this.cfg.host}:${this.cfg.port}: ${err.message}${hint}`));
         else this.fail(new PeerError(`server error: ${err.message}`));
       };
       server.on('error', onError);
@@ -493,8 +509,6 @@ class Coordinator {
     if (this.phase !== 'waiting') reject('unexpected', 'the job has already started');
     if (msg.trainRows > this.maxRows || msg.testRows > this.maxRows)
       reject('invalid', `party declares ${Math.max(msg.trainRows, msg.testRows)} rows; limit is ${this.maxRows}`);
-    if (this.testLabels && msg.testRows === 0)
-      reject('alignment', `the coordinator evaluates on a test set but party ${msg.partyId} has none`);
     const state: PartyState = {
       id: msg.partyId,
       ws,
@@ -692,7 +706,9 @@ class Coordinator {
     const setupStart = performance.now();
     const parties = this.cfg.parties.map((id) => this.parties.get(id)!);
     const train = this.align('train', this.labels, parties);
-    const test = this.testLabels ? this.align('test', this.testLabels, parties) : undefined;
+    const evaluationSkipped = this.testLabels ? noTestSet(parties) : undefined;
+    if (evaluationSkipped) this.log.warn({ parties: parties.filter((p) => p.fileRows.test === 0).map((p) => p.id) }, evaluationSkipped);
+    const test = this.testLabels && !evaluationSkipped ? this.align('test', this.testLabels, parties) : undefined;
     this.n = train.labelRows.length;
     this.nTest = test?.labelRows.length ?? 0;
     const y = Float64Array.from(train.labelRows, (r) => this.labels.y[r]);
@@ -740,6 +756,7 @@ class Coordinator {
       labelRows: { train: Uint32Array.from(train.labelRows), test: Uint32Array.from(test?.labelRows ?? []) },
       startRound: 0,
       restored: false,
+      evaluationSkipped,
     };
   }
 
@@ -808,6 +825,8 @@ class Coordinator {
       labelRows: cp.labelRows,
       startRound: cp.round,
       restored: true,
+      // No test ids were aligned when the job started: it goes on without evaluation.
+      evaluationSkipped: this.testLabels && !cp.keptKeys.test ? (noTestSet(parties) ?? 'the job started without a test set at every party: no test metrics') : undefined,
     };
   }
 
@@ -815,7 +834,8 @@ class Coordinator {
     const ctx = this.resumeFrom ? await this.restoreJob(this.resumeFrom) : await this.startJob();
     if (!ctx) return;
     this.ctx = ctx;
-    const { parties, y, yTest, rho0, privacy, maxRounds, noisy, epsilonSpent, setupSeconds, dropped } = ctx;
+    const { parties, y, rho0, privacy, maxRounds, noisy, epsilonSpent, setupSeconds, dropped } = ctx;
+    const yTest = ctx.evaluationSkipped ? undefined : ctx.yTest;
 
     const finish = async (r: TrainResult): Promise<void> => {
       this.phase = 'finishing';
@@ -844,6 +864,7 @@ class Coordinator {
         objectiveFrom: noisy ? 'noisy shares' : 'shares',
         residuals: r.residuals,
         ...(r.metrics ? { test: r.metrics } : {}),
+        ...(ctx.evaluationSkipped ? { evaluation: { skipped: ctx.evaluationSkipped } } : {}),
         seconds: {
           total: (performance.now() - this.started) / 1000,
           setup: setupSeconds,
@@ -914,6 +935,7 @@ class Coordinator {
       this.log.info({ ...line, maxRounds }, 'round');
     };
     let completed = false;
+    let exhausted: string[] = [];
     try {
       for (let t = ctx.startRound + 1; t <= maxRounds; t++) {
         const roundStart = performance.now();
@@ -930,6 +952,7 @@ class Coordinator {
           // A party's ledger refused this round: end with the model of the round before.
           this.log.warn({ round: t, parties: refused }, 'privacy budget exhausted: ending the job');
           reason = 'budget';
+          exhausted = refused;
           this.round = t - 1;
           break;
         }
@@ -956,7 +979,10 @@ class Coordinator {
           break;
         }
       }
-      if (!last) throw new PeerError('no round ran: a party\'s privacy budget does not pay for one');
+      if (!last)
+        throw new PeerError(
+          `no round ran: no privacy budget left at ${exhausted.join(', ')}; a new run needs a new --job id (the party's ledger holds the releases of an earlier run of job ${this.cfg.jobId})`,
+        );
       if (unreported) report(unreported);
       completed = true;
     } finally {
@@ -1098,8 +1124,8 @@ class Coordinator {
       rows.forEach((x, m) => partyRows[m].push(x!));
     });
     if (labelRows.length === 0) {
-      const err = new PeerError(`no ${set} sample id is shared by the labels and every party`);
-      for (const p of parties) p.ws.close(CloseCodes.alignment.code, closeReason('alignment', `no common ${set} ids`));
+      const err = new PeerError(`no ${set} sample id is shared by the labels and every party: check that each party reads its ids as they are written (--ids first|qid|row, --id-column)`);
+      for (const p of parties) p.ws.close(CloseCodes.alignment.code, closeReason('alignment', `no common ${set} ids: check the party's --ids / --id-column`));
       throw err;
     }
     return {
