@@ -27,8 +27,9 @@ export interface Proc {
 
 const live = new Set<Proc>();
 
-export function run(script: string, args: string[]): Proc {
-  const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
+/** Start `node script ...args` (in `opts.cwd`, default this process's directory). */
+export function run(script: string, args: string[], opts: { cwd?: string } = {}): Proc {
+  const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], cwd: opts.cwd });
   let out = '';
   let err = '';
   let partial = '';
