@@ -115,12 +115,16 @@ export class AdmmLoop {
         untraced = undefined;
         const answers = await Promise.all(replies);
         const epsilonSpent = Object.fromEntries(answers.map((r, m) => [this.d.parties.list[m].id, r.epsilonSpent]));
-        const refused = answers.filter((r): r is Exhausted => r.type === 'exhausted');
-        if (refused.length > 0) {
+        const refusedBy = answers.flatMap((r, m) => (r.type === 'exhausted' ? [this.d.parties.list[m].id] : []));
+        if (refusedBy.length > 0) {
           // A party's ledger refused this round: end with the model of the round before.
-          log.warn({ round: t, parties: answers.flatMap((r, m) => (r.type === 'exhausted' ? [this.d.parties.list[m].id] : [])) }, 'privacy budget exhausted: ending the job');
+          log.warn({ round: t, parties: refusedBy }, 'privacy budget exhausted: ending the job');
           reason = 'budget';
-          if (this.last) this.last.epsilonSpent = epsilonSpent;
+          if (!this.last)
+            throw new PeerError(
+              `no round ran: no privacy budget left at ${refusedBy.join(', ')}; a new run needs a new --job id (a party's ledger holds the releases of an earlier run of job ${job.jobId})`,
+            );
+          this.last.epsilonSpent = epsilonSpent;
           break;
         }
         const shares = answers.filter((r): r is Share => r.type === 'share');
@@ -143,7 +147,7 @@ export class AdmmLoop {
         if (evaluatesAt(job, t, converged || t === maxRounds, cfg.evalEvery)) this.last.test = await evaluate(job, this.d.parties, t);
       }
       const last = this.last;
-      if (!last) throw new PeerError("no round ran: a party's privacy budget does not pay for one");
+      if (!last) throw new Error('internal: training ended without a round');
       // A job resumed from the checkpoint of its last round evaluates the model again if it had not.
       if (last.test === undefined && last.round === restoredRound && evaluatesAt(job, last.round, true, 0)) last.test = await evaluate(job, this.d.parties, last.round);
       if (untraced) trace.write(this.traceLine(untraced, participation.noisy));

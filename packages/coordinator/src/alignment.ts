@@ -61,7 +61,8 @@ export function alignSet(set: string, labelKeys: readonly string[], parties: rea
       keptKeys.push(k);
     }
   });
-  if (keptKeys.length === 0) throw new AlignmentError(undefined, `no ${set} sample id is shared by the labels and every party`);
+  if (keptKeys.length === 0)
+    throw new AlignmentError(undefined, `no ${set} sample id is shared by the labels and every party: check that each party reads its ids as they are written (--ids first|qid|row, --id-column)`);
   return {
     labelRows: Uint32Array.from(labelRows),
     keptKeys,

@@ -45,7 +45,8 @@ export function listen(opts: ServerOptions): Promise<Server> {
     }));
   return new Promise((resolve, reject) => {
     const onError = (err: Error) => {
-      if (!server.listening) reject(new ConfigError(`cannot listen on ${opts.host}:${opts.port}: ${err.message}`));
+      const hint = (err as NodeJS.ErrnoException).code === 'EADDRINUSE' ? '; choose another --port (--port 0 picks a free one)' : '';
+      if (!server.listening) reject(new ConfigError(`cannot listen on ${opts.host}:${opts.port}: ${err.message}${hint}`));
       else opts.onError(err);
     };
     server.on('error', onError);

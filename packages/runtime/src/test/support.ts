@@ -17,8 +17,8 @@ export interface Proc {
 const live = new Set<Proc>();
 
 /** Run `node script ...args` (with `env` instead of this process's environment, if given). */
-export function run(script: string, args: string[], opts: { env?: NodeJS.ProcessEnv } = {}): Proc {
-  const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], ...(opts.env ? { env: opts.env } : {}) });
+export function run(script: string, args: string[], opts: { env?: NodeJS.ProcessEnv; cwd?: string } = {}): Proc {
+  const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], ...(opts.env ? { env: opts.env } : {}), ...(opts.cwd ? { cwd: opts.cwd } : {}) });
   let out = '';
   let err = '';
   let partial = '';

@@ -1,0 +1,165 @@
+// Launching a simulated job: the job id and the parties' credentials, the coordinator's and
+// each party's command line (hyper-parameters, files, privacy flags), starting them as
+// separate processes on localhost, and turning the first failure into an error naming it.
+import { randomBytes } from 'node:crypto';
+import { join } from 'node:path';
+import { EXIT, PeerError } from '@admm-share/core';
+import type { AlgorithmName, MechanismName, Variant } from '@admm-share/protocol';
+import { SimulationError } from './errors.js';
+import { type Child, binPath, killAll, spawnNode } from './processes.js';
+import type { Progress } from './progress.js';
+import { writeCredentials } from './credentials.js';
+import type { PartyFiles, SplitFiles } from './split.js';
+
+/** The flags of `simulate` that become the coordinator's and the parties' flags. */
+export interface LaunchOptions {
+  lambda: number;
+  rounds: number;
+  variant: Variant;
+  algorithm?: AlgorithmName;
+  /** sgd: batch size, learning rate and its decay (coordinator defaults when absent). */
+  sgd?: { batchSize?: number; lr?: number; lrDecay?: number };
+  rho?: number;
+  alpha: number;
+  evalEvery: number;
+  intercept: boolean;
+  privacy: SimulatePrivacy;
+}
+
+/** Privacy flags passed to every party; no noise unless asked. */
+export interface SimulatePrivacy {
+  mechanism: MechanismName;
+  epsilon?: number;
+  delta: number;
+  /** Noise seed (each party gets `${seed}/${party id}`): predictable, for experiments. */
+  seed?: string;
+  bx?: number;
+  bw?: number;
+  b1?: number;
+  c1?: number;
+}
+
+/** The line `simulate` prints about the flags below (kept beside them so the two cannot disagree). */
+export function describePrivacy(p: SimulatePrivacy): string {
+  if (p.mechanism === 'none') return 'privacy: none (shares are sent without noise)';
+  const noise = p.seed !== undefined ? `SEEDED noise ('${p.seed}'): predictable, for experiments only` : 'noise from the OS CSPRNG';
+  const caveat = p.mechanism === 'paper' ? "; the paper's mechanism, guarantee NOT established" : '';
+  return `privacy: ${p.mechanism}, epsilon ${p.epsilon}, delta ${p.delta} per party, ${noise}${caveat}; test scores are sent without noise for evaluation`;
+}
+
+function privacyArgs(p: SimulatePrivacy, party: string): string[] {
+  if (p.mechanism === 'none') return ['--mechanism', 'none'];
+  const args = ['--mechanism', p.mechanism, '--epsilon', String(p.epsilon), '--delta', String(p.delta), '--release-test-scores'];
+  if (p.seed !== undefined) args.push('--seed', `${p.seed}/${party}`);
+  for (const k of ['bx', 'bw', 'b1', 'c1'] as const) if (p[k] !== undefined) args.push(`--${k}`, String(p[k]));
+  return args;
+}
+
+/** One simulated job: where its files are and what identifies it. */
+export interface Job {
+  id: string;
+  /** Output directory (summary, trace, models). */
+  dir: string;
+  dataDir: string;
+  logDir: string;
+  files: SplitFiles;
+  credentials: string;
+}
+
+/** Each party gets its own secret (`<party>.token` in dataDir); the coordinator gets all of them. */
+export function newJob(dir: string, dataDir: string, logDir: string, files: SplitFiles): Job {
+  const credentials = writeCredentials(dataDir, files.parties.map((p) => p.id), { overwrite: true });
+  return { id: `sim-${randomBytes(4).toString('hex')}`, dir, dataDir, logDir, files, credentials };
+}
+
+/** The coordinator's flags: an ephemeral localhost port, the label files, the job's hyper-parameters. */
+export function coordinatorArgs(opts: LaunchOptions, job: Job): string[] {
+  const { files } = job;
+  return [
+    '--port', '0',
+    '--host', '127.0.0.1',
+    '--labels', files.labels,
+    ...(files.testLabels ? ['--test-labels', files.testLabels] : []),
+    '--parties', files.parties.map((p) => p.id).join(','),
+    '--job', job.id,
+    '--lambda', String(opts.lambda),
+    '--rounds', String(opts.rounds),
+    '--variant', opts.variant,
+    '--algorithm', opts.algorithm ?? 'admm',
+    ...(opts.sgd?.batchSize !== undefined ? ['--batch-size', String(opts.sgd.batchSize)] : []),
+    ...(opts.sgd?.lr !== undefined ? ['--lr', String(opts.sgd.lr)] : []),
+    ...(opts.sgd?.lrDecay !== undefined ? ['--lr-decay', String(opts.sgd.lrDecay)] : []),
+    '--alpha', String(opts.alpha),
+    '--eval-every', String(opts.evalEvery),
+    '--out', job.dir,
+    '--credentials', job.credentials,
+    ...(opts.rho !== undefined ? ['--rho', String(opts.rho)] : []),
+  ];
+}
+
+/** Party m's flags: its files and token, its model file, the intercept at party 1, the privacy flags. */
+export function partyArgs(opts: LaunchOptions, job: Job, p: PartyFiles, m: number, port: number): string[] {
+  return [
+    '--coordinator', `ws://127.0.0.1:${port}`,
+    '--id', p.id,
+    '--job', job.id,
+    '--data', p.train,
+    ...(p.test ? ['--test', p.test] : []),
+    '--ids', 'first',
+    '--token-file', join(job.dataDir, `${p.id}.token`),
+    '--features', String(p.features),
+    '--model', modelPath(job, p.id),
+    ...(opts.intercept && m === 0 ? ['--intercept'] : []),
+    ...privacyArgs(opts.privacy, p.id),
+  ];
+}
+
+export function modelPath(job: Job, party: string): string {
+  return join(job.dir, `model-${party}.json`);
+}
+
+/**
+ * Start the coordinator, wait for its port, start one party per block, and wait until every
+ * process has exited. Each child is in `children` while it runs (the caller kills what is
+ * left on a signal or an error). Resolves when all exited with 0.
+ */
+export async function runJob(opts: LaunchOptions, job: Job, children: Set<Child>, progress: Progress): Promise<void> {
+  let resolvePort!: (p: number) => void;
+  const portKnown = new Promise<number>((r) => (resolvePort = r));
+  const coordinator = spawnNode('coordinator', binPath('coordinator', 'admm-coordinator'), coordinatorArgs(opts, job), join(job.logDir, 'coordinator.log'), (rec) => {
+    if (rec.msg === 'listening' && typeof rec.port === 'number') resolvePort(rec.port);
+    if (rec.msg === 'round' && typeof rec.round === 'number') progress.update(rec.round, Number(rec.maxRounds), Number(rec.objective));
+  });
+  children.add(coordinator);
+  const port = await Promise.race([
+    portKnown,
+    coordinator.exited.then((e) => {
+      throw failure(coordinator, e.code);
+    }),
+  ]);
+  progress.message(`coordinator listening on port ${port}; starting ${job.files.parties.length} parties`);
+  const parties = job.files.parties.map((p, m) => {
+    const c = spawnNode(p.id, binPath('party', 'admm-party'), partyArgs(opts, job, p, m, port), join(job.logDir, `${p.id}.log`));
+    children.add(c);
+    return c;
+  });
+  // The first process to fail decides the error; the rest are then stopped.
+  await Promise.all(
+    [coordinator, ...parties].map(async (c) => {
+      const e = await c.exited;
+      children.delete(c);
+      if (e.code !== 0) {
+        killAll(children);
+        throw failure(c, e.code);
+      }
+    }),
+  );
+}
+
+/** A failed child as an error naming it, with the last line of its stderr; its 64 / 65 pass on, anything else is 69. */
+function failure(c: Child, code: number | null): Error {
+  const tail = c.stderrTail().trim();
+  const exitCode = code === EXIT.config || code === EXIT.data ? code : EXIT.peer;
+  if (code === null) return new PeerError(`${c.name} could not be started or was killed`);
+  return new SimulationError(`${c.name} exited with code ${code}${tail ? `: ${tail.split('\n').pop()}` : ''}`, exitCode);
+}

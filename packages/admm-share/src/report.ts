@@ -1,0 +1,112 @@
+// What a simulation reports: the summary it returns and writes (the coordinator's summary.json
+// plus the baseline models and the file paths), the baselines themselves (central on all
+// features, party 1 alone), and the human-readable lines and result table.
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import {
+  type ClassificationMetrics,
+  type Csr,
+  type LabelledSet,
+  classificationMetrics,
+  csrSliceColumns,
+  fitCentral,
+  logistic,
+  predictScores,
+  writeFileAtomic,
+} from '@admm-share/core';
+import type { Summary, TestMetrics } from '@admm-share/coordinator';
+import type { SimulationData } from './datasets.js';
+import { type Job, modelPath } from './launch.js';
+import type { Progress } from './progress.js';
+
+export interface Baseline {
+  objective: number;
+  test?: ClassificationMetrics;
+}
+
+export interface SimulateSummary extends Summary {
+  baselines?: { central: Baseline; local: Baseline & { party: string } };
+  files: { dir: string; logs: string; models: string[] };
+}
+
+/** The central model on all columns, or on columns [from, to) only (a party alone), with its test metrics. */
+export function evaluateCentral(train: LabelledSet, test: LabelledSet | undefined, lambda: number, intercept: boolean, cols?: [number, number]): Baseline {
+  const slice = (X: Csr) => (cols ? csrSliceColumns(X, cols[0], cols[1]) : X);
+  const fit = fitCentral(slice(train.X), train.y, logistic, lambda, { intercept });
+  return {
+    objective: fit.objective,
+    ...(test ? { test: classificationMetrics(predictScores(slice(test.X), fit.x, fit.intercept), test.y) } : {}),
+  };
+}
+
+/** The first line `simulate` prints: the data set, its rows and the parties' blocks. */
+export function describeData({ source, train, test, blocks }: SimulationData): string {
+  return `admm-share simulate: ${source}, ${train.ids.length} training rows${test ? `, ${test.ids.length} test rows` : ''}, ` +
+    `${blocks.length} parties (${blocks.join(' | ')} features)\n`;
+}
+
+/**
+ * The coordinator's summary.json with the file paths and, if asked, the baselines; `total`
+ * seconds count from `started`. Written back over summary.json.
+ */
+export function completeSummary(
+  job: Job,
+  data: SimulationData,
+  opts: { lambda: number; intercept: boolean; baselines: boolean },
+  progress: Progress,
+  started: number,
+): SimulateSummary {
+  const { dir, files } = job;
+  const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) as Summary;
+  const result: SimulateSummary = {
+    ...summary,
+    files: { dir, logs: job.logDir, models: files.parties.map((p) => modelPath(job, p.id)) },
+  };
+  if (opts.baselines) {
+    progress.message('training the central and party-1-only baselines');
+    const first = files.parties[0];
+    result.baselines = {
+      central: evaluateCentral(data.train, data.test, opts.lambda, opts.intercept),
+      local: { party: first.id, ...evaluateCentral(data.train, data.test, opts.lambda, opts.intercept, [first.columns[0] - 1, first.columns[1]]) },
+    };
+    progress.done();
+  }
+  result.seconds = { ...summary.seconds, total: (performance.now() - started) / 1000 };
+  writeFileAtomic(join(dir, 'summary.json'), JSON.stringify(result, null, 2) + '\n');
+  return result;
+}
+
+function fmt(v: number | undefined, digits = 4): string {
+  return v === undefined || Number.isNaN(v) ? '-' : v.toFixed(digits);
+}
+
+export function formatTable(s: SimulateSummary): string {
+  const method = s.algorithm === 'sgd' ? 'SGD' : `ADMM (${s.variant})`;
+  const rows: [string, number, TestMetrics | undefined][] = [[`${method}, ${s.parties.length} parties`, s.objective, s.test]];
+  if (s.baselines) {
+    rows.push(['central, all features', s.baselines.central.objective, s.baselines.central.test]);
+    rows.push([`${s.baselines.local.party} features only`, s.baselines.local.objective, s.baselines.local.test]);
+  }
+  const head = ['model', 'train objective', 'test log loss', 'accuracy', 'AUC'];
+  const body = rows.map(([name, obj, t]) => [name, fmt(obj, 10), fmt(t?.logLoss), fmt(t?.accuracy), fmt(t?.auc)]);
+  const widths = head.map((h, j) => Math.max(h.length, ...body.map((r) => r[j].length)));
+  const line = (r: string[]) => r.map((c, j) => (j === 0 ? c.padEnd(widths[j]) : c.padStart(widths[j]))).join('  ') + '\n';
+  const gap = s.baselines ? (s.objective - s.baselines.central.objective) / s.baselines.central.objective : undefined;
+  return (
+    '\n' +
+    line(head) +
+    line(widths.map((w) => '-'.repeat(w))) +
+    body.map(line).join('') +
+    `\n${s.rounds} ${s.algorithm === 'sgd' ? 'epochs' : 'rounds'} (${s.reason}), ${(s.seconds.perRound * 1000).toFixed(2)} ms/${s.algorithm === 'sgd' ? 'epoch' : 'round'}, ` +
+    `${(s.bytes.toCoordinator / 1e6).toFixed(1)} MB to / ${(s.bytes.fromCoordinator / 1e6).toFixed(1)} MB from the coordinator` +
+    (gap !== undefined && s.objectiveFrom === 'shares' ? `, objective gap to central ${gap.toExponential(2)}` : '') +
+    (s.objectiveFrom === 'noisy shares' ? ', ADMM objective computed from the noisy shares' : '') +
+    (s.droppedRows ? `, ${s.droppedRows} rows dropped in alignment` : '') +
+    '\n'
+  );
+}
+
+/** The last line: where the files are. */
+export function writtenTo(dir: string): string {
+  return `\nwritten to ${dir} (summary.json, trace.jsonl, model-*.json, logs/)\n`;
+}

@@ -1,0 +1,134 @@
+// The README's one-party-per-organisation example, run as written. The fenced block after the
+// `<!-- readme-test:deployment` marker is read from README.md and its commands run as real
+// processes, in order, in a temporary directory (so the relative paths they write land there),
+// on the data its own `admm-share generate` writes. Only what a test must change is changed:
+// `npx <bin>` becomes node with the workspace's bin script, and the coordinator listens on
+// port 0 on loopback (a test neither takes a fixed port nor listens beyond this machine), the
+// parties connecting to the port its `listening` line reports.
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { BIN, type Proc, killAll, run, tempDir } from './procs.js';
+
+after(killAll);
+
+const README = fileURLToPath(new URL('../../../../README.md', import.meta.url));
+const MARKER = '<!-- readme-test:deployment';
+const BINS: Record<string, string> = { 'admm-share': BIN.share, 'admm-coordinator': BIN.coordinator, 'admm-party': BIN.party };
+
+/**
+ * The commands of the fenced block that directly follows `marker`: comment and blank lines
+ * dropped, `\` continuations joined, words split on blanks (the test runs them without a
+ * shell, so the block may not use quoting or other shell syntax).
+ */
+function fencedCommands(markdown: string, marker: string): string[][] {
+  const at = markdown.indexOf(marker);
+  assert.ok(at >= 0, `README.md has no '${marker}' marker`);
+  const lines = markdown.slice(at).split('\n').slice(1);
+  assert.match(lines[0] ?? '', /^\s*```/, `the fenced block must start on the line after '${marker}'`);
+  const close = lines.findIndex((l, i) => i > 0 && /^\s*```\s*$/.test(l));
+  assert.ok(close > 0, `the block after '${marker}' is not closed`);
+  const commands: string[][] = [];
+  let current = '';
+  for (const raw of lines.slice(1, close)) {
+    const line = raw.trim();
+    if (current === '' && (line === '' || line.startsWith('#'))) continue;
+    if (line.endsWith('\\')) {
+      current += line.slice(0, -1) + ' ';
+      continue;
+    }
+    current += line;
+    assert.doesNotMatch(current, /["'`$|&;<>*?(){}[\]~]/, `${current}: the test runs commands without a shell; keep them to plain words`);
+    commands.push(current.split(/\s+/).filter(Boolean));
+    current = '';
+  }
+  assert.equal(current, '', `the block after '${marker}' ends in a continued line`);
+  return commands;
+}
+
+/** The value after `flag` (the flag must be there once). */
+function flag(args: string[], name: string): string | undefined {
+  const i = args.indexOf(name);
+  assert.ok(i < 0 || args.indexOf(name, i + 1) < 0, `${name} given twice`);
+  return i < 0 ? undefined : args[i + 1];
+}
+
+function withFlag(args: string[], name: string, value: string): string[] {
+  const i = args.indexOf(name);
+  assert.ok(i >= 0, `the README command has no ${name}: ${args.join(' ')}`);
+  return [...args.slice(0, i + 1), value, ...args.slice(i + 2)];
+}
+
+test('README: the one-party-per-organisation commands run as written on the data `admm-share generate` writes', async (t) => {
+  const cwd = tempDir(t, 'admm-readme-');
+  const commands = fencedCommands(readFileSync(README, 'utf8'), MARKER).map((c) => {
+    assert.equal(c[0], 'npx', `README commands start with npx: ${c.join(' ')}`);
+    assert.ok(BINS[c[1]], `unknown program ${c[1]}`);
+    return { program: c[1], args: c.slice(2) };
+  });
+  assert.deepEqual([...new Set(commands.map((c) => c.program))], ['admm-share', 'admm-coordinator', 'admm-party'], 'generate, then the coordinator, then the parties');
+  assert.equal(commands.filter((c) => c.program === 'admm-coordinator').length, 1);
+
+  let coordinator: { proc: Proc; args: string[]; port: number } | undefined;
+  const parties: { proc: Proc; args: string[] }[] = [];
+  for (const { program, args } of commands) {
+    if (program === 'admm-share') {
+      assert.equal(args[0], 'generate');
+      const p = run(BINS[program], args, { cwd });
+      assert.equal((await p.exit).code, 0, p.stderr());
+    } else if (program === 'admm-coordinator') {
+      const proc = run(BINS[program], withFlag(withFlag(args, '--port', '0'), '--host', '127.0.0.1'), { cwd });
+      const { port } = (await proc.waitFor((r) => r.msg === 'listening', 'listening')) as { port: number };
+      coordinator = { proc, args, port };
+    } else {
+      assert.ok(coordinator, 'the README starts the coordinator before the parties');
+      const url = new URL(flag(args, '--coordinator')!);
+      assert.ok(['127.0.0.1', 'localhost'].includes(url.hostname), `the parties of the one-machine example connect to this machine: ${url}`);
+      url.port = String(coordinator.port);
+      parties.push({ proc: run(BINS[program], withFlag(args, '--coordinator', url.toString()), { cwd }), args });
+    }
+  }
+  assert.ok(coordinator && parties.length >= 2);
+  for (const [name, p] of [['admm-coordinator', coordinator.proc], ...parties.map((q) => [`admm-party ${flag(q.args, '--id')}`, q.proc] as const)] as const) {
+    const { code } = await p.exit;
+    assert.equal(code, 0, `${name}: ${p.stderr()}`);
+  }
+
+  // Every party's model (and privacy report) is written where its --model says.
+  for (const { args } of parties) {
+    const model = join(cwd, flag(args, '--model')!);
+    assert.ok(existsSync(model), `${flag(args, '--id')}: ${model}`);
+    assert.ok(Array.isArray(JSON.parse(readFileSync(model, 'utf8')).coefficients));
+    assert.ok(existsSync(model.replace(/\.json$/, '.privacy.json')));
+  }
+  const out = join(cwd, flag(coordinator.args, '--out')!);
+  assert.ok(existsSync(join(out, 'trace.jsonl')));
+  const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+  assert.deepEqual(summary.parties.map((q: { id: string }) => q.id), flag(coordinator.args, '--parties')!.split(','));
+  assert.ok(Number.isFinite(summary.objective));
+  assert.equal(summary.jobId, flag(coordinator.args, '--job'));
+
+  // Evaluation: metrics if every party sends test scores, otherwise one warning and the reason.
+  const sendsTestScores = (a: string[]) => {
+    const privacy = (flag(a, '--mechanism') ?? (a.includes('--epsilon') ? 'gaussian-share' : 'none')) !== 'none';
+    return flag(a, '--test') !== undefined && (!privacy || a.includes('--release-test-scores'));
+  };
+  const without = parties.filter((q) => !sendsTestScores(q.args)).map((q) => flag(q.args, '--id')!);
+  if (flag(coordinator.args, '--test-labels') === undefined) {
+    assert.equal(summary.test, undefined);
+    assert.equal(summary.evaluation, undefined);
+  } else if (without.length === 0) {
+    assert.equal(summary.evaluation, undefined);
+    for (const k of ['logLoss', 'accuracy', 'auc']) assert.ok(Number.isFinite(summary.test[k]), k);
+  } else {
+    assert.equal(summary.test, undefined);
+    assert.equal(summary.rows.test, 0);
+    const who = without.length === 1 ? `party ${without[0]} has` : `parties ${without.join(', ')} have`;
+    assert.equal(summary.evaluation.skipped, `${who} no test set: no test metrics for this job; give every party --test (with privacy also --release-test-scores) to evaluate`);
+    const warnings = coordinator.proc.records.filter((r) => r.level === 40 && r.msg === summary.evaluation.skipped);
+    assert.equal(warnings.length, 1, 'one warning naming the party');
+    assert.deepEqual(warnings[0].parties, without);
+  }
+});
