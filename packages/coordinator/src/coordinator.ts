@@ -186,7 +186,7 @@ class Coordinator {
     this.phase = 'setup';
     parties.lossPolicy = 'fatal';
     const skipped = evaluationSkipReason(this.testLabels, parties.list);
-    if (skipped) log.warn({ evaluation: 'skipped' }, skipped);
+    if (skipped) log.warn({ parties: parties.list.filter((p) => p.fileRows.test === 0).map((p) => p.id) }, skipped);
     const train = this.align('train', this.labels, ids.map((x) => x.train));
     const test = this.testLabels && !skipped ? this.align('test', this.testLabels, ids.map((x) => x.test ?? new Uint8Array(0))) : undefined;
     const samples = {

@@ -85,7 +85,8 @@ export function buildJob(
 export function evaluationSkipReason(testLabels: Labels | undefined, parties: readonly PartyConnection[]): string | undefined {
   const missing = testLabels ? parties.filter((p) => p.fileRows.test === 0).map((p) => p.id) : [];
   if (missing.length === 0) return undefined;
-  return `party ${missing.join(', ')} has no test set: give every party --test (with privacy also --release-test-scores) to evaluate`;
+  const who = missing.length === 1 ? `party ${missing[0]} has` : `parties ${missing.join(', ')} have`;
+  return `${who} no test set: no test metrics for this job; give every party --test (with privacy also --release-test-scores) to evaluate`;
 }
 
 /** The setup message for one party's rows. */
