@@ -12,23 +12,19 @@ import {
   CloseCodes,
   ProtocolError,
   closeKindOf,
+  CLOSE_HANDSHAKE_MS,
+  ENVELOPE_BYTES,
+  MIN_HEARTBEAT_MS,
+  RETRIABLE_CLOSE_CODES,
   closeReason,
   decode,
   validateCoordinatorMessage,
 } from '@admm-share/protocol';
 
-/** Close codes of a connection that broke rather than was closed on purpose: worth reconnecting. */
-const RETRIABLE_CLOSE_CODES = new Set([1001, 1005, 1006]);
-
-/** Bytes of MessagePack framing allowed on top of a message's vectors. */
-const ENVELOPE_BYTES = 4096;
-
 /** Reconnect backoff: 100 ms doubling up to 5 s, each delay times a factor in [0.5, 1.5). */
 const BACKOFF_FIRST_MS = 100;
 const BACKOFF_MAX_MS = 5000;
 
-/** After the close handshake of a finished job has not completed in this time, the socket is dropped. */
-const CLOSE_GRACE_MS = 5000;
 
 /**
  * The largest frame the coordinator sends, from this party's row counts: setup (4 bytes per
@@ -130,13 +126,13 @@ export class CoordinatorLink {
 
   /**
    * The job is over: close with `kind` (normally 'done') and resolve once the close handshake
-   * is over, so the coordinator sees a clean close (or after CLOSE_GRACE_MS without one).
+   * is over, so the coordinator sees a clean close (or after CLOSE_HANDSHAKE_MS without one).
    */
   finish(kind: CloseKind, detail: string): Promise<void> {
     const ws = this.ws;
     this.stop();
     return new Promise((resolve) => {
-      const fallback = setTimeout(() => ws.terminate(), CLOSE_GRACE_MS);
+      const fallback = setTimeout(() => ws.terminate(), CLOSE_HANDSHAKE_MS);
       ws.once('close', () => {
         clearTimeout(fallback);
         resolve();
@@ -251,7 +247,7 @@ export class CoordinatorLink {
         clearInterval(watchdog);
         ws.terminate();
       }
-    }, Math.max(100, heartbeatTimeoutMs / 4));
+    }, Math.max(MIN_HEARTBEAT_MS, heartbeatTimeoutMs / 4));
     watchdog.unref();
     ws.on('close', () => clearInterval(watchdog));
   }

@@ -2,7 +2,7 @@
 // to the coordinator and writes the model when the job is done. It owns only the wiring:
 // link.ts is the connection, session.ts the job's state machine, model-file.ts the output.
 import type { Logger } from 'pino';
-import { type FeatureTable, type ReadOptions, ConfigError, DataError, PeerError, readFeatureFile } from '@admm-share/core';
+import { type FeatureTable, type ReadOptions, ConfigError, DataError, InternalError, PeerError, readFeatureFile } from '@admm-share/core';
 import { type CloseKind, ProtocolError, assertNever, encode } from '@admm-share/protocol';
 import { CoordinatorLink, maxPayloadFor } from './link.js';
 import { ledgerPath, writeModelFiles } from './model-file.js';
@@ -125,7 +125,8 @@ function run(config: PartyConfig, env: SessionEnv, rowsScaled: number): PartyHan
       env.log.error({ close: err.closeCode, err: err.message }, 'bad message from coordinator');
       fail(new PeerError(`coordinator sent a bad message: ${err.message}`), err.kind);
     } else if (err instanceof DataError || err instanceof ConfigError) fail(err, 'partyFailure');
-    else fail(new PeerError(`internal error: ${(err as Error).message}`), 'internal');
+    // A bug, not the coordinator's doing: exit 70, with the stack under ADMM_DEBUG.
+    else fail(new InternalError('handling a coordinator message', err), 'internal');
   };
 
   const act = (outcome: Outcome): void => {
