@@ -30,6 +30,8 @@ export type { CoordinatorConfig, CoordinatorHandle, SgdConfig } from './config.j
 export type { PartySummary, Summary, TestMetrics } from './report.js';
 export { defaultRho } from './job.js';
 
+/** Rows a party may declare beyond --max-rows-factor x label rows, so that tiny label files do not refuse real parties. */
+const SLACK_ROWS = 1024;
 /** A resumed coordinator waits at least this long for the parties to rejoin, even with --rejoin-timeout 0. */
 const MIN_RESUME_WINDOW_MS = 1000;
 
@@ -84,7 +86,7 @@ class Coordinator {
     this.resumeFrom = config.resume ? this.readResumable(config) : undefined;
     this.cfg = this.resumeFrom ? { ...config, jobId: this.resumeFrom.jobId } : config;
     this.hashKey = this.resumeFrom?.hashKey ?? randomBytes(HASH_KEY_BYTES);
-    this.maxRows = Math.ceil(config.maxRowsFactor * Math.max(this.labels.ids.length, this.testLabels?.ids.length ?? 0)) + 1024;
+    this.maxRows = Math.ceil(config.maxRowsFactor * Math.max(this.labels.ids.length, this.testLabels?.ids.length ?? 0)) + SLACK_ROWS;
     log.info({ labels: config.labels, rows: this.labels.ids.length, testRows: this.testLabels?.ids.length ?? 0, classes: this.labels.classes }, 'labels loaded');
     const cfg = this.cfg;
     this.parties = new Parties({

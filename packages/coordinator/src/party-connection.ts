@@ -17,6 +17,7 @@ import {
   type ValidationContext,
   CloseCodes,
   ProtocolError,
+  assertNever,
   closeReason,
   decode,
   encode,
@@ -226,9 +227,22 @@ export class PartyConnection {
       const waiting = this.step ?? this.pending;
       if (!waiting) throw new ProtocolError('unexpected', 'a message when none was asked for');
       const msg = validatePartyMessage(decode(bytes), waiting.ctx);
-      if (!waiting.types.includes(msg.type))
-        throw new ProtocolError('unexpected', `'${msg.type}' while waiting for '${waiting.types.join("' or '")}'`);
-      waiting.deliver(msg);
+      switch (msg.type) {
+        case 'hello':
+          throw new ProtocolError('unexpected', 'a second hello');
+        case 'ids':
+        case 'ready':
+        case 'share':
+        case 'exhausted':
+        case 'scores':
+        case 'batchScores':
+          // Each is only ever a reply: taken if it is what the party was asked for.
+          if (!waiting.types.includes(msg.type)) throw new ProtocolError('unexpected', `'${msg.type}' while waiting for '${waiting.types.join("' or '")}'`);
+          waiting.deliver(msg);
+          return;
+        default:
+          assertNever(msg);
+      }
     } catch (err) {
       if (err instanceof ProtocolError) {
         this.close(err.kind, err.message);
