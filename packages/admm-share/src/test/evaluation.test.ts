@@ -45,4 +45,8 @@ test('parties without a test set: no evaluation, a warning naming them, and the 
   const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
   assert.equal(trace.filter((r) => r.test).length, 0, 'no round was evaluated');
   assert.equal(first.records.filter((r) => r.level === 40 && r.msg === reason).length, 1, 'one warning');
+  // The coordinator's output ends with one human-readable line: how the job ended and why there are no metrics.
+  const lastLine = second.stdout().trim().split('\n').at(-1)!;
+  assert.match(lastLine, new RegExp(`^admm-coordinator: job \\S+ (converged after|ran|stopped by a privacy budget after) ${summary.rounds} rounds .*objective [0-9.e+-]+ \\(from noisy shares\\), no test metrics \\(`));
+  assert.ok(lastLine.endsWith(`summary in ${join(out, 'summary.json')}`), lastLine);
 });
