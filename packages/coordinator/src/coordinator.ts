@@ -149,9 +149,7 @@ class Coordinator {
 
   private async run(): Promise<Summary> {
     const { cfg, parties } = this;
-    const setupStart = performance.now();
-    const job = this.resumeFrom ? await this.resumeJob(this.resumeFrom) : await this.newJob();
-    const setupSeconds = (performance.now() - setupStart) / 1000;
+    const { job, setupSeconds } = this.resumeFrom ? await this.resumeJob(this.resumeFrom) : await this.newJob();
     const joined = participation(cfg, parties.list, this.log);
 
     this.phase = 'training';
@@ -182,9 +180,10 @@ class Coordinator {
   }
 
   /** waiting -> setup: every party joins, the samples are aligned, every party is set up and ready. */
-  private async newJob(): Promise<Job> {
+  private async newJob(): Promise<{ job: Job; setupSeconds: number }> {
     const { cfg, parties, log } = this;
     const ids = await this.guard(parties.allJoined());
+    const setupStart = performance.now();
     this.phase = 'setup';
     parties.lossPolicy = 'fatal';
     const skipped = evaluationSkipReason(this.testLabels, parties.list);
@@ -206,12 +205,13 @@ class Coordinator {
       ),
     );
     ready.forEach((r, m) => (parties.list[m].privacy = r.privacy));
-    return job;
+    return { job, setupSeconds: (performance.now() - setupStart) / 1000 };
   }
 
   /** A job from its checkpoint: training continues once every party has rejoined. */
-  private async resumeJob(cp: Checkpoint): Promise<Job> {
+  private async resumeJob(cp: Checkpoint): Promise<{ job: Job; setupSeconds: number }> {
     const { cfg, parties, log } = this;
+    const setupStart = performance.now();
     const job = buildJob(cfg, this.labels, this.testLabels, cp.samples, cp.evaluationSkipped ?? undefined, cp.setup);
     this.phase = 'training';
     parties.lossPolicy = 'may-rejoin';
@@ -221,7 +221,7 @@ class Coordinator {
     const rejoined = parties.awaitRejoins(window);
     this.loop = new AdmmLoop(this.loopDeps(job), cp);
     await this.guard(rejoined);
-    return job;
+    return { job, setupSeconds: (performance.now() - setupStart) / 1000 };
   }
 
   private allowRejoins(job: Job): void {
