@@ -57,7 +57,7 @@ test('simulate with gaussian-share: seeded noise reproduces, says so, and every 
   for (const q of s.privacy) {
     assert.deepEqual([q.mechanism, q.epsilon, q.delta, q.rounds, q.accountant, q.seeded], ['gaussian-share', 5, 1e-5, 8, 'exact', true]);
     assert.ok(q.sigma > 0 && q.sensitivity > 0);
-    assert.ok(Math.abs(q.epsilonSpent - 5) < 1e-6, `spent ${q.epsilonSpent}`);
+    assert.ok(Math.abs(q.epsilonSpent - 5) < 1e-6 && q.epsilonSpent <= 5, `spent ${q.epsilonSpent}`);
     const report = JSON.parse(readFileSync(join(runs[0].out, `model-${q.party}.privacy.json`), 'utf8'));
     assert.match(report.guarantee, /^\(5, 0\.00001\)-differential privacy/);
     assert.match(report.noise, /^SEEDED/);
@@ -111,6 +111,8 @@ test('a party whose budget pays for fewer rounds caps the job; the ledger ends e
   const q = summary.privacy.find((x: { party: string }) => x.party === 'party-2');
   assert.equal(q.rounds, 4);
   assert.ok(Math.abs(q.epsilonSpent - 1) < 1e-9);
+  // Never more than the budget, not even by a rounding error (the ledger reports min(spent, budget) within its tolerance).
+  assert.ok(q.epsilonSpent <= 1, `spent ${q.epsilonSpent} > 1`);
   assert.equal(summary.privacy.find((x: { party: string }) => x.party === 'party-1').mechanism, 'none');
   assert.match(coord.stdout(), /rounds capped by a party's privacy budget/);
 });
