@@ -1,8 +1,9 @@
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as vega from 'vega';
 import * as vl from 'vega-lite';
+import { readTrace } from '@admm-share/coordinator';
 import {
   type ClassificationMetrics,
   type LabelledSet,
@@ -76,12 +77,9 @@ function localBaselines(dataset: string, train: LabelledSet, test: LabelledSet, 
 }
 
 function curveOf(dataset: string, algorithm: string, dir: string): Curve[] {
-  return readFileSync(join(dir, 'trace.jsonl'), 'utf8')
-    .trim()
-    .split('\n')
-    .map((l) => JSON.parse(l))
-    .filter((r) => r.test)
-    .map((r) => ({ dataset, algorithm, epoch: r.round, objective: r.objective, logLoss: r.test.logLoss, accuracy: r.test.accuracy, auc: r.test.auc }));
+  return readTrace(join(dir, 'trace.jsonl')).flatMap(({ round, objective, test }) =>
+    test ? [{ dataset, algorithm, epoch: round, objective, logLoss: test.logLoss ?? NaN, accuracy: test.accuracy ?? NaN, auc: test.auc ?? NaN }] : [],
+  );
 }
 
 async function curvesPlot(curves: Curve[], baselines: Baseline[], dataset: string): Promise<string> {

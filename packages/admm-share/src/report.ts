@@ -1,7 +1,6 @@
 // What a simulation reports: the summary it returns and writes (the coordinator's summary.json
 // plus the baseline models and the file paths), the baselines themselves (central on all
 // features, party 1 alone), and the human-readable lines and result table.
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   type ClassificationMetrics,
@@ -14,7 +13,7 @@ import {
   predictScores,
   writeFileAtomic,
 } from '@admm-share/core';
-import type { Summary, TestMetrics } from '@admm-share/coordinator';
+import { type Summary, type TestMetrics, readSummary } from '@admm-share/coordinator';
 import type { SimulationData } from './datasets.js';
 import { type Job, modelPath } from './launch.js';
 import type { Progress } from './progress.js';
@@ -57,7 +56,7 @@ export function completeSummary(
   started: number,
 ): SimulateSummary {
   const { dir, files } = job;
-  const summary = JSON.parse(readFileSync(join(dir, 'summary.json'), 'utf8')) as Summary;
+  const summary = readSummary(join(dir, 'summary.json'));
   const result: SimulateSummary = {
     ...summary,
     files: { dir, logs: job.logDir, models: files.parties.map((p) => modelPath(job, p.id)) },

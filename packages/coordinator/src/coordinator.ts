@@ -27,7 +27,7 @@ import { type Server, listen } from './server.js';
 import { runSgd } from './sgd-loop.js';
 
 export type { CoordinatorConfig, CoordinatorHandle, SgdConfig } from './config.js';
-export type { PartySummary, Summary, TestMetrics } from './report.js';
+export type { PartySummary, Summary, TestMetrics, TraceLine } from './report.js';
 export { defaultRho } from './job.js';
 
 /** Rows a party may declare beyond --max-rows-factor x label rows, so that tiny label files do not refuse real parties. */

@@ -2,16 +2,17 @@
  * What a job reports: the per-round trace (trace.jsonl), the summary (summary.json), the
  * round's log line and the one human-readable result line a run ends with.
  */
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { DataError, writeFileAtomic } from '@admm-share/core';
+import { writeFileAtomic } from '@admm-share/core';
 import type { AlgorithmName, LossName, PrivacyInfo, StopReason } from '@admm-share/protocol';
 import type { Variant } from './admm.js';
 import type { TrainResult } from './admm-loop.js';
 import type { CoordinatorConfig, SgdConfig } from './config.js';
 import type { Job, Participation } from './job.js';
 import type { PartyConnection, Traffic } from './party-connection.js';
+import { readTrace } from './report-read.js';
 
 export interface PartySummary {
   id: string;
@@ -110,24 +111,12 @@ export class TraceWriter {
   }
 }
 
-/** The lines of a partial trace up to round `keepUpTo`, each checked to be a trace line. */
+/** The lines of a partial trace up to round `keepUpTo`, each rebuilt by parseTraceLine. */
 function keptLines(path: string, keepUpTo: number): string {
-  const out: string[] = [];
-  readFileSync(path, 'utf8')
-    .split('\n')
-    .forEach((text, i) => {
-      if (text.trim() === '') return;
-      let value: unknown;
-      try {
-        value = JSON.parse(text);
-      } catch (err) {
-        throw new DataError(path, i + 1, `not JSON (${(err as Error).message})`);
-      }
-      const round = typeof value === 'object' && value !== null && 'round' in value ? value.round : undefined;
-      if (typeof round !== 'number' || !Number.isSafeInteger(round) || round < 1) throw new DataError(path, i + 1, 'not a trace line (round)');
-      if (round <= keepUpTo) out.push(text + '\n');
-    });
-  return out.join('');
+  return readTrace(path)
+    .filter((line) => line.round <= keepUpTo)
+    .map((line) => JSON.stringify(line) + '\n')
+    .join('');
 }
 
 export function writeSummary(dir: string, summary: Summary): string {

@@ -1,0 +1,187 @@
+/**
+ * Reading back what report.ts writes (summary.json, trace.jsonl): parsed and rebuilt like wire
+ * data, every field checked for type, finiteness and range, names against the protocol's
+ * tables, unknown keys refused, so nothing unchecked survives. A failure is a DataError that
+ * names the file, the line of a trace line, and the field.
+ */
+import { readFileSync } from 'node:fs';
+import { DataError } from '@admm-share/core';
+import { ACCOUNTANT_NAMES, ALGORITHMS, LOSSES, MECHANISMS, NAME_RE, STOP_REASONS, VARIANTS } from '@admm-share/protocol';
+import type { Summary, TestMetrics, TraceLine } from './report.js';
+
+type Obj = Record<string, unknown>;
+
+const OBJECTIVE_FROM = ['shares', 'noisy shares'] as const;
+const METRICS = ['logLoss', 'accuracy', 'auc', 'rmse'] as const;
+
+const show = (v: unknown): string =>
+  v === undefined ? 'missing' : v === null ? 'null' : Array.isArray(v) ? 'an array' : typeof v === 'object' ? 'an object' : typeof v === 'string' ? `'${v.slice(0, 40)}'` : String(v);
+
+/** The field checkers for one value read from `path` (at `line`); each names the field it rejects. */
+function checkers(path: string, line: number | undefined, what: string) {
+  const bad = (field: string, detail: string): never => {
+    throw new DataError(path, line, `not a valid ${what}: ${field} ${detail}`);
+  };
+  const at = (field: string, key: string) => (field ? `${field}.${key}` : key);
+  /** An object with exactly the `required` keys and any of the `optional` ones ('any': any keys). */
+  const obj = (v: unknown, field: string, required: readonly string[], optional: readonly string[] | 'any' = []): Obj => {
+    if (typeof v !== 'object' || v === null || Array.isArray(v)) return bad(field || (line === undefined ? 'the file' : 'the line'), `is ${show(v)}, expected an object`);
+    const o = v as Obj;
+    if (optional !== 'any') for (const k of Object.keys(o)) if (!required.includes(k) && !optional.includes(k)) bad(at(field, k), 'is not expected');
+    for (const k of required) if (o[k] === undefined) bad(at(field, k), 'is missing');
+    return o;
+  };
+  const num = (v: unknown, field: string, min?: number, max?: number): number =>
+    typeof v === 'number' && Number.isFinite(v) && (min === undefined || v >= min) && (max === undefined || v <= max)
+      ? v
+      : bad(field, `is ${show(v)}, expected a finite number${min === undefined ? '' : ` >= ${min}`}${max === undefined ? '' : ` <= ${max}`}`);
+  const positive = (v: unknown, field: string): number => (num(v, field) > 0 ? (v as number) : bad(field, `is ${show(v)}, expected a positive number`));
+  const int = (v: unknown, field: string, min = 0): number => (Number.isSafeInteger(v) && (v as number) >= min ? (v as number) : bad(field, `is ${show(v)}, expected an integer >= ${min}`));
+  const str = (v: unknown, field: string): string => (typeof v === 'string' ? v : bad(field, `is ${show(v)}, expected a string`));
+  const name = (v: unknown, field: string): string => (NAME_RE.test(str(v, field)) ? (v as string) : bad(field, `is ${show(v)}, not a valid name`));
+  const bool = (v: unknown, field: string): boolean => (typeof v === 'boolean' ? v : bad(field, `is ${show(v)}, expected true or false`));
+  const oneOf = <T extends string>(v: unknown, field: string, options: readonly T[]): T => options.find((o) => o === v) ?? bad(field, `is ${show(v)}, expected one of ${options.join(', ')}`);
+  const bytes = (v: unknown, field: string) => {
+    const o = obj(v, field, ['toCoordinator', 'fromCoordinator']);
+    return { toCoordinator: int(o.toCoordinator, `${field}.toCoordinator`), fromCoordinator: int(o.fromCoordinator, `${field}.fromCoordinator`) };
+  };
+  /** Test metrics; null is JSON's NaN (AUC of a test set with one class), read back as NaN. */
+  const metrics = (v: unknown, field: string): TestMetrics => {
+    const o = obj(v, field, [], METRICS);
+    const metric = (k: (typeof METRICS)[number], max?: number) => (o[k] === undefined ? undefined : o[k] === null ? NaN : num(o[k], `${field}.${k}`, 0, max));
+    return defined({ logLoss: metric('logLoss'), accuracy: metric('accuracy', 1), auc: metric('auc', 1), rmse: metric('rmse') });
+  };
+  return { bad, obj, num, positive, int, str, name, bool, oneOf, bytes, metrics };
+}
+
+/** `x` without its undefined entries: optional fields that were absent stay absent. */
+function defined<T extends object>(x: T): T {
+  return Object.fromEntries(Object.entries(x).filter(([, v]) => v !== undefined)) as T;
+}
+
+function readText(path: string, what: string): string {
+  try {
+    return readFileSync(path, 'utf8');
+  } catch (err) {
+    throw new DataError(path, undefined, `cannot read the ${what} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+}
+
+function parseJson(text: string, path: string, line?: number): unknown {
+  try {
+    return JSON.parse(text);
+  } catch (err) {
+    throw new DataError(path, line, `not JSON (${(err as Error).message})`);
+  }
+}
+
+export function readSummary(path: string): Summary {
+  return parseSummary(parseJson(readText(path, 'summary'), path), path);
+}
+
+/** Rebuild a summary (as buildSummary makes it) from a parsed value, checking every field. */
+export function parseSummary(value: unknown, path: string): Summary {
+  const c = checkers(path, undefined, 'summary');
+  const o = c.obj(
+    value,
+    '',
+    ['jobId', 'algorithm', 'variant', 'loss', 'lambda', 'rho', 'alpha', 'rounds', 'reason', 'converged', 'objective', 'objectiveFrom', 'residuals', 'seconds', 'bytes', 'parties', 'rows', 'droppedRows', 'droppedTestRows', 'privacy'],
+    ['sgd', 'test', 'evaluation'],
+  );
+  const algorithm = c.oneOf(o.algorithm, 'algorithm', ALGORITHMS);
+  if ((o.sgd !== undefined) !== (algorithm === 'sgd')) c.bad('sgd', algorithm === 'sgd' ? 'is missing' : `is not expected with algorithm '${algorithm}'`);
+  const rho = c.obj(o.rho, 'rho', ['initial', 'final']);
+  const sgd = o.sgd === undefined ? undefined : c.obj(o.sgd, 'sgd', ['batchSize', 'lr', 'lrDecay']);
+  const residuals = o.residuals === null ? null : c.obj(o.residuals, 'residuals', ['primal', 'dual']);
+  const seconds = c.obj(o.seconds, 'seconds', ['total', 'setup', 'training', 'perRound']);
+  const rows = c.obj(o.rows, 'rows', ['train', 'test']);
+  const list = (v: unknown, field: string): unknown[] => (Array.isArray(v) ? v : c.bad(field, `is ${show(v)}, expected a list`));
+  const reason = c.oneOf(o.reason, 'reason', STOP_REASONS);
+  const converged = c.bool(o.converged, 'converged');
+  if (converged !== (reason === 'converged')) c.bad('converged', `is ${converged} with reason '${reason}'`);
+  return defined({
+    jobId: c.name(o.jobId, 'jobId'),
+    algorithm,
+    variant: c.oneOf(o.variant, 'variant', VARIANTS),
+    loss: c.oneOf(o.loss, 'loss', LOSSES),
+    lambda: c.num(o.lambda, 'lambda', 0),
+    rho: { initial: c.num(rho.initial, 'rho.initial', 0), final: c.num(rho.final, 'rho.final', 0) },
+    alpha: c.positive(o.alpha, 'alpha') < 2 ? (o.alpha as number) : c.bad('alpha', `is ${show(o.alpha)}, expected a number in (0, 2)`),
+    sgd: sgd && { batchSize: c.int(sgd.batchSize, 'sgd.batchSize', 1), lr: c.positive(sgd.lr, 'sgd.lr'), lrDecay: c.num(sgd.lrDecay, 'sgd.lrDecay', 0) },
+    rounds: c.int(o.rounds, 'rounds'),
+    reason,
+    converged,
+    objective: c.num(o.objective, 'objective'),
+    objectiveFrom: c.oneOf(o.objectiveFrom, 'objectiveFrom', OBJECTIVE_FROM),
+    residuals: residuals && { primal: c.num(residuals.primal, 'residuals.primal', 0), dual: c.num(residuals.dual, 'residuals.dual', 0) },
+    test: o.test === undefined ? undefined : c.metrics(o.test, 'test'),
+    evaluation: o.evaluation === undefined ? undefined : { skipped: c.str(c.obj(o.evaluation, 'evaluation', ['skipped']).skipped, 'evaluation.skipped') },
+    seconds: {
+      total: c.num(seconds.total, 'seconds.total', 0),
+      setup: c.num(seconds.setup, 'seconds.setup', 0),
+      training: c.num(seconds.training, 'seconds.training', 0),
+      perRound: c.num(seconds.perRound, 'seconds.perRound', 0),
+    },
+    bytes: c.bytes(o.bytes, 'bytes'),
+    parties: list(o.parties, 'parties').map((v, m) => {
+      const f = `parties[${m}]`;
+      const p = c.obj(v, f, ['id', 'features', 'rows', 'testRows']);
+      return { id: c.name(p.id, `${f}.id`), features: c.int(p.features, `${f}.features`, 1), rows: c.int(p.rows, `${f}.rows`), testRows: c.int(p.testRows, `${f}.testRows`) };
+    }),
+    rows: { train: c.int(rows.train, 'rows.train'), test: c.int(rows.test, 'rows.test') },
+    droppedRows: c.int(o.droppedRows, 'droppedRows'),
+    droppedTestRows: c.int(o.droppedTestRows, 'droppedTestRows'),
+    privacy: list(o.privacy, 'privacy').map((v, m) => {
+      const f = `privacy[${m}]`;
+      const q = c.obj(v, f, ['party', 'mechanism', 'epsilon', 'delta', 'rounds', 'sigma', 'sensitivity', 'accountant', 'seeded', 'epsilonSpent']);
+      return {
+        party: c.name(q.party, `${f}.party`),
+        mechanism: c.oneOf(q.mechanism, `${f}.mechanism`, MECHANISMS),
+        epsilon: q.epsilon === null ? null : c.positive(q.epsilon, `${f}.epsilon`),
+        delta: q.delta === null ? null : c.positive(q.delta, `${f}.delta`),
+        rounds: c.int(q.rounds, `${f}.rounds`, 1),
+        sigma: c.num(q.sigma, `${f}.sigma`, 0),
+        sensitivity: c.num(q.sensitivity, `${f}.sensitivity`, 0),
+        accountant: q.accountant === null ? null : c.oneOf(q.accountant, `${f}.accountant`, ACCOUNTANT_NAMES),
+        seeded: c.bool(q.seeded, `${f}.seeded`),
+        epsilonSpent: c.num(q.epsilonSpent, `${f}.epsilonSpent`, 0),
+      };
+    }),
+  });
+}
+
+/** The lines of a trace.jsonl (blank lines skipped), each rebuilt by parseTraceLine. */
+export function readTrace(path: string): TraceLine[] {
+  const out: TraceLine[] = [];
+  readText(path, 'trace')
+    .split('\n')
+    .forEach((text, i) => {
+      if (text.trim() !== '') out.push(parseTraceLine(parseJson(text, path, i + 1), path, i + 1));
+    });
+  return out;
+}
+
+/** Rebuild one trace line (as either training loop writes it) from a parsed value, checking every field. */
+export function parseTraceLine(value: unknown, path: string, line: number): TraceLine {
+  const c = checkers(path, line, 'trace line');
+  const o = c.obj(value, '', ['round', 'objective', 'seconds', 'roundSeconds', 'bytes'], ['primal', 'dual', 'rho', 'epoch', 'lr', 'steps', 'epsilonSpent', 'test']);
+  const opt = <T>(k: string, f: (v: unknown, field: string) => T): T | undefined => (o[k] === undefined ? undefined : f(o[k], k));
+  return defined({
+    round: c.int(o.round, 'round', 1),
+    objective: c.num(o.objective, 'objective'),
+    seconds: c.num(o.seconds, 'seconds', 0),
+    roundSeconds: c.num(o.roundSeconds, 'roundSeconds', 0),
+    bytes: c.bytes(o.bytes, 'bytes'),
+    primal: opt('primal', (v, f) => c.num(v, f, 0)),
+    dual: opt('dual', (v, f) => c.num(v, f, 0)),
+    rho: opt('rho', c.positive),
+    epoch: opt('epoch', (v, f) => c.int(v, f, 1)),
+    lr: opt('lr', c.positive),
+    steps: opt('steps', (v, f) => c.int(v, f)),
+    epsilonSpent: opt('epsilonSpent', (v, f) => {
+      const spent = c.obj(v, f, [], 'any');
+      return Object.fromEntries(Object.keys(spent).map((party) => [c.name(party, `${f} key`), c.num(spent[party], `${f}.${party}`, 0)]));
+    }),
+    test: opt('test', c.metrics),
+  });
+}

@@ -1,0 +1,145 @@
+import assert from 'node:assert/strict';
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { test } from 'node:test';
+import pino from 'pino';
+import { DataError } from '@admm-share/core';
+import { tempDir } from '@admm-share/core/test-support';
+import { type Summary, type TraceLine, TraceWriter, writeSummary } from '../report.js';
+import { readSummary, readTrace } from '../report-read.js';
+
+const quiet = pino({ level: 'silent' });
+
+const admmSummary: Summary = {
+  jobId: 'job-1',
+  algorithm: 'admm',
+  variant: 'exact',
+  loss: 'logistic',
+  lambda: 1e-4,
+  rho: { initial: 1, final: 0.5 },
+  alpha: 1.6,
+  rounds: 12,
+  reason: 'converged',
+  converged: true,
+  objective: 0.3251,
+  objectiveFrom: 'noisy shares',
+  residuals: { primal: 1e-5, dual: 2e-6 },
+  // AUC is NaN with a one-class test set: JSON writes null, the reader gives NaN back.
+  test: { logLoss: 0.33, accuracy: 0.85, auc: NaN },
+  seconds: { total: 3.5, setup: 0.5, training: 3, perRound: 0.25 },
+  bytes: { toCoordinator: 123456, fromCoordinator: 65432 },
+  parties: [
+    { id: 'p1', features: 66, rows: 100, testRows: 50 },
+    { id: 'p2', features: 57, rows: 100, testRows: 0 },
+  ],
+  rows: { train: 100, test: 50 },
+  droppedRows: 0,
+  droppedTestRows: 2,
+  privacy: [
+    { party: 'p1', mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, rounds: 20, sigma: 0.7, sensitivity: 0.1, accountant: 'rdp', seeded: false, epsilonSpent: 0.8 },
+    { party: 'p2', mechanism: 'none', epsilon: null, delta: null, rounds: 1000, sigma: 0, sensitivity: 0, accountant: null, seeded: false, epsilonSpent: 0 },
+  ],
+};
+
+const sgdSummary: Summary = {
+  ...admmSummary,
+  algorithm: 'sgd',
+  sgd: { batchSize: 64, lr: 0.1, lrDecay: 0 },
+  alpha: 1,
+  rho: { initial: 0, final: 0 },
+  reason: 'max-rounds',
+  converged: false,
+  objectiveFrom: 'shares',
+  residuals: null,
+  test: undefined,
+  evaluation: { skipped: 'no party has a test set' },
+};
+delete sgdSummary.test;
+
+const trace: TraceLine[] = [
+  { round: 1, objective: 0.69, primal: 0.1, dual: 0.2, rho: 1, seconds: 0.1, roundSeconds: 0.1, bytes: { toCoordinator: 10, fromCoordinator: 20 }, epsilonSpent: { p1: 0.1, p2: 0 } },
+  { round: 2, objective: 0.5, primal: 0.01, dual: 0.02, rho: 0.5, seconds: 0.2, roundSeconds: 0.1, bytes: { toCoordinator: 10, fromCoordinator: 20 }, test: { logLoss: 0.4, accuracy: 0.8, auc: NaN } },
+  { round: 3, epoch: 3, objective: 0.45, lr: 0.05, steps: 6, seconds: 0.3, roundSeconds: 0.1, bytes: { toCoordinator: 0, fromCoordinator: 0 }, test: { rmse: 1.5 } },
+];
+
+function writeTrace(dir: string, lines: TraceLine[]): string {
+  const w = new TraceWriter(dir, quiet, 10);
+  for (const l of lines) w.write(l);
+  w.close(true);
+  return join(dir, 'trace.jsonl');
+}
+
+test('a summary and a trace written by the real writers read back equal (NaN metrics included); a resumed trace keeps its checked lines', (t) => {
+  const dir = tempDir(t);
+  for (const s of [admmSummary, sgdSummary]) assert.deepStrictEqual(readSummary(writeSummary(dir, s)), s);
+  assert.deepStrictEqual(readTrace(writeTrace(dir, trace)), trace);
+
+  // A resumed job keeps the lines up to its checkpoint from trace.jsonl.partial.
+  const partial = new TraceWriter(dir, quiet, 10);
+  for (const l of trace) partial.write(l);
+  partial.close(false);
+  const resumed = new TraceWriter(dir, quiet, 10, 2);
+  resumed.close(true);
+  assert.deepStrictEqual(readTrace(join(dir, 'trace.jsonl')), trace.slice(0, 2));
+});
+
+test('readSummary: each kind of malformed summary is a DataError naming the file and the field', (t) => {
+  const dir = tempDir(t);
+  const path = join(dir, 'summary.json');
+  const good = JSON.parse(readFileSync(writeSummary(dir, admmSummary), 'utf8'));
+  const cases: [(s: any) => void, RegExp][] = [
+    [(s) => delete s.lambda, /summary\.json: not a valid summary: lambda is missing/],
+    [(s) => (s.rounds = '12'), /rounds is '12', expected an integer >= 0/],
+    [(s) => (s.objective = 'NaN'), /objective is 'NaN', expected a finite number/],
+    [(s) => (s.objective = null), /objective is null, expected a finite number/],
+    [(s) => (s.lambda = -1), /lambda is -1, expected a finite number >= 0/],
+    [(s) => (s.extra = 1), /extra is not expected/],
+    [(s) => (s.seconds.wall = 1), /seconds\.wall is not expected/],
+    [(s) => delete s.bytes.toCoordinator, /bytes\.toCoordinator is missing/],
+    [(s) => (s.algorithm = 'newton'), /algorithm is 'newton', expected one of admm, sgd/],
+    [(s) => (s.variant = 'fast'), /variant is 'fast', expected one of exact, paper/],
+    [(s) => (s.reason = 'tired'), /reason is 'tired', expected one of converged/],
+    [(s) => (s.privacy[0].mechanism = 'laplace'), /privacy\[0\]\.mechanism is 'laplace', expected one of gaussian-share, paper, none/],
+    [(s) => (s.privacy[1].accountant = 'zcdp'), /privacy\[1\]\.accountant is 'zcdp'/],
+    [(s) => (s.parties[1].id = '../etc'), /parties\[1\]\.id is '\.\.\/etc', not a valid name/],
+    [(s) => (s.test.accuracy = 1.5), /test\.accuracy is 1\.5, expected a finite number >= 0 <= 1/],
+    [(s) => (s.test.f1 = 0.5), /test\.f1 is not expected/],
+    [(s) => (s.residuals = [1, 2]), /residuals is an array, expected an object/],
+    [(s) => (s.evaluation = { skipped: 3 }), /evaluation\.skipped is 3, expected a string/],
+    [(s) => (s.sgd = { batchSize: 1, lr: 1, lrDecay: 0 }), /sgd is not expected with algorithm 'admm'/],
+    [(s) => (s.converged = false), /converged is false with reason 'converged'/],
+  ];
+  for (const [mutate, message] of cases) {
+    const s = structuredClone(good);
+    mutate(s);
+    writeFileSync(path, JSON.stringify(s));
+    assert.throws(() => readSummary(path), (err: unknown) => err instanceof DataError && err.file === path && message.test(err.message), String(message));
+  }
+  writeFileSync(path, '{"jobId": ');
+  assert.throws(() => readSummary(path), /summary\.json: not JSON/);
+  writeFileSync(path, '[]');
+  assert.throws(() => readSummary(path), /the file is an array, expected an object/);
+  assert.throws(() => readSummary(join(dir, 'none.json')), /none\.json: cannot read the summary \(ENOENT\)/);
+});
+
+test('readTrace: a malformed line is a DataError naming the file, its line number and the field', (t) => {
+  const dir = tempDir(t);
+  const path = writeTrace(dir, trace);
+  const [l1, l2] = readFileSync(path, 'utf8').split('\n');
+  const cases: [string, RegExp][] = [
+    ['{"round": 3, "objective"', /trace\.jsonl:3: not JSON/],
+    [l2.replace('"round":2', '"round":0'), /trace\.jsonl:3: not a valid trace line: round is 0, expected an integer >= 1/],
+    [l2.replace('"objective":0.5', '"objective":"NaN"'), /:3: .*objective is 'NaN', expected a finite number/],
+    [l2.replace('"objective":0.5,', ''), /:3: .*objective is missing/],
+    [l2.replace('"rho":0.5', '"rho":0'), /:3: .*rho is 0, expected a positive number/],
+    [l2.replace('"round":2', '"round":2,"note":"x"'), /:3: .*note is not expected/],
+    [l2.replace('"accuracy":0.8', '"accuracy":"0.8"'), /:3: .*test\.accuracy is '0\.8'/],
+    [l1.replace('"p2":0', '"p2":-1'), /:3: .*epsilonSpent\.p2 is -1, expected a finite number >= 0/],
+    [l1.replace('"p2":0', '"bad party":0'), /:3: .*epsilonSpent key is 'bad party', not a valid name/],
+    ['[1, 2]', /:3: not a valid trace line: the line is an array/],
+  ];
+  for (const [line, message] of cases) {
+    writeFileSync(path, `${l1}\n\n${line}\n`); // the blank line counts
+    assert.throws(() => readTrace(path), (err: unknown) => err instanceof DataError && err.line === 3 && message.test(err.message), String(message));
+  }
+});
