@@ -152,12 +152,13 @@ export function validateCheckpoint(value: unknown, path: string): Checkpoint {
   const l = obj(o.last, 'last');
   const st = obj(l.stats, 'last.stats');
   const nonNeg = (x: number) => Number.isFinite(x) && x >= 0;
+  /** Test metrics may be NaN (the AUC of a one-class test set); a budget is finite. */
   const numbers = (v: unknown, what: string, names?: readonly string[]): Record<string, number> => {
     const m = obj(v, what);
     const out: Record<string, number> = {};
     for (const [k, x] of Object.entries(m)) {
       if (names && !names.includes(k)) bad(`${what}.${k} is not expected`);
-      out[k] = num(x, `${what}.${k}`);
+      out[k] = names ? num(x, `${what}.${k}`, (y) => !Number.isFinite(y) ? Number.isNaN(y) : true) : num(x, `${what}.${k}`);
     }
     return out;
   };
