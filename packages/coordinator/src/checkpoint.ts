@@ -158,7 +158,7 @@ export function validateCheckpoint(value: unknown, path: string): Checkpoint {
     const out: Record<string, number> = {};
     for (const [k, x] of Object.entries(m)) {
       if (names && !names.includes(k)) bad(`${what}.${k} is not expected`);
-      out[k] = names ? num(x, `${what}.${k}`, (y) => !Number.isFinite(y) ? Number.isNaN(y) : true) : num(x, `${what}.${k}`);
+      out[k] = names ? num(x, `${what}.${k}`, (y) => Number.isFinite(y) || Number.isNaN(y)) : num(x, `${what}.${k}`);
     }
     return out;
   };
