@@ -214,7 +214,7 @@ export class PartyConnection {
   abort(err: Error, detail: string): void {
     this.pending?.fail(err);
     this.step = undefined;
-    if (this.ws?.readyState === this.ws?.OPEN) this.close('aborted', detail);
+    if (this.ws && this.ws.readyState === this.ws.OPEN) this.close('aborted', detail);
   }
 
   private onFrame(data: RawData, isBinary: boolean): void {
