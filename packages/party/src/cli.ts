@@ -43,7 +43,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
     .option('features', { type: 'number', describe: 'number of feature columns (default: largest index in the training file)' })
     .option('intercept', { type: 'boolean', default: false, describe: 'fit an unpenalised intercept here (one party at most)' })
     .option('model', { type: 'string', describe: 'model file to write (default: model-ID.json)' })
-    .option('connect-timeout', { type: 'number', default: 30_000, describe: 'ms to wait for the coordinator' })
+    .option('connect-timeout', { type: 'number', default: 30_000, describe: 'ms to keep trying to join: a coordinator not listening yet or busy (4014) is retried with backoff' })
     .option('heartbeat-timeout', { type: 'number', default: HEARTBEAT_TIMEOUT_MS, describe: 'ms without a ping or message from the coordinator before the connection is treated as dead' })
     .option('reconnect-timeout', { type: 'number', default: REJOIN_TIMEOUT_MS, describe: 'ms to keep trying to rejoin after losing the connection during the job' })
     .option('mechanism', {

@@ -1,7 +1,7 @@
 // The party's connection to the coordinator, and nothing about the job: it connects (TLS,
-// maxPayload), watches the heartbeat, reconnects with backoff and jitter after a broken
-// connection once the party has joined, reads close codes, and hands on every frame
-// decoded and validated against the context the session gives it.
+// maxPayload), watches the heartbeat, retries with backoff and jitter (a coordinator not yet
+// listening or busy while joining, a broken connection once joined), reads close codes, and
+// hands on every frame decoded and validated against the context the session gives it.
 import type { Logger } from 'pino';
 import WebSocket, { type RawData } from 'ws';
 import { ConfigError, PeerError } from '@admm-share/core';
@@ -24,6 +24,23 @@ import {
 /** Reconnect backoff: 100 ms doubling up to 5 s, each delay times a factor in [0.5, 1.5). */
 const BACKOFF_FIRST_MS = 100;
 const BACKOFF_MAX_MS = 5000;
+
+/**
+ * Connection errors that mean nothing is listening at the coordinator's address yet: the
+ * coordinator has not started (ECONNREFUSED), or under docker compose its container is not in
+ * the network's DNS yet (ENOTFOUND, EAI_AGAIN). Start order is not guaranteed there, so a
+ * party retries these within --connect-timeout instead of failing at once. Not ECONNRESET:
+ * before joining that is as likely a TLS peer refusing the party's certificate, which another
+ * attempt will not change. Once joined, a party retries every connection error but TLS ones.
+ */
+export const NOT_LISTENING_ERRORS: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
+
+/**
+ * Close codes a party retries before it has joined: only 4014, a coordinator flooded with
+ * connections that have not said hello yet (admission's cap). Once joined it also retries
+ * RETRIABLE_CLOSE_CODES (a broken connection, a coordinator going away).
+ */
+const BUSY_CODE: number = CloseCodes.busy.code;
 
 
 /**
@@ -82,6 +99,9 @@ export interface LinkEvents {
 
 type LinkState = 'connecting' | 'open' | 'finished';
 
+/** Why an attempt is retried: the coordinator said 4014, nothing listens (yet), or a joined connection broke. */
+type RetryCause = 'busy' | 'not listening' | 'broken';
+
 export class CoordinatorLink {
   private ws: WebSocket;
   private state: LinkState = 'connecting';
@@ -89,8 +109,14 @@ export class CoordinatorLink {
   private retrying = false;
   /** The current connection's hello was answered: the connect timeout no longer applies. */
   private answered = false;
+  /**
+   * When the current series of attempts began: the first connection (before joining), or the
+   * loss of the connection (once joined; unset while connected).
+   */
   private lostAt: number | undefined;
   private attempt = 0;
+  /** Why the last attempt failed, for the error if the next one does not come in time. */
+  private lastWhy: { why: string; cause: RetryCause } | undefined;
   private connectTimer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
   private readonly random: () => number;
@@ -103,6 +129,7 @@ export class CoordinatorLink {
   ) {
     this.random = opts.random ?? Math.random;
     this.url = coordinatorUrl(opts.coordinator, opts.tls);
+    this.lostAt = Date.now();
     this.ws = this.connect();
   }
 
@@ -111,10 +138,18 @@ export class CoordinatorLink {
     this.ws.send(bytes);
   }
 
-  /** The coordinator answered this connection (welcome): stop the connect timer. */
+  /**
+   * The coordinator answered this connection (welcome): stop the connect timer; a later
+   * failure before joining starts a new series of attempts.
+   */
   markAnswered(): void {
     this.answered = true;
     clearTimeout(this.connectTimer);
+    if (!this.retrying) {
+      this.lostAt = undefined;
+      this.attempt = 0;
+      this.lastWhy = undefined;
+    }
   }
 
   /** The party joined the job: from now on a broken connection is retried, with a fresh backoff. */
@@ -122,6 +157,7 @@ export class CoordinatorLink {
     this.retrying = true;
     this.lostAt = undefined;
     this.attempt = 0;
+    this.lastWhy = undefined;
   }
 
   /**
@@ -170,31 +206,43 @@ export class CoordinatorLink {
   /** Open a connection; every listener ignores it once it is no longer the current one. */
   private connect(): WebSocket {
     const { opts, log } = this;
+    // Before joining, all attempts share one --connect-timeout, counted from the first.
+    const timeoutMs = this.retrying ? opts.connectTimeoutMs : Math.max(1, (this.lostAt ?? Date.now()) + opts.connectTimeoutMs - Date.now());
     const ws = new WebSocket(this.url, {
       maxPayload: opts.maxPayload,
       perMessageDeflate: false,
-      handshakeTimeout: opts.connectTimeoutMs,
+      handshakeTimeout: timeoutMs,
       ...(opts.tls?.ca ? { ca: opts.tls.ca } : {}),
       ...(opts.tls?.cert ? { cert: opts.tls.cert, key: opts.tls.key } : {}),
       rejectUnauthorized: true,
     });
-    const current = () => ws === this.ws && this.state !== 'finished';
+    /** Set once this socket's failure has been dealt with (retried), so its 'close' is not counted again. */
+    let handled = false;
+    const current = () => ws === this.ws && this.state !== 'finished' && !handled;
+    const retry = (why: string, cause: RetryCause) => {
+      handled = true;
+      clearTimeout(this.connectTimer);
+      this.dropped(why, cause);
+    };
     this.state = 'connecting';
     this.answered = false;
     clearTimeout(this.connectTimer);
     this.connectTimer = setTimeout(() => {
       if (!current() || this.answered) return;
-      if (this.retrying) this.dropped(`no answer within ${opts.connectTimeoutMs} ms`);
+      if (this.retrying) retry(`no answer within ${opts.connectTimeoutMs} ms`, 'broken');
+      else if (this.lastWhy) this.fail(this.gaveUp(`${this.lastWhy.why}, then no answer`, this.lastWhy.cause), true);
       else this.fail(new PeerError(`no answer from ${opts.coordinator} within ${opts.connectTimeoutMs} ms`), true);
-    }, opts.connectTimeoutMs);
+    }, timeoutMs);
     ws.on('error', (err) => {
       if (!current()) return;
       const e = err as NodeJS.ErrnoException;
-      const tlsHint = /CERT|SELF_SIGNED|VERIFY|ERR_TLS|altnames/i.test(`${e.code} ${e.message}`)
-        ? ` (TLS: the coordinator's certificate is not trusted${opts.tls?.ca ? ' by --tls-ca' : ''}: ${e.message})`
-        : '';
-      if (this.retrying && !tlsHint) this.dropped(e.code ?? e.message);
-      else this.fail(new PeerError(`connection to ${opts.coordinator} failed: ${e.code ?? e.message}${tlsHint}`), true);
+      const why = e.code ?? e.message;
+      if (/CERT|SELF_SIGNED|VERIFY|ERR_TLS|altnames/i.test(`${e.code} ${e.message}`)) {
+        // Never retried: another attempt meets the same certificate.
+        this.fail(new PeerError(`connection to ${opts.coordinator} failed: ${why} (TLS: the coordinator's certificate is not trusted${opts.tls?.ca ? ' by --tls-ca' : ''}: ${e.message})`), true);
+      } else if (e.code !== undefined && NOT_LISTENING_ERRORS.has(e.code)) retry(why, 'not listening');
+      else if (this.retrying) retry(why, 'broken');
+      else this.fail(new PeerError(`connection to ${opts.coordinator} failed: ${why}${e.syscall ? `: is the coordinator running at ${opts.coordinator}?` : ''}`), true);
     });
     ws.on('open', () => {
       if (!current()) return;
@@ -211,8 +259,10 @@ export class CoordinatorLink {
       clearTimeout(this.connectTimer);
       const kind = closeKindOf(code);
       const text = reason.toString() || (kind ? CloseCodes[kind].reason : 'no reason given');
-      // Only a connection that broke (not one the coordinator closed on purpose) is retried.
-      if (this.retrying && RETRIABLE_CLOSE_CODES.has(code)) this.dropped(`code ${code}`);
+      // A busy coordinator (4014) is retried, joined or not. Otherwise only a connection that
+      // broke, not one the coordinator closed on purpose, and only once the party has joined.
+      if (code === BUSY_CODE) retry(`code ${code}: ${text}`, 'busy');
+      else if (this.retrying && RETRIABLE_CLOSE_CODES.has(code)) retry(`code ${code}`, 'broken');
       else this.fail(new PeerError(`coordinator closed the connection (code ${code}: ${text})`), false);
     });
     return ws;
@@ -253,26 +303,43 @@ export class CoordinatorLink {
   }
 
   /**
-   * The connection was lost during the job: reconnect with exponential backoff and jitter
-   * until --reconnect-timeout; on rejoining, the coordinator sends the job's setup again and
-   * the round to resume from.
+   * An attempt failed in a way worth retrying: reconnect with exponential backoff and jitter,
+   * before joining until --connect-timeout after the first attempt, once joined until
+   * --reconnect-timeout after the connection was lost; on rejoining, the coordinator sends
+   * the job's setup again and the round to resume from.
    */
-  private dropped(why: string): void {
+  private dropped(why: string, cause: RetryCause): void {
     if (this.state === 'finished') return;
     const now = Date.now();
     this.lostAt ??= now;
-    if (now - this.lostAt > this.opts.reconnectTimeoutMs) {
-      this.fail(new PeerError(`lost the coordinator (${why}) and could not rejoin within ${this.opts.reconnectTimeoutMs} ms`), false);
+    const budgetMs = this.retrying ? this.opts.reconnectTimeoutMs : this.opts.connectTimeoutMs;
+    const leftMs = this.lostAt + budgetMs - now;
+    this.lastWhy = { why, cause };
+    if (leftMs < 0) {
+      this.fail(this.gaveUp(why, cause), false);
       return;
     }
-    const delay = Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** this.attempt) * (0.5 + this.random());
+    const delay = Math.min(leftMs, Math.min(BACKOFF_MAX_MS, BACKOFF_FIRST_MS * 2 ** this.attempt) * (0.5 + this.random()));
     this.attempt++;
     this.state = 'connecting';
-    this.log.warn({ why, attempt: this.attempt, delayMs: Math.round(delay) }, 'connection lost; reconnecting');
+    const fields = { why, attempt: this.attempt, delayMs: Math.round(delay), giveUpInMs: Math.round(leftMs) };
+    if (this.retrying) this.log.warn(fields, 'connection lost; reconnecting');
+    else if (cause === 'busy') this.log.warn(fields, 'coordinator busy (too many connections waiting to say hello); retrying');
+    else this.log.warn({ ...fields, coordinator: this.opts.coordinator }, 'coordinator not reachable (not started yet?); retrying');
     this.events.lost(why);
     clearTimeout(this.retryTimer);
     this.retryTimer = setTimeout(() => {
       if (this.state !== 'finished') this.ws = this.connect();
     }, delay);
+  }
+
+  /** The error once retrying has run out of time: what the attempts met, and what to do. */
+  private gaveUp(why: string, cause: RetryCause): PeerError {
+    const { coordinator, connectTimeoutMs, reconnectTimeoutMs } = this.opts;
+    if (this.retrying) return new PeerError(`lost the coordinator (${why}) and could not rejoin within ${reconnectTimeoutMs} ms`);
+    const tries = `${this.attempt + 1} attempts in ${connectTimeoutMs} ms`;
+    if (cause === 'busy')
+      return new PeerError(`the coordinator at ${coordinator} stayed busy (${why}; ${tries}): too many connections wait to say hello there; try again later or raise --connect-timeout`);
+    return new PeerError(`connection to ${coordinator} failed: ${why} (${tries}): is the coordinator running at ${coordinator}? start it first, or raise --connect-timeout`);
   }
 }

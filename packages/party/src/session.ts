@@ -40,7 +40,8 @@ export interface SessionState {
   round: number;
   /**
    * The model is that of round `round`: the result of its update or of its replay, or x = 0
-   * at round 0. False after a rejoin's setup until `resume` recomputes it.
+   * at round 0 (which is never written as a model). False after a rejoin's setup until
+   * `resume` recomputes it.
    */
   current: boolean;
   /** The model before the last round, restored if the job ends one round earlier (budget). */
@@ -235,7 +236,12 @@ function onResume(s: SessionState, env: SessionEnv, msg: Resume): Outcome {
   if (privacy.enabled && privacy.releases < msg.round)
     throw new ConfigError(`cannot resume at round ${msg.round}: this party's privacy ledger records only ${privacy.releases} releases (was ${env.ledgerPath} lost?)`);
   if (msg.round === 0) x.reset();
-  else replayRound(x, msg, env.privacy, env.log);
+  else {
+    replayRound(x, msg, env.privacy, env.log);
+    // Nothing is sent here, but an overflowed x would be the model, or the next round's start.
+    if (!Number.isFinite(x.intercept) || firstNonFinite(x.x) >= 0 || firstNonFinite(x.share) >= 0)
+      throw new ProtocolError('invalid', `resume at round ${msg.round}: the replay overflowed (rho ${msg.rho}, |c| up to ${maxAbs(msg.c)}); refusing to continue with non-finite values`);
+  }
   s.round = msg.round;
   s.current = true;
   s.previous = undefined;
@@ -257,11 +263,15 @@ function onRound(s: SessionState, env: SessionEnv, msg: Round): Outcome {
   s.round = msg.round;
   s.previous = { x: x.x.slice(), intercept: x.intercept };
   x.updateFromBroadcast(msg.c, msg.rho, privacy.bounds);
-  privacy.release(x);
-  if (privacy.enabled) privacy.saveLedger(env.ledgerPath, s.jobId!);
   // ||x_m||^2 depends on the data and is not noised, so with privacy on it is not sent
   // (the coordinator's objective then lacks the penalty; it is computed from noisy shares anyway).
   const penaltySq = privacy.enabled ? 0 : x.penaltySq();
+  const overflowed = () => `round ${msg.round}: the update overflowed (rho ${msg.rho}, |c| up to ${maxAbs(msg.c)})`;
+  // Checked before the release, so that the ledger pays for nothing that is not sent.
+  refuseNonFinite(overflowed, x.share, penaltySq);
+  privacy.release(x);
+  refuseNonFinite(overflowed, x.released);
+  if (privacy.enabled) privacy.saveLedger(env.ledgerPath, s.jobId!);
   return reply({ type: 'share', jobId: s.jobId!, round: msg.round, share: x.released, penaltySq, epsilonSpent: privacy.spent });
 }
 
@@ -272,6 +282,7 @@ function onEvaluate(s: SessionState): Outcome {
   if (!s.current) throw new ProtocolError('unexpected', 'evaluate before resume');
   const m = s.model!;
   const scores = m.kind === 'admm' ? m.x.scores(s.testX) : m.sgd.scores(s.testX);
+  refuseNonFinite(() => `evaluate: the test scores of the model of round ${s.round} overflowed`, scores);
   return reply({ type: 'scores', jobId: s.jobId!, round: s.round, scores });
 }
 
@@ -282,23 +293,31 @@ function onSgd(s: SessionState, msg: Sgd): Outcome {
   m.sgd.apply(m.rows, msg.gradient, msg.lr);
   m.step = msg.step;
   s.current = true;
+  const overflowed = () => `sgd step ${msg.step}: the update overflowed (lr ${msg.lr}, |gradient| up to ${maxAbs(msg.gradient)})`;
   if (msg.full) {
     s.round = msg.epoch;
     m.rows = new Uint32Array(0);
-    return reply({ type: 'share', jobId: s.jobId!, round: msg.epoch, share: m.sgd.share(), penaltySq: m.sgd.penaltySq(), epsilonSpent: 0 });
+    const share = m.sgd.share();
+    const penaltySq = m.sgd.penaltySq();
+    refuseNonFinite(overflowed, share, penaltySq);
+    return reply({ type: 'share', jobId: s.jobId!, round: msg.epoch, share, penaltySq, epsilonSpent: 0 });
   }
   m.rows = msg.rows;
-  return reply({ type: 'batchScores', jobId: s.jobId!, step: msg.step, scores: m.sgd.scoresFor(msg.rows) });
+  const scores = m.sgd.scoresFor(msg.rows);
+  refuseNonFinite(overflowed, scores);
+  return reply({ type: 'batchScores', jobId: s.jobId!, step: msg.step, scores });
 }
 
 /**
  * The job is over after `rounds` rounds. If another party refused the last round, this
- * party's model goes back to the round before. Only a current model of exactly that round
- * is written (x = 0 when the job ended before round 1).
+ * party's model goes back to the round before. Only a current model of exactly that round,
+ * the result of at least one update (or of a replay of one), is written: a job that ended
+ * after 0 rounds has no model, and x = 0 is not written as if it were one.
  */
 function onDone(s: SessionState, msg: Done): Outcome {
   expectPhase(s, 'training');
   const m = s.model!;
+  if (msg.rounds === 0) throw new ProtocolError('unexpected', 'the job ended after 0 rounds: no update was made, so there is no model; no model written');
   if (m.kind === 'admm' && msg.rounds === s.round - 1 && s.previous) {
     m.x.x.set(s.previous.x);
     m.x.intercept = s.previous.intercept;
@@ -308,9 +327,39 @@ function onDone(s: SessionState, msg: Done): Outcome {
   if (!s.current || s.round !== msg.rounds)
     throw new ProtocolError(
       'unexpected',
-      `the job ended after round ${msg.rounds}, but this party's model is ${s.current ? `that of round ${s.round}` : 'not recomputed since it rejoined'}; no model written`,
+      `the job ended after round ${msg.rounds}, but this party's model is ${
+        !s.current ? 'not recomputed since it rejoined' : s.round === 0 ? 'that of round 0 (no update made yet)' : `that of round ${s.round}`
+      }; no model written`,
     );
-  s.phase = 'done';
   const fit = m.kind === 'admm' ? m.x : m.sgd;
+  if (!Number.isFinite(fit.intercept) || firstNonFinite(fit.x) >= 0)
+    throw new ProtocolError('invalid', `the model of round ${s.round} has non-finite coefficients; no model written`);
+  s.phase = 'done';
   return { kind: 'done', done: msg, model: { coefficients: fit.x, intercept: fit.intercept, rows: fit.n } };
+}
+
+/** Index of the first value of v that is not finite, or -1. */
+function firstNonFinite(v: Float64Array): number {
+  for (let i = 0; i < v.length; i++) if (!Number.isFinite(v[i])) return i;
+  return -1;
+}
+
+/** max |v_i|, for an error message (the validator has made sure every value is finite). */
+function maxAbs(v: Float64Array): number {
+  let m = 0;
+  for (let i = 0; i < v.length; i++) m = Math.max(m, Math.abs(v[i]));
+  return m;
+}
+
+/**
+ * A party never sends a non-finite value (PROTOCOL.md). What it computes from validated,
+ * finite inputs and its bounded data (magnitude at most 1e100) can still overflow when the
+ * coordinator sends extreme ones (rho 1e300, c near 1e308): the party then stops with an
+ * error that names them (close 4003, exit 69) instead of sending NaN or writing a model of
+ * nulls. `what` says what overflowed, and from which inputs.
+ */
+function refuseNonFinite(what: () => string, values: Float64Array, scalar = 0): void {
+  const i = firstNonFinite(values);
+  if (i >= 0 || !Number.isFinite(scalar))
+    throw new ProtocolError('invalid', `${what()}: refusing to send non-finite values (${i >= 0 ? `value ${i} is ${values[i]}` : `||x||^2 is ${scalar}`})`);
 }

@@ -127,6 +127,10 @@ function uninterrupted(e: SessionEnv, cs: Float64Array[], rounds: number) {
   return { s, shares, xs, intercepts };
 }
 
+function done(rounds: number, reason: 'max-rounds' | 'budget' = 'max-rounds'): CoordinatorMessage {
+  return { type: 'done', jobId: JOB, reason, rounds, objective: 0.5, params: { variant: 'exact', rho: RHO, alpha: 1, lambda: LAMBDA, loss: 'logistic' } };
+}
+
 function resume(k: number, cs: Float64Array[], shares: Float64Array[]): CoordinatorMessage {
   const none = new Float64Array(0);
   return k === 0
@@ -154,7 +158,7 @@ test('a restarted session sent resume for round k has the x, intercept and share
   }
 });
 
-test('resume at round 0 after a rejoin starts from x = 0; a job ending after 0 rounds writes x = 0', () => {
+test('resume at round 0 after a rejoin starts from x = 0; a job ending after 0 rounds writes no model', () => {
   const cs = broadcasts(3);
   const e = env({ intercept: true });
   const a = uninterrupted(e, cs, 3);
@@ -166,13 +170,49 @@ test('resume at round 0 after a rejoin starts from x = 0; a job ending after 0 r
   assert.equal(a.s.round, 0);
   assert.ok(xOf(a.s).x.every((v) => v === 0) && xOf(a.s).intercept === 0 && xOf(a.s).released.every((v) => v === 0));
   assertBitIdentical(round(a.s, e, 1, cs[1]), a.shares[1], 'round 1 after resume at 0');
-  // A fresh session resumed at 0 and told the job ended after 0 rounds writes the zero model.
+  // A fresh session resumed at 0 and told the job ended after 0 rounds has no model: x = 0 is
+  // not the result of an update.
   const b = newSession();
   joinJob(b, e);
   feed(b, e, resume(0, cs, a.shares));
-  const done = feed(b, e, { type: 'done', jobId: JOB, reason: 'budget', rounds: 0, objective: Math.LN2, params: { variant: 'exact', rho: RHO, alpha: 1, lambda: LAMBDA, loss: 'logistic' } });
-  assert.ok(done.kind === 'done');
-  assert.ok(done.model.coefficients.every((v) => v === 0) && done.model.intercept === 0);
+  assert.throws(
+    () => feed(b, e, done(0, 'budget')),
+    (err: unknown) => err instanceof ProtocolError && err.kind === 'unexpected' && /the job ended after 0 rounds: no update was made, so there is no model; no model written/.test(err.message),
+  );
+});
+
+test('a done straight after setup is refused, for 0 rounds and for rounds the party never ran', () => {
+  for (const [rounds, re] of [
+    [0, /the job ended after 0 rounds: no update was made/],
+    [1, /the job ended after round 1, but this party's model is that of round 0 \(no update made yet\); no model written/],
+  ] as const) {
+    const e = env();
+    const s = newSession();
+    joinJob(s, e);
+    assert.throws(() => feed(s, e, done(rounds)), (err: unknown) => err instanceof ProtocolError && err.closeCode === 4004 && re.test(err.message));
+  }
+  // A budget that ends the job at round 1 (the party ran round 1, another refused it) leaves
+  // the model of round 0: no model either.
+  const cs = broadcasts(1);
+  const a = uninterrupted(env(), cs, 1);
+  assert.throws(() => feed(a.s, env(), done(0, 'budget')), /the job ended after 0 rounds/);
+});
+
+test('a round whose update overflows (rho 1e300, c = -1e308) is refused with a 4003 naming both; nothing is sent', () => {
+  // Without privacy: with it, the target is clipped and x kept in a ball, so this cannot overflow.
+  const e = env();
+  const s = newSession();
+  joinJob(s, e);
+  const c = new Float64Array(N).fill(-1e308);
+  let out: Outcome | undefined;
+  assert.throws(
+    () => (out = feed(s, e, { type: 'round', jobId: JOB, round: 1, rho: 1e300, c })),
+    (err: unknown) =>
+      err instanceof ProtocolError &&
+      err.closeCode === 4003 &&
+      /^round 1: the update overflowed \(rho 1e\+300, \|c\| up to 1e\+308\): refusing to send non-finite values \(value 0 is NaN\)$/.test(err.message),
+  );
+  assert.equal(out, undefined);
 });
 
 test('a rejoined session refuses a round or a done before resume: its x is not current', () => {
@@ -196,7 +236,6 @@ test('a done for another round than the model is refused (no model written)', ()
   const cs = broadcasts(3);
   const e = env();
   const a = uninterrupted(e, cs, 3);
-  const done = (rounds: number): CoordinatorMessage => ({ type: 'done', jobId: JOB, reason: 'max-rounds', rounds, objective: 0.5, params: { variant: 'exact', rho: RHO, alpha: 1, lambda: LAMBDA, loss: 'logistic' } });
   assert.throws(() => feed(a.s, e, done(1)), /the job ended after round 1, but this party's model is that of round 3/);
   // One round earlier is the budget case: the model goes back to the round before.
   const out = feed(a.s, e, done(2));
