@@ -28,7 +28,9 @@ function startCoordinator(files: ReturnType<typeof dataset>, out: string, extra:
     '--job', 'test-job',
     '--out', out,
     '--rounds', '30',
-    '--hello-timeout', '500',
+    // Short, so that the silent client below is closed soon, but long enough for a real party
+    // on a loaded machine to answer the challenge (a party turned away would fail the test).
+    '--hello-timeout', '3000',
     ...extra,
   ]);
 }
