@@ -189,12 +189,14 @@ test('huge and non-decimal numbers are refused at load time: exit 65 naming the 
   assert.doesNotMatch(coord.stderr(), STACK_LINE);
 });
 
-test('wrong flags give usage errors with exit 64, never a stack trace', async () => {
+test('wrong flags give usage errors with exit 64, never a stack trace', async (t) => {
+  const empty = join(tempDir(t), 'empty.libsvm'); // an empty data file inside the test's own directory
+  writeFileSync(empty, '');
   const cases: [string, string[], RegExp][] = [
     [BIN.coordinator, ['--labels', 'x.csv', '--parties', 'a', '--lambda', '-1'], /--lambda must be a number >= 0/],
     [BIN.coordinator, ['--labels', 'x.csv', '--parties', 'a', '--bogus', '1'], /Unknown argument/i],
     [BIN.coordinator, ['--parties', 'a'], /Missing required argument: labels/i],
-    [BIN.party, ['--coordinator', 'http://x', '--id', 'p', '--data', '/dev/null', '--mechanism', 'none'], /not a ws:\/\/ URL|no data rows/],
+    [BIN.party, ['--coordinator', 'http://x', '--id', 'p', '--data', empty, '--mechanism', 'none'], /not a ws:\/\/ URL|no data rows/],
     [BIN.party, ['--coordinator', 'ws://x', '--id', 'bad id', '--data', 'x', '--mechanism', 'none'], /not a valid party id/],
     [BIN.party, ['--coordinator', 'ws://x', '--id', 'p', '--data', 'x'], /choose a privacy setting: --epsilon E .* or --mechanism none/],
     [BIN.party, ['--coordinator', 'ws://x', '--id', 'p', '--data', 'x', '--mechanism', 'paper', '--epsilon', '1'], /needs --b1 and --c1/],
