@@ -7,6 +7,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { syntheticDataset } from '@admm-share/core';
 import { writeVerticalSplit } from '../split.js';
+import { gate, roundMessage } from './gate.js';
 import { BIN, killAll, run, tempDir } from './procs.js';
 
 after(killAll);
@@ -20,10 +21,18 @@ test('parties without a test set: no evaluation, a warning naming them, and the 
     run(BIN.coordinator, ['--labels', files.labels, '--test-labels', files.testLabels!, '--parties', files.parties.map((p) => p.id).join(','), '--out', out, '--rounds', '40', '--tol-abs', '0', '--tol-rel', '0', '--job', 'eval-job', '--eval-every', '5', ...extra]);
   const first = coordinator(['--port', '0']);
   const { port } = (await first.waitFor((r) => r.msg === 'listening')) as { port: number };
+  // The coordinator is stopped (SIGTERM) as round 12 is sent; party-1, behind a relay, never
+  // gets that message, so the job is certainly mid-training when the signal is handled.
+  const relay = await gate(port);
+  t.after(() => relay.close());
+  relay.before(roundMessage(12), () => {
+    first.child.kill('SIGTERM');
+    return 'drop';
+  });
   // party-1 has no --test; party-2 has one but privacy on and no --release-test-scores, so it does not use it.
   const parties = files.parties.map((f, m) =>
     run(BIN.party, [
-      '--coordinator', `ws://127.0.0.1:${port}`, '--id', f.id, '--data', f.train, '--ids', 'first', '--model', join(out, `model-${f.id}.json`), '--reconnect-timeout', '30000',
+      '--coordinator', `ws://127.0.0.1:${m === 0 ? relay.port : port}`, '--id', f.id, '--data', f.train, '--ids', 'first', '--model', join(out, `model-${f.id}.json`), '--reconnect-timeout', '30000',
       ...(m === 0 ? ['--mechanism', 'none'] : ['--test', f.test!]),
       ...(m === 1 ? ['--epsilon', '50'] : m === 2 ? ['--mechanism', 'none'] : []),
     ]),
@@ -31,8 +40,6 @@ test('parties without a test set: no evaluation, a warning naming them, and the 
   const reason = 'parties party-1, party-2 have no test set: no test metrics for this job; give every party --test (with privacy also --release-test-scores) to evaluate';
   const warning = await first.waitFor((r) => r.level === 40 && r.msg === reason, 'the warning');
   assert.deepEqual(warning.parties, ['party-1', 'party-2']);
-  await first.waitFor((r) => r.msg === 'round' && (r.round as number) >= 12, 'round 12');
-  first.child.kill('SIGTERM');
   assert.equal((await first.exit).code, 130);
   const second = coordinator(['--port', String(port), '--resume']);
   for (const p of [second, ...parties]) assert.equal((await p.exit).code, 0, p.stderr());

@@ -111,3 +111,21 @@ test('layering: the rules catch what they are for', () => {
     assert.match(text, PROCESS_EXIT, text);
   for (const text of ['process.pid', 'process.env.ADMM_DEBUG', "process.on('warning', f)", 'exitCodeOf(err)']) assert.doesNotMatch(text, PROCESS_EXIT, text);
 });
+
+/**
+ * Paths a test may not name: another checkout's files (`../shared`, absolute paths into
+ * someone's tree) or anything above the repository. Data lives in data/ and test-data/;
+ * /proc (process state) and deliberately missing paths (/nonexistent...) are fine.
+ */
+export const OUTSIDE_REPOSITORY = /\.\.\/shared\b|['"`]\/(?!proc\/|nonexistent)[a-z][\w.-]*\/|new URL\(\s*['"`](\.\.\/){5,}/;
+
+test('tests read nothing outside the repository (data/, test-data/ and their own temporary directories)', () => {
+  // From packages/<pkg>/dist/test/<file>.js, '../../../../' is the repository root.
+  for (const pkg of readdirSync(packages).filter((d) => statSync(join(packages, d, 'src'), { throwIfNoEntry: false })?.isDirectory()))
+    for (const f of sources(join(packages, pkg, 'src')).filter((f) => isTest(f) && !f.endsWith(`${sep}layering.test.ts`))) // this file holds the examples below
+      readFileSync(f, 'utf8')
+        .split('\n')
+        .forEach((line, k) => assert.doesNotMatch(line, OUTSIDE_REPOSITORY, `${f}:${k + 1}`));
+  for (const bad of ["join(here, '../shared/a9a')", "readFileSync('/work/shared/x.json')", 'const p = `/home/me/data`', "new URL('../../../../../x', import.meta.url)"]) assert.match(bad, OUTSIDE_REPOSITORY, bad);
+  for (const ok of ["readFileSync(`/proc/${pid}/stat`)", "'/nonexistent.pem'", "'-subj', `/CN=${name} test CA`", "new URL('../../../../test-data/v.json', import.meta.url)", "join(dir, 'out')"]) assert.doesNotMatch(ok, OUTSIDE_REPOSITORY, ok);
+});

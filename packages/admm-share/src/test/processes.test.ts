@@ -9,6 +9,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { csrSelectRows, fitCentral, helloProof, logistic, syntheticDataset } from '@admm-share/core';
 import { CloseCodes, PROTOCOL_VERSION, decode, encode, validateCoordinatorMessage } from '@admm-share/protocol';
 import { writeVerticalSplit } from '../split.js';
+import { assertNearOptimum } from '@admm-share/core/test-support';
 import { BIN, STACK_LINE, killAll, run, tempDir } from './procs.js';
 
 after(killAll);
@@ -27,7 +28,9 @@ function startCoordinator(files: ReturnType<typeof dataset>, out: string, extra:
     '--job', 'test-job',
     '--out', out,
     '--rounds', '30',
-    '--hello-timeout', '500',
+    // Short, so that the silent client below is closed soon, but long enough for a real party
+    // on a loaded machine to answer the challenge (a party turned away would fail the test).
+    '--hello-timeout', '3000',
     ...extra,
   ]);
 }
@@ -186,12 +189,14 @@ test('huge and non-decimal numbers are refused at load time: exit 65 naming the 
   assert.doesNotMatch(coord.stderr(), STACK_LINE);
 });
 
-test('wrong flags give usage errors with exit 64, never a stack trace', async () => {
+test('wrong flags give usage errors with exit 64, never a stack trace', async (t) => {
+  const empty = join(tempDir(t), 'empty.libsvm'); // an empty data file inside the test's own directory
+  writeFileSync(empty, '');
   const cases: [string, string[], RegExp][] = [
     [BIN.coordinator, ['--labels', 'x.csv', '--parties', 'a', '--lambda', '-1'], /--lambda must be a number >= 0/],
     [BIN.coordinator, ['--labels', 'x.csv', '--parties', 'a', '--bogus', '1'], /Unknown argument/i],
     [BIN.coordinator, ['--parties', 'a'], /Missing required argument: labels/i],
-    [BIN.party, ['--coordinator', 'http://x', '--id', 'p', '--data', '/dev/null', '--mechanism', 'none'], /not a ws:\/\/ URL|no data rows/],
+    [BIN.party, ['--coordinator', 'http://x', '--id', 'p', '--data', empty, '--mechanism', 'none'], /not a ws:\/\/ URL|no data rows/],
     [BIN.party, ['--coordinator', 'ws://x', '--id', 'bad id', '--data', 'x', '--mechanism', 'none'], /not a valid party id/],
     [BIN.party, ['--coordinator', 'ws://x', '--id', 'p', '--data', 'x'], /choose a privacy setting: --epsilon E .* or --mechanism none/],
     [BIN.party, ['--coordinator', 'ws://x', '--id', 'p', '--data', 'x', '--mechanism', 'paper', '--epsilon', '1'], /needs --b1 and --c1/],
@@ -228,7 +233,7 @@ test('rows missing at a party are dropped from training and counted; foreign ids
   const s = syntheticDataset({ trainRows: 400, testRows: 200, seed: 'processes-test' });
   const keep = Array.from({ length: 400 }, (_, i) => i).filter((i) => i % 80 !== 7);
   const central = fitCentral(csrSelectRows(s.train.X, keep), Float64Array.from(keep, (i) => s.train.y[i]), logistic, 1e-4);
-  assert.ok(Math.abs(summary.objective - central.objective) / central.objective <= 1e-6, `objective ${summary.objective} vs central ${central.objective}`);
+  assertNearOptimum(summary.objective, central.objective, 1e-6, 'final objective');
   assert.equal(summary.droppedRows, 7);
   assert.equal(summary.droppedTestRows, 0);
   assert.equal(summary.parties[1].rows, kept.length + 2);

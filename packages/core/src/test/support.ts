@@ -1,6 +1,7 @@
 // Test helpers shared by the packages' tests (exported as @admm-share/core/test-support):
 // seeded randomness, temporary directories, relative differences and the reference files
 // the repository ships (data/, test-data/). Written independently of the code under test; nothing here is used by it.
+import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -33,6 +34,25 @@ export function randomVector(rand: () => number, n: number, scale = 1, offset = 
 /** |a - b| / |b|. */
 export function relDiff(a: number, b: number): number {
   return Math.abs(a - b) / Math.abs(b);
+}
+
+/**
+ * How far below the optimum f* a reported objective may lie: rounding only. The objective of
+ * any model (every ADMM iterate is one: its shares are D_m x_m) is at least f*, so a value
+ * further below means the objective or the model is computed wrongly.
+ */
+export const BELOW_OPTIMUM_RTOL = 1e-9;
+
+/**
+ * Two-sided convergence check of an objective f against the optimum fStar computed by another
+ * algorithm (Newton's method in fitCentral, or a published value): f is not below fStar beyond
+ * rounding, and not more than `rtol` (relative) above it.
+ */
+export function assertNearOptimum(f: number, fStar: number, rtol: number, what = 'objective'): void {
+  const gap = (f - fStar) / Math.abs(fStar);
+  assert.ok(Number.isFinite(gap), `${what} ${f}, optimum ${fStar}`);
+  assert.ok(gap >= -BELOW_OPTIMUM_RTOL, `${what} ${f} is below the optimum ${fStar} (relative gap ${gap.toExponential(3)}), which no model can reach`);
+  assert.ok(gap <= rtol, `${what} ${f} is above the optimum ${fStar} by ${gap.toExponential(3)} relative (at most ${rtol} allowed)`);
 }
 
 /**

@@ -4,35 +4,73 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { seeded, tempDir } from '@admm-share/core/test-support';
-import { ConfigError, DataError, GRID_BITS, accountEpsilon, calibrateSigma, csrFromDense, csrMatTVec, csrMatVec } from '@admm-share/core';
+import { privacyVectors, seeded, tempDir } from '@admm-share/core/test-support';
+import { ConfigError, DataError, GRID_BITS, accountEpsilon, csrFromDense, csrMatTVec, csrMatVec } from '@admm-share/core';
 import { RidgeXUpdate } from '../xupdate.js';
-import { BUDGET_RTOL, Privacy, defaultBw, gaussianShareSensitivity, paperSensitivity, parseLedger, reportedSpent, withinBudget } from '../privacy.js';
+import { BUDGET_RTOL, Privacy, parseLedger, reportedSpent, withinBudget } from '../privacy.js';
 
 const job = { lambda: 1e-3, rho: 1e-2, rounds: 10, parties: 2, features: 3, n: 100 };
 
-test('gaussian-share calibrates its sigma for the planned rounds with the exact accountant', () => {
-  const p = new Privacy({ mechanism: 'gaussian-share', epsilon: 2, delta: 1e-5, bx: 5, seed: 'x' });
+/** Reference sigma for Delta = 1 (test-data/gaussian-composition-vectors.json, computed outside this repository). */
+function referenceSigma(epsilon: number, delta: number, rounds: number): number {
+  const v = privacyVectors().calibrate.find((c) => c.sensitivity === 1 && c.epsilon === epsilon && c.delta === delta && c.rounds === rounds);
+  assert.ok(v, `no reference vector for epsilon ${epsilon}, delta ${delta}, ${rounds} rounds`);
+  return v.sigma_exact;
+}
+
+/**
+ * delta(epsilon) of mu-GDP, Phi(-epsilon/mu + mu/2) - e^epsilon Phi(-epsilon/mu - mu/2), with the
+ * normal tails integrated numerically (composite Simpson over 12 standard deviations): another
+ * algorithm than the erfc-based accountant under test.
+ */
+function gdpDeltaBySimpson(epsilon: number, mu: number): number {
+  const tail = (a: number): number => {
+    const steps = 20000;
+    const h = 12 / steps;
+    let sum = 0;
+    for (let k = 0; k <= steps; k++) {
+      const z = a + k * h;
+      sum += (k === 0 || k === steps ? 1 : k % 2 ? 4 : 2) * Math.exp(-(z * z) / 2);
+    }
+    return (sum * h) / 3 / Math.sqrt(2 * Math.PI);
+  };
+  return tail(epsilon / mu - mu / 2) - Math.exp(epsilon) * tail(epsilon / mu + mu / 2);
+}
+
+test('gaussian-share calibrates its sigma for the planned rounds with the exact accountant (values computed by hand and from the reference vectors)', () => {
+  const p = new Privacy({ mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, bx: 5, seed: 'x' });
   const info = p.calibrate(job);
-  const bw = defaultBw(5, job.n, job.rho);
-  const sensitivity = gaussianShareSensitivity({ lambda: job.lambda, rho: job.rho, bx: 5, bw });
-  assert.equal(info.sensitivity, sensitivity);
-  assert.equal(info.sigma, calibrateSigma({ epsilon: 2, delta: 1e-5, rounds: 10, sensitivity, method: 'exact' }));
+  // bw = 3 bx + 1/(N rho) = 15 + 1/(100 * 0.01) = 16. Theorem 1: 2 sqrt(rho/lambda) (bx + bw)
+  // = 2 sqrt(10) * 21 = 42 sqrt(10), squared 17640; (2 bx)^2 = 100; Delta = sqrt(17740) = 133.191591326179...
+  assert.deepEqual(p.bounds, { clip: 16, radius: 5 });
+  assert.ok(Math.abs(info.sensitivity - 133.19159132617945) <= 1e-12 * 133.2, `sensitivity ${info.sensitivity}`);
+  // Exact accounting: sigma = sqrt(T) Delta / mu(epsilon, delta) is linear in Delta, and the
+  // reference vectors give sigma = 11.797293077095805 for Delta = 1, T = 10, epsilon 1, delta 1e-5.
+  const sigma = referenceSigma(1, 1e-5, 10) * Math.sqrt(17740);
+  assert.ok(Math.abs(info.sigma - sigma) <= 1e-9 * sigma, `sigma ${info.sigma}, reference ${sigma}`);
   assert.deepEqual([info.mechanism, info.accountant, info.rounds, info.seeded], ['gaussian-share', 'exact', 10, true]);
-  assert.deepEqual(p.bounds, { clip: bw, radius: 5 });
 });
 
 test('the ledger pays for exactly the budgeted rounds, then refuses; a larger rho is refused', () => {
   const p = new Privacy({ mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, bx: 5, seed: 'y', rounds: 3 });
   const info = p.calibrate(job);
   assert.equal(info.rounds, 3, '--privacy-rounds caps the plan');
+  // Three rounds at (1, 1e-5): mu = sqrt(3) Delta / sigma is the mu of one round in the reference
+  // vectors, 1 / 3.730631634816171, so sigma = sqrt(3) * 3.7306... * Delta.
+  const mu = 1 / referenceSigma(1, 1e-5, 1);
+  assert.ok(Math.abs(info.sigma - (Math.sqrt(3) * info.sensitivity) / mu) <= 1e-9 * info.sigma);
   const x = new RidgeXUpdate(csrFromDense([[1, 0, 0], [0, 1, 0], [0, 0, 1], [0.5, 0.5, 0]]), job.lambda, false);
   assert.equal(p.check(1, job.rho * 2).ok, false, 'rho above the calibrated one');
+  let before = 0;
   for (let t = 1; t <= 3; t++) {
     assert.deepEqual(p.check(t, job.rho), { ok: true });
     p.release(x);
-    const expected = accountEpsilon({ sigma: info.sigma, delta: 1e-5, rounds: t, sensitivity: info.sensitivity });
-    assert.ok(Math.abs(p.spent - expected) < 1e-12);
+    // After t releases the composition is sqrt(t/3) mu-GDP; the epsilon the ledger reports must
+    // be the one whose delta(epsilon) is 1e-5 there.
+    const delta = gdpDeltaBySimpson(p.spent, Math.sqrt(t / 3) * mu);
+    assert.ok(Math.abs(delta - 1e-5) <= 1e-6 * 1e-5, `round ${t}: spent ${p.spent}, which gives delta ${delta}`);
+    assert.ok(p.spent > before);
+    before = p.spent;
   }
   assert.ok(Math.abs(p.spent - 1) < 1e-9);
   const refused = p.check(4, job.rho);
@@ -59,9 +97,9 @@ test('release adds noise of the calibrated size to the released share only', () 
 test('paper mechanism: sensitivity from Lemma 1, advanced composition, noise only in the column space of D', () => {
   const p = new Privacy({ mechanism: 'paper', epsilon: 1, delta: 1e-5, bx: 5, b1: 2, c1: 3, seed: 'p' });
   const info = p.calibrate(job);
-  const C = (3 / (job.features * job.rho)) * (job.lambda * 3 + (1 + job.parties * job.rho) * 2);
+  // C = 3 / (d_m rho) (lambda c1 + (1 + M rho) b1) = 3 / (3 * 0.01) * (0.001 * 3 + 1.02 * 2) = 100 * 2.043.
+  const C = 204.3;
   assert.ok(Math.abs(info.sensitivity - C) < 1e-12 * C);
-  assert.equal(info.sensitivity, paperSensitivity({ ...job, b1: 2, c1: 3 }));
   assert.equal(info.accountant, 'advanced');
   // Rank-2 data in R^3 rows: the released perturbation lies in col(D).
   const rows = Array.from({ length: 30 }, (_, i) => [i % 3, (i * 7) % 5, (i % 3) + 2 * ((i * 7) % 5)]);
@@ -214,7 +252,7 @@ test('a ledger written by saveLedger parses back to what the party holds', () =>
   assert.equal(l.releases, 4);
   assert.equal(l.epsilonSpent, privacy.spent);
   assert.equal(l.info.sigma, privacy.calibrate(job).sigma);
-  assert.deepEqual([l.rho, l.lambda, l.bw], [job.rho, job.lambda, defaultBw(5, job.n, job.rho)]);
+  assert.deepEqual([l.rho, l.lambda, l.bw], [job.rho, job.lambda, 16]); // bw = 3 * 5 + 1/(100 * 0.01)
 });
 
 test('a malformed ledger is a DataError naming the file and what is wrong, never ignored', () => {

@@ -194,6 +194,11 @@ test('round trip: resume at round 0 (empty vectors) and at round k with vectors 
       roundTrip(msg, { jobId: JOB, n });
     }
   }
+  // Round 1, the first that can be replayed: what the party released before it is all zeros.
+  roundTrip({ type: 'resume', jobId: JOB, round: 1, rho: 0.5, c: awkwardVector(3, 21), previousShare: new Float64Array(3), share: awkwardVector(3, 22) }, { jobId: JOB, n: 3 });
+  // Without a context (a party that has not aligned yet checks the lengths against each other).
+  roundTrip({ type: 'resume', jobId: JOB, round: 0, rho: 0.5, c: empty, previousShare: empty, share: empty }, {});
+  roundTrip({ type: 'resume', jobId: JOB, round: 5, rho: 0.5, c: awkwardVector(4, 23), previousShare: awkwardVector(4, 24), share: awkwardVector(4, 25) }, {});
 });
 
 test('round trip: evaluate', () => {
@@ -229,11 +234,27 @@ test('decode accepts a plain Uint8Array (not only a Buffer) and copies vectors o
   assertSameTyped(out.share, share, 'share after the frame was overwritten');
 });
 
-test('encoding is deterministic and different messages encode differently', () => {
-  const a: Message = { type: 'round', jobId: JOB, round: 1, rho: 1, c: awkwardVector(10) };
-  const b: Message = { type: 'round', jobId: JOB, round: 2, rho: 1, c: awkwardVector(10) };
-  assert.ok(encode(a).equals(encode(a)));
-  assert.ok(!encode(a).equals(encode(b)));
+test('encoding is the MessagePack assembled by hand here, and decodes back', () => {
+  // {type: 'round', jobId: 'j', round: 1, rho: 0.5, c: Float64Array [1.5]}, keys in insertion order:
+  const expected = Buffer.from(
+    [
+      'de0005', // map 16 with 5 entries (the header msgpackr writes for a plain object)
+      'a4' + Buffer.from('type').toString('hex'), 'a5' + Buffer.from('round').toString('hex'),
+      'a5' + Buffer.from('jobId').toString('hex'), 'a1' + Buffer.from('j').toString('hex'),
+      'a5' + Buffer.from('round').toString('hex'), '01', // positive fixint 1
+      'a3' + Buffer.from('rho').toString('hex'), 'cb3fe0000000000000', // float 64, 0.5 = 0x3fe0000000000000
+      'a1' + Buffer.from('c').toString('hex'),
+      // ext 8: 9 bytes of type 0x74 ('t', msgpackr's typed arrays): index 8 (Float64Array in
+      // msgpackr's typedArrays list), then the 8 bytes of 1.5 = 0x3ff8000000000000, little-endian.
+      'c70974', '08', '000000000000f83f',
+    ].join(''),
+    'hex',
+  );
+  const msg: Message = { type: 'round', jobId: 'j', round: 1, rho: 0.5, c: Float64Array.of(1.5) };
+  assert.equal(encode(msg).toString('hex'), expected.toString('hex'));
+  assertSameMessage(validateCoordinatorMessage(decode(expected), { jobId: 'j', n: 1, round: 1 }), msg);
+  // Messages that differ in one field encode differently.
+  assert.notEqual(encode({ ...msg, round: 2 }).toString('hex'), expected.toString('hex'));
 });
 
 // ---------------------------------------------------------------------------------------
@@ -358,19 +379,23 @@ test('trailing bytes after a complete message are rejected with a ProtocolError'
 // ---------------------------------------------------------------------------------------
 // Fuzz
 
+/** The strictest context the fuzz validates under; randomMessage often matches it, so that mutations land next to it. */
+const FUZZ_CTX = { jobId: JOB, n: 5, nTest: 5, round: 4, step: 7, batchRows: 5, declaredRows: { train: 3, test: 3 }, fileRows: { train: 20, test: 20 } } as const satisfies ValidationContext;
+
 function randomMessage(rnd: () => number): Message {
-  const n = randInt(rnd, 12);
+  const n = rnd() < 0.5 ? FUZZ_CTX.n : randInt(rnd, 12);
   const vec = () => {
     const v = new Float64Array(n);
     for (let i = 0; i < n; i++) v[i] = rnd() < 0.2 ? AWKWARD[randInt(rnd, AWKWARD.length)] : rnd() * 100 - 50;
     return v;
   };
-  const round = 1 + randInt(rnd, 1000);
+  const round = rnd() < 0.5 ? FUZZ_CTX.round : 1 + randInt(rnd, 1000);
+  const step = rnd() < 0.5 ? FUZZ_CTX.step : 1 + randInt(rnd, 50);
   switch (randInt(rnd, 15)) {
     case 0:
       return { type: 'hello', protocolVersion: 1, partyId: `p${randInt(rnd, 100)}`, jobId: rnd() < 0.5 ? null : JOB, features: 1 + n, trainRows: 1 + n, testRows: n, proof: rnd() < 0.5 ? null : hashes(2, randInt(rnd, 1e9)) };
     case 1:
-      return { type: 'ids', jobId: JOB, set: rnd() < 0.5 ? 'train' : 'test', hashes: hashes(n, randInt(rnd, 1e9)) };
+      return { type: 'ids', jobId: JOB, set: rnd() < 0.5 ? 'train' : 'test', hashes: hashes(rnd() < 0.5 ? 3 : n, randInt(rnd, 1e9)) };
     case 2:
       return { type: 'ready', jobId: JOB, privacy: NO_PRIVACY };
     case 3:
@@ -401,15 +426,16 @@ function randomMessage(rnd: () => number): Message {
     case 10:
       return { type: 'exhausted', jobId: JOB, round, epsilonSpent: rnd() };
     case 11:
-      return { type: 'batchScores', jobId: JOB, step: 1 + randInt(rnd, 50), scores: vec() };
+      return { type: 'batchScores', jobId: JOB, step, scores: vec() };
     case 13: {
       // Mostly well formed (round 0 with empty vectors, or round >= 1 with three of one length).
-      const k = rnd() < 0.2 ? 0 : round;
+      // Any past round: the validator does not compare a resume's round with ctx.round.
+      const k = rnd() < 0.2 ? 0 : rnd() < 0.5 ? randInt(rnd, 4) : round;
       const none = new Float64Array(0);
       return { type: 'resume', jobId: JOB, round: k, rho: 0.1 + rnd(), c: k === 0 ? none : vec(), previousShare: k === 0 ? none : vec(), share: k === 0 ? none : vec() };
     }
     case 12:
-      return { type: 'sgd', jobId: JOB, step: 1 + randInt(rnd, 50), epoch: 1 + randInt(rnd, 5), lr: 0.1 + rnd(), gradient: vec(), rows: rowPermutation(n, 20, randInt(rnd, 1e9)), full: rnd() < 0.5 };
+      return { type: 'sgd', jobId: JOB, step, epoch: 1 + randInt(rnd, 5), lr: 0.1 + rnd(), gradient: vec(), rows: rowPermutation(n, rnd() < 0.5 ? FUZZ_CTX.n : 20, randInt(rnd, 1e9)), full: rnd() < 0.5 };
     default:
       return {
         type: 'done',
@@ -439,15 +465,87 @@ function mutate(rnd: () => number, src: Uint8Array): Uint8Array {
 
 const KINDS = new Set(Object.keys(CloseCodes));
 
-test('fuzz: 100,000 random and mutated messages only ever raise ProtocolError', () => {
+/**
+ * What an accepted message must satisfy whatever bytes it came from: every field the context
+ * fixes (job, round, step, vector lengths, row counts and bounds) agrees with it, and every
+ * vector is finite. Written from the protocol's rules (PROTOCOL.md), not from validate.ts.
+ */
+function assertSatisfiesContext(m: PartyMessage | CoordinatorMessage, ctx: ValidationContext, label: string): void {
+  const fail = (what: string) => assert.fail(`${label}: accepted ${m.type} with ${what} under ${JSON.stringify(ctx)}`);
+  const length = (v: ArrayLike<number>, want: number | undefined, what: string) => {
+    if (want !== undefined && v.length !== want) fail(`${what} of length ${v.length}`);
+  };
+  for (const [k, v] of Object.entries(m))
+    if (v instanceof Float64Array) for (const x of v) if (!Number.isFinite(x)) fail(`${k} holding ${x}`);
+  if (m.type !== 'hello' && m.type !== 'challenge' && ctx.jobId !== undefined && m.jobId !== ctx.jobId) fail(`job '${m.jobId}'`);
+  const sameRound = (r: number) => {
+    if (!Number.isSafeInteger(r) || r < 1) fail(`round ${r}`);
+    if (ctx.round !== undefined && r !== ctx.round) fail(`round ${r}`);
+  };
+  const sameStep = (step: number) => {
+    if (ctx.step !== undefined && step !== ctx.step) fail(`step ${step}`);
+  };
+  switch (m.type) {
+    case 'share':
+      sameRound(m.round);
+      length(m.share, ctx.n, 'share');
+      break;
+    case 'round':
+      sameRound(m.round);
+      length(m.c, ctx.n, 'c');
+      break;
+    case 'scores':
+      sameRound(m.round);
+      length(m.scores, ctx.nTest, 'scores');
+      break;
+    case 'exhausted':
+      sameRound(m.round);
+      break;
+    case 'resume': {
+      if (!Number.isSafeInteger(m.round) || m.round < 0) fail(`round ${m.round}`);
+      if (!(m.rho > 0)) fail(`rho ${m.rho}`);
+      const want = m.round === 0 ? 0 : ctx.n;
+      for (const [k, v] of [['c', m.c], ['previousShare', m.previousShare], ['share', m.share]] as const) {
+        length(v, want, k);
+        if (v.length !== m.c.length) fail(`${k} of length ${v.length} beside c of length ${m.c.length}`);
+      }
+      if (m.round > 0 && m.c.length === 0) fail(`round ${m.round} and nothing to replay`);
+      break;
+    }
+    case 'batchScores':
+      sameStep(m.step);
+      length(m.scores, ctx.batchRows, 'scores');
+      break;
+    case 'sgd':
+      sameStep(m.step);
+      length(m.gradient, ctx.batchRows, 'gradient');
+      if (ctx.n !== undefined) for (const r of m.rows) if (r >= ctx.n) fail(`row ${r} of ${ctx.n}`);
+      break;
+    case 'ids':
+      if (ctx.declaredRows !== undefined && m.hashes.length !== 16 * ctx.declaredRows[m.set]) fail(`${m.hashes.length} bytes of ${m.set} hashes`);
+      break;
+    case 'setup':
+      if (m.trainRows.length === 0) fail('no training rows');
+      if (ctx.fileRows !== undefined) {
+        for (const r of m.trainRows) if (r >= ctx.fileRows.train) fail(`train row ${r}`);
+        for (const r of m.testRows) if (r >= ctx.fileRows.test) fail(`test row ${r}`);
+      }
+      break;
+    default:
+      break;
+  }
+}
+
+test('fuzz: 100,000 random and mutated messages only ever raise ProtocolError, and what is accepted satisfies the context', () => {
   const rnd = seeded(20240601);
   const thrown = new Map<string, number>();
-  let accepted = 0;
-  const contexts: ValidationContext[] = [{}, { jobId: JOB }, { jobId: JOB, n: 5, nTest: 5, round: 4, declaredRows: { train: 3, test: 3 }, fileRows: { train: 20, test: 20 } }];
+  const accepted = new Map<string, number>();
+  const contexts: ValidationContext[] = [{}, { jobId: JOB }, FUZZ_CTX];
   for (let i = 0; i < 100000; i++) {
     const msg = randomMessage(rnd);
     const bytes = mutate(rnd, encode(msg));
-    const ctx = contexts[i % contexts.length];
+    const c = i % contexts.length;
+    const ctx = contexts[c];
     const validators = PARTY_TYPES.has(msg.type)
       ? [validatePartyMessage, validateCoordinatorMessage]
       : [validateCoordinatorMessage, validatePartyMessage];
@@ -472,13 +570,17 @@ test('fuzz: 100,000 random and mutated messages only ever raise ProtocolError', 
         thrown.set(`validate:${err.kind}`, (thrown.get(`validate:${err.kind}`) ?? 0) + 1);
         continue;
       }
-      // Whatever passes validation must be a well-typed message that encodes again.
-      accepted++;
+      // Whatever passes validation is a well-typed message that fits the session and encodes again.
+      assertSatisfiesContext(result, ctx, `#${i} ${Buffer.from(bytes).toString('hex')}`);
+      accepted.set(`${c}:${result.type}`, (accepted.get(`${c}:${result.type}`) ?? 0) + 1);
       assert.ok(encode(result).length > 0);
     }
   }
-  // The fuzzer must actually exercise both the decoder's and the validator's rejections.
+  // The fuzzer must actually exercise both the decoder's and the validator's rejections...
   assert.ok((thrown.get('decode:malformed') ?? 0) > 1000, `decode rejections: ${JSON.stringify([...thrown])}`);
   assert.ok((thrown.get('validate:invalid') ?? 0) > 1000, `validate rejections: ${JSON.stringify([...thrown])}`);
-  assert.ok(accepted > 0);
+  for (const kind of ['unexpected', 'wrongJob']) assert.ok((thrown.get(`validate:${kind}`) ?? 0) > 100, `validate rejections: ${JSON.stringify([...thrown])}`);
+  // ...and accept, under the strict context, every type whose fields it checks against it.
+  for (const type of ['share', 'round', 'scores', 'exhausted', 'resume', 'batchScores', 'sgd', 'ids', 'setup'])
+    assert.ok((accepted.get(`2:${type}`) ?? 0) >= 10, `${type} accepted under the full context ${accepted.get(`2:${type}`) ?? 0} times: ${JSON.stringify([...accepted])}`);
 });

@@ -1,0 +1,136 @@
+// A relay that puts faults at a known point of a job instead of at a moment in time. It sits
+// between one or more parties and the coordinator, passes the parties' bytes through, and
+// reads the WebSocket frames the coordinator sends (server frames are unmasked, and neither
+// side negotiates compression, so each frame is a whole MessagePack document). Before the
+// bytes that complete a matching message are forwarded it runs a hook synchronously: a party
+// killed or frozen there has certainly not answered that message, and a coordinator killed
+// there has certainly not finished the job, however loaded the machine is.
+// (restart-race.test.ts has a fuller relay that also decodes the parties' frames.)
+import { type Server, type Socket, createConnection, createServer } from 'node:net';
+import { decode } from '@admm-share/protocol';
+
+/** What the relay saw of one message from the coordinator. */
+export interface Down {
+  /** Connection number, from 1 (a party that reconnects gets a new one). */
+  conn: number;
+  type: string;
+  round?: number;
+}
+
+/** What a hook asks for: `'drop'` leaves the message out of the stream (frames are independent). */
+export type HookResult = 'drop' | void;
+
+export interface Gate {
+  /** The port parties connect to. */
+  port: number;
+  /** The coordinator's port (may be changed, e.g. for a coordinator started again elsewhere). */
+  target: number;
+  /** Run `fn` once, synchronously, before the first message from the coordinator that matches `pred` is forwarded. */
+  before(pred: (m: Down) => boolean, fn: (m: Down) => HookResult): void;
+  /** Destroy connection `conn` on both sides (the party sees a dropped connection). */
+  cut(conn: number): void;
+  close(): Promise<void>;
+}
+
+/** Splits the coordinator's byte stream into WebSocket frames after the HTTP upgrade. */
+class DownStream {
+  private buf: Buffer = Buffer.alloc(0);
+  private upgraded = false;
+  constructor(
+    private readonly forward: (bytes: Buffer) => void,
+    /** Sees each complete binary frame's payload; returns false to leave the frame out. */
+    private readonly onMessage: (payload: Buffer) => boolean,
+  ) {}
+
+  push(chunk: Buffer): void {
+    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
+    for (;;) {
+      if (!this.upgraded) {
+        const end = this.buf.indexOf('\r\n\r\n');
+        if (end < 0) return;
+        this.upgraded = true;
+        this.take(end + 4, true);
+        continue;
+      }
+      if (this.buf.length < 2) return;
+      let len = this.buf[1] & 0x7f;
+      let off = 2;
+      if (len === 126) {
+        if (this.buf.length < 4) return;
+        len = this.buf.readUInt16BE(2);
+        off = 4;
+      } else if (len === 127) {
+        if (this.buf.length < 10) return;
+        len = Number(this.buf.readBigUInt64BE(2));
+        off = 10;
+      }
+      if (this.buf.length < off + len) return;
+      const fin = (this.buf[0] & 0x80) !== 0;
+      const opcode = this.buf[0] & 0x0f;
+      // A binary message in one frame (ws sends them so); anything else passes unseen.
+      const keep = opcode === 0x2 && fin ? this.onMessage(this.buf.subarray(off, off + len)) : true;
+      this.take(off + len, keep);
+    }
+  }
+
+  private take(n: number, keep: boolean): void {
+    if (keep) this.forward(this.buf.subarray(0, n));
+    this.buf = this.buf.subarray(n);
+  }
+}
+
+export async function gate(target: number): Promise<Gate> {
+  const hooks: { pred: (m: Down) => boolean; fn: (m: Down) => HookResult }[] = [];
+  const conns = new Map<number, Socket[]>();
+  const sockets = new Set<Socket>();
+  let count = 0;
+  const server: Server = createServer((client) => {
+    const conn = ++count;
+    const upstream = createConnection({ port: g.target, host: '127.0.0.1' });
+    conns.set(conn, [client, upstream]);
+    for (const s of [client, upstream]) {
+      sockets.add(s);
+      s.on('close', () => sockets.delete(s));
+      s.on('error', () => undefined);
+    }
+    const down = new DownStream(
+      (bytes) => client.write(bytes),
+      (payload) => {
+        let msg: unknown;
+        try {
+          msg = decode(payload);
+        } catch {
+          return true;
+        }
+        const m = (typeof msg === 'object' && msg !== null ? msg : {}) as { type?: unknown; round?: unknown };
+        const seen: Down = { conn, type: String(m.type), ...(typeof m.round === 'number' ? { round: m.round } : {}) };
+        const hook = hooks.find((h) => h.pred(seen));
+        if (!hook) return true;
+        hooks.splice(hooks.indexOf(hook), 1);
+        return hook.fn(seen) !== 'drop';
+      },
+    );
+    client.on('data', (d: Buffer) => upstream.write(d));
+    upstream.on('data', (d: Buffer) => down.push(d));
+    client.on('end', () => upstream.end());
+    upstream.on('end', () => client.end());
+    client.on('close', () => upstream.destroy());
+    upstream.on('close', () => client.destroy());
+  });
+  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+  const g: Gate = {
+    port: (server.address() as { port: number }).port,
+    target,
+    before: (pred, fn) => void hooks.push({ pred, fn }),
+    cut: (conn) => conns.get(conn)?.forEach((s) => s.destroy()),
+    close: () =>
+      new Promise<void>((resolve) => {
+        for (const s of sockets) s.destroy();
+        server.close(() => resolve());
+      }),
+  };
+  return g;
+}
+
+/** The predicate for "the coordinator asks for round k". */
+export const roundMessage = (k: number) => (m: Down) => m.type === 'round' && m.round === k;
