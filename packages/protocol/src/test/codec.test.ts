@@ -7,6 +7,8 @@ import {
   decode,
   ENVELOPE_BYTES,
   encode,
+  MAX_PENALTY_SQ,
+  MAX_SHARE_MAGNITUDE,
   type Message,
   type PartyMessage,
   ProtocolError,
@@ -26,12 +28,14 @@ const PARTY_TYPES = new Set(['hello', 'ids', 'ready', 'share', 'scores', 'exhaus
 /** Awkward but finite values every vector cycles through. */
 const AWKWARD = [-0, 1e-300, 1e300, -1.5, 0, 5e-324, -5e-324, Number.MAX_VALUE, -Number.MAX_VALUE, 1 / 3, -1e-300, -1e300, 2 ** 53 + 2, Math.PI];
 
-function awkwardVector(length: number, seed = 1): Float64Array {
+/** With `limit`, values beyond it become +-limit (a party's shares and scores are bounded: MAX_SHARE_MAGNITUDE). */
+function awkwardVector(length: number, seed = 1, limit = Infinity): Float64Array {
   const rnd = seeded(seed);
   const v = new Float64Array(length);
   for (let i = 0; i < length; i++) {
     // First the fixed awkward values, then a mix of awkward and random ones.
     v[i] = i < AWKWARD.length || i % 3 === 0 ? AWKWARD[i % AWKWARD.length] : (rnd() - 0.5) * 10 ** (randInt(rnd, 600) - 300);
+    if (Math.abs(v[i]) > limit) v[i] = Math.sign(v[i]) * limit;
   }
   if (length === 1) v[0] = -0;
   return v;
@@ -127,8 +131,8 @@ test('round trip: ready', () => {
 
 test('round trip: share with vectors of length 0, 1 and 70000 and awkward values', () => {
   for (const n of LENGTHS) {
-    const share = awkwardVector(n, n + 1);
-    for (const penaltySq of [0, 1e-300, 1e300, 1.5]) {
+    const share = awkwardVector(n, n + 1, MAX_SHARE_MAGNITUDE);
+    for (const penaltySq of [0, 1e-300, MAX_PENALTY_SQ, 1.5]) {
       const out = roundTrip({ type: 'share', jobId: JOB, round: 17, share, penaltySq, epsilonSpent: 0 }, { jobId: JOB, n, round: 17 });
       assert.ok(out.type === 'share' && out.share !== share, 'decoded vector is a new array');
     }
@@ -140,7 +144,7 @@ test('round trip: share with vectors of length 0, 1 and 70000 and awkward values
 
 test('round trip: scores with vectors of length 0, 1 and 70000', () => {
   for (const nTest of LENGTHS) {
-    roundTrip({ type: 'scores', jobId: JOB, round: 3, scores: awkwardVector(nTest, 99 + nTest) }, { jobId: JOB, nTest, round: 3 });
+    roundTrip({ type: 'scores', jobId: JOB, round: 3, scores: awkwardVector(nTest, 99 + nTest, MAX_SHARE_MAGNITUDE) }, { jobId: JOB, nTest, round: 3 });
   }
 });
 
@@ -218,7 +222,7 @@ test('round trip: done with every stop reason', () => {
 });
 
 test('decode accepts a plain Uint8Array (not only a Buffer) and copies vectors out of it', () => {
-  const share = awkwardVector(1000, 42);
+  const share = awkwardVector(1000, 42, MAX_SHARE_MAGNITUDE);
   const buf = encode({ type: 'share', jobId: JOB, round: 1, share, penaltySq: 2, epsilonSpent: 0 });
   const plain = new Uint8Array(buf); // a copy in a fresh ArrayBuffer
   const out = validatePartyMessage(decode(plain), { n: 1000 });
@@ -306,8 +310,8 @@ function sampleMessages(): Message[] {
     { type: 'hello', protocolVersion: 1, partyId: 'p1', jobId: null, features: 3, trainRows: 10, testRows: 4, proof: null },
     { type: 'ids', jobId: JOB, set: 'train', hashes: hashes(3, 1) },
     { type: 'ready', jobId: JOB, privacy: NO_PRIVACY },
-    { type: 'share', jobId: JOB, round: 4, share: awkwardVector(5), penaltySq: 0.25, epsilonSpent: 0 },
-    { type: 'scores', jobId: JOB, round: 4, scores: awkwardVector(2) },
+    { type: 'share', jobId: JOB, round: 4, share: awkwardVector(5, 1, MAX_SHARE_MAGNITUDE), penaltySq: 0.25, epsilonSpent: 0 },
+    { type: 'scores', jobId: JOB, round: 4, scores: awkwardVector(2, 1, MAX_SHARE_MAGNITUDE) },
     { type: 'welcome', protocolVersion: 1, jobId: JOB, hashKey: hashes(2, 2) },
     { type: 'setup', jobId: JOB, trainRows: new Uint32Array([4, 0, 2]), testRows: new Uint32Array([1]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm' },
     { type: 'round', jobId: JOB, round: 4, rho: 2, c: awkwardVector(5, 9) },
