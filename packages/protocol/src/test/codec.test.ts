@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { Packr } from 'msgpackr';
 import {
   CloseCodes,
   type CloseKind,
@@ -11,7 +12,9 @@ import {
   MAX_SHARE_MAGNITUDE,
   type Message,
   type PartyMessage,
+  PROTOCOL_VERSION,
   ProtocolError,
+  TYPED_ARRAY_EXTENSION,
   validateCoordinatorMessage,
   validatePartyMessage,
   type ValidationContext,
@@ -356,6 +359,52 @@ test('trailing bytes after a complete message are rejected with a ProtocolError'
     for (const tail of ['00', 'c0', 'ff', 'a161', '80']) {
       assertRejected(Buffer.concat([full, Buffer.from(tail, 'hex')]), {}, `${msg.type} + ${tail}`);
     }
+  }
+});
+
+test('msgpackr record definitions are refused: a hello packed with records is malformed, though msgpackr itself would accept it', () => {
+  const hello = { type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'party-1', jobId: null, features: 3, trainRows: 10, testRows: 0, proof: null };
+  const recorded = new Packr({ moreTypes: true, useRecords: true }).pack(hello);
+  // The record definition is extension 0x72 ('r') in a fixext 1 (0xd4) at the start.
+  assert.equal(recorded[0], 0xd4);
+  assert.equal(recorded[1], 0x72);
+  // What the decoder used to do: the configured (useRecords: false) msgpackr still reads it as the hello.
+  assert.deepEqual(new Packr({ moreTypes: true, useRecords: false }).unpack(recorded), hello);
+  assert.throws(
+    () => decode(recorded),
+    (err: unknown) => err instanceof ProtocolError && err.kind === 'malformed' && err.closeCode === 4002 && /record definition/.test(err.message),
+  );
+  // The two-byte form (fixext 2, 0xd5 0x72) of a definition too.
+  assert.throws(() => decode(Buffer.from('d5724000', 'hex')), (err: unknown) => err instanceof ProtocolError && err.kind === 'malformed');
+});
+
+test('no MessagePack extension but typed arrays: sets, errors, regexps, dates, undefined and unknown types are malformed', () => {
+  const more = new Packr({ moreTypes: true, useRecords: false, structuredClone: true });
+  const values: [string, unknown][] = [
+    ['Set', { type: 'ready', jobId: JOB, privacy: new Set([1]) }],
+    ['Error', { type: 'ready', jobId: JOB, privacy: new Error('x') }],
+    ['RegExp', { type: 'ready', jobId: JOB, privacy: /a+/ }],
+    ['Date', { type: 'ready', jobId: JOB, privacy: new Date(0) }],
+    ['undefined', { type: 'ready', jobId: JOB, privacy: undefined }],
+  ];
+  for (const [label, v] of values) {
+    const bytes = more.pack(v);
+    assert.throws(() => decode(bytes), (err: unknown) => err instanceof ProtocolError && err.kind === 'malformed' && /extension type/.test(err.message), label);
+  }
+  // Every extension format with a foreign type byte, and 0xc1 anywhere.
+  for (const hex of ['d40100', 'd5010000', 'd6010000000000', 'c70101ff', 'c8000101ff', 'c900000001 01ff'.replace(' ', ''), '81a474797065c1']) {
+    assert.throws(() => decode(Buffer.from(hex, 'hex')), (err: unknown) => err instanceof ProtocolError && err.kind === 'malformed', hex);
+  }
+  // Typed arrays in every size class still decode (vectors of length 0, 1 and 70000 round-trip above).
+  assert.equal(TYPED_ARRAY_EXTENSION, 0x74);
+  assert.deepEqual(decode(encode({ type: 'evaluate', jobId: JOB, round: 1 })), { type: 'evaluate', jobId: JOB, round: 1 });
+});
+
+test('announced lengths are checked before anything is built: a map or array of 2^32 entries in a few bytes is malformed at once', () => {
+  for (const hex of ['dfffffffff', 'ddffffffff', 'de ffff'.replace(' ', ''), 'c6ffffffff00', 'c9ffffffff7400']) {
+    const started = performance.now();
+    assert.throws(() => decode(Buffer.from(hex, 'hex')), (err: unknown) => err instanceof ProtocolError && err.kind === 'malformed', hex);
+    assert.ok(performance.now() - started < 50, `${hex}: ${performance.now() - started} ms`);
   }
 });
 

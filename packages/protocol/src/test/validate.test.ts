@@ -165,7 +165,9 @@ test('top-level values that are not maps are rejected as invalid by both validat
   for (const [label, v] of values) {
     for (const validate of [validatePartyMessage, validateCoordinatorMessage]) {
       throwsKind(() => validate(v, CTX), 'invalid', `${validate.name} ${label}`, /expected a map/);
-      throwsKind(() => validate(wire(v), CTX), 'invalid', `${validate.name} ${label} (wire)`, /expected a map/);
+      // On the wire a Date is a timestamp extension, which decode already refuses.
+      if (v instanceof Date) throwsKind(() => wire(v), 'malformed', `${label} (wire)`, /extension type 255/);
+      else throwsKind(() => validate(wire(v), CTX), 'invalid', `${validate.name} ${label} (wire)`, /expected a map/);
     }
   }
   throwsKind(() => validatePartyMessage(undefined), 'invalid', 'undefined');
