@@ -25,6 +25,7 @@ import type { Traffic } from './party-connection.js';
 import { type Summary, buildSummary, writeSummary } from './report.js';
 import { type Server, listen } from './server.js';
 import { runSgd } from './sgd-loop.js';
+import { WarningLimiter } from './warnings.js';
 
 export type { CoordinatorConfig, CoordinatorHandle, SgdConfig } from './config.js';
 export type { PartySummary, Summary, TestMetrics } from './report.js';
@@ -123,10 +124,13 @@ class Coordinator {
     // vector of doubles over the label rows, whichever is larger.
     const rowsForVectors = Math.max(this.labels.ids.length, this.testLabels?.ids.length ?? 0);
     const maxPayload = Math.max(this.maxRows * ID_HASH_BYTES, rowsForVectors * 8) + ENVELOPE_BYTES;
+    // The warnings that unauthenticated peers can cause, rate-limited (server and admission).
+    const warnings = new WarningLimiter(log);
     const admission = new Admission({
       helloTimeoutMs: cfg.helloTimeoutMs,
       log,
       traffic: this.traffic,
+      warnings,
       onHello: (ws, hello, nonce, connLog) => this.parties.onHello(ws, hello, nonce, connLog),
     });
     this.server = await listen({
@@ -135,7 +139,8 @@ class Coordinator {
       tls: cfg.tls,
       maxPayload,
       log,
-      onConnection: (ws, remote) => admission.accept(ws, remote),
+      warnings,
+      onConnection: (ws, socket, remote) => admission.accept(ws, socket, remote),
       onError: (err) => this.fail(new PeerError(`server error: ${err.message}`)),
     });
     const port = this.server.port;

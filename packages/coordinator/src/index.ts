@@ -2,3 +2,7 @@ export * from './coordinator.js';
 export * from './admm.js';
 export * from './labels.js';
 export * from './checkpoint.js';
+// The limits on what an unauthenticated peer can make the coordinator do (docs/operations.md).
+export { HELLO_MAX_BYTES, MAX_PENDING_CONNECTIONS, PRE_HELLO_MAX_BYTES, UNAUTHENTICATED_MAX_BYTES } from './admission.js';
+export { CLOSE_FLUSH_MS } from './drop.js';
+export { WARNINGS_PER_SECOND } from './warnings.js';

@@ -5,9 +5,11 @@
  */
 import { type Server as HttpServer, createServer as createHttpServer } from 'node:http';
 import { type Server as HttpsServer, createServer as createHttpsServer } from 'node:https';
+import type { Duplex } from 'node:stream';
 import type { Logger } from 'pino';
 import { WebSocketServer, type WebSocket } from 'ws';
 import { ConfigError } from '@admm-share/core';
+import type { WarningLimiter } from './warnings.js';
 
 export interface ServerOptions {
   host: string;
@@ -16,7 +18,9 @@ export interface ServerOptions {
   /** The largest frame any peer may send. Never the ws default of 100 MiB. */
   maxPayload: number;
   log: Logger;
-  onConnection(ws: WebSocket, remote: string): void;
+  warnings: WarningLimiter;
+  /** A new WebSocket, with the raw socket under it (admission counts the bytes on it). */
+  onConnection(ws: WebSocket, socket: Duplex, remote: string): void;
   /** A server error after listening (before, listen() rejects). */
   onError(err: Error): void;
 }
@@ -27,7 +31,7 @@ export interface Server {
 }
 
 export function listen(opts: ServerOptions): Promise<Server> {
-  const { tls, log } = opts;
+  const { tls, log, warnings } = opts;
   const server: HttpServer | HttpsServer = tls
     ? createHttpsServer({
         cert: tls.cert,
@@ -41,6 +45,7 @@ export function listen(opts: ServerOptions): Promise<Server> {
   const close = (): Promise<void> =>
     (closing ??= new Promise((resolve) => {
       for (const ws of wss.clients) ws.terminate();
+      warnings.flush();
       wss.close(() => server.close(() => resolve()));
     }));
   return new Promise((resolve, reject) => {
@@ -51,8 +56,8 @@ export function listen(opts: ServerOptions): Promise<Server> {
     };
     server.on('error', onError);
     wss.on('error', onError);
-    server.on('tlsClientError', (err: Error) => log.warn({ err: err.message }, 'TLS handshake failed'));
-    wss.on('connection', (ws, req) => opts.onConnection(ws, req.socket.remoteAddress ?? '?'));
+    server.on('tlsClientError', (err: Error) => warnings.warn('TLS handshake failed', log, { err: err.message }, 'TLS handshake failed'));
+    wss.on('connection', (ws, req) => opts.onConnection(ws, req.socket, req.socket.remoteAddress ?? '?'));
     server.on('listening', () => {
       const addr = server.address();
       resolve({ port: typeof addr === 'object' && addr ? addr.port : opts.port, close });
