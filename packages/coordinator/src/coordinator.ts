@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { ConfigError, DataError, PeerError, hashIds, hashKeys } from '@admm-share/core';
+import { ConfigError, DataError, InternalError, PeerError, hashIds, hashKeys } from '@admm-share/core';
 import { type Done, CLOSE_GRACE_MS, ENVELOPE_BYTES, HASH_KEY_BYTES, ID_HASH_BYTES, encode } from '@admm-share/protocol';
 import { Admission } from './admission.js';
 import { AdmmLoop } from './admm-loop.js';
@@ -164,6 +164,8 @@ class Coordinator {
 
     this.phase = 'finishing';
     this.finalRounds = result.rounds;
+    // `done` carries the objective: never a non-finite value on the wire (admm-loop.ts, assertFinite).
+    if (!Number.isFinite(result.objective)) throw new InternalError(`after round ${result.rounds}`, `the training objective is ${result.objective}; done was not sent`);
     const done: Done = {
       type: 'done',
       jobId: cfg.jobId,
