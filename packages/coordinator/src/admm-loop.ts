@@ -9,7 +9,7 @@
  */
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { PeerError, lossByName } from '@admm-share/core';
+import { InternalError, PeerError, lossByName } from '@admm-share/core';
 import type { Exhausted, Resume, Share, StopReason } from '@admm-share/protocol';
 import { AdmmCoordinator, type RoundStats } from './admm.js';
 import { CHECKPOINT_FILE, type Checkpoint, writeCheckpoint } from './checkpoint.js';
@@ -32,6 +32,15 @@ export interface TrainResult {
   trainingSeconds: number;
   rho: { initial: number; final: number };
   epsilonSpent: Record<string, number>;
+}
+
+/**
+ * The coordinator never sends a non-finite value: every party would refuse it (4003) and be
+ * blamed for a failure that is the coordinator's. Throws an InternalError naming the round.
+ */
+export function assertFinite(where: string, name: string, v: Float64Array): void {
+  for (let i = 0; i < v.length; i++)
+    if (!Number.isFinite(v[i])) throw new InternalError(`in ${where}`, `the coordinator's update produced ${name}[${i}] = ${v[i]}; nothing was sent`);
 }
 
 /** A completed round: what its trace line and a checkpoint need. */
@@ -129,6 +138,10 @@ export class AdmmLoop {
         }
         const shares = answers.filter((r): r is Share => r.type === 'share');
         const stats = this.admm.step(shares.map((s) => s.share));
+        // The shares were bounded on receipt (MAX_SHARE_MAGNITUDE), so this never fires unless
+        // the update itself is wrong; then the job fails here, not at the parties that refuse c.
+        assertFinite(`round ${t}`, 'c', this.admm.c);
+        assertFinite(`round ${t}`, 'z', this.admm.z);
         const converged = stats.primal <= stats.epsPrimal && stats.dual <= stats.epsDual;
         const now = performance.now();
         this.last = untraced = {

@@ -11,7 +11,7 @@ import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { ConfigError, DataError, PeerError, hashIds, hashKeys } from '@admm-share/core';
+import { ConfigError, DataError, InternalError, PeerError, hashIds, hashKeys } from '@admm-share/core';
 import { type Done, CLOSE_GRACE_MS, ENVELOPE_BYTES, HASH_KEY_BYTES, ID_HASH_BYTES, encode } from '@admm-share/protocol';
 import { Admission } from './admission.js';
 import { AdmmLoop } from './admm-loop.js';
@@ -25,6 +25,7 @@ import type { Traffic } from './party-connection.js';
 import { type Summary, buildSummary, writeSummary } from './report.js';
 import { type Server, listen } from './server.js';
 import { runSgd } from './sgd-loop.js';
+import { WarningLimiter } from './warnings.js';
 
 export type { CoordinatorConfig, CoordinatorHandle, SgdConfig } from './config.js';
 export type { PartySummary, Summary, TestMetrics, TraceLine } from './report.js';
@@ -123,10 +124,13 @@ class Coordinator {
     // vector of doubles over the label rows, whichever is larger.
     const rowsForVectors = Math.max(this.labels.ids.length, this.testLabels?.ids.length ?? 0);
     const maxPayload = Math.max(this.maxRows * ID_HASH_BYTES, rowsForVectors * 8) + ENVELOPE_BYTES;
+    // The warnings that unauthenticated peers can cause, rate-limited (server and admission).
+    const warnings = new WarningLimiter(log);
     const admission = new Admission({
       helloTimeoutMs: cfg.helloTimeoutMs,
       log,
       traffic: this.traffic,
+      warnings,
       onHello: (ws, hello, nonce, connLog) => this.parties.onHello(ws, hello, nonce, connLog),
     });
     this.server = await listen({
@@ -135,7 +139,8 @@ class Coordinator {
       tls: cfg.tls,
       maxPayload,
       log,
-      onConnection: (ws, remote) => admission.accept(ws, remote),
+      warnings,
+      onConnection: (ws, socket, remote) => admission.accept(ws, socket, remote),
       onError: (err) => this.fail(new PeerError(`server error: ${err.message}`)),
     });
     const port = this.server.port;
@@ -159,6 +164,8 @@ class Coordinator {
 
     this.phase = 'finishing';
     this.finalRounds = result.rounds;
+    // `done` carries the objective: never a non-finite value on the wire (admm-loop.ts, assertFinite).
+    if (!Number.isFinite(result.objective)) throw new InternalError(`after round ${result.rounds}`, `the training objective is ${result.objective}; done was not sent`);
     const done: Done = {
       type: 'done',
       jobId: cfg.jobId,

@@ -3,3 +3,8 @@ export * from './admm.js';
 export * from './labels.js';
 export * from './checkpoint.js';
 export * from './report-read.js';
+// The limits on what an unauthenticated peer can make the coordinator do (docs/operations.md).
+export { HELLO_MAX_BYTES, MAX_PENDING_CONNECTIONS, PRE_HELLO_MAX_BYTES, UNAUTHENTICATED_MAX_BYTES } from './admission.js';
+export { CLOSE_FLUSH_MS } from './drop.js';
+export { HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS, HTTP_TIMEOUT_CHECK_MS, TLS_HANDSHAKE_TIMEOUT_MS } from './server.js';
+export { WARNINGS_PER_SECOND } from './warnings.js';

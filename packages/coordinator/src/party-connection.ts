@@ -23,6 +23,7 @@ import {
   encode,
   validatePartyMessage,
 } from '@admm-share/protocol';
+import { closeAndDrop } from './drop.js';
 
 /** Unsent bytes a party may leave queued (it is not reading), in messages of at least SLOW_READER_UNIT bytes. */
 const MAX_QUEUED_MESSAGES = 4;
@@ -78,7 +79,8 @@ export class PartyConnection {
   privacy: PrivacyInfo | undefined;
   private ws: WebSocket | undefined;
   private alive = true;
-  private closing = false;
+  /** The close this side sent, if it closed the connection (the socket is then dropped, so the peer's reply is never read). */
+  private closing: { code: number; reason: string } | undefined;
   /** A handshake step (ids, ready while joining or rejoining): takes precedence over `pending`. */
   private step: Waiting | undefined;
   private pending: Pending | undefined;
@@ -97,7 +99,7 @@ export class PartyConnection {
     this.ws = ws;
     this.status = 'connected';
     this.alive = true;
-    this.closing = false;
+    this.closing = undefined;
     this.step = undefined;
     ws.on('message', (data: RawData, isBinary: boolean) => {
       if (ws === this.ws) this.onFrame(data, isBinary);
@@ -107,7 +109,9 @@ export class PartyConnection {
       if (ws !== this.ws) return;
       this.ws = undefined;
       this.step = undefined;
-      this.deps.onClose(this, code, reason.toString());
+      // After our own close the socket was dropped (1006 here): what ended it is the code we sent.
+      const ours = this.closing;
+      this.deps.onClose(this, ours?.code ?? code, ours?.reason ?? reason.toString());
     });
   }
 
@@ -202,12 +206,13 @@ export class PartyConnection {
     else if (this.final) this.sendBytes(this.final);
   }
 
+  /** Close with `kind`: the close frame is sent, nothing more is read, and the socket is dropped once the frame has left. */
   close(kind: CloseKind, detail?: string): void {
     const ws = this.ws;
     if (!ws || this.closing) return;
-    this.closing = true;
+    this.closing = { code: CloseCodes[kind].code, reason: closeReason(kind, detail) };
     this.deps.log.warn({ party: this.id, close: CloseCodes[kind].code, detail }, 'closing connection');
-    ws.close(CloseCodes[kind].code, closeReason(kind, detail));
+    closeAndDrop(ws, kind, detail);
   }
 
   /** The job failed: nothing more is awaited from this party. */

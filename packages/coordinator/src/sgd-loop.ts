@@ -8,7 +8,7 @@
 import type { Logger } from 'pino';
 import seedrandom from 'seedrandom';
 import { lossByName, meanLoss } from '@admm-share/core';
-import type { TrainResult } from './admm-loop.js';
+import { type TrainResult, assertFinite } from './admm-loop.js';
 import type { CoordinatorConfig } from './config.js';
 import { evaluate, evaluatesAt } from './evaluation.js';
 import type { Job, Participation } from './job.js';
@@ -54,6 +54,7 @@ export async function runSgd(cfg: CoordinatorConfig, job: Job, parties: Parties,
           for (const r of replies) sum += r.scores[k];
           gradient[k] = loss.deriv(y[rows[k]], sum);
         }
+        assertFinite(`SGD step ${s}`, 'gradient', gradient);
       }
       step++;
       const shares = await Promise.all(

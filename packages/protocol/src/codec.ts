@@ -9,6 +9,16 @@ import type { Message } from './messages.js';
  */
 const packr = new Packr({ moreTypes: true, useRecords: false });
 
+/**
+ * The one MessagePack extension type the protocol uses: msgpackr's typed array ("t"), for
+ * every vector. `useRecords: false` only stops msgpackr from writing records: its decoder
+ * still honours a record definition (extension "r", 0x72) and then reads the bytes 0x40-0x7f
+ * as records, and it builds Sets, Errors, RegExps, Dates and structured-clone references from
+ * other extensions. None of them is part of the protocol, so `decode` refuses every extension
+ * but this one before msgpackr sees the bytes.
+ */
+export const TYPED_ARRAY_EXTENSION = 0x74;
+
 export function encode(msg: Message): Buffer {
   return packr.pack(msg);
 }
@@ -16,9 +26,126 @@ export function encode(msg: Message): Buffer {
 /** Decode bytes into an unvalidated value. Never trust the result before `validate*`. */
 export function decode(bytes: Uint8Array): unknown {
   if (bytes.length === 0) throw new ProtocolError('malformed', 'empty frame');
+  checkWireFormat(bytes);
   try {
     return packr.unpack(bytes);
   } catch (err) {
     throw new ProtocolError('malformed', `not a MessagePack document (${(err as Error).message})`);
   }
+}
+
+/** Data bytes after the type byte of the fixext formats 0xd4-0xd8. */
+const FIXEXT_BYTES = [1, 2, 4, 8, 16];
+
+/**
+ * Walk the MessagePack token stream once, without building anything: exactly one value, no
+ * byte after it, no 0xc1, and no extension but TYPED_ARRAY_EXTENSION. A single count of the
+ * values still to read replaces recursion (a map of n entries adds 2n, an array n), so
+ * nesting depth costs nothing and the work is at most one step per byte.
+ */
+function checkWireFormat(b: Uint8Array): void {
+  const malformed = (detail: string): never => {
+    throw new ProtocolError('malformed', `not a protocol message: ${detail}`);
+  };
+  const view = new DataView(b.buffer, b.byteOffset, b.byteLength);
+  let pos = 0;
+  let remaining = 1;
+  // Length fields of 1, 2 or 4 bytes at `at`.
+  const len = (at: number, size: 1 | 2 | 4): number => {
+    if (at + size > b.length) malformed('truncated');
+    return size === 1 ? b[at] : size === 2 ? view.getUint16(at) : view.getUint32(at);
+  };
+  const extension = (type: number) => {
+    if (type !== TYPED_ARRAY_EXTENSION) malformed(`MessagePack extension type ${type}${type === 0x72 ? ' (a msgpackr record definition)' : ''}; only typed arrays (${TYPED_ARRAY_EXTENSION}) are used`);
+  };
+  while (remaining > 0) {
+    // Every value still announced takes at least one byte.
+    if (remaining > b.length - pos) malformed('truncated');
+    remaining--;
+    const t = b[pos++];
+    if (t <= 0x7f || t >= 0xe0) continue; // positive and negative fixint
+    if (t <= 0x8f) remaining += 2 * (t & 0x0f); // fixmap
+    else if (t <= 0x9f) remaining += t & 0x0f; // fixarray
+    else if (t <= 0xbf) pos += t & 0x1f; // fixstr
+    else
+      switch (t) {
+        case 0xc0: // nil
+        case 0xc2: // false
+        case 0xc3: // true
+          break;
+        case 0xc1:
+          malformed('byte 0xc1 (never used)');
+          break;
+        case 0xc4: // bin 8, 16, 32
+        case 0xd9: // str 8, 16, 32
+          pos += 1 + len(pos, 1);
+          break;
+        case 0xc5:
+        case 0xda:
+          pos += 2 + len(pos, 2);
+          break;
+        case 0xc6:
+        case 0xdb:
+          pos += 4 + len(pos, 4);
+          break;
+        case 0xc7: // ext 8, 16, 32: length, type, data
+        case 0xc8:
+        case 0xc9: {
+          const size = t === 0xc7 ? 1 : t === 0xc8 ? 2 : 4;
+          const n = len(pos, size);
+          pos += size;
+          extension(len(pos, 1));
+          pos += 1 + n;
+          break;
+        }
+        case 0xd4: // fixext 1, 2, 4, 8, 16: type, data
+        case 0xd5:
+        case 0xd6:
+        case 0xd7:
+        case 0xd8:
+          extension(len(pos, 1));
+          pos += 1 + FIXEXT_BYTES[t - 0xd4];
+          break;
+        case 0xca: // float 32, 64
+          pos += 4;
+          break;
+        case 0xcb:
+          pos += 8;
+          break;
+        case 0xcc: // uint 8-64, int 8-64
+        case 0xd0:
+          pos += 1;
+          break;
+        case 0xcd:
+        case 0xd1:
+          pos += 2;
+          break;
+        case 0xce:
+        case 0xd2:
+          pos += 4;
+          break;
+        case 0xcf:
+        case 0xd3:
+          pos += 8;
+          break;
+        case 0xdc: // array 16, 32
+          remaining += len(pos, 2);
+          pos += 2;
+          break;
+        case 0xdd:
+          remaining += len(pos, 4);
+          pos += 4;
+          break;
+        case 0xde: // map 16, 32
+          remaining += 2 * len(pos, 2);
+          pos += 2;
+          break;
+        case 0xdf:
+          remaining += 2 * len(pos, 4);
+          pos += 4;
+          break;
+      }
+    if (pos > b.length) malformed('truncated');
+  }
+  if (pos !== b.length) malformed(`${b.length - pos} bytes after the message`);
 }

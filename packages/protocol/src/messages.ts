@@ -25,6 +25,19 @@ export const HASH_KEY_BYTES = 32;
  * side sets its ws maxPayload to its largest vector plus this.
  */
 export const ENVELOPE_BYTES = 4096;
+/**
+ * Largest magnitude of any value a party sends per sample: its share, its test scores, its
+ * batch scores (all scores D_m x_m). Checked on receipt (4003), because a finite value is not
+ * a safe one: two shares of 1.7e308 sum to Infinity and the coordinator's c becomes NaN,
+ * which every honest party would then refuse. 1e100 refuses nothing a model produces (a
+ * logistic score of 40 is already a probability within 4e-18 of 0 or 1; a regression score
+ * is on the scale of the labels) and keeps the coordinator's arithmetic finite: a product of
+ * two bounded values is at most 1e200, and a sum of fewer than 2^53 of them (the residual
+ * norms run over N x M entries) stays below 1e216, far from the largest double, 1.8e308.
+ */
+export const MAX_SHARE_MAGNITUDE = 1e100;
+/** Largest `penaltySq` (||x_m||^2) a party may report: MAX_SHARE_MAGNITUDE squared, by the same reasoning. */
+export const MAX_PENALTY_SQ = MAX_SHARE_MAGNITUDE * MAX_SHARE_MAGNITUDE;
 /** Party ids and job ids: short printable names. */
 export const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 

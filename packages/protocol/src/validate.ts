@@ -4,6 +4,8 @@ import {
   type Done,
   HASH_KEY_BYTES,
   ID_HASH_BYTES,
+  MAX_PENALTY_SQ,
+  MAX_SHARE_MAGNITUDE,
   NAME_RE,
   NONCE_BYTES,
   type PartyMessage,
@@ -109,11 +111,15 @@ function finite(o: Obj, type: string, key: string, positive = false): number {
   return v;
 }
 
-function vector(o: Obj, type: string, key: string, length: number | undefined): Float64Array {
+/** A vector of finite doubles; with `bound`, each of magnitude at most `bound`. */
+function vector(o: Obj, type: string, key: string, length: number | undefined, bound = Infinity): Float64Array {
   const v = o[key];
   if (!(v instanceof Float64Array)) invalid(`${type}.${key}: expected a Float64Array, got ${describe(v)}`);
   if (length !== undefined && v.length !== length) invalid(`${type}.${key}: length ${v.length}, expected ${length}`);
-  for (let i = 0; i < v.length; i++) if (!Number.isFinite(v[i])) invalid(`${type}.${key}[${i}] is ${v[i]}`);
+  for (let i = 0; i < v.length; i++) {
+    if (!Number.isFinite(v[i])) invalid(`${type}.${key}[${i}] is ${v[i]}`);
+    if (Math.abs(v[i]) > bound) invalid(`${type}.${key}[${i}] = ${v[i]} exceeds the bound ${bound}`);
+  }
   return v;
 }
 
@@ -224,16 +230,17 @@ export function validatePartyMessage(value: unknown, ctx: ValidationContext = {}
       const r = round(o, type, ctx);
       const penaltySq = finite(o, type, 'penaltySq');
       if (penaltySq < 0) invalid(`share.penaltySq: ${penaltySq} is negative`);
+      if (penaltySq > MAX_PENALTY_SQ) invalid(`share.penaltySq: ${penaltySq} exceeds the bound ${MAX_PENALTY_SQ}`);
       const epsilonSpent = finite(o, type, 'epsilonSpent');
       if (epsilonSpent < 0) invalid(`share.epsilonSpent: ${epsilonSpent} is negative`);
-      return { type, jobId, round: r, share: vector(o, type, 'share', ctx.n), penaltySq, epsilonSpent };
+      return { type, jobId, round: r, share: vector(o, type, 'share', ctx.n, MAX_SHARE_MAGNITUDE), penaltySq, epsilonSpent };
     }
     case 'batchScores': {
       exactKeys(o, type, ['type', 'jobId', 'step', 'scores']);
       const jobId = job(o, type, ctx);
       const step = count(o, type, 'step', 1);
       if (ctx.step !== undefined && step !== ctx.step) throw new ProtocolError('unexpected', `batchScores for step ${step}, expected step ${ctx.step}`);
-      return { type, jobId, step, scores: vector(o, type, 'scores', ctx.batchRows) };
+      return { type, jobId, step, scores: vector(o, type, 'scores', ctx.batchRows, MAX_SHARE_MAGNITUDE) };
     }
     case 'exhausted': {
       exactKeys(o, type, ['type', 'jobId', 'round', 'epsilonSpent']);
@@ -247,7 +254,7 @@ export function validatePartyMessage(value: unknown, ctx: ValidationContext = {}
       exactKeys(o, type, ['type', 'jobId', 'round', 'scores']);
       const jobId = job(o, type, ctx);
       const r = round(o, type, ctx);
-      return { type, jobId, round: r, scores: vector(o, type, 'scores', ctx.nTest) };
+      return { type, jobId, round: r, scores: vector(o, type, 'scores', ctx.nTest, MAX_SHARE_MAGNITUDE) };
     }
     default:
       invalid(`'${type.slice(0, ECHO_CHARS)}' is not a message a party sends`);

@@ -1,5 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
+import { Packr } from 'msgpackr';
 import {
   CloseCodes,
   type CloseKind,
@@ -7,9 +8,13 @@ import {
   decode,
   ENVELOPE_BYTES,
   encode,
+  MAX_PENALTY_SQ,
+  MAX_SHARE_MAGNITUDE,
   type Message,
   type PartyMessage,
+  PROTOCOL_VERSION,
   ProtocolError,
+  TYPED_ARRAY_EXTENSION,
   validateCoordinatorMessage,
   validatePartyMessage,
   type ValidationContext,
@@ -26,12 +31,14 @@ const PARTY_TYPES = new Set(['hello', 'ids', 'ready', 'share', 'scores', 'exhaus
 /** Awkward but finite values every vector cycles through. */
 const AWKWARD = [-0, 1e-300, 1e300, -1.5, 0, 5e-324, -5e-324, Number.MAX_VALUE, -Number.MAX_VALUE, 1 / 3, -1e-300, -1e300, 2 ** 53 + 2, Math.PI];
 
-function awkwardVector(length: number, seed = 1): Float64Array {
+/** With `limit`, values beyond it become +-limit (a party's shares and scores are bounded: MAX_SHARE_MAGNITUDE). */
+function awkwardVector(length: number, seed = 1, limit = Infinity): Float64Array {
   const rnd = seeded(seed);
   const v = new Float64Array(length);
   for (let i = 0; i < length; i++) {
     // First the fixed awkward values, then a mix of awkward and random ones.
     v[i] = i < AWKWARD.length || i % 3 === 0 ? AWKWARD[i % AWKWARD.length] : (rnd() - 0.5) * 10 ** (randInt(rnd, 600) - 300);
+    if (Math.abs(v[i]) > limit) v[i] = Math.sign(v[i]) * limit;
   }
   if (length === 1) v[0] = -0;
   return v;
@@ -127,8 +134,8 @@ test('round trip: ready', () => {
 
 test('round trip: share with vectors of length 0, 1 and 70000 and awkward values', () => {
   for (const n of LENGTHS) {
-    const share = awkwardVector(n, n + 1);
-    for (const penaltySq of [0, 1e-300, 1e300, 1.5]) {
+    const share = awkwardVector(n, n + 1, MAX_SHARE_MAGNITUDE);
+    for (const penaltySq of [0, 1e-300, MAX_PENALTY_SQ, 1.5]) {
       const out = roundTrip({ type: 'share', jobId: JOB, round: 17, share, penaltySq, epsilonSpent: 0 }, { jobId: JOB, n, round: 17 });
       assert.ok(out.type === 'share' && out.share !== share, 'decoded vector is a new array');
     }
@@ -140,7 +147,7 @@ test('round trip: share with vectors of length 0, 1 and 70000 and awkward values
 
 test('round trip: scores with vectors of length 0, 1 and 70000', () => {
   for (const nTest of LENGTHS) {
-    roundTrip({ type: 'scores', jobId: JOB, round: 3, scores: awkwardVector(nTest, 99 + nTest) }, { jobId: JOB, nTest, round: 3 });
+    roundTrip({ type: 'scores', jobId: JOB, round: 3, scores: awkwardVector(nTest, 99 + nTest, MAX_SHARE_MAGNITUDE) }, { jobId: JOB, nTest, round: 3 });
   }
 });
 
@@ -223,7 +230,7 @@ test('round trip: done with every stop reason', () => {
 });
 
 test('decode accepts a plain Uint8Array (not only a Buffer) and copies vectors out of it', () => {
-  const share = awkwardVector(1000, 42);
+  const share = awkwardVector(1000, 42, MAX_SHARE_MAGNITUDE);
   const buf = encode({ type: 'share', jobId: JOB, round: 1, share, penaltySq: 2, epsilonSpent: 0 });
   const plain = new Uint8Array(buf); // a copy in a fresh ArrayBuffer
   const out = validatePartyMessage(decode(plain), { n: 1000 });
@@ -327,8 +334,8 @@ function sampleMessages(): Message[] {
     { type: 'hello', protocolVersion: 1, partyId: 'p1', jobId: null, features: 3, trainRows: 10, testRows: 4, proof: null },
     { type: 'ids', jobId: JOB, set: 'train', hashes: hashes(3, 1) },
     { type: 'ready', jobId: JOB, privacy: NO_PRIVACY },
-    { type: 'share', jobId: JOB, round: 4, share: awkwardVector(5), penaltySq: 0.25, epsilonSpent: 0 },
-    { type: 'scores', jobId: JOB, round: 4, scores: awkwardVector(2) },
+    { type: 'share', jobId: JOB, round: 4, share: awkwardVector(5, 1, MAX_SHARE_MAGNITUDE), penaltySq: 0.25, epsilonSpent: 0 },
+    { type: 'scores', jobId: JOB, round: 4, scores: awkwardVector(2, 1, MAX_SHARE_MAGNITUDE) },
     { type: 'welcome', protocolVersion: 1, jobId: JOB, hashKey: hashes(2, 2) },
     { type: 'setup', jobId: JOB, trainRows: new Uint32Array([4, 0, 2]), testRows: new Uint32Array([1]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm' },
     { type: 'round', jobId: JOB, round: 4, rho: 2, c: awkwardVector(5, 9) },
@@ -373,6 +380,52 @@ test('trailing bytes after a complete message are rejected with a ProtocolError'
     for (const tail of ['00', 'c0', 'ff', 'a161', '80']) {
       assertRejected(Buffer.concat([full, Buffer.from(tail, 'hex')]), {}, `${msg.type} + ${tail}`);
     }
+  }
+});
+
+test('msgpackr record definitions are refused: a hello packed with records is malformed, though msgpackr itself would accept it', () => {
+  const hello = { type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'party-1', jobId: null, features: 3, trainRows: 10, testRows: 0, proof: null };
+  const recorded = new Packr({ moreTypes: true, useRecords: true }).pack(hello);
+  // The record definition is extension 0x72 ('r') in a fixext 1 (0xd4) at the start.
+  assert.equal(recorded[0], 0xd4);
+  assert.equal(recorded[1], 0x72);
+  // What the decoder used to do: the configured (useRecords: false) msgpackr still reads it as the hello.
+  assert.deepEqual(new Packr({ moreTypes: true, useRecords: false }).unpack(recorded), hello);
+  assert.throws(
+    () => decode(recorded),
+    (err: unknown) => err instanceof ProtocolError && err.kind === 'malformed' && err.closeCode === 4002 && /record definition/.test(err.message),
+  );
+  // The two-byte form (fixext 2, 0xd5 0x72) of a definition too.
+  assert.throws(() => decode(Buffer.from('d5724000', 'hex')), (err: unknown) => err instanceof ProtocolError && err.kind === 'malformed');
+});
+
+test('no MessagePack extension but typed arrays: sets, errors, regexps, dates, undefined and unknown types are malformed', () => {
+  const more = new Packr({ moreTypes: true, useRecords: false, structuredClone: true });
+  const values: [string, unknown][] = [
+    ['Set', { type: 'ready', jobId: JOB, privacy: new Set([1]) }],
+    ['Error', { type: 'ready', jobId: JOB, privacy: new Error('x') }],
+    ['RegExp', { type: 'ready', jobId: JOB, privacy: /a+/ }],
+    ['Date', { type: 'ready', jobId: JOB, privacy: new Date(0) }],
+    ['undefined', { type: 'ready', jobId: JOB, privacy: undefined }],
+  ];
+  for (const [label, v] of values) {
+    const bytes = more.pack(v);
+    assert.throws(() => decode(bytes), (err: unknown) => err instanceof ProtocolError && err.kind === 'malformed' && /extension type/.test(err.message), label);
+  }
+  // Every extension format with a foreign type byte, and 0xc1 anywhere.
+  for (const hex of ['d40100', 'd5010000', 'd6010000000000', 'c70101ff', 'c8000101ff', 'c900000001 01ff'.replace(' ', ''), '81a474797065c1']) {
+    assert.throws(() => decode(Buffer.from(hex, 'hex')), (err: unknown) => err instanceof ProtocolError && err.kind === 'malformed', hex);
+  }
+  // Typed arrays in every size class still decode (vectors of length 0, 1 and 70000 round-trip above).
+  assert.equal(TYPED_ARRAY_EXTENSION, 0x74);
+  assert.deepEqual(decode(encode({ type: 'evaluate', jobId: JOB, round: 1 })), { type: 'evaluate', jobId: JOB, round: 1 });
+});
+
+test('announced lengths are checked before anything is built: a map or array of 2^32 entries in a few bytes is malformed at once', () => {
+  for (const hex of ['dfffffffff', 'ddffffffff', 'de ffff'.replace(' ', ''), 'c6ffffffff00', 'c9ffffffff7400']) {
+    const started = performance.now();
+    assert.throws(() => decode(Buffer.from(hex, 'hex')), (err: unknown) => err instanceof ProtocolError && err.kind === 'malformed', hex);
+    assert.ok(performance.now() - started < 50, `${hex}: ${performance.now() - started} ms`);
   }
 });
 

@@ -9,6 +9,8 @@ import {
   HASH_KEY_BYTES,
   ID_HASH_BYTES,
   MAX_CLOSE_REASON_BYTES,
+  MAX_PENALTY_SQ,
+  MAX_SHARE_MAGNITUDE,
   NONCE_BYTES,
   PROOF_BYTES,
   RETRIABLE_CLOSE_CODES,
@@ -50,7 +52,7 @@ function base(): Record<string, Obj> {
     batchScores: { type: 'batchScores', jobId: JOB, step: 7, scores: new Float64Array([0.5, -1, 2]) },
     sgd: { type: 'sgd', jobId: JOB, step: 7, epoch: 2, lr: 0.5, gradient: new Float64Array([0.1, -0.2, 0.3]), rows: new Uint32Array([3, 0, 2]), full: false },
     share: { type: 'share', jobId: JOB, round: ROUND, share: new Float64Array([1, -0, 1e-300, -1.5]), penaltySq: 2.5, epsilonSpent: 0 },
-    scores: { type: 'scores', jobId: JOB, round: ROUND, scores: new Float64Array([0.5, -2, 1e300]) },
+    scores: { type: 'scores', jobId: JOB, round: ROUND, scores: new Float64Array([0.5, -2, MAX_SHARE_MAGNITUDE]) },
     welcome: { type: 'welcome', protocolVersion: 1, jobId: JOB, hashKey: new Uint8Array(32).fill(1) },
     setup: { type: 'setup', jobId: JOB, trainRows: new Uint32Array([9, 0, 4, 2]), testRows: new Uint32Array([4, 1, 0]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm' },
     round: { type: 'round', jobId: JOB, round: ROUND, rho: 1.5, c: new Float64Array([0, 1, 2, 3]) },
@@ -163,7 +165,9 @@ test('top-level values that are not maps are rejected as invalid by both validat
   for (const [label, v] of values) {
     for (const validate of [validatePartyMessage, validateCoordinatorMessage]) {
       throwsKind(() => validate(v, CTX), 'invalid', `${validate.name} ${label}`, /expected a map/);
-      throwsKind(() => validate(wire(v), CTX), 'invalid', `${validate.name} ${label} (wire)`, /expected a map/);
+      // On the wire a Date is a timestamp extension, which decode already refuses.
+      if (v instanceof Date) throwsKind(() => wire(v), 'malformed', `${label} (wire)`, /extension type 255/);
+      else throwsKind(() => validate(wire(v), CTX), 'invalid', `${validate.name} ${label} (wire)`, /expected a map/);
     }
   }
   throwsKind(() => validatePartyMessage(undefined), 'invalid', 'undefined');
@@ -639,6 +643,32 @@ test('share.epsilonSpent and exhausted are validated like every other field', ()
   accepts('done', { reason: 'budget' });
 });
 
+
+test('shares, scores and batch scores are bounded by MAX_SHARE_MAGNITUDE, penaltySq by MAX_PENALTY_SQ (finite is not enough)', () => {
+  const ctx = { ...CTX, step: 7, batchRows: 3 };
+  for (const sign of [1, -1]) {
+    for (const pos of [0, N - 1]) {
+      const at = new Float64Array(N);
+      at[pos] = sign * MAX_SHARE_MAGNITUDE;
+      accepts('share', { share: at });
+      // The next double beyond the bound, and the largest finite double (what a hostile party sends).
+      for (const beyond of [MAX_SHARE_MAGNITUDE * (1 + Number.EPSILON), Number.MAX_VALUE, 1.7e308]) {
+        const v = new Float64Array(N);
+        v[pos] = sign * beyond;
+        rejects('share', { share: v }, 'invalid', CTX, new RegExp(`share\\.share\\[${pos}\\] = .* exceeds the bound 1e\\+100`));
+      }
+    }
+    accepts('scores', { scores: new Float64Array(N_TEST).fill(sign * MAX_SHARE_MAGNITUDE) });
+    rejects('scores', { scores: new Float64Array(N_TEST).fill(sign * 1e101) }, 'invalid', CTX, /exceeds the bound/);
+    accepts('batchScores', { scores: new Float64Array(3).fill(sign * MAX_SHARE_MAGNITUDE) }, ctx);
+    rejects('batchScores', { scores: new Float64Array(3).fill(sign * 1e101) }, 'invalid', ctx, /exceeds the bound/);
+  }
+  accepts('share', { penaltySq: MAX_PENALTY_SQ });
+  rejects('share', { penaltySq: MAX_PENALTY_SQ * 2 }, 'invalid', CTX, /penaltySq: .* exceeds the bound/);
+  rejects('share', { penaltySq: Number.MAX_VALUE }, 'invalid', CTX, /exceeds the bound/);
+  // What the coordinator sends is not bounded this way (it checks its own values before sending).
+  accepts('round', { c: new Float64Array(N).fill(1e300) });
+});
 
 test('sgd and batchScores: step, batch length and row bounds are checked', () => {
   const ctx = { ...CTX, step: 7, batchRows: 3 };
