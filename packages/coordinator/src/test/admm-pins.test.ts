@@ -87,16 +87,29 @@ test('paper form: primal ||S - z||, dual rho sqrt(M) ||z - z_old||, tolerances o
   }
 });
 
-test('epsPrimal takes the larger of ||s|| and ||z||', () => {
-  // Paper form, one sample: S = 10 and z near 0 (the loss pulls hard) or S = 0 and z far from 0.
-  const opts = { variant: 'paper' as const, parties: 1, lambda: 0.1, rho: 1e-3, alpha: 1, tolerance: { abs: 0, rel: 1 } };
-  const big = new AdmmCoordinator({ ...opts, loss: squared, y: Float64Array.of(0) });
-  const s1 = big.step([Float64Array.of(10)]);
-  close(s1.epsPrimal, Math.max(10, Math.abs(big.z[0])), 'S dominates');
-  const pulled = new AdmmCoordinator({ ...opts, loss: squared, y: Float64Array.of(50) });
-  const s2 = pulled.step([Float64Array.of(0)]);
-  assert.ok(Math.abs(pulled.z[0]) > 1, `the case this test is about: z = ${pulled.z[0]}`);
-  close(s2.epsPrimal, Math.abs(pulled.z[0]), 'z dominates');
+test('epsPrimal takes the larger of ||s|| and ||z||, in both forms', () => {
+  const opts = { parties: 2, lambda: 0.1, rho: 1e-3, alpha: 1, tolerance: { abs: 0, rel: 1 } };
+  // Paper form, one sample: S = 10 and z near 0 (the loss pulls hard), or S = 0 and z far from 0.
+  const paper = { ...opts, variant: 'paper' as const, loss: squared };
+  const big = new AdmmCoordinator({ ...paper, y: Float64Array.of(0) });
+  const s1 = big.step([Float64Array.of(4), Float64Array.of(6)]);
+  assert.ok(Math.abs(big.z[0]) < 1, `the case: z = ${big.z[0]}`);
+  close(s1.epsPrimal, 10, 'paper: S dominates');
+  const pulled = new AdmmCoordinator({ ...paper, y: Float64Array.of(50) });
+  const s2 = pulled.step([Float64Array.of(0), Float64Array.of(0)]);
+  assert.ok(Math.abs(pulled.z[0]) > 1, `the case: z = ${pulled.z[0]}`);
+  close(s2.epsPrimal, Math.abs(pulled.z[0]), 'paper: z dominates');
+  // Exact form: sum_m ||z_m||^2 = sum_m ||s_m||^2 + M (zbar^2 - mean^2), so ||s|| wins when zbar is pulled below the mean.
+  const exact = { ...opts, variant: 'exact' as const, loss: squared };
+  const shrunk = new AdmmCoordinator({ ...exact, y: Float64Array.of(0) });
+  const s3 = shrunk.step([Float64Array.of(4), Float64Array.of(6)]);
+  assert.ok(Math.abs(shrunk.z[0]) < 1, `the case: zbar = ${shrunk.z[0]}`);
+  close(s3.epsPrimal, Math.sqrt(16 + 36), 'exact: s dominates');
+  const grown = new AdmmCoordinator({ ...exact, y: Float64Array.of(50) });
+  const s4 = grown.step([Float64Array.of(1), Float64Array.of(-1)]);
+  const zb = grown.z[0];
+  assert.ok(Math.abs(zb) > 1, `the case: zbar = ${zb}`);
+  close(s4.epsPrimal, Math.sqrt((1 + zb) ** 2 + (-1 + zb) ** 2), 'exact: z dominates');
 });
 
 function copySnapshot(s: AdmmSnapshot): AdmmSnapshot {
