@@ -159,3 +159,28 @@ test('each refusal of RidgeXUpdate names the argument and the value', () => {
   assert.throws(() => u.solve(new Float64Array(2), 1), { name: 'RangeError', message: 'w has length 2, expected 3' });
   assert.throws(() => u.updateFromBroadcast(new Float64Array(4), 1), { name: 'RangeError', message: 'c has length 4, expected 3' });
 });
+
+test('conjugate gradients on columns of very different scales: the factored solution to 1e-9 relative, for targets of any size', () => {
+  // Column scales from 1e-2 to 1e2: the Jacobi preconditioner matters here, and the stopping
+  // rule must be relative to the right-hand side (a target of size 1e-6 as well as 1e6).
+  const rand = seeded('cg-scales');
+  const n = 60;
+  const d = 25;
+  const scale = Array.from({ length: d }, (_, j) => 10 ** (-2 + (4 * j) / d));
+  const rows = Array.from({ length: n }, () => Array.from({ length: d }, (_, j) => (rand() < 0.6 ? 0 : (rand() - 0.5) * scale[j])));
+  const D = csrFromDense(rows, d);
+  const w = Float64Array.from({ length: n }, () => rand() * 2 - 1);
+  for (const intercept of [false, true]) {
+    const exact = new RidgeXUpdate(D, 1e-2, intercept);
+    for (const size of [1, 1e-6, 1e6]) {
+      const cg = new RidgeXUpdate(D, 1e-2, intercept, { factorLimit: 5 });
+      const target = w.map((v) => v * size);
+      exact.solve(target.slice(), 0.5);
+      cg.solve(target.slice(), 0.5);
+      const top = Math.max(...Array.from(exact.x, Math.abs));
+      const err = Math.max(...Array.from(exact.x, (v, j) => Math.abs(v - cg.x[j])));
+      assert.ok(err <= 1e-9 * top, `intercept ${intercept}, target size ${size}: relative error ${err / top}`);
+      assert.ok(cg.lastIterations <= 2 * d, `intercept ${intercept}, target size ${size}: ${cg.lastIterations} iterations`);
+    }
+  }
+});
