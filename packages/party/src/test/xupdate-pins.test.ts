@@ -184,3 +184,23 @@ test('conjugate gradients on columns of very different scales: the factored solu
     }
   }
 });
+
+test('lambda 0 with duplicate columns inside a ball: the problem on [sqrt(2) a, b] with the same radius', () => {
+  // x = (x0, x1, x2) on columns (a, a, b): for a fixed x0 + x1 the norm is least with x0 = x1,
+  // so ||x||^2 = s^2 + x2^2 with s = (x0 + x1) / sqrt 2 multiplying the column sqrt(2) a.
+  const rand = seeded('min-norm-ball');
+  const base = Array.from({ length: 12 }, () => [rand() - 0.5, rand() - 0.5]);
+  const w = Float64Array.from({ length: 12 }, () => rand() * 4 - 2);
+  const three = new RidgeXUpdate(csrFromDense(base.map(([a, b]) => [a, a, b])), 0, false);
+  const two = new RidgeXUpdate(csrFromDense(base.map(([a, b]) => [Math.SQRT2 * a, b])), 0, false);
+  two.solve(w.slice(), 0.8);
+  const free = Math.sqrt(two.penaltySq());
+  for (const radius of [free * 0.3, free * 0.9, free * 2]) {
+    three.solve(w.slice(), 0.8, radius);
+    two.solve(w.slice(), 0.8, radius);
+    assert.ok(three.x.every(Number.isFinite), `radius ${radius}: finite`);
+    close(three.share, two.share, 1e-9, `radius ${radius}: share`);
+    close([three.x[0], three.x[1], three.x[2]], [two.x[0] / Math.SQRT2, two.x[0] / Math.SQRT2, two.x[1]], 1e-9, `radius ${radius}: x`);
+    assert.ok(Math.sqrt(three.penaltySq()) <= radius * (1 + 1e-12));
+  }
+});
