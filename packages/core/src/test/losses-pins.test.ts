@@ -74,15 +74,16 @@ test('logistic prox from a second-order prediction of a nearby problem: about on
   for (let i = 0; i < n; i++) assert.ok(Math.abs(warm[i] - prox(logistic, y[i], moved[i], kappa, weight)) <= 1e-12 * Math.max(1, Math.abs(warm[i])), `sample ${i}`);
 });
 
-test('logistic prox from a start on the wrong side of the root restarts at 0 and stays cheap', () => {
+test('logistic prox from a start far on the wrong side of the root restarts at 0: under 4.1 exponentials per sample', () => {
   const n = 200;
   const { y, a } = problem(n, 'exp-far');
   const t = a.slice();
   solve(t, y, a, 1, 1);
-  // Start each sample at minus its solution: on the wrong side whenever the solution is not 0.
-  const wrong = Float64Array.from(t, (v) => -v * 3);
+  // Start each sample at -100 times its solution: on the wrong side whenever the solution is not 0.
+  // Measured: 3.93 per sample; 4.35 when either half-line's restart is left out, 4.78 when both are.
+  const wrong = Float64Array.from(t, (v) => -100 * v);
   const calls = expCalls(() => solve(wrong, y, a, 1, 1));
-  assert.ok(calls <= 6 * n, `${calls} exponentials for ${n} samples`);
+  assert.ok(calls <= 4.1 * n, `${calls / n} exponentials per sample`);
   for (let i = 0; i < n; i++) assert.ok(Math.abs(wrong[i] - t[i]) <= 1e-12 * Math.max(1, Math.abs(t[i])), `sample ${i}: ${wrong[i]} vs ${t[i]}`);
 });
 
