@@ -5,9 +5,11 @@
 // bytes that complete a matching message are forwarded it runs a hook synchronously: a party
 // killed or frozen there has certainly not answered that message, and a coordinator killed
 // there has certainly not finished the job, however loaded the machine is.
-// (restart-race.test.ts has a fuller relay that also decodes the parties' frames.)
+// The frames are split by ws-frames.ts, which restart-race.test.ts's relay also uses (it
+// decodes the parties' frames too).
 import { type Server, type Socket, createConnection, createServer } from 'node:net';
 import { decode } from '@admm-share/protocol';
+import { FrameStream } from './ws-frames.js';
 
 /** What the relay saw of one message from the coordinator. */
 export interface Down {
@@ -32,53 +34,6 @@ export interface Gate {
   close(): Promise<void>;
 }
 
-/** Splits the coordinator's byte stream into WebSocket frames after the HTTP upgrade. */
-class DownStream {
-  private buf: Buffer = Buffer.alloc(0);
-  private upgraded = false;
-  constructor(
-    private readonly forward: (bytes: Buffer) => void,
-    /** Sees each complete binary frame's payload; returns false to leave the frame out. */
-    private readonly onMessage: (payload: Buffer) => boolean,
-  ) {}
-
-  push(chunk: Buffer): void {
-    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
-    for (;;) {
-      if (!this.upgraded) {
-        const end = this.buf.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        this.upgraded = true;
-        this.take(end + 4, true);
-        continue;
-      }
-      if (this.buf.length < 2) return;
-      let len = this.buf[1] & 0x7f;
-      let off = 2;
-      if (len === 126) {
-        if (this.buf.length < 4) return;
-        len = this.buf.readUInt16BE(2);
-        off = 4;
-      } else if (len === 127) {
-        if (this.buf.length < 10) return;
-        len = Number(this.buf.readBigUInt64BE(2));
-        off = 10;
-      }
-      if (this.buf.length < off + len) return;
-      const fin = (this.buf[0] & 0x80) !== 0;
-      const opcode = this.buf[0] & 0x0f;
-      // A binary message in one frame (ws sends them so); anything else passes unseen.
-      const keep = opcode === 0x2 && fin ? this.onMessage(this.buf.subarray(off, off + len)) : true;
-      this.take(off + len, keep);
-    }
-  }
-
-  private take(n: number, keep: boolean): void {
-    if (keep) this.forward(this.buf.subarray(0, n));
-    this.buf = this.buf.subarray(n);
-  }
-}
-
 export async function gate(target: number): Promise<Gate> {
   const hooks: { pred: (m: Down) => boolean; fn: (m: Down) => HookResult }[] = [];
   const conns = new Map<number, Socket[]>();
@@ -93,7 +48,7 @@ export async function gate(target: number): Promise<Gate> {
       s.on('close', () => sockets.delete(s));
       s.on('error', () => undefined);
     }
-    const down = new DownStream(
+    const down = new FrameStream(
       (bytes) => client.write(bytes),
       (payload) => {
         let msg: unknown;

@@ -26,6 +26,7 @@ import { type LabelledSet, binaryLabels, readLibsvm } from '@admm-share/core';
 import { decode } from '@admm-share/protocol';
 import { type SplitFiles, writeVerticalSplit } from '../split.js';
 import { A9A, BIN, type Proc, STACK_LINE, killAll, run } from './procs.js';
+import { FrameStream } from './ws-frames.js';
 
 after(killAll);
 
@@ -151,63 +152,6 @@ interface Relay {
   waitFor(pred: (w: WireRecord) => boolean, what: string, watch: Record<string, Proc>): Promise<WireRecord>;
   /** Resolves when the coordinator's side of connection `conn` has closed. */
   upstreamClosed(conn: number): Promise<void>;
-}
-
-/**
- * Reassembles WebSocket frames from a byte stream after the HTTP upgrade; `onMessage` sees
- * every complete binary message before the bytes that end it are forwarded.
- */
-class FrameStream {
-  private buf: Buffer = Buffer.alloc(0);
-  private upgraded = false;
-  private fragments: Buffer[] = [];
-  constructor(
-    private readonly forward: (bytes: Buffer) => void,
-    private readonly onMessage: (payload: Buffer) => void,
-  ) {}
-
-  push(chunk: Buffer): void {
-    this.buf = this.buf.length ? Buffer.concat([this.buf, chunk]) : chunk;
-    for (;;) {
-      if (!this.upgraded) {
-        const end = this.buf.indexOf('\r\n\r\n');
-        if (end < 0) return;
-        this.upgraded = true;
-        this.take(end + 4);
-        continue;
-      }
-      if (this.buf.length < 2) return;
-      const b0 = this.buf[0];
-      const b1 = this.buf[1];
-      let len = b1 & 0x7f;
-      let off = 2;
-      if (len === 126) {
-        if (this.buf.length < 4) return;
-        len = this.buf.readUInt16BE(2);
-        off = 4;
-      } else if (len === 127) {
-        if (this.buf.length < 10) return;
-        len = Number(this.buf.readBigUInt64BE(2));
-        off = 10;
-      }
-      const masked = (b1 & 0x80) !== 0;
-      const start = off + (masked ? 4 : 0);
-      if (this.buf.length < start + len) return;
-      const opcode = b0 & 0x0f;
-      if (opcode === 0x2 || opcode === 0x0) {
-        const payload = Buffer.from(this.buf.subarray(start, start + len));
-        if (masked) for (let i = 0; i < payload.length; i++) payload[i] ^= this.buf[off + (i & 3)];
-        this.fragments.push(payload);
-        if (b0 & 0x80) this.onMessage(Buffer.concat(this.fragments.splice(0)));
-      }
-      this.take(start + len);
-    }
-  }
-
-  private take(n: number): void {
-    this.forward(this.buf.subarray(0, n));
-    this.buf = this.buf.subarray(n);
-  }
 }
 
 async function relay(t: { after(fn: () => void | Promise<void>): void }): Promise<Relay> {
