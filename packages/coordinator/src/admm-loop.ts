@@ -140,8 +140,8 @@ export class AdmmLoop {
         const stats = this.admm.step(shares.map((s) => s.share));
         // The shares were bounded on receipt (MAX_SHARE_MAGNITUDE), so this never fires unless
         // the update itself is wrong; then the job fails here, not at the parties that refuse c.
+        // (c is what is sent; z and the dual reach it, so one pass over c covers them.)
         assertFinite(`round ${t}`, 'c', this.admm.c);
-        assertFinite(`round ${t}`, 'z', this.admm.z);
         const converged = stats.primal <= stats.epsPrimal && stats.dual <= stats.epsDual;
         const now = performance.now();
         this.last = untraced = {

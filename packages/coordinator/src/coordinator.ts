@@ -193,8 +193,9 @@ class Coordinator {
     const setupStart = performance.now();
     this.phase = 'setup';
     parties.lossPolicy = 'fatal';
-    const skipped = evaluationSkipReason(this.testLabels, parties.list);
-    if (skipped) log.warn({ parties: parties.list.filter((p) => p.fileRows.test === 0).map((p) => p.id) }, skipped);
+    const skip = evaluationSkipReason(this.testLabels, parties.list);
+    if (skip) log.warn({ parties: skip.parties }, skip.reason);
+    const skipped = skip?.reason;
     const train = this.align('train', this.labels, ids.map((x) => x.train));
     const test = this.testLabels && !skipped ? this.align('test', this.testLabels, ids.map((x) => x.test ?? new Uint8Array(0))) : undefined;
     const samples = {

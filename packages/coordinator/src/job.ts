@@ -82,11 +82,11 @@ export function buildJob(
  * release test scores) cannot be scored with the others. The job trains anyway and says why
  * it has no test metrics.
  */
-export function evaluationSkipReason(testLabels: Labels | undefined, parties: readonly PartyConnection[]): string | undefined {
+export function evaluationSkipReason(testLabels: Labels | undefined, parties: readonly PartyConnection[]): { reason: string; parties: string[] } | undefined {
   const missing = testLabels ? parties.filter((p) => p.fileRows.test === 0).map((p) => p.id) : [];
   if (missing.length === 0) return undefined;
   const who = missing.length === 1 ? `party ${missing[0]} has` : `parties ${missing.join(', ')} have`;
-  return `${who} no test set: no test metrics for this job; give every party --test (with privacy also --release-test-scores) to evaluate`;
+  return { reason: `${who} no test set: no test metrics for this job; give every party --test (with privacy also --release-test-scores) to evaluate`, parties: missing };
 }
 
 /** The setup message for one party's rows. */

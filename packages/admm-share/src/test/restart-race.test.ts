@@ -25,7 +25,7 @@ import { join } from 'node:path';
 import { type LabelledSet, binaryLabels, readLibsvm } from '@admm-share/core';
 import { decode } from '@admm-share/protocol';
 import { type SplitFiles, writeVerticalSplit } from '../split.js';
-import { A9A, BIN, type Proc, STACK_LINE, killAll, run } from './procs.js';
+import { A9A, BIN, type Proc, STACK_LINE, freeze, killAll, run } from './procs.js';
 import { FrameStream } from './ws-frames.js';
 
 after(killAll);
@@ -110,17 +110,6 @@ function allExitZero(procs: Record<string, Proc>): Promise<void> {
   });
 }
 
-/** Stop a process and wait (synchronously: the relay forwards nothing meanwhile) until the kernel reports it stopped. */
-function freeze(p: Proc): void {
-  const pid = p.child.pid!;
-  process.kill(pid, 'SIGSTOP');
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    if (stat[stat.lastIndexOf(')') + 2] === 'T') return;
-    if (Date.now() > deadline) throw new Error(`process ${pid} did not stop after SIGSTOP`);
-  }
-}
 
 function thaw(p: Proc): void {
   p.child.kill('SIGCONT');

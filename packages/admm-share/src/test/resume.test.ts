@@ -14,7 +14,7 @@ import { join } from 'node:path';
 import { syntheticDataset } from '@admm-share/core';
 import { writeVerticalSplit } from '../split.js';
 import { type Gate, gate, roundMessage } from './gate.js';
-import { BIN, type Proc, killAll, run, tempDir } from './procs.js';
+import { BIN, type Proc, freeze, killAll, run, tempDir } from './procs.js';
 
 after(killAll);
 
@@ -41,17 +41,6 @@ async function relayTo(t: { after(fn: () => Promise<void>): void }, port: number
   return g;
 }
 
-/** SIGSTOP, and wait (synchronously: the relay forwards nothing meanwhile) until the kernel reports the process stopped. */
-function freeze(p: Proc): void {
-  const pid = p.child.pid!;
-  process.kill(pid, 'SIGSTOP');
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const stat = readFileSync(`/proc/${pid}/stat`, 'latin1');
-    if (stat[stat.lastIndexOf(')') + 2] === 'T') return;
-    if (Date.now() > deadline) throw new Error(`process ${pid} did not stop after SIGSTOP`);
-  }
-}
 
 async function baseline(dir: string, files: ReturnType<typeof setup>): Promise<number> {
   const out = join(dir, 'baseline');
