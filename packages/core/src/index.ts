@@ -9,3 +9,4 @@ export * from './central.js';
 export * from './synthetic.js';
 export * from './privacy/accounting.js';
 export * from './privacy/noise.js';
+export * from './release.js';

@@ -318,6 +318,17 @@ export class RidgeXUpdate {
     }
   }
 
+  /**
+   * Effective degrees of freedom of the fit for this rho: the trace of the map from w to the
+   * share, sum_j rho ev_j / (lambda + rho ev_j), plus 1 for the intercept (factorised forms only).
+   */
+  hatTrace(rho: number): number {
+    if (this.form === 'cg') throw new RangeError('hatTrace needs a factorisation');
+    let t = this.mu ? 1 : 0;
+    for (let j = 0; j < this.k; j++) t += (rho * this.ev[j]) / (this.lambda + rho * this.ev[j]);
+    return t;
+  }
+
   /** ||x||^2 (the intercept is not penalised). */
   penaltySq(): number {
     return dot(this.x, this.x);
