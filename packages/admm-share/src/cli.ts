@@ -24,7 +24,7 @@ function accountingOptions<T>(y: Argv<T>) {
 }
 
 function simulatePrivacy(a: { mechanism?: SimulatePrivacy['mechanism']; epsilon?: number; delta: number; seed?: string; bx?: number; bw?: number; b1: number; c1: number }): SimulatePrivacy {
-  const mechanism = a.mechanism ?? (a.epsilon !== undefined ? 'gaussian-share' : 'none');
+  const mechanism = a.mechanism ?? (a.epsilon !== undefined ? 'auto' : 'none');
   if (mechanism === 'none') {
     if (a.epsilon !== undefined) throw new ConfigError('--epsilon with --mechanism none: choose a budget or no noise');
     return { mechanism, delta: a.delta };
@@ -39,6 +39,16 @@ function simulatePrivacy(a: { mechanism?: SimulatePrivacy['mechanism']; epsilon?
     bw: a.bw,
     ...(mechanism === 'paper' ? { b1: requirePositive('b1', a.b1), c1: requirePositive('c1', a.c1) } : {}),
   };
+}
+
+/**
+ * --active-party: an id, 'none', or by default party 1 when there is a budget for the one-shot
+ * training (party ids are party-1, party-2, ...); the per-round mechanisms keep every party passive.
+ */
+function activePartyFlag(flag: string | undefined, privacy: boolean): string | undefined {
+  if (flag === 'none') return undefined;
+  if (flag !== undefined) return flag;
+  return privacy ? 'party-1' : undefined;
 }
 
 async function main(): Promise<void> {
@@ -58,7 +68,12 @@ async function main(): Promise<void> {
           .option('lambda', { type: 'number', default: 1e-4 })
           .option('rounds', { type: 'number', default: 100, describe: 'maximum rounds' })
           .option('variant', { choices: VARIANTS, default: 'exact' as const })
-          .option('algorithm', { choices: ALGORITHMS, default: 'admm' as const, describe: 'ADMM sharing or mini-batch SGD (then --rounds counts epochs)' })
+          .option('algorithm', {
+            choices: ['auto', ...ALGORITHMS] as const,
+            default: 'auto' as const,
+            describe: 'auto: one-shot private training with --epsilon, ADMM sharing without; admm with --epsilon is the per-round noisy ADMM (research mode); sgd: mini-batch SGD (--rounds counts epochs)',
+          })
+          .option('active-party', { type: 'string', describe: "the label holder's own party (default with --epsilon: party 1; 'none': every party passive)" })
           .option('batch-size', { type: 'number', describe: 'sgd: rows per mini-batch (default 128)' })
           .option('lr', { type: 'number', describe: 'sgd: first-epoch learning rate (default 1)' })
           .option('lr-decay', { type: 'number', describe: 'sgd: lr / (1 + decay (epoch - 1)) (default 0.5)' })
@@ -68,9 +83,9 @@ async function main(): Promise<void> {
           .option('intercept', { type: 'boolean', default: false, describe: 'unpenalised intercept at party 1' })
           .option('out', { type: 'string', describe: 'output directory (default: runs/<time>)' })
           .option('data-seed', { type: 'string', default: 'admm-share', describe: 'seed of the synthetic data set' })
-          .option('mechanism', { choices: MECHANISMS, describe: 'privacy mechanism of every party (default: none; gaussian-share with --epsilon)' })
-          .option('epsilon', { type: 'number', describe: 'privacy budget of every party for the whole training' })
-          .option('delta', { type: 'number', default: 1e-5, describe: 'privacy delta of every party' })
+          .option('mechanism', { choices: MECHANISMS, describe: 'privacy mechanism of every passive party (default: none; with --epsilon the one that fits the algorithm)' })
+          .option('epsilon', { type: 'number', describe: 'privacy budget of every passive party for the whole training' })
+          .option('delta', { type: 'number', default: 1e-5, describe: 'privacy delta of every passive party' })
           .option('seed', { type: 'string', describe: 'seed the parties\' noise (predictable: experiments only)' })
           .option('bx', { type: 'number', describe: 'gaussian-share bound on ||x_m|| (party default 20)' })
           .option('bw', { type: 'number', describe: 'gaussian-share clip of the target (party default 3 bx + 1/(N rho))' })
@@ -98,6 +113,7 @@ async function main(): Promise<void> {
           dataSeed: a['data-seed'],
           baselines: a.baselines,
           privacy: simulatePrivacy(a),
+          activeParty: activePartyFlag(a['active-party'], a.epsilon !== undefined && (a.mechanism === undefined || a.mechanism === 'score-release')),
         });
       },
     )

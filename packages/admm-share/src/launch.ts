@@ -16,7 +16,7 @@ export interface LaunchOptions {
   lambda: number;
   rounds: number;
   variant: Variant;
-  algorithm?: AlgorithmName;
+  algorithm?: AlgorithmName | 'auto';
   /** sgd: batch size, learning rate and its decay (coordinator defaults when absent). */
   sgd?: { batchSize?: number; lr?: number; lrDecay?: number };
   rho?: number;
@@ -24,11 +24,14 @@ export interface LaunchOptions {
   evalEvery: number;
   intercept: boolean;
   privacy: SimulatePrivacy;
+  /** The party of the label holder's organisation (--active-party / --role active), or none. */
+  activeParty?: string;
 }
 
 /** Privacy flags passed to every party; no noise unless asked. */
 export interface SimulatePrivacy {
-  mechanism: MechanismName;
+  /** auto: the mechanism that fits the job's algorithm (score-release in a one-shot job). */
+  mechanism: MechanismName | 'auto';
   epsilon?: number;
   delta: number;
   /** Noise seed (each party gets `${seed}/${party id}`): predictable, for experiments. */
@@ -39,20 +42,42 @@ export interface SimulatePrivacy {
   c1?: number;
 }
 
-/** The line `simulate` prints about the flags below (kept beside them so the two cannot disagree). */
-export function describePrivacy(p: SimulatePrivacy): string {
-  if (p.mechanism === 'none') return 'privacy: none (shares are sent without noise)';
+/** The lines `simulate` prints about the flags below (kept beside them so the two cannot disagree). */
+export function describePrivacy(p: SimulatePrivacy, parties: readonly string[], activeParty?: string, algorithm?: LaunchOptions['algorithm']): string {
+  const passive = parties.filter((id) => id !== activeParty);
+  const roles = activeParty
+    ? `roles: ${activeParty} active (the label holder's organisation: gets the labels, sends no noise), ${passive.join(', ')} passive\n`
+    : `roles: every party passive${p.mechanism === 'none' ? '' : ' (--active-party none)'}\n`;
+  if (p.mechanism === 'none') return `${roles}privacy: none (${activeParty ? 'the passive parties send' : 'every party sends'} without noise)\n`;
   const noise = p.seed !== undefined ? `SEEDED noise ('${p.seed}'): predictable, for experiments only` : 'noise from the OS CSPRNG';
   const caveat = p.mechanism === 'paper' ? "; the paper's mechanism, guarantee NOT established" : '';
-  return `privacy: ${p.mechanism}, epsilon ${p.epsilon}, delta ${p.delta} per party, ${noise}${caveat}; test scores are sent without noise for evaluation`;
+  const how =
+    algorithm === 'admm' || p.mechanism === 'gaussian-share' || p.mechanism === 'paper'
+      ? `${p.mechanism === 'auto' ? 'gaussian-share' : p.mechanism}, RESEARCH MODE: per-round noisy ADMM, known to be worse than going alone at realistic sizes`
+      : p.mechanism === 'auto' || p.mechanism === 'score-release'
+        ? 'one-shot private training: each passive party releases one clipped, noised score vector'
+        : p.mechanism;
+  return `${roles}privacy: ${how}; epsilon ${p.epsilon}, delta ${p.delta} per passive party, ${noise}${caveat}; test scores are sent without noise for evaluation\n`;
 }
 
-function privacyArgs(p: SimulatePrivacy, party: string): string[] {
+function privacyArgs(p: SimulatePrivacy, party: string, activeParty: string | undefined): string[] {
+  if (party === activeParty) return ['--role', 'active'];
   if (p.mechanism === 'none') return ['--mechanism', 'none'];
+  if (p.mechanism === 'auto') {
+    const args = ['--epsilon', String(p.epsilon), '--delta', String(p.delta), '--release-test-scores'];
+    if (p.seed !== undefined) args.push('--seed', `${p.seed}/${party}`);
+    return args;
+  }
   const args = ['--mechanism', p.mechanism, '--epsilon', String(p.epsilon), '--delta', String(p.delta), '--release-test-scores'];
   if (p.seed !== undefined) args.push('--seed', `${p.seed}/${party}`);
   for (const k of ['bx', 'bw', 'b1', 'c1'] as const) if (p[k] !== undefined) args.push(`--${k}`, String(p[k]));
   return args;
+}
+
+/** auto with a per-round mechanism (gaussian-share, paper) means the per-round noisy ADMM they are made for. */
+export function algorithmFor(opts: Pick<LaunchOptions, 'algorithm' | 'privacy'>): AlgorithmName | 'auto' {
+  const a = opts.algorithm ?? 'auto';
+  return a === 'auto' && (opts.privacy.mechanism === 'gaussian-share' || opts.privacy.mechanism === 'paper') ? 'admm' : a;
 }
 
 /** One simulated job: where its files are and what identifies it. */
@@ -85,7 +110,8 @@ export function coordinatorArgs(opts: LaunchOptions, job: Job): string[] {
     '--lambda', String(opts.lambda),
     '--rounds', String(opts.rounds),
     '--variant', opts.variant,
-    '--algorithm', opts.algorithm ?? 'admm',
+    '--algorithm', algorithmFor(opts),
+    ...(opts.activeParty ? ['--active-party', opts.activeParty] : []),
     ...(opts.sgd?.batchSize !== undefined ? ['--batch-size', String(opts.sgd.batchSize)] : []),
     ...(opts.sgd?.lr !== undefined ? ['--lr', String(opts.sgd.lr)] : []),
     ...(opts.sgd?.lrDecay !== undefined ? ['--lr-decay', String(opts.sgd.lrDecay)] : []),
@@ -110,7 +136,7 @@ export function partyArgs(opts: LaunchOptions, job: Job, p: PartyFiles, m: numbe
     '--features', String(p.features),
     '--model', modelPath(job, p.id),
     ...(opts.intercept && m === 0 ? ['--intercept'] : []),
-    ...privacyArgs(opts.privacy, p.id),
+    ...privacyArgs(opts.privacy, p.id, opts.activeParty),
   ];
 }
 

@@ -13,7 +13,7 @@ import {
   predictScores,
   writeFileAtomic,
 } from '@admm-share/core';
-import { type Summary, type TestMetrics, readSummary } from '@admm-share/coordinator';
+import { type Summary, type TestMetrics, comparisonWarnings, readSummary } from '@admm-share/coordinator';
 import type { SimulationData } from './datasets.js';
 import { type Job, modelPath } from './launch.js';
 import type { Progress } from './progress.js';
@@ -24,7 +24,9 @@ export interface Baseline {
 }
 
 export interface SimulateSummary extends Summary {
-  baselines?: { central: Baseline; local: Baseline & { party: string } };
+  baselines?: { central: Baseline; local: Baseline & { party: string }; majority?: Baseline };
+  /** A run with noise whose model is worse than party 1 alone or than the majority class, in words. */
+  warnings?: string[];
   files: { dir: string; logs: string; models: string[] };
 }
 
@@ -67,12 +69,32 @@ export function completeSummary(
     result.baselines = {
       central: evaluateCentral(data.train, data.test, opts.lambda, opts.intercept),
       local: { party: first.id, ...evaluateCentral(data.train, data.test, opts.lambda, opts.intercept, [first.columns[0] - 1, first.columns[1]]) },
+      ...(data.test ? { majority: majorityBaseline(data.train.y, data.test.y) } : {}),
     };
     progress.done();
+    if (summary.privacy.some((q) => q.mechanism !== 'none')) result.warnings = privateWarnings(result);
   }
   result.seconds = { ...summary.seconds, total: (performance.now() - started) / 1000 };
   writeFileAtomic(join(dir, 'summary.json'), JSON.stringify(result, null, 2) + '\n');
   return result;
+}
+
+/** Predicting the training labels' base rate for every row: what a model must beat to be worth anything. */
+function majorityBaseline(train: Float64Array, test: Float64Array): Baseline {
+  const p = train.filter((v) => v > 0).length / train.length;
+  const logit = Math.log(Math.max(p, 1e-12) / Math.max(1 - p, 1e-12));
+  return { objective: NaN, test: classificationMetrics(new Float64Array(test.length).fill(logit), test) };
+}
+
+/**
+ * With noise on: the private model against party 1 alone (the better of this simulation's
+ * baseline and the active party's own fit) and against the majority class.
+ */
+function privateWarnings(s: SimulateSummary): string[] {
+  const b = s.baselines!;
+  const own = s.oneShot?.local?.test?.logLoss;
+  const local = own !== undefined && own < (b.local.test?.logLoss ?? Infinity) ? s.oneShot!.local! : { party: b.local.party, objective: b.local.objective, test: b.local.test };
+  return comparisonWarnings(s.test, local, b.majority?.test);
 }
 
 function fmt(v: number | undefined, digits = 4): string {
@@ -80,11 +102,19 @@ function fmt(v: number | undefined, digits = 4): string {
 }
 
 export function formatTable(s: SimulateSummary): string {
-  const method = s.algorithm === 'sgd' ? 'SGD' : `ADMM (${s.variant})`;
+  const method =
+    s.algorithm === 'sgd'
+      ? 'SGD'
+      : s.algorithm === 'one-shot'
+        ? `one-shot private${s.oneShot?.activeParty ? ` (${s.oneShot.activeParty} active)` : ' (all passive)'}`
+        : `ADMM (${s.variant})${s.research ? ', per-round noise (RESEARCH)' : ''}`;
   const rows: [string, number, TestMetrics | undefined][] = [[`${method}, ${s.parties.length} parties`, s.objective, s.test]];
+  const own = s.oneShot?.local;
+  if (own) rows.push([`${own.party} alone, its own fit in the job`, own.objective, own.test]);
   if (s.baselines) {
     rows.push(['central, all features', s.baselines.central.objective, s.baselines.central.test]);
     rows.push([`${s.baselines.local.party} features only`, s.baselines.local.objective, s.baselines.local.test]);
+    if (s.baselines.majority) rows.push(['majority class (base rate)', NaN, s.baselines.majority.test]);
   }
   const head = ['model', 'train objective', 'test log loss', 'accuracy', 'AUC'];
   const body = rows.map(([name, obj, t]) => [name, fmt(obj, 10), fmt(t?.logLoss), fmt(t?.accuracy), fmt(t?.auc)]);
@@ -98,10 +128,11 @@ export function formatTable(s: SimulateSummary): string {
     body.map(line).join('') +
     `\n${s.rounds} ${s.algorithm === 'sgd' ? 'epochs' : 'rounds'} (${s.reason}), ${(s.seconds.perRound * 1000).toFixed(2)} ms/${s.algorithm === 'sgd' ? 'epoch' : 'round'}, ` +
     `${(s.bytes.toCoordinator / 1e6).toFixed(1)} MB to / ${(s.bytes.fromCoordinator / 1e6).toFixed(1)} MB from the coordinator` +
-    (gap !== undefined && s.objectiveFrom === 'shares' ? `, objective gap to central ${gap.toExponential(2)}` : '') +
+    (gap !== undefined && s.objectiveFrom === 'shares' && s.algorithm !== 'one-shot' ? `, objective gap to central ${gap.toExponential(2)}` : '') +
     (s.objectiveFrom === 'noisy shares' ? ', ADMM objective computed from the noisy shares' : '') +
     (s.droppedRows ? `, ${s.droppedRows} rows dropped in alignment` : '') +
-    '\n'
+    '\n' +
+    (s.warnings ?? []).map((w) => `WARNING: ${w}\n`).join('')
   );
 }
 

@@ -33,7 +33,7 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
   const job = newJob(dir, dataDir, logDir, writePartyFiles(dataDir, data));
   const progress = new Progress();
   out.write(describeData(data));
-  out.write(describePrivacy(opts.privacy) + '\n');
+  out.write(describePrivacy(opts.privacy, job.files.parties.map((p) => p.id), opts.activeParty, opts.algorithm));
 
   const children = new Set<Child>();
   const cleanup = () => killAll(children);

@@ -59,7 +59,8 @@ export async function privacySweep(o: SweepOptions, log: (line: string) => void)
   };
   const rows: SweepRow[] = [];
   const point = (s: SimulateSummary, mechanism: string): SweepRow => {
-    const q = s.privacy[0];
+    // The first party with noise (in a one-shot run party 1 is the active party and has none).
+    const q = s.privacy.find((x) => x.mechanism !== 'none') ?? s.privacy[0];
     return {
       mechanism,
       epsilon: q.epsilon,
@@ -82,6 +83,8 @@ export async function privacySweep(o: SweepOptions, log: (line: string) => void)
           ...base,
           out: join(out, 'runs', `${mechanism}-eps${epsilon}`),
           privacy: { mechanism, epsilon, delta: o.delta, seed: o.seed === undefined ? undefined : `${o.seed}/${mechanism}/${epsilon}`, ...(mechanism === 'paper' ? { b1: 1, c1: 1 } : {}) },
+          // The one-shot release is the default with privacy: party 1 is the label holder's (active) party.
+          ...(mechanism === 'score-release' ? { activeParty: 'party-1' } : {}),
         },
         quiet,
       );

@@ -58,7 +58,13 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     .option('port', { type: 'number', default: 7070, describe: '0 picks a free port (see the "listening" log line)' })
     .option('loss', { choices: LOSSES, default: 'logistic' as const })
     .option('lambda', { type: 'number', default: 1e-4, describe: 'L2 regularisation weight' })
-    .option('algorithm', { choices: ALGORITHMS, default: 'admm' as const, describe: 'ADMM sharing, or mini-batch SGD over the same processes (rounds count epochs)' })
+    .option('algorithm', {
+      choices: ['auto', ...ALGORITHMS] as const,
+      default: 'auto' as const,
+      describe:
+        'auto: one-shot private training when any party adds noise, ADMM sharing otherwise; admm with noisy parties is the per-round noisy ADMM (a research mode); sgd: mini-batch SGD over the same processes (rounds count epochs)',
+    })
+    .option('active-party', { type: 'string', describe: "the party of this (the label holder's) organisation: it gets the labels, sends no noise and must agree (admm-party --role active); without it every party is passive" })
     .option('batch-size', { type: 'number', default: 128, describe: 'sgd: rows per mini-batch' })
     .option('lr', { type: 'number', default: 1, describe: 'sgd: learning rate of the first epoch' })
     .option('lr-decay', { type: 'number', default: 0.5, describe: 'sgd: epoch e uses lr / (1 + lr-decay (e - 1))' })
@@ -99,6 +105,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     jobId,
     loss: a.loss,
     algorithm: a.algorithm,
+    activeParty: a['active-party'],
     sgd: {
       batchSize: requireInteger('batch-size', a['batch-size'], 1),
       lr: requirePositive('lr', a.lr),

@@ -15,7 +15,10 @@ export interface SgdConfig {
 }
 
 export interface CoordinatorConfig {
-  algorithm: AlgorithmName;
+  /** auto: one-shot when any party adds noise (its hello says so), admm otherwise. */
+  algorithm: AlgorithmName | 'auto';
+  /** The party of the coordinator's own organisation (it must agree with --role active); none: every party is passive. */
+  activeParty?: string;
   sgd: SgdConfig;
   host: string;
   /** 0 picks a free port; the `listening` log line reports it. */

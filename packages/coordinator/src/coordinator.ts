@@ -18,7 +18,8 @@ import { AdmmLoop } from './admm-loop.js';
 import { type AlignedSet, AlignmentError, alignSet } from './alignment.js';
 import { CHECKPOINT_FILE, type Checkpoint, labelsDigest, readCheckpoint, removeCheckpoint } from './checkpoint.js';
 import type { CoordinatorConfig, CoordinatorHandle } from './config.js';
-import { type Job, buildJob, evaluationSkipReason, participation, setupFor } from './job.js';
+import { type Job, buildJob, evaluationSkipReason, participation, resolveAlgorithm, setupFor } from './job.js';
+import { runOneShot } from './oneshot-loop.js';
 import { type Labels, loadLabels } from './labels.js';
 import { Parties } from './parties.js';
 import type { Traffic } from './party-connection.js';
@@ -69,6 +70,8 @@ class Coordinator {
     private readonly log: Logger,
   ) {
     if (config.parties.length === 0) throw new ConfigError('no parties configured');
+    if (config.activeParty !== undefined && !config.parties.includes(config.activeParty))
+      throw new ConfigError(`--active-party ${config.activeParty} is not one of --parties ${config.parties.join(', ')}`);
     if (new Set(config.parties).size !== config.parties.length) throw new ConfigError(`party ids must be distinct: ${config.parties.join(', ')}`);
     if (config.credentials) {
       const missing = config.parties.filter((p) => !config.credentials![p]);
@@ -158,9 +161,14 @@ class Coordinator {
     const joined = participation(cfg, parties.list, this.log);
 
     this.phase = 'training';
-    parties.lossPolicy = cfg.algorithm === 'admm' ? 'may-rejoin' : 'fatal';
-    if (cfg.algorithm === 'admm') this.loop ??= new AdmmLoop(this.loopDeps(job));
-    const result = this.loop ? await this.loop.run(joined) : await runSgd(cfg, job, parties, joined, this.log, this.traffic);
+    const algorithm = job.setup.algorithm;
+    parties.lossPolicy = algorithm === 'sgd' ? 'fatal' : 'may-rejoin';
+    if (algorithm === 'admm') this.loop ??= new AdmmLoop(this.loopDeps(job));
+    const result = this.loop
+      ? await this.loop.run(joined)
+      : algorithm === 'one-shot'
+        ? await this.guard(runOneShot(cfg, job, parties, joined, this.log, this.traffic))
+        : await runSgd(cfg, job, parties, joined, this.log, this.traffic);
 
     this.phase = 'finishing';
     this.finalRounds = result.rounds;
@@ -172,7 +180,7 @@ class Coordinator {
       reason: result.reason,
       rounds: result.rounds,
       objective: result.objective,
-      params: { variant: cfg.algorithm === 'sgd' ? 'sgd' : cfg.variant, rho: result.rho.final, alpha: cfg.alpha, lambda: cfg.lambda, loss: cfg.loss },
+      params: { variant: algorithm === 'admm' ? cfg.variant : algorithm, rho: result.rho.final, alpha: cfg.alpha, lambda: cfg.lambda, loss: cfg.loss },
     };
     await this.guard(parties.finish(done, CLOSE_GRACE_MS));
     const summary = buildSummary({ cfg, job, result, participation: joined, parties: parties.list, traffic: this.traffic, setupSeconds, totalSeconds: (performance.now() - this.started) / 1000 });
@@ -203,13 +211,16 @@ class Coordinator {
       keptKeys: { train: train.keptKeys, test: test?.keptKeys ?? null },
       dropped: { train: train.dropped, test: test?.dropped ?? 0 },
     };
-    const job = buildJob(cfg, this.labels, this.testLabels, samples, skipped, undefined);
+    const algorithm = resolveAlgorithm(cfg, parties.list, log);
+    const job = buildJob(cfg, this.labels, this.testLabels, samples, skipped, undefined, algorithm);
     log.info({ rows: job.n, dropped: samples.dropped.train, testRows: job.nTest, droppedTest: samples.dropped.test }, 'samples aligned');
     this.allowRejoins(job);
     const empty = new Uint32Array(0);
     const ready = await this.guard(
       Promise.all(
-        parties.list.map((p, m) => p.request(encode(setupFor(job, { train: train.partyRows[m], test: test?.partyRows[m] ?? empty })), ['ready'], { jobId: cfg.jobId })),
+        parties.list.map((p, m) =>
+          p.request(encode(setupFor(job, p.id, cfg.activeParty, { train: train.partyRows[m], test: test?.partyRows[m] ?? empty })), ['ready'], { jobId: cfg.jobId }),
+        ),
       ),
     );
     ready.forEach((r, m) => (parties.list[m].privacy = r.privacy));
@@ -235,8 +246,10 @@ class Coordinator {
   private allowRejoins(job: Job): void {
     this.parties.rejoinSource = {
       keptKeys: job.keptKeys,
-      setup: (rows) => setupFor(job, rows),
+      setup: (party, rows) => setupFor(job, party, this.cfg.activeParty, rows),
       resume: (p) => {
+        // A one-shot party is brought back by the request it has not answered (release or fit).
+        if (job.setup.algorithm === 'one-shot') return undefined;
         if (!this.loop) throw new PeerError(`party ${p.id} cannot rejoin an SGD job`);
         return this.loop.resumeFor(p, this.finalRounds);
       },

@@ -5,7 +5,8 @@
  * ready messages add to it (privacy settings, the rounds their budgets pay for).
  */
 import type { Logger } from 'pino';
-import type { PrivacyInfo, Setup } from '@admm-share/protocol';
+import { ConfigError } from '@admm-share/core';
+import type { AlgorithmName, PrivacyInfo, Setup } from '@admm-share/protocol';
 import type { Variant } from './admm.js';
 import type { CoordinatorConfig } from './config.js';
 import type { Labels } from './labels.js';
@@ -20,7 +21,24 @@ export function defaultRho(variant: Variant, n: number): number {
   return (variant === 'exact' ? 0.01 : 0.3) / n;
 }
 
-export type SetupParams = Omit<Setup, 'trainRows' | 'testRows'>;
+/** What every party's setup shares; its rows, its role and (one-shot) the labels are added per party. */
+export type SetupParams = Omit<Setup, 'trainRows' | 'testRows' | 'role' | 'labels'>;
+
+/**
+ * The algorithm of a new job: as configured, or with `auto` the one-shot private training
+ * when any party adds noise (its hello says so) and ADMM otherwise. The one-shot training
+ * is for classification (logistic loss) and needs a passive party to learn from.
+ */
+export function resolveAlgorithm(cfg: CoordinatorConfig, parties: readonly { id: string; noise: boolean }[], log: Logger): AlgorithmName {
+  const noisy = parties.filter((p) => p.noise).map((p) => p.id);
+  const algorithm = cfg.algorithm === 'auto' ? (noisy.length > 0 ? 'one-shot' : 'admm') : cfg.algorithm;
+  if (algorithm === 'one-shot') {
+    if (cfg.loss !== 'logistic') throw new ConfigError(`the one-shot private training is for --loss logistic, not ${cfg.loss}${cfg.algorithm === 'auto' ? ` (chosen because ${noisy.join(', ')} add noise; --algorithm admm runs the per-round noisy ADMM, a research mode)` : ''}`);
+    if (parties.every((p) => p.id === cfg.activeParty)) throw new ConfigError('the one-shot training needs at least one passive party besides the active one');
+  }
+  if (algorithm === 'admm' && noisy.length > 0) log.warn({ parties: noisy }, `per-round noisy ADMM: parties ${noisy.join(', ')} add noise every round. RESEARCH MODE: known to be worse than going alone at realistic N (docs/privacy.md, section 8)`);
+  return algorithm;
+}
 
 /** Which samples the job has: rows of the label files, their id keys, and how many ids were dropped. */
 export interface Samples {
@@ -53,6 +71,7 @@ export function buildJob(
   samples: Samples,
   evaluationSkipped: string | undefined,
   setup: SetupParams | undefined,
+  algorithm: AlgorithmName = setup?.algorithm ?? 'admm',
 ): Job {
   const n = samples.labelRows.train.length;
   const evaluates = testLabels !== undefined && evaluationSkipped === undefined && samples.labelRows.test.length > 0;
@@ -72,7 +91,7 @@ export function buildJob(
       rounds: cfg.maxRounds,
       rho: cfg.rho ?? defaultRho(cfg.variant, n),
       parties: cfg.parties.length,
-      algorithm: cfg.algorithm,
+      algorithm,
     },
   };
 }
@@ -89,9 +108,15 @@ export function evaluationSkipReason(testLabels: Labels | undefined, parties: re
   return { reason: `${who} no test set: no test metrics for this job; give every party --test (with privacy also --release-test-scores) to evaluate`, parties: missing };
 }
 
-/** The setup message for one party's rows. */
-export function setupFor(job: Job, rows: { train: Uint32Array; test: Uint32Array }): Setup {
-  return { ...job.setup, trainRows: rows.train, testRows: job.yTest ? rows.test : new Uint32Array(0) };
+/** The setup message for one party: its rows, its role, and in a one-shot job the training labels (its target, or what it fits). */
+export function setupFor(job: Job, party: string, activeParty: string | undefined, rows: { train: Uint32Array; test: Uint32Array }): Setup {
+  return {
+    ...job.setup,
+    trainRows: rows.train,
+    testRows: job.yTest ? rows.test : new Uint32Array(0),
+    role: party === activeParty ? 'active' : 'passive',
+    labels: job.setup.algorithm === 'one-shot' ? job.y : new Float64Array(0),
+  };
 }
 
 export type PartyPrivacy = PrivacyInfo & { party: string };

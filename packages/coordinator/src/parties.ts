@@ -29,8 +29,9 @@ export type LossPolicy = 'may-join-again' | 'may-rejoin' | 'fatal';
 /** How a rejoining party is brought back: its rows, the job's setup, and where to resume. */
 export interface RejoinSource {
   keptKeys: { train: readonly string[]; test: readonly string[] | null };
-  setup(rows: { train: Uint32Array; test: Uint32Array }): Setup;
-  resume(party: PartyConnection): Resume;
+  setup(party: string, rows: { train: Uint32Array; test: Uint32Array }): Setup;
+  /** What brings the party back to where the job is (undefined: nothing, its outstanding request does). */
+  resume(party: PartyConnection): Resume | undefined;
 }
 
 export interface PartiesOptions {
@@ -96,6 +97,7 @@ export class Parties {
     if (kind === 'rejoin' && !this.rejoinSource) throw new ProtocolError('unexpected', 'the job cannot take a rejoining party now');
     clearTimeout(this.rejoinTimers.get(p.id));
     p.features = hello.features;
+    p.noise = hello.noise;
     p.fileRows = { train: hello.trainRows, test: hello.testRows };
     p.attach(ws);
     p.send({ type: 'welcome', protocolVersion: PROTOCOL_VERSION, jobId: this.opts.policy.jobId, hashKey: this.opts.hashKey });
@@ -211,7 +213,8 @@ export class Parties {
     const aligned = { train: rows('train'), test: rows('test') };
     p.expect(['ready'], { jobId: this.opts.policy.jobId }, (ready) => {
       p.privacy = ready.privacy;
-      p.send(source.resume(p));
+      const resume = source.resume(p);
+      if (resume) p.send(resume);
       p.resendOutstanding();
       this.opts.log.info({ party: p.id }, 'party rejoined');
       if (this.list.every((q) => q.status === 'connected' && q.privacy !== undefined)) {
@@ -220,7 +223,7 @@ export class Parties {
         w?.();
       }
     });
-    p.send(source.setup(aligned));
+    p.send(source.setup(p.id, aligned));
   }
 
   private lost(p: PartyConnection, code: number, reason: string): void {

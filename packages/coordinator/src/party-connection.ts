@@ -74,6 +74,8 @@ export class PartyConnection {
   /** connected: has a socket; away: lost it during a job it may rejoin; absent: not joined; closed: done. */
   status: 'absent' | 'connected' | 'away' | 'closed' = 'absent';
   features = 0;
+  /** Whether the party adds noise (from its hello). */
+  noise = false;
   fileRows = { train: 0, test: 0 };
   /** The privacy setting its last ready reported. */
   privacy: PrivacyInfo | undefined;
@@ -241,6 +243,8 @@ export class PartyConnection {
         case 'exhausted':
         case 'scores':
         case 'batchScores':
+        case 'released':
+        case 'fitted':
           // Each is only ever a reply: taken if it is what the party was asked for.
           if (!waiting.types.includes(msg.type)) throw new ProtocolError('unexpected', `'${msg.type}' while waiting for '${waiting.types.join("' or '")}'`);
           waiting.deliver(msg);

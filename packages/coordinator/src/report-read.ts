@@ -86,7 +86,7 @@ export function parseSummary(value: unknown, path: string): Summary {
     value,
     '',
     ['jobId', 'algorithm', 'variant', 'loss', 'lambda', 'rho', 'alpha', 'rounds', 'reason', 'converged', 'objective', 'objectiveFrom', 'residuals', 'seconds', 'bytes', 'parties', 'rows', 'droppedRows', 'droppedTestRows', 'privacy'],
-    ['sgd', 'test', 'evaluation'],
+    ['sgd', 'test', 'evaluation', 'oneShot', 'research'],
   );
   const algorithm = c.oneOf(o.algorithm, 'algorithm', ALGORITHMS);
   if ((o.sgd !== undefined) !== (algorithm === 'sgd')) c.bad('sgd', algorithm === 'sgd' ? 'is missing' : `is not expected with algorithm '${algorithm}'`);
@@ -97,6 +97,9 @@ export function parseSummary(value: unknown, path: string): Summary {
   const rows = c.obj(o.rows, 'rows', ['train', 'test']);
   const list = (v: unknown, field: string): unknown[] => (Array.isArray(v) ? v : c.bad(field, `is ${show(v)}, expected a list`));
   const reason = c.oneOf(o.reason, 'reason', STOP_REASONS);
+  if ((o.oneShot !== undefined) !== (algorithm === 'one-shot')) c.bad('oneShot', algorithm === 'one-shot' ? 'is missing' : `is not expected with algorithm '${algorithm}'`);
+  const oneShot = o.oneShot === undefined ? undefined : c.obj(o.oneShot, 'oneShot', ['activeParty', 'weights', 'local', 'warnings'], ['baseline']);
+  const local = oneShot?.local ? c.obj(oneShot.local, 'oneShot.local', ['party', 'objective'], ['test']) : null;
   const converged = c.bool(o.converged, 'converged');
   if (converged !== (reason === 'converged')) c.bad('converged', `is ${converged} with reason '${reason}'`);
   return defined({
@@ -131,6 +134,18 @@ export function parseSummary(value: unknown, path: string): Summary {
     rows: { train: c.int(rows.train, 'rows.train'), test: c.int(rows.test, 'rows.test') },
     droppedRows: c.int(o.droppedRows, 'droppedRows'),
     droppedTestRows: c.int(o.droppedTestRows, 'droppedTestRows'),
+    oneShot: oneShot && {
+      activeParty: oneShot.activeParty === null ? null : c.name(oneShot.activeParty, 'oneShot.activeParty'),
+      weights: Object.fromEntries(Object.entries(c.obj(oneShot.weights, 'oneShot.weights', [], 'any')).map(([k, v]) => [c.name(k, 'oneShot.weights key'), c.num(v, `oneShot.weights.${k}`)])),
+      local: local && {
+        party: c.name(local.party, 'oneShot.local.party'),
+        objective: c.num(local.objective, 'oneShot.local.objective'),
+        ...(local.test === undefined ? {} : { test: c.metrics(local.test, 'oneShot.local.test') }),
+      },
+      ...(oneShot.baseline === undefined ? {} : { baseline: c.metrics(oneShot.baseline, 'oneShot.baseline') }),
+      warnings: list(oneShot.warnings, 'oneShot.warnings').map((w, k) => c.str(w, `oneShot.warnings[${k}]`)),
+    },
+    research: o.research === undefined ? undefined : c.str(o.research, 'research'),
     privacy: list(o.privacy, 'privacy').map((v, m) => {
       const f = `privacy[${m}]`;
       const q = c.obj(v, f, ['party', 'mechanism', 'epsilon', 'delta', 'rounds', 'sigma', 'sensitivity', 'accountant', 'seeded', 'epsilonSpent']);

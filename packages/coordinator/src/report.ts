@@ -28,6 +28,24 @@ export interface TestMetrics {
   rmse?: number;
 }
 
+/** What a one-shot job adds to its summary: the combination and the comparisons the user decides on. */
+export interface OneShotReport {
+  /** The label holder's own party, or null when every party is passive. */
+  activeParty: string | null;
+  /** The combined model's weight on each passive party's clipped score. */
+  weights: Record<string, number>;
+  /** The active party's local-only model (fitted by it on its own features, no extra release). */
+  local: { party: string; objective: number; test?: TestMetrics } | null;
+  /** Predicting the training labels' base rate for every test row. */
+  baseline?: TestMetrics;
+  /** The comparisons that went against the private model, in words. */
+  warnings: string[];
+}
+
+/** How a job with noise is labelled when it runs the per-round noisy ADMM. */
+export const RESEARCH_MODE =
+  'RESEARCH MODE: per-round noisy ADMM (--algorithm admm with noise); it is known to be worse than going alone at realistic N (docs/privacy.md, section 8); the default with privacy is --algorithm one-shot';
+
 export interface Summary {
   jobId: string;
   algorithm: AlgorithmName;
@@ -59,6 +77,10 @@ export interface Summary {
   droppedTestRows: number;
   /** Each party's privacy setting as it reported it, and the budget it had spent at the end. */
   privacy: (PrivacyInfo & { party: string; epsilonSpent: number })[];
+  /** one-shot jobs only. */
+  oneShot?: OneShotReport;
+  /** Present (RESEARCH_MODE) when noisy shares were sent every round. */
+  research?: string;
 }
 
 /** One line of trace.jsonl. */
@@ -138,13 +160,18 @@ export function resultLine(s: Summary, summaryPath: string): string {
     : s.evaluation
       ? `, no test metrics (${s.evaluation.skipped})`
       : '';
-  return `job ${s.jobId} ${how} (${s.algorithm}${s.algorithm === 'admm' ? ` ${s.variant}` : ''}, ${s.rows.train} rows, ${s.parties.length} parties, ${s.seconds.total.toFixed(1)} s): objective ${fmt(s.objective)}${s.objectiveFrom === 'noisy shares' ? ' (from noisy shares)' : ''}${test}; summary in ${summaryPath}`;
+  const o = s.oneShot;
+  const local = o?.local?.test?.logLoss !== undefined ? `; party ${o.local.party} alone: test log loss ${fmt(o.local.test.logLoss)}` : '';
+  const warnings = [...(o?.warnings ?? []), ...(s.research ? [s.research] : [])].map((w) => `; WARNING: ${w}`).join('');
+  const what = o ? `one-shot private training, ${o.activeParty ? `active party ${o.activeParty}` : 'every party passive'}` : `${s.algorithm}${s.algorithm === 'admm' ? ` ${s.variant}` : ''}`;
+  const ran = o ? 'finished' : how;
+  return `job ${s.jobId} ${ran} (${what}, ${s.rows.train} rows, ${s.parties.length} parties, ${s.seconds.total.toFixed(1)} s): objective ${fmt(s.objective)}${s.objectiveFrom === 'noisy shares' ? ' (from noisy shares)' : ''}${test}${local}${warnings}; summary in ${summaryPath}`;
 }
 
 export interface SummaryInput {
   cfg: CoordinatorConfig;
   job: Job;
-  result: TrainResult;
+  result: TrainResult & { oneShot?: OneShotReport };
   participation: Participation;
   parties: readonly PartyConnection[];
   traffic: Traffic;
@@ -155,18 +182,18 @@ export interface SummaryInput {
 export function buildSummary({ cfg, job, result: r, participation, parties, traffic, setupSeconds, totalSeconds }: SummaryInput): Summary {
   return {
     jobId: job.jobId,
-    algorithm: cfg.algorithm,
+    algorithm: job.setup.algorithm,
     variant: cfg.variant,
     loss: job.setup.loss,
     lambda: job.setup.lambda,
     rho: r.rho,
     alpha: cfg.variant === 'exact' ? cfg.alpha : 1,
-    ...(cfg.algorithm === 'sgd' ? { sgd: cfg.sgd } : {}),
+    ...(job.setup.algorithm === 'sgd' ? { sgd: cfg.sgd } : {}),
     rounds: r.rounds,
     reason: r.reason,
     converged: r.reason === 'converged',
     objective: r.objective,
-    objectiveFrom: participation.noisy ? 'noisy shares' : 'shares',
+    objectiveFrom: participation.noisy && job.setup.algorithm !== 'one-shot' ? 'noisy shares' : 'shares',
     residuals: r.residuals,
     ...(r.metrics ? { test: r.metrics } : {}),
     ...(job.evaluationSkipped ? { evaluation: { skipped: job.evaluationSkipped } } : {}),
@@ -177,5 +204,7 @@ export function buildSummary({ cfg, job, result: r, participation, parties, traf
     droppedRows: job.dropped.train,
     droppedTestRows: job.dropped.test,
     privacy: participation.privacy.map((q) => ({ ...q, epsilonSpent: r.epsilonSpent[q.party] ?? 0 })),
+    ...(r.oneShot ? { oneShot: r.oneShot } : {}),
+    ...(participation.noisy && job.setup.algorithm === 'admm' ? { research: RESEARCH_MODE } : {}),
   };
 }

@@ -2,9 +2,10 @@ import { resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
 import { ConfigError, FILE_FORMATS, ID_MODES } from '@admm-share/core';
 import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, requireInteger, runService } from '@admm-share/runtime';
-import { HEARTBEAT_TIMEOUT_MS, MECHANISMS, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS } from '@admm-share/protocol';
+import { HEARTBEAT_TIMEOUT_MS, MECHANISMS, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS, ROLES } from '@admm-share/protocol';
 import { type PartyConfig, start } from './party.js';
 import { DEFAULT_BX } from './privacy.js';
+import { RELEASE_DEFAULTS } from './release.js';
 
 const TOOL = 'admm-party';
 
@@ -46,9 +47,15 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
     .option('connect-timeout', { type: 'number', default: 30_000, describe: 'ms to keep trying to join: a coordinator not listening yet or busy (4014) is retried with backoff' })
     .option('heartbeat-timeout', { type: 'number', default: HEARTBEAT_TIMEOUT_MS, describe: 'ms without a ping or message from the coordinator before the connection is treated as dead' })
     .option('reconnect-timeout', { type: 'number', default: REJOIN_TIMEOUT_MS, describe: 'ms to keep trying to rejoin after losing the connection during the job' })
+    .option('role', {
+      choices: ROLES,
+      default: 'passive' as const,
+      describe: "active: this party belongs to the label holder's organisation (the coordinator's --active-party): it gets the labels, sends no noise and fits the combined model",
+    })
     .option('mechanism', {
       choices: MECHANISMS,
-      describe: 'privacy mechanism; gaussian-share when --epsilon is given. Required: a budget, or --mechanism none to send shares without noise',
+      describe:
+        'privacy mechanism; with --epsilon, the one that fits the job (score-release in a one-shot job, gaussian-share in an ADMM job). Required at a passive party: a budget, or --mechanism none to send without noise',
     })
     .option('epsilon', { type: 'number', describe: 'privacy budget for the whole training' })
     .option('delta', { type: 'number', default: 1e-5, describe: 'privacy delta for the whole training' })
@@ -57,6 +64,9 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
     .option('bw', { type: 'number', describe: 'gaussian-share: clip of the target, per sample (default 3 bx + 1/(N rho))' })
     .option('b1', { type: 'number', describe: 'paper: Lemma 1 bound b1 on ||x||, ||y||, ||z||' })
     .option('c1', { type: 'number', describe: 'paper: Lemma 1 bound c1 on R\'\'' })
+    .option('release-kappa', { type: 'number', default: RELEASE_DEFAULTS.kappa, describe: 'score-release: ridge penalty of the passive model (docs/privacy.md, section 9)' })
+    .option('release-bx', { type: 'number', default: RELEASE_DEFAULTS.bx, describe: 'score-release: bound on ||x_m||' })
+    .option('release-clip', { type: 'number', default: RELEASE_DEFAULTS.clip, describe: 'score-release: each released score is clipped to [-clip, clip]' })
     .option('privacy-rounds', { type: 'number', describe: 'calibrate the noise for at most this many rounds (default: the coordinator\'s plan)' })
     .option('release-test-scores', { type: 'boolean', default: false, describe: 'with privacy on, still send un-noised test-set scores for evaluation' })
     .option('token-file', { type: 'string', describe: 'file holding this party\'s secret (shared with the coordinator\'s credentials)' })
@@ -66,9 +76,13 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
     .option('tls-key', { type: 'string', describe: 'mutual TLS: its private key (PEM)' })
     .option('log-level', { choices: LOG_LEVELS, default: 'info' as const })
     .parseSync();
-  if (a.mechanism === undefined && a.epsilon === undefined)
-    throw new ConfigError('choose a privacy setting: --epsilon E [--delta D] for differentially private shares, or --mechanism none to send shares without noise');
-  const mechanism = a.mechanism ?? 'gaussian-share';
+  if (a.role === 'active') {
+    // The label holder's own organisation: --role active is its explicit choice to send without noise.
+    if (a.epsilon !== undefined || (a.mechanism !== undefined && a.mechanism !== 'none'))
+      throw new ConfigError("--role active sends no noise (it is the label holder's own organisation); drop --epsilon/--mechanism, or run it as a passive party");
+  } else if (a.mechanism === undefined && a.epsilon === undefined)
+    throw new ConfigError('choose a privacy setting: --epsilon E [--delta D] for differentially private releases, or --mechanism none to send without noise (or --role active at the label holder\'s own party)');
+  const mechanism = a.role === 'active' ? 'none' : (a.mechanism ?? 'auto');
   if (!NAME_RE.test(a.id)) throw new ConfigError(`--id: '${a.id}' is not a valid party id (letters, digits, . _ -)`);
   if (a.job !== undefined && !NAME_RE.test(a.job)) throw new ConfigError(`--job: '${a.job}' is not a valid job id`);
   return {
@@ -84,6 +98,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
       features: a.features === undefined ? undefined : requireInteger('features', a.features, 1),
     },
     intercept: a.intercept,
+    role: a.role,
     privacy: {
       mechanism,
       epsilon: a.epsilon,
@@ -94,6 +109,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
       b1: a.b1,
       c1: a.c1,
       rounds: a['privacy-rounds'],
+      release: { kappa: a['release-kappa'], bx: a['release-bx'], clip: a['release-clip'] },
     },
     releaseTestScores: a['release-test-scores'],
     model: resolve(a.model ?? `model-${a.id}.json`),

@@ -3,7 +3,7 @@
 // link.ts is the connection, session.ts the job's state machine, model-file.ts the output.
 import type { Logger } from 'pino';
 import { type FeatureTable, type ReadOptions, ConfigError, DataError, InternalError, PeerError, readFeatureFile } from '@admm-share/core';
-import { type CloseKind, ProtocolError, assertNever, encode } from '@admm-share/protocol';
+import { type CloseKind, type Role, ProtocolError, assertNever, encode } from '@admm-share/protocol';
 import { CoordinatorLink, maxPayloadFor } from './link.js';
 import { ledgerPath, writeModelFiles } from './model-file.js';
 import { type PrivacyConfig, Privacy, normaliseRows, validatePrivacyConfig } from './privacy.js';
@@ -22,6 +22,8 @@ export interface PartyConfig {
   read: ReadOptions;
   /** Fit an unpenalised intercept at this party (at most one party should). */
   intercept: boolean;
+  /** active: the label holder's own organisation (agrees to get the labels; sends no noise). */
+  role: Role;
   /** Where to write the model file (the privacy report goes next to it). */
   model: string;
   privacy: PrivacyConfig;
@@ -89,6 +91,7 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
     jobId: config.jobId,
     intercept: config.intercept,
     token: config.token,
+    role: config.role,
     train,
     test,
     features,

@@ -11,8 +11,10 @@ import {
   snapToGrid,
   writeFileAtomic,
 } from '@admm-share/core';
+import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { type MechanismName, type PrivacyInfo, NAME_RE, ProtocolError, validatePartyMessage } from '@admm-share/protocol';
+import { type AlgorithmName, type MechanismName, type PrivacyInfo, NAME_RE, ProtocolError, validatePartyMessage } from '@admm-share/protocol';
+import { type ReleaseBounds, RELEASE_DEFAULTS, releaseSensitivity } from './release.js';
 import type { RidgeXUpdate } from './xupdate.js';
 
 /**
@@ -21,7 +23,8 @@ import type { RidgeXUpdate } from './xupdate.js';
  * docs/privacy.md has the threat model, the neighbouring relation and the proofs.
  */
 export interface PrivacyConfig {
-  mechanism: MechanismName;
+  /** 'auto' (with a budget): score-release in a one-shot job, gaussian-share in an ADMM job. */
+  mechanism: MechanismName | 'auto';
   /** Total budget for the whole training (required unless mechanism is 'none'). */
   epsilon?: number;
   delta?: number;
@@ -36,6 +39,8 @@ export interface PrivacyConfig {
   c1?: number;
   /** Calibrate for at most this many rounds (default: the rounds the coordinator plans). */
   rounds?: number;
+  /** score-release: the passive model's public bounds (default RELEASE_DEFAULTS). */
+  release?: ReleaseBounds;
 }
 
 /** What the job fixes before the first round (from the coordinator's setup message). */
@@ -48,6 +53,23 @@ export interface JobParameters {
   features: number;
   /** Aligned training rows N. */
   n: number;
+  /** Default 'admm'. */
+  algorithm?: AlgorithmName;
+  /** one-shot: max |target_i| of the passive target (from the labels, public to this party). */
+  bw?: number;
+}
+
+/** The mechanism a configuration means in a job of this algorithm, or why it does not fit. */
+export function mechanismFor(configured: PrivacyConfig['mechanism'], algorithm: AlgorithmName): MechanismName {
+  if (configured === 'none') return 'none';
+  const fits = algorithm === 'one-shot' ? ['score-release'] : algorithm === 'admm' ? ['gaussian-share', 'paper'] : [];
+  if (configured === 'auto') {
+    if (fits.length === 0) throw new ConfigError(`privacy is not available with --algorithm ${algorithm} (its releases are not analysed); use --mechanism none`);
+    return fits[0] as MechanismName;
+  }
+  if (!fits.includes(configured))
+    throw new ConfigError(`--mechanism ${configured} does not fit a ${algorithm} job (${fits.length ? `it takes ${fits.join(' or ')}` : 'no mechanism is analysed for it'}); leave --mechanism out to use the one that fits`);
+  return configured;
 }
 
 /**
@@ -99,13 +121,18 @@ export function normaliseRows(X: Csr): { X: Csr; scaled: number } {
 }
 
 export function validatePrivacyConfig(c: PrivacyConfig, intercept: boolean): void {
+  if (c.release) {
+    const r = c.release;
+    if (!(r.kappa > 0 && r.bx > 0 && r.clip > 0) || ![r.kappa, r.bx, r.clip].every(Number.isFinite))
+      throw new ConfigError('--release-kappa, --release-bx and --release-clip must be positive numbers');
+  }
   if (c.mechanism === 'none') {
     if (c.epsilon !== undefined) throw new ConfigError("--epsilon with --mechanism none: choose a budget or no noise, not both");
     return;
   }
   if (c.epsilon === undefined || !(c.epsilon > 0)) throw new ConfigError(`--mechanism ${c.mechanism} needs --epsilon > 0`);
   if (c.delta === undefined || !(c.delta > 0 && c.delta < 1)) throw new ConfigError(`--mechanism ${c.mechanism} needs --delta in (0, 1)`);
-  if (intercept) throw new ConfigError('--intercept is not supported with privacy (the bounds assume no unpenalised column)');
+  if (intercept) throw new ConfigError('--intercept is not supported at a party with a privacy budget (the bounds assume no unpenalised column); the intercept lives at the active party');
   if (!(c.bx > 0) || (c.bw !== undefined && !(c.bw > 0))) throw new ConfigError('--bx and --bw must be positive');
   if (c.mechanism === 'paper' && !(c.b1! > 0 && c.c1! > 0)) throw new ConfigError('--mechanism paper needs --b1 and --c1 (Lemma 1 of the paper), both positive');
   if (c.rounds !== undefined && !(Number.isSafeInteger(c.rounds) && c.rounds >= 1)) throw new ConfigError('--privacy-rounds must be an integer >= 1');
@@ -132,7 +159,7 @@ export function reportedSpent(computed: number, budget: number): number {
 }
 
 /** The ledger file's format tag; restoreLedger reads this version only. */
-export const LEDGER_FORMAT = 'admm-share-ledger/2';
+export const LEDGER_FORMAT = 'admm-share-ledger/3';
 
 /** What restoreLedger keeps of a ledger file, validated field by field. */
 export interface Ledger {
@@ -143,6 +170,18 @@ export interface Ledger {
   rho: number;
   lambda: number;
   bw: number;
+  /** score-release: the released vector's length and SHA-256 (the vector is kept next to the ledger). */
+  release: { rows: number; sha256: string } | null;
+}
+
+/** model-p1.ledger.json -> model-p1.release.bin: a one-shot release, kept next to its ledger so that it is sent again rather than drawn again. */
+export function releaseVectorPath(ledger: string): string {
+  return ledger.replace(/(\.ledger)?\.json$/, '') + '.release.bin';
+}
+
+/** SHA-256 of a vector's bytes, hex. */
+function vectorDigest(v: Float64Array): string {
+  return createHash('sha256').update(new Uint8Array(v.buffer, v.byteOffset, v.byteLength)).digest('hex');
 }
 
 /**
@@ -163,7 +202,7 @@ export function parseLedger(path: string, text: string): Ledger {
   if (typeof v !== 'object' || v === null || Array.isArray(v)) return bad('expected a JSON object');
   const o = v as Record<string, unknown>;
   if (o.format !== LEDGER_FORMAT) bad(`format ${JSON.stringify(o.format)}, expected '${LEDGER_FORMAT}'`);
-  const keys = ['format', 'jobId', 'releases', 'epsilonSpent', 'info', 'rho', 'lambda', 'bw'];
+  const keys = ['format', 'jobId', 'releases', 'epsilonSpent', 'info', 'rho', 'lambda', 'bw', 'release'];
   for (const k of Object.keys(o)) if (!keys.includes(k)) bad(`unexpected field '${k}'`);
   for (const k of keys) if (!(k in o)) bad(`missing field '${k}'`);
   const num = (k: string, ok: (x: number) => boolean, what: string): number => {
@@ -199,7 +238,28 @@ export function parseLedger(path: string, text: string): Ledger {
   const expected = reportedSpent(computed, info.epsilon!);
   if (Math.abs(epsilonSpent - expected) > BUDGET_RTOL * Math.max(expected, info.epsilon!))
     bad(`epsilonSpent ${epsilonSpent} does not match the ${releases} releases recorded (they spend ${expected})`);
-  return { jobId, releases, epsilonSpent, info, rho, lambda, bw };
+  let release: Ledger['release'] = null;
+  if (o.release !== null) {
+    const r = o.release as Record<string, unknown>;
+    if (typeof r !== 'object' || Array.isArray(r) || Object.keys(r).sort().join() !== 'rows,sha256' || !Number.isSafeInteger(r.rows) || (r.rows as number) < 1 || typeof r.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(r.sha256))
+      return bad('release: expected null or {rows, sha256}');
+    release = { rows: r.rows as number, sha256: r.sha256 };
+  }
+  if (info.mechanism === 'score-release' && (release === null) !== (releases === 0)) bad(`release: ${releases} releases recorded, but ${release ? 'a' : 'no'} released vector`);
+  return { jobId, releases, epsilonSpent, info, rho, lambda, bw, release };
+}
+
+/**
+ * The vector a restored ledger says was released, checked against its length and digest; a
+ * missing or altered file leaves the release lost (undefined), which scoreRelease refuses.
+ */
+function readReleasedVector(path: string, expected: { rows: number; sha256: string }): Float64Array | undefined {
+  if (!existsSync(path)) return undefined;
+  const bytes = readFileSync(path);
+  if (bytes.length !== expected.rows * 8) return undefined;
+  const v = new Float64Array(expected.rows);
+  new Uint8Array(v.buffer).set(bytes);
+  return vectorDigest(v) === expected.sha256 ? v : undefined;
 }
 
 export class Privacy {
@@ -211,6 +271,8 @@ export class Privacy {
   private spentRounds = 0;
   /** The calibration and releases of this job restored from the ledger file after a restart. */
   private saved: { info: PrivacyInfo; rho: number; lambda: number; bw: number } | undefined;
+  /** score-release: the vector released (and paid for) in this job, sent again on a repeated request. */
+  private releasedVector: Float64Array | undefined;
 
   constructor(readonly cfg: PrivacyConfig) {
     this.noise = cfg.mechanism === 'none' ? undefined : cfg.seed !== undefined ? seededNoise(cfg.seed) : osNoise();
@@ -233,7 +295,7 @@ export class Privacy {
       const was = this.info ? { lambda: this.lambda, rho: this.rho } : this.saved!;
       if (job.rho > was.rho * (1 + 1e-12) || job.lambda < was.lambda * (1 - 1e-12))
         throw new ConfigError(`the job's lambda ${job.lambda} / rho ${job.rho} differ from the ${was.lambda} / ${was.rho} this party's noise was calibrated for`);
-      if (fixed.mechanism !== this.cfg.mechanism || fixed.epsilon !== this.cfg.epsilon || fixed.delta !== this.cfg.delta)
+      if (fixed.mechanism !== mechanismFor(this.cfg.mechanism, job.algorithm ?? 'admm') || fixed.epsilon !== this.cfg.epsilon || fixed.delta !== this.cfg.delta)
         throw new ConfigError(`this party's ledger for the job was calibrated for ${fixed.mechanism}, epsilon ${fixed.epsilon}, delta ${fixed.delta}; it was restarted with other values`);
       this.info = fixed;
       this.rho = was.rho;
@@ -242,34 +304,44 @@ export class Privacy {
       return fixed;
     }
     const { cfg } = this;
+    const mechanism = mechanismFor(cfg.mechanism, job.algorithm ?? 'admm');
     this.lambda = job.lambda;
-    const rounds = Math.min(job.rounds, cfg.rounds ?? job.rounds);
+    // One release, whatever the coordinator plans.
+    const rounds = mechanism === 'score-release' ? 1 : Math.min(job.rounds, cfg.rounds ?? job.rounds);
     this.rho = job.rho;
-    if (cfg.mechanism === 'none') {
+    if (mechanism === 'none') {
       this.info = { mechanism: 'none', epsilon: null, delta: null, rounds, sigma: 0, sensitivity: 0, accountant: null, seeded: false };
       return this.info;
     }
-    if (!(job.lambda > 0)) throw new ConfigError('privacy needs lambda > 0: the sensitivity bound divides by it');
     const epsilon = cfg.epsilon!;
     const delta = cfg.delta!;
     let sensitivity: number;
-    let accountant: Accountant;
-    if (cfg.mechanism === 'gaussian-share') {
+    let accountant: Accountant = 'exact';
+    if (mechanism === 'score-release') {
+      if (job.bw === undefined) throw new Error('internal: a score release is calibrated with the bound of its target');
+      this.bw = job.bw;
+      sensitivity = releaseSensitivity({ ...this.releaseBounds, bw: job.bw });
+    } else if (!(job.lambda > 0)) throw new ConfigError('privacy needs lambda > 0: the sensitivity bound divides by it');
+    else if (mechanism === 'gaussian-share') {
       this.bw = cfg.bw ?? defaultBw(cfg.bx, job.n, job.rho);
       sensitivity = gaussianShareSensitivity({ lambda: job.lambda, rho: job.rho, bx: cfg.bx, bw: this.bw });
-      accountant = 'exact';
     } else {
       sensitivity = paperSensitivity({ ...job, b1: cfg.b1!, c1: cfg.c1! });
       accountant = 'advanced';
     }
     const sigma = calibrateSigma({ epsilon, delta, rounds, sensitivity, method: accountant });
-    this.info = { mechanism: cfg.mechanism, epsilon, delta, rounds, sigma, sensitivity, accountant, seeded: this.noise!.seeded };
+    this.info = { mechanism, epsilon, delta, rounds, sigma, sensitivity, accountant, seeded: this.noise!.seeded };
     return this.info;
+  }
+
+  /** The passive model's bounds (score-release). */
+  get releaseBounds(): ReleaseBounds {
+    return this.cfg.release ?? RELEASE_DEFAULTS;
   }
 
   /** Bounds the update must respect (gaussian-share only). */
   get bounds(): { clip: number; radius: number } | undefined {
-    return this.cfg.mechanism === 'gaussian-share' ? { clip: this.bw, radius: this.cfg.bx } : undefined;
+    return this.info?.mechanism === 'gaussian-share' ? { clip: this.bw, radius: this.cfg.bx } : undefined;
   }
 
   /** Epsilon spent after `rounds` releases (never above the budget by rounding: see reportedSpent). */
@@ -290,8 +362,37 @@ export class Privacy {
 
   /** Keep the ledger on disk (atomically) so that a restarted party cannot forget what it spent. */
   saveLedger(path: string, jobId: string): void {
-    const ledger = { format: LEDGER_FORMAT, jobId, releases: this.spentRounds, epsilonSpent: this.spent, info: this.info, rho: this.rho, lambda: this.lambda, bw: this.bw };
+    const v = this.releasedVector;
+    const release = v ? { rows: v.length, sha256: vectorDigest(v) } : null;
+    const ledger = { format: LEDGER_FORMAT, jobId, releases: this.spentRounds, epsilonSpent: this.spent, info: this.info, rho: this.rho, lambda: this.lambda, bw: this.bw, release };
     writeFileAtomic(path, JSON.stringify(ledger) + '\n', 0o600);
+  }
+
+  /**
+   * score-release: the one noised release of this job. The first call draws the noise, keeps
+   * the vector next to the ledger (vector first, then the ledger, so a crash in between
+   * leaves a release that was never sent and is drawn afresh) and books it; every later call,
+   * in this process or after a restart, returns the same vector at no further cost. A ledger
+   * that has paid for a release whose vector is lost refuses to release again.
+   */
+  scoreRelease(scores: Float64Array, ledger: string, jobId: string): Float64Array {
+    const i = this.info!;
+    if (this.releasedVector) {
+      if (this.releasedVector.length !== scores.length) throw new ConfigError(`this party released ${this.releasedVector.length} scores in this job, and is now asked for ${scores.length}; it will not release again`);
+      return this.releasedVector;
+    }
+    if (i.mechanism === 'none') return scores;
+    if (this.spentRounds > 0) throw new ConfigError(`this party's ledger (${ledger}) records its release for job ${jobId}, but the released vector is lost; it will not release again`);
+    const after = this.spentAfter(1);
+    if (!withinBudget(after, i.epsilon!)) throw new ConfigError(`the release would spend epsilon ${after.toPrecision(4)} of a budget of ${i.epsilon}`);
+    const r = scores.slice();
+    this.noise!.addNormal(r, i.sigma);
+    snapToGrid(r, i.sigma);
+    writeFileAtomic(releaseVectorPath(ledger), new Uint8Array(r.buffer, r.byteOffset, r.byteLength), 0o600);
+    this.releasedVector = r;
+    this.spentRounds = 1;
+    this.saveLedger(ledger, jobId);
+    return r;
   }
 
   /**
@@ -311,6 +412,7 @@ export class Privacy {
     if (saved.jobId !== jobId) return;
     this.spentRounds = Math.max(this.spentRounds, saved.releases);
     this.saved = { info: saved.info, rho: saved.rho, lambda: saved.lambda, bw: saved.bw };
+    if (saved.release) this.releasedVector = readReleasedVector(releaseVectorPath(path), saved.release);
   }
 
   /**
@@ -348,7 +450,9 @@ export class Privacy {
         ? 'none: shares were sent without noise'
         : i.mechanism === 'paper'
           ? 'NOT ESTABLISHED: the paper\'s mechanism (eq. 17, Theorem 3) releases shares confined to the column space of this party\'s data, and its sensitivity bound is not proven (docs/privacy.md); reported for reproduction only'
-          : `(${i.epsilon}, ${i.delta})-differential privacy for the shares released, per row of this party's data (one row replaced), under the assumptions of docs/privacy.md`;
+          : i.mechanism === 'score-release'
+            ? `(${i.epsilon}, ${i.delta})-differential privacy for the one score vector released, per row of this party's data (one row replaced), under the assumptions of docs/privacy.md (Theorem 3)`
+            : `(${i.epsilon}, ${i.delta})-differential privacy for the shares released, per row of this party's data (one row replaced), under the assumptions of docs/privacy.md; per-round noisy ADMM is a research mode`;
     return {
       format: 'admm-share-privacy-report/1',
       party,
@@ -363,7 +467,14 @@ export class Privacy {
       sigma: i.sigma,
       sensitivity: i.sensitivity,
       accountant: i.accountant,
-      bounds: i.mechanism === 'gaussian-share' ? { bx: this.cfg.bx, bw: this.bw } : i.mechanism === 'paper' ? { b1: this.cfg.b1, c1: this.cfg.c1 } : null,
+      bounds:
+        i.mechanism === 'score-release'
+          ? { ...this.releaseBounds, bw: this.bw }
+          : i.mechanism === 'gaussian-share'
+            ? { bx: this.cfg.bx, bw: this.bw }
+            : i.mechanism === 'paper'
+              ? { b1: this.cfg.b1, c1: this.cfg.c1 }
+              : null,
       rowsNormalised: i.mechanism === 'none' ? null : { rule: 'rows with norm > 1 scaled to norm 1', rowsScaled: normalisedRows },
       noise: i.mechanism === 'none' ? null : i.seeded ? 'SEEDED: predictable by anyone who knows the seed; for experiments only, no privacy' : 'operating system CSPRNG',
       createdAt: new Date().toISOString(),

@@ -1,13 +1,15 @@
 // The job as this party sees it: the state machine driven by the coordinator's messages
-// (challenge, welcome, setup, resume, round, evaluate, sgd, done), one small handler each.
+// (challenge, welcome, setup, resume, round, evaluate, sgd, release, fit, done), one small handler each.
 // The state is a plain object passed to every handler; a handler returns what to send and
 // what the connection should do next, so a session runs without a socket (tests feed it).
 import type { Logger } from 'pino';
-import { type Csr, type FeatureTable, ConfigError, csrSelectRows, hashIds, helloProof } from '@admm-share/core';
+import { type Csr, type FeatureTable, type LossName, ConfigError, csrSelectRows, hashIds, helloProof, lossByName, predictScores } from '@admm-share/core';
 import {
   type Challenge,
   type CoordinatorMessage,
   type Done,
+  type Fit,
+  type Role,
   type PartyMessage,
   type Resume,
   type Round,
@@ -19,15 +21,24 @@ import {
   ProtocolError,
   assertNever,
 } from '@admm-share/protocol';
-import type { Privacy } from './privacy.js';
+import { type Privacy, normaliseRows } from './privacy.js';
+import { type ActiveFit, PassiveModel, fitActive, releaseTarget } from './release.js';
 import { replayRound } from './replay.js';
 import { SgdModel } from './sgd.js';
 import { FACTOR_LIMIT, RidgeXUpdate } from './xupdate.js';
 
 export type Phase = 'connecting' | 'challenge' | 'welcome' | 'setup' | 'training' | 'done';
 
-/** The party's model: ADMM (the x-update and its share) or SGD (with the batch being scored). */
-export type Model = { kind: 'admm'; x: RidgeXUpdate } | { kind: 'sgd'; sgd: SgdModel; step: number; rows: Uint32Array };
+/**
+ * The party's model: ADMM (the x-update and its share), SGD (with the batch being scored), or
+ * one-shot: a passive party's score model, or the active party's rows and labels (and, once
+ * fitted, the combined model).
+ */
+export type Model =
+  | { kind: 'admm'; x: RidgeXUpdate }
+  | { kind: 'sgd'; sgd: SgdModel; step: number; rows: Uint32Array }
+  | { kind: 'passive'; passive: PassiveModel }
+  | { kind: 'active'; D: Csr; y: Float64Array; lambda: number; loss: LossName; fit: (ActiveFit & { parties: string[] }) | undefined };
 
 export interface SessionState {
   phase: Phase;
@@ -60,6 +71,8 @@ export interface SessionEnv {
   intercept: boolean;
   /** The party's secret for the hello proof (never sent). */
   token: string | undefined;
+  /** active: the label holder's own organisation (gets the labels, sends no noise); passive otherwise. */
+  role: Role;
   train: FeatureTable;
   test: FeatureTable | undefined;
   /** d_m, fixed by the training file. */
@@ -76,6 +89,8 @@ export interface FinalModel {
   intercept: number;
   /** Aligned training rows it was fitted on. */
   rows: number;
+  /** one-shot: how this party's part is applied to new rows and combined (recorded in the model file). */
+  oneShot?: object;
 }
 
 /** What a handled message asks of the connection. */
@@ -101,7 +116,7 @@ export function connectionLost(s: SessionState): void {
 /** What the next message from the coordinator is checked against, from the session's state only. */
 export function validationContext(s: SessionState, env: SessionEnv): ValidationContext {
   const m = s.model;
-  const n = m === undefined ? undefined : m.kind === 'admm' ? m.x.n : m.sgd.n;
+  const n = m === undefined ? undefined : m.kind === 'admm' ? m.x.n : m.kind === 'sgd' ? m.sgd.n : m.kind === 'passive' ? m.passive.scores.length : m.D.rows;
   return {
     jobId: s.jobId,
     n,
@@ -131,6 +146,10 @@ export function handle(s: SessionState, env: SessionEnv, msg: CoordinatorMessage
       return onEvaluate(s);
     case 'sgd':
       return onSgd(s, msg);
+    case 'release':
+      return onRelease(s, env);
+    case 'fit':
+      return onFit(s, msg);
     case 'done':
       return onDone(s, msg);
     default:
@@ -169,6 +188,7 @@ function onChallenge(s: SessionState, env: SessionEnv, msg: Challenge): Outcome 
     features: env.features,
     trainRows: env.train.ids.length,
     testRows: env.test?.ids.length ?? 0,
+    noise: env.privacy.enabled,
     proof: env.token === undefined ? null : helloProof(env.token, msg.nonce, env.partyId, jobId),
   });
 }
@@ -191,19 +211,38 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
   expectPhase(s, 'setup');
   const { privacy } = env;
   const t0 = performance.now();
-  const D = csrSelectRows(env.train.X, msg.trainRows);
+  if (msg.role !== env.role)
+    throw new ConfigError(
+      msg.role === 'active'
+        ? "the coordinator names this party its active party (the label holder's organisation: it gets the labels and sends no noise), but it was started as passive; only a party of that organisation should agree, with --role active"
+        : `this party was started with --role active, but the coordinator does not name it its active party (admm-coordinator --active-party ${env.partyId})`,
+    );
+  let D = csrSelectRows(env.train.X, msg.trainRows);
+  let testX = env.test && msg.testRows.length > 0 ? csrSelectRows(env.test.X, msg.testRows) : undefined;
   let model: Model;
+  let bw: number | undefined;
   if (msg.algorithm === 'sgd') {
-    if (privacy.enabled) throw new ConfigError('privacy is not available with --algorithm sgd (its releases are not analysed); use --mechanism none');
     model = { kind: 'sgd', sgd: new SgdModel(D, msg.lambda, env.intercept), step: 0, rows: new Uint32Array(0) };
+  } else if (msg.algorithm === 'one-shot') {
+    // The bounds of the one-shot models are for rows of norm <= 1 (docs/privacy.md, section 9).
+    D = normaliseRows(D).X;
+    testX = testX && normaliseRows(testX).X;
+    if (env.role === 'active') model = { kind: 'active', D, y: msg.labels, lambda: msg.lambda, loss: msg.loss, fit: undefined };
+    else {
+      if (env.intercept) throw new ConfigError('--intercept at a passive party of a one-shot job: the intercept lives at the active party (or, without one, at the coordinator)');
+      const target = releaseTarget(msg.labels);
+      bw = target.bw;
+      const passive = new PassiveModel(D, target.target, privacy.releaseBounds);
+      model = { kind: 'passive', passive };
+    }
   } else {
     const x = new RidgeXUpdate(D, msg.lambda, env.intercept);
     if (privacy.enabled && x.form === 'cg')
       throw new ConfigError(`privacy needs a factorised x-update, and this block (${D.rows} rows x ${D.cols} features) is too large for one (limit ${FACTOR_LIMIT} on the smaller side)`);
     model = { kind: 'admm', x };
   }
-  s.testX = env.test && msg.testRows.length > 0 ? csrSelectRows(env.test.X, msg.testRows) : undefined;
-  const info = privacy.calibrate({ lambda: msg.lambda, rho: msg.rho, rounds: msg.rounds, parties: msg.parties, features: env.features, n: D.rows });
+  s.testX = testX;
+  const info = privacy.calibrate({ lambda: msg.lambda, rho: msg.rho, rounds: msg.rounds, parties: msg.parties, features: env.features, n: D.rows, algorithm: msg.algorithm, bw });
   s.model = model;
   // A fresh model is x = 0: that of round 0. A rejoin past round 0 waits for resume to recompute it.
   s.current = s.round === 0;
@@ -215,6 +254,7 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
       droppedRows: env.train.ids.length - D.rows,
       testRows: s.testX?.rows ?? 0,
       algorithm: msg.algorithm,
+      role: msg.role,
       form: model.kind === 'admm' ? model.x.form : undefined,
       factorMs: Math.round(performance.now() - t0),
     },
@@ -281,6 +321,7 @@ function onEvaluate(s: SessionState): Outcome {
   if (!s.testX) throw new ProtocolError('unexpected', 'evaluate, but no test set was aligned');
   if (!s.current) throw new ProtocolError('unexpected', 'evaluate before resume');
   const m = s.model!;
+  if (m.kind !== 'admm' && m.kind !== 'sgd') throw new ProtocolError('unexpected', 'evaluate in a one-shot job (its test scores come with the release and the fit)');
   const scores = m.kind === 'admm' ? m.x.scores(s.testX) : m.sgd.scores(s.testX);
   refuseNonFinite(() => `evaluate: the test scores of the model of round ${s.round} overflowed`, scores);
   return reply({ type: 'scores', jobId: s.jobId!, round: s.round, scores });
@@ -309,6 +350,64 @@ function onSgd(s: SessionState, msg: Sgd): Outcome {
 }
 
 /**
+ * one-shot, passive: the one release (drawn once, then the same vector on every repeat: see
+ * Privacy.scoreRelease), with the clipped test scores when the party releases them.
+ */
+function onRelease(s: SessionState, env: SessionEnv): Outcome {
+  expectPhase(s, 'training');
+  const m = s.model;
+  if (m?.kind !== 'passive') throw new ProtocolError('unexpected', 'release, but this party is not a passive party of a one-shot job');
+  refuseNonFinite(() => 'release: the passive fit overflowed', m.passive.scores);
+  const scores = env.privacy.scoreRelease(m.passive.scores, env.ledgerPath, s.jobId!);
+  const testScores = s.testX ? m.passive.scoresFor(s.testX) : new Float64Array(0);
+  s.round = 1;
+  s.current = true;
+  env.log.info({ rows: scores.length, testRows: testScores.length, epsilonSpent: env.privacy.spent }, 'scores released');
+  return reply({ type: 'released', jobId: s.jobId!, scores, testScores, epsilonSpent: env.privacy.spent });
+}
+
+/** one-shot, active: fit the combined model on the releases (and the local-only one), and score the test rows with both. */
+function onFit(s: SessionState, msg: Fit): Outcome {
+  expectPhase(s, 'training');
+  const m = s.model;
+  if (m?.kind !== 'active') throw new ProtocolError('unexpected', 'fit, but this party is not the active party of a one-shot job');
+  const n = m.D.rows;
+  const releases = msg.parties.map((party, j) => ({ party, scores: msg.releases.subarray(j * n, (j + 1) * n), sigma: msg.sigmas[j] }));
+  const fit = fitActive(m.D, m.y, releases, lossByName(m.loss), m.lambda);
+  m.fit = { ...fit, parties: msg.parties };
+  const test = (coefficients: Float64Array, intercept: number) => (s.testX ? predictScores(s.testX, coefficients, intercept) : new Float64Array(0));
+  const testScores = test(fit.coefficients, fit.intercept);
+  const localTestScores = test(fit.local.coefficients, fit.local.intercept);
+  refuseNonFinite(() => 'fit: the combined model overflowed', testScores, fit.objective);
+  refuseNonFinite(() => 'fit: the local model overflowed', localTestScores, fit.local.objective);
+  refuseNonFinite(() => 'fit: the weights overflowed', fit.weights);
+  s.round = 1;
+  s.current = true;
+  return reply({ type: 'fitted', jobId: s.jobId!, weights: fit.weights, objective: fit.objective, localObjective: fit.local.objective, testScores, localTestScores });
+}
+
+/** What a one-shot party writes: its coefficients, and how they are applied and combined. */
+function oneShotModel(m: Extract<Model, { kind: 'passive' | 'active' }>): FinalModel {
+  if (m.kind === 'passive') {
+    const p = m.passive;
+    return { coefficients: p.x, intercept: 0, rows: p.scores.length, oneShot: { role: 'passive', score: 'clip(x . row, -clip, clip), rows scaled to norm <= 1', ...p.bounds } };
+  }
+  const f = m.fit!;
+  return {
+    coefficients: f.coefficients,
+    intercept: f.intercept,
+    rows: m.D.rows,
+    oneShot: {
+      role: 'active',
+      score: "x . row + intercept + sum over passive parties of weight x that party's clipped score (rows scaled to norm <= 1)",
+      weights: Object.fromEntries(f.parties.map((p, j) => [p, f.weights[j]])),
+      denoising: f.denoising,
+      local: { coefficients: Array.from(f.local.coefficients), intercept: f.local.intercept, objective: f.local.objective },
+    },
+  };
+}
+
+/**
  * The job is over after `rounds` rounds. If another party refused the last round, this
  * party's model goes back to the round before. Only a current model of exactly that round,
  * the result of at least one update (or of a replay of one), is written: a job that ended
@@ -318,6 +417,11 @@ function onDone(s: SessionState, msg: Done): Outcome {
   expectPhase(s, 'training');
   const m = s.model!;
   if (msg.rounds === 0) throw new ProtocolError('unexpected', 'the job ended after 0 rounds: no update was made, so there is no model; no model written');
+  if (m.kind === 'passive' || m.kind === 'active') {
+    if (!s.current || (m.kind === 'active' && !m.fit)) throw new ProtocolError('unexpected', `the job ended, but this party has not ${m.kind === 'active' ? 'fitted the combined model' : 'released its scores'}; no model written`);
+    s.phase = 'done';
+    return { kind: 'done', done: msg, model: oneShotModel(m) };
+  }
   if (m.kind === 'admm' && msg.rounds === s.round - 1 && s.previous) {
     m.x.x.set(s.previous.x);
     m.x.intercept = s.previous.intercept;

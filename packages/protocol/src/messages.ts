@@ -1,11 +1,11 @@
 /**
  * Every message of the admm-share protocol. See PROTOCOL.md for the state machine.
- * Party -> coordinator: hello, ids, ready, share, exhausted, scores, batchScores.
- * Coordinator -> party: challenge, welcome, setup, resume, round, evaluate, sgd, done.
+ * Party -> coordinator: hello, ids, ready, share, exhausted, scores, batchScores, released, fitted.
+ * Coordinator -> party: challenge, welcome, setup, resume, round, evaluate, sgd, release, fit, done.
  */
-import type { AccountantName, AlgorithmName, LossName, MechanismName, SampleSet, StopReason } from './names.js';
+import type { AccountantName, AlgorithmName, LossName, MechanismName, Role, SampleSet, StopReason } from './names.js';
 
-export const PROTOCOL_VERSION = 6;
+export const PROTOCOL_VERSION = 7;
 
 /** Bytes per keyed id hash (HMAC-SHA256 truncated to 128 bits). */
 export const ID_HASH_BYTES = 16;
@@ -68,6 +68,8 @@ export interface Hello {
   trainRows: number;
   /** 0 when the party has no test set. */
   testRows: number;
+  /** Whether the party adds noise (has a privacy budget): with --algorithm auto, any noise makes the job one-shot. */
+  noise: boolean;
 }
 
 export interface Welcome {
@@ -100,8 +102,15 @@ export interface Setup {
   rho: number;
   /** Number of parties M. */
   parties: number;
-  /** ADMM sharing, or mini-batch SGD over the same processes (FDML-style). */
+  /** ADMM sharing, mini-batch SGD over the same processes (FDML-style), or the one-shot private training. */
   algorithm: AlgorithmName;
+  /** The role the coordinator gives this party; the party refuses one it was not started with. */
+  role: Role;
+  /**
+   * one-shot only: the training labels (+1 / -1) in aligned row order, the passive party's
+   * regression target and the active party's fitting target; empty otherwise.
+   */
+  labels: Float64Array;
 }
 
 /** What a party tells the coordinator about its privacy setting (for the summary). */
@@ -218,6 +227,51 @@ export interface Scores {
   scores: Float64Array;
 }
 
+/** one-shot, to a passive party: release your noised score vector (once; a repeat gets the same vector). */
+export interface Release {
+  type: 'release';
+  jobId: string;
+}
+
+/** A passive party's one release. */
+export interface Released {
+  type: 'released';
+  jobId: string;
+  /** clip(D_m x_m) + noise, one number per aligned training sample. */
+  scores: Float64Array;
+  /** clip(D_test,m x_m) without noise (only with --release-test-scores), or empty. */
+  testScores: Float64Array;
+  epsilonSpent: number;
+}
+
+/** one-shot, to the active party: every passive release, to fit the combined model on. */
+export interface Fit {
+  type: 'fit';
+  jobId: string;
+  /** The passive parties, in the order of their releases. */
+  parties: string[];
+  /** Their releases concatenated: N numbers each. */
+  releases: Float64Array;
+  /** The noise standard deviation of each release (from its party's ready). */
+  sigmas: Float64Array;
+}
+
+/** The active party's combined model, as far as the coordinator needs it. */
+export interface Fitted {
+  type: 'fitted';
+  jobId: string;
+  /** The combined model's weight on each passive party's clipped score, in the order of `fit`. */
+  weights: Float64Array;
+  /** Its training objective (mean loss + lambda/2 ||coefficients||^2). */
+  objective: number;
+  /** The same for the active party's local-only model. */
+  localObjective: number;
+  /** The active part of the combined model's test scores (features and intercept), or empty without a test set. */
+  testScores: Float64Array;
+  /** The local-only model's test scores, or empty. */
+  localTestScores: Float64Array;
+}
+
 export interface Done {
   type: 'done';
   jobId: string;
@@ -228,8 +282,8 @@ export interface Done {
   params: { variant: string; rho: number; alpha: number; lambda: number; loss: LossName };
 }
 
-export type PartyMessage = Hello | Ids | Ready | Share | Exhausted | Scores | BatchScores;
-export type CoordinatorMessage = Challenge | Welcome | Setup | Resume | Round | Evaluate | Sgd | Done;
+export type PartyMessage = Hello | Ids | Ready | Share | Exhausted | Scores | BatchScores | Released | Fitted;
+export type CoordinatorMessage = Challenge | Welcome | Setup | Resume | Round | Evaluate | Sgd | Release | Fit | Done;
 export type Message = PartyMessage | CoordinatorMessage;
 export type MessageType = Message['type'];
 

@@ -18,6 +18,7 @@ import {
   LOSSES,
   type LossName,
   MECHANISMS,
+  ROLES,
   SAMPLE_SETS,
   type SampleSet,
   STOP_REASONS,
@@ -45,6 +46,8 @@ export interface ValidationContext {
   step?: number;
   /** Rows of the batch the receiver asked scores for (coordinator) or last computed (party). */
   batchRows?: number;
+  /** one-shot: passive parties whose releases the active party was sent (the weights it returns). */
+  passive?: number;
 }
 
 type Obj = Record<string, unknown>;
@@ -176,7 +179,7 @@ export function validatePartyMessage(value: unknown, ctx: ValidationContext = {}
   const type = typeOf(o);
   switch (type) {
     case 'hello': {
-      exactKeys(o, type, ['type', 'protocolVersion', 'partyId', 'jobId', 'features', 'trainRows', 'testRows', 'proof']);
+      exactKeys(o, type, ['type', 'protocolVersion', 'partyId', 'jobId', 'features', 'trainRows', 'testRows', 'proof', 'noise']);
       const jobId = o.jobId === null ? null : str(o, type, 'jobId', NAME_RE);
       const proof = o.proof === null ? null : bytes(o, type, 'proof');
       if (proof && proof.length !== PROOF_BYTES) invalid(`hello.proof: ${proof.length} bytes, expected ${PROOF_BYTES}`);
@@ -189,6 +192,7 @@ export function validatePartyMessage(value: unknown, ctx: ValidationContext = {}
         features: count(o, type, 'features', 1),
         trainRows: count(o, type, 'trainRows', 1),
         testRows: count(o, type, 'testRows'),
+        noise: bool(o, type, 'noise'),
       };
     }
     case 'ids': {
@@ -256,6 +260,32 @@ export function validatePartyMessage(value: unknown, ctx: ValidationContext = {}
       const r = round(o, type, ctx);
       return { type, jobId, round: r, scores: vector(o, type, 'scores', ctx.nTest, MAX_SHARE_MAGNITUDE) };
     }
+    case 'released': {
+      exactKeys(o, type, ['type', 'jobId', 'scores', 'testScores', 'epsilonSpent']);
+      const jobId = job(o, type, ctx);
+      const epsilonSpent = finite(o, type, 'epsilonSpent');
+      if (epsilonSpent < 0) invalid(`released.epsilonSpent: ${epsilonSpent} is negative`);
+      const testScores = vector(o, type, 'testScores', undefined, MAX_SHARE_MAGNITUDE);
+      if (testScores.length !== 0 && ctx.nTest !== undefined && testScores.length !== ctx.nTest)
+        invalid(`released.testScores: length ${testScores.length}, expected ${ctx.nTest} or none`);
+      return { type, jobId, scores: vector(o, type, 'scores', ctx.n, MAX_SHARE_MAGNITUDE), testScores, epsilonSpent };
+    }
+    case 'fitted': {
+      exactKeys(o, type, ['type', 'jobId', 'weights', 'objective', 'localObjective', 'testScores', 'localTestScores']);
+      const jobId = job(o, type, ctx);
+      const test = ctx.nTest ?? undefined;
+      const testScores = vector(o, type, 'testScores', test, MAX_SHARE_MAGNITUDE);
+      const localTestScores = vector(o, type, 'localTestScores', test, MAX_SHARE_MAGNITUDE);
+      return {
+        type,
+        jobId,
+        weights: vector(o, type, 'weights', ctx.passive, MAX_SHARE_MAGNITUDE),
+        objective: finite(o, type, 'objective'),
+        localObjective: finite(o, type, 'localObjective'),
+        testScores,
+        localTestScores,
+      };
+    }
     default:
       invalid(`'${type.slice(0, ECHO_CHARS)}' is not a message a party sends`);
   }
@@ -292,7 +322,7 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
       return { type, protocolVersion: count(o, type, 'protocolVersion'), jobId: job(o, type, ctx), hashKey };
     }
     case 'setup': {
-      exactKeys(o, type, ['type', 'jobId', 'trainRows', 'testRows', 'lambda', 'loss', 'rounds', 'rho', 'parties', 'algorithm']);
+      exactKeys(o, type, ['type', 'jobId', 'trainRows', 'testRows', 'lambda', 'loss', 'rounds', 'rho', 'parties', 'algorithm', 'role', 'labels']);
       const jobId = job(o, type, ctx);
       const trainRows = rowIndex(o, type, 'trainRows', undefined, ctx.fileRows?.train);
       if (trainRows.length === 0) invalid('setup.trainRows: no training rows');
@@ -300,6 +330,9 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
       const lambda = finite(o, type, 'lambda');
       if (lambda < 0) invalid(`setup.lambda: ${lambda} is negative`);
       const loss: LossName = oneOf(o, type, 'loss', LOSSES);
+      const algorithm = oneOf(o, type, 'algorithm', ALGORITHMS);
+      const labels = vector(o, type, 'labels', algorithm === 'one-shot' ? trainRows.length : 0);
+      for (let i = 0; i < labels.length; i++) if (labels[i] !== 1 && labels[i] !== -1) invalid(`setup.labels[${i}] = ${labels[i]}, expected +1 or -1`);
       return {
         type,
         jobId,
@@ -310,7 +343,9 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
         rounds: count(o, type, 'rounds', 1),
         rho: finite(o, type, 'rho', true),
         parties: count(o, type, 'parties', 1),
-        algorithm: oneOf(o, type, 'algorithm', ALGORITHMS),
+        algorithm,
+        role: oneOf(o, type, 'role', ROLES),
+        labels,
       };
     }
     case 'round': {
@@ -339,6 +374,25 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
       exactKeys(o, type, ['type', 'jobId', 'round']);
       const jobId = job(o, type, ctx);
       return { type, jobId, round: count(o, type, 'round') };
+    }
+    case 'release': {
+      exactKeys(o, type, ['type', 'jobId']);
+      return { type, jobId: job(o, type, ctx) };
+    }
+    case 'fit': {
+      exactKeys(o, type, ['type', 'jobId', 'parties', 'releases', 'sigmas']);
+      const jobId = job(o, type, ctx);
+      const parties = o.parties;
+      if (!Array.isArray(parties) || parties.length === 0) invalid(`fit.parties: expected a non-empty array, got ${describe(parties)}`);
+      const names = parties.map((p, i) => {
+        if (typeof p !== 'string' || !NAME_RE.test(p)) invalid(`fit.parties[${i}]: not a party id`);
+        return p;
+      });
+      const sigmas = vector(o, type, 'sigmas', names.length);
+      for (let i = 0; i < sigmas.length; i++) if (sigmas[i] < 0) invalid(`fit.sigmas[${i}] = ${sigmas[i]} is negative`);
+      const releases = vector(o, type, 'releases', ctx.n === undefined ? undefined : ctx.n * names.length, MAX_SHARE_MAGNITUDE);
+      if (releases.length % names.length !== 0) invalid(`fit.releases: ${releases.length} values for ${names.length} parties`);
+      return { type, jobId, parties: names, releases, sigmas };
     }
     case 'done': {
       exactKeys(o, type, ['type', 'jobId', 'reason', 'rounds', 'objective', 'params']);

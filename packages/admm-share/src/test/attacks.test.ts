@@ -350,7 +350,7 @@ function hostileParty(port: number, o: HostileOptions) {
     const msg = validateCoordinatorMessage(decode(data));
     switch (msg.type) {
       case 'challenge':
-        ws.send(o.hello ? o.hello(msg.nonce) : encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: o.id, jobId: null, features: 1, trainRows: o.ids.length, testRows: 0, proof: null }));
+        ws.send(o.hello ? o.hello(msg.nonce) : encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: o.id, jobId: null, features: 1, trainRows: o.ids.length, testRows: 0, proof: null, noise: false }));
         break;
       case 'welcome':
         jobId = msg.jobId;
@@ -475,9 +475,10 @@ test('a plain HTTP request gets 426 Upgrade Required at once; a client that neve
 });
 
 /** MessagePack by hand, for the bytes msgpackr writes with records on (this package does not depend on msgpackr). */
-function packRecordHello(fields: Record<string, string | number | null>): Buffer {
+function packRecordHello(fields: Record<string, string | number | boolean | null>): Buffer {
   const str = (v: string) => Buffer.concat([Buffer.from([0xa0 | v.length]), Buffer.from(v)]);
-  const value = (v: string | number | null) => (v === null ? Buffer.from([0xc0]) : typeof v === 'string' ? str(v) : Buffer.from([v]));
+  const value = (v: string | number | boolean | null) =>
+    v === null ? Buffer.from([0xc0]) : typeof v === 'boolean' ? Buffer.from([v ? 0xc3 : 0xc2]) : typeof v === 'string' ? str(v) : Buffer.from([v]);
   const keys = Object.keys(fields);
   // fixext 1, type 0x72 ('r'): a record definition with id 0x40, its keys, then the first record's values.
   return Buffer.concat([Buffer.from([0xd4, 0x72, 0x40, 0x90 | keys.length]), ...keys.map(str), ...Object.values(fields).map(value)]);
@@ -494,7 +495,7 @@ test('an unknown party id is refused with 4005 without learning the configured i
   assert.doesNotMatch(unknown.reason, /alice|bob/);
   assert.doesNotMatch(JSON.stringify(coord.records.filter((r) => r.msg === 'closing connection')), /alice|bob/);
 
-  const hello = { type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'alice-bank', jobId: null, features: 3, trainRows: 10, testRows: 0, proof: null };
+  const hello = { type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'alice-bank', jobId: null, features: 3, trainRows: 10, testRows: 0, proof: null, noise: false };
   const recorded = await hostileParty(port, { id: 'alice-bank', ids: ['0'], hello: () => packRecordHello(hello) }).closed;
   assert.equal(recorded.code, CloseCodes.malformed.code, recorded.reason);
   assert.match(recorded.reason, /record definition/);

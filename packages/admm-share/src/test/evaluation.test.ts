@@ -18,7 +18,7 @@ test('parties without a test set: no evaluation, a warning naming them, and the 
   const files = writeVerticalSplit(join(dir, 'data'), s.blocks, s.train, s.test);
   const out = join(dir, 'out');
   const coordinator = (extra: string[]) =>
-    run(BIN.coordinator, ['--labels', files.labels, '--test-labels', files.testLabels!, '--parties', files.parties.map((p) => p.id).join(','), '--out', out, '--rounds', '40', '--tol-abs', '0', '--tol-rel', '0', '--job', 'eval-job', '--eval-every', '5', ...extra]);
+    run(BIN.coordinator, ['--algorithm', 'admm', '--labels', files.labels, '--test-labels', files.testLabels!, '--parties', files.parties.map((p) => p.id).join(','), '--out', out, '--rounds', '40', '--tol-abs', '0', '--tol-rel', '0', '--job', 'eval-job', '--eval-every', '5', ...extra]);
   const first = coordinator(['--port', '0']);
   const { port } = (await first.waitFor((r) => r.msg === 'listening')) as { port: number };
   // The coordinator is stopped (SIGTERM) as round 12 is sent; party-1, behind a relay, never

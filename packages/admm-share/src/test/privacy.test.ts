@@ -45,10 +45,10 @@ test('simulate with gaussian-share: seeded noise reproduces, says so, and every 
   const runs = [];
   for (const k of [1, 2]) {
     const out = tempDir(t);
-    const p = run(BIN.share, ['simulate', '--out', out, '--rounds', '8', '--epsilon', '5', '--seed', 'repro', '--no-baselines']);
+    const p = run(BIN.share, ['simulate', '--out', out, '--rounds', '8', '--mechanism', 'gaussian-share', '--epsilon', '5', '--seed', 'repro', '--no-baselines']);
     const { code } = await p.exit;
     assert.equal(code, 0, p.stderr());
-    assert.match(p.stdout(), /privacy: gaussian-share, epsilon 5, delta 0\.00001 per party, SEEDED noise \('repro'\): predictable/);
+    assert.match(p.stdout(), /privacy: gaussian-share, RESEARCH MODE: per-round noisy ADMM[^;]*; epsilon 5, delta 0\.00001 per passive party, SEEDED noise \('repro'\): predictable/);
     runs.push({ out, summary: JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')), k });
   }
   assert.equal(runs[0].summary.objective, runs[1].summary.objective, 'same seed, same noise, same run');
@@ -69,7 +69,7 @@ test('simulate with gaussian-share: seeded noise reproduces, says so, and every 
   assert.ok(spent.every((e, i) => i === 0 || e > spent[i - 1]), 'the ledger grows every round');
   // Without a seed the noise differs between runs.
   const out = tempDir(t);
-  const p = run(BIN.share, ['simulate', '--out', out, '--rounds', '8', '--epsilon', '5', '--no-baselines']);
+  const p = run(BIN.share, ['simulate', '--out', out, '--rounds', '8', '--mechanism', 'gaussian-share', '--epsilon', '5', '--no-baselines']);
   assert.equal((await p.exit).code, 0, p.stderr());
   assert.match(p.stdout(), /noise from the OS CSPRNG/);
   const fresh = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
@@ -97,7 +97,7 @@ test('a party whose budget pays for fewer rounds caps the job; the ledger ends e
   const dir = tempDir(t);
   const { files } = dataset(dir);
   const out = join(dir, 'out');
-  const coord = run(BIN.coordinator, ['--port', '0', '--labels', files.labels, '--parties', files.parties.map((p) => p.id).join(','), '--out', out, '--rounds', '50']);
+  const coord = run(BIN.coordinator, ['--port', '0', '--algorithm', 'admm', '--labels', files.labels, '--parties', files.parties.map((p) => p.id).join(','), '--out', out, '--rounds', '50']);
   const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
   const parties = files.parties.map((f, m) =>
     run(BIN.party, [
@@ -121,7 +121,7 @@ test('a party that refuses a round ends the job cleanly with the model of the ro
   const dir = tempDir(t);
   const { s, files } = dataset(dir);
   const out = join(dir, 'out');
-  const coord = run(BIN.coordinator, ['--port', '0', '--labels', files.labels, '--parties', 'party-1,party-2,refuser', '--out', out, '--rounds', '20']);
+  const coord = run(BIN.coordinator, ['--port', '0', '--algorithm', 'admm', '--labels', files.labels, '--parties', 'party-1,party-2,refuser', '--out', out, '--rounds', '20']);
   const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
   const parties = files.parties.slice(0, 2).map((f) =>
     run(BIN.party, ['--coordinator', `ws://127.0.0.1:${port}`, '--id', f.id, '--data', f.train, '--ids', 'first', '--model', join(out, `model-${f.id}.json`), '--mechanism', 'none']),
@@ -136,7 +136,7 @@ test('a party that refuses a round ends the job cleanly with the model of the ro
     ws.on('message', (data: Buffer) => {
       const msg = validateCoordinatorMessage(decode(data));
       if (msg.type === 'challenge') {
-        ws.send(encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'refuser', jobId: null, features: 1, trainRows: n, testRows: 0, proof: null }));
+        ws.send(encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'refuser', jobId: null, features: 1, trainRows: n, testRows: 0, proof: null, noise: false }));
       } else if (msg.type === 'welcome') {
         jobId = msg.jobId;
         ws.send(encode({ type: 'ids', jobId, set: 'train', hashes: hashIds(s.train.ids, msg.hashKey) }));
@@ -180,11 +180,15 @@ test('privacy sweep (small): CSV rows for every mechanism and epsilon plus the r
   assert.equal(csv[0], 'mechanism,epsilon,delta,rounds,sigma,sensitivity,test_log_loss,test_accuracy,test_auc');
   assert.deepEqual(
     csv.slice(1).map((l) => l.split(',').slice(0, 2).join(' ')),
-    ['none none', 'gaussian-share 1', 'gaussian-share 20', 'paper 1', 'paper 20', 'central (all features) none', 'party-1 only none'],
+    ['none none', 'score-release 1', 'score-release 20', 'gaussian-share 1', 'gaussian-share 20', 'paper 1', 'paper 20', 'central (all features) none', 'party-1 only none'],
   );
   const sigma = (mech: string, eps: string) => Number(csv.find((l) => l.startsWith(`${mech},${eps},`))!.split(',')[4]);
   assert.ok(sigma('gaussian-share', '1') > sigma('gaussian-share', '20'), 'more budget, less noise');
   assert.ok(sigma('paper', '1') > sigma('gaussian-share', '1'));
+  assert.ok(sigma('score-release', '1') > sigma('score-release', '20'));
+  const loss = (mech: string, eps: string) => Number(csv.find((l) => l.startsWith(`${mech},${eps},`))!.split(',')[6]);
+  const alone = Number(csv.find((l) => l.startsWith('party-1 only,'))!.split(',')[6]);
+  assert.ok(loss('score-release', '1') < alone, `one-shot at epsilon 1 (${loss('score-release', '1')}) beats party 1 alone (${alone})`);
   const svg = readFileSync(join(out, 'sweep.svg'), 'utf8');
   assert.match(svg, /^<svg/);
   assert.match(svg, /test log loss/);

@@ -269,7 +269,7 @@ test('a malformed ledger is a DataError naming the file and what is wrong, never
       ['empty', '', /not JSON/],
       ['array', '[]', /expected a JSON object/],
       ['null', 'null', /expected a JSON object/],
-      ['old format', JSON.stringify({ ...ledger, format: 'admm-share-ledger/1' }), /format "admm-share-ledger\/1", expected 'admm-share-ledger\/2'/],
+      ['old format', JSON.stringify({ ...ledger, format: 'admm-share-ledger/1' }), /format "admm-share-ledger\/1", expected 'admm-share-ledger\/3'/],
       ['no format', JSON.stringify(noFormat), /format undefined/],
       ['missing bw', JSON.stringify(noBw), /missing field 'bw'/],
       ['extra field', JSON.stringify({ ...ledger, extra: 1 }), /unexpected field 'extra'/],

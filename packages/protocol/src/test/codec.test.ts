@@ -110,8 +110,8 @@ const LENGTHS = [0, 1, 70000];
 // Round trips, party -> coordinator
 
 test('round trip: hello (with and without a job id)', () => {
-  const a: Message = { type: 'hello', protocolVersion: 1, partyId: 'bank-A', jobId: JOB, features: 12, trainRows: 70000, testRows: 0, proof: new Uint8Array(32).fill(7) };
-  const b: Message = { type: 'hello', protocolVersion: 1, partyId: 'x'.repeat(64), jobId: null, features: 1, trainRows: 1, testRows: 2 ** 40, proof: null };
+  const a: Message = { type: 'hello', protocolVersion: 1, partyId: 'bank-A', jobId: JOB, features: 12, trainRows: 70000, testRows: 0, proof: new Uint8Array(32).fill(7), noise: false };
+  const b: Message = { type: 'hello', protocolVersion: 1, partyId: 'x'.repeat(64), jobId: null, features: 1, trainRows: 1, testRows: 2 ** 40, proof: null, noise: false };
   assert.equal((roundTrip(a, {}) as { jobId: string }).jobId, JOB);
   assert.equal((roundTrip(b, {}) as { jobId: string | null }).jobId, null);
 });
@@ -176,12 +176,14 @@ test('round trip: setup with 1 and 70000 training rows, 0, 1 and 70000 test rows
         rho: 0.5,
         parties: 2,
         algorithm: 'sgd',
+        role: 'active',
+        labels: new Float64Array(0),
       };
       roundTrip(msg, { jobId: JOB, fileRows });
     }
   }
   // Row indices above 2^16 and up to 2^32 - 1 survive without a file-size bound.
-  roundTrip({ type: 'setup', jobId: JOB, trainRows: new Uint32Array([0xffffffff, 65536, 0]), testRows: new Uint32Array(0), lambda: 1e300, loss: 'squared', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm' }, {});
+  roundTrip({ type: 'setup', jobId: JOB, trainRows: new Uint32Array([0xffffffff, 65536, 0]), testRows: new Uint32Array(0), lambda: 1e300, loss: 'squared', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0) }, {});
 });
 
 test('round trip: round with vectors of length 0, 1 and 70000 and awkward rho', () => {
@@ -331,13 +333,13 @@ test('decode of random bytes throws ProtocolError or yields a value every valida
 
 function sampleMessages(): Message[] {
   return [
-    { type: 'hello', protocolVersion: 1, partyId: 'p1', jobId: null, features: 3, trainRows: 10, testRows: 4, proof: null },
+    { type: 'hello', protocolVersion: 1, partyId: 'p1', jobId: null, features: 3, trainRows: 10, testRows: 4, proof: null, noise: false },
     { type: 'ids', jobId: JOB, set: 'train', hashes: hashes(3, 1) },
     { type: 'ready', jobId: JOB, privacy: NO_PRIVACY },
     { type: 'share', jobId: JOB, round: 4, share: awkwardVector(5, 1, MAX_SHARE_MAGNITUDE), penaltySq: 0.25, epsilonSpent: 0 },
     { type: 'scores', jobId: JOB, round: 4, scores: awkwardVector(2, 1, MAX_SHARE_MAGNITUDE) },
     { type: 'welcome', protocolVersion: 1, jobId: JOB, hashKey: hashes(2, 2) },
-    { type: 'setup', jobId: JOB, trainRows: new Uint32Array([4, 0, 2]), testRows: new Uint32Array([1]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm' },
+    { type: 'setup', jobId: JOB, trainRows: new Uint32Array([4, 0, 2]), testRows: new Uint32Array([1]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0) },
     { type: 'round', jobId: JOB, round: 4, rho: 2, c: awkwardVector(5, 9) },
     { type: 'resume', jobId: JOB, round: 3, rho: 2, c: awkwardVector(5, 10), previousShare: awkwardVector(5, 11), share: awkwardVector(5, 12) },
     { type: 'resume', jobId: JOB, round: 0, rho: 2, c: new Float64Array(0), previousShare: new Float64Array(0), share: new Float64Array(0) },
@@ -384,7 +386,7 @@ test('trailing bytes after a complete message are rejected with a ProtocolError'
 });
 
 test('msgpackr record definitions are refused: a hello packed with records is malformed, though msgpackr itself would accept it', () => {
-  const hello = { type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'party-1', jobId: null, features: 3, trainRows: 10, testRows: 0, proof: null };
+  const hello = { type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'party-1', jobId: null, features: 3, trainRows: 10, testRows: 0, proof: null, noise: false };
   const recorded = new Packr({ moreTypes: true, useRecords: true }).pack(hello);
   // The record definition is extension 0x72 ('r') in a fixext 1 (0xd4) at the start.
   assert.equal(recorded[0], 0xd4);
@@ -446,7 +448,7 @@ function randomMessage(rnd: () => number): Message {
   const step = rnd() < 0.5 ? FUZZ_CTX.step : 1 + randInt(rnd, 50);
   switch (randInt(rnd, 15)) {
     case 0:
-      return { type: 'hello', protocolVersion: 1, partyId: `p${randInt(rnd, 100)}`, jobId: rnd() < 0.5 ? null : JOB, features: 1 + n, trainRows: 1 + n, testRows: n, proof: rnd() < 0.5 ? null : hashes(2, randInt(rnd, 1e9)) };
+      return { type: 'hello', protocolVersion: 1, partyId: `p${randInt(rnd, 100)}`, jobId: rnd() < 0.5 ? null : JOB, features: 1 + n, trainRows: 1 + n, testRows: n, proof: rnd() < 0.5 ? null : hashes(2, randInt(rnd, 1e9)), noise: false };
     case 1:
       return { type: 'ids', jobId: JOB, set: rnd() < 0.5 ? 'train' : 'test', hashes: hashes(rnd() < 0.5 ? 3 : n, randInt(rnd, 1e9)) };
     case 2:
@@ -469,6 +471,8 @@ function randomMessage(rnd: () => number): Message {
         rho: 0.1 + rnd(),
         parties: 1 + randInt(rnd, 5),
         algorithm: rnd() < 0.5 ? 'admm' : 'sgd',
+        role: rnd() < 0.5 ? 'active' : 'passive',
+        labels: new Float64Array(0),
       };
     case 7:
       return { type: 'round', jobId: JOB, round, rho: 0.1 + rnd(), c: vec() };

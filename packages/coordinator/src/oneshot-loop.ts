@@ -1,0 +1,124 @@
+/**
+ * The one-shot private training (docs/privacy.md, section 9), the coordinator's side:
+ *   release   every passive party releases its noised, clipped score vector once (with its
+ *             clipped test scores when it releases them)
+ *   fit       the active party fits the combined model on [its features, the denoised
+ *             releases, 1] and its local-only model, and returns the weights and its test
+ *             scores; without an active party the coordinator fits [denoised releases, 1]
+ *   evaluate  test score = active part (or intercept) + sum of weight x clipped test score
+ * Each step is a request that a rejoining party answers again (the release is stored by the
+ * party and sent again, never drawn again), so a lost connection is survived like in ADMM.
+ */
+import type { Logger } from 'pino';
+import { classificationMetrics, csrWithColumns, denoiseRelease, fitCentral, lossByName } from '@admm-share/core';
+import { type Fitted, type Released, encode } from '@admm-share/protocol';
+import { type TrainResult, assertFinite } from './admm-loop.js';
+import type { CoordinatorConfig } from './config.js';
+import type { Job, Participation } from './job.js';
+import type { Parties } from './parties.js';
+import type { PartyConnection, Traffic } from './party-connection.js';
+import { type OneShotReport, type TestMetrics, TraceWriter } from './report.js';
+
+export async function runOneShot(
+  cfg: CoordinatorConfig,
+  job: Job,
+  parties: Parties,
+  participation: Participation,
+  log: Logger,
+  traffic: Traffic,
+): Promise<TrainResult & { oneShot: OneShotReport }> {
+  const { jobId, n, nTest, y } = job;
+  const start = performance.now();
+  const active = cfg.activeParty === undefined ? undefined : parties.byId(cfg.activeParty);
+  const passive = parties.list.filter((p) => p !== active);
+  const sigmaOf = (p: PartyConnection) => participation.privacy.find((q) => q.party === p.id)!.sigma;
+  log.info({ algorithm: 'one-shot', active: active?.id ?? null, passive: passive.map((p) => p.id) }, 'training: one release per passive party');
+
+  const releaseBytes = encode({ type: 'release', jobId });
+  const released: Released[] = await Promise.all(passive.map((p) => p.request(releaseBytes, ['released'], { jobId, n, nTest })));
+  const testOf = (r: { testScores: Float64Array }, who: string) => {
+    if (job.yTest && r.testScores.length !== nTest) throw new Error(`internal: ${who} sent no test scores in a job that evaluates`);
+    return r.testScores;
+  };
+
+  let weights: Float64Array;
+  let objective: number;
+  let base: Float64Array | undefined;
+  let fitted: Fitted | undefined;
+  if (active) {
+    const releases = new Float64Array(n * passive.length);
+    released.forEach((r, j) => releases.set(r.scores, j * n));
+    fitted = await active.request(
+      encode({ type: 'fit', jobId, parties: passive.map((p) => p.id), releases, sigmas: Float64Array.from(passive, sigmaOf) }),
+      ['fitted'],
+      { jobId, n, nTest, passive: passive.length },
+    );
+    weights = fitted.weights;
+    objective = fitted.objective;
+    base = job.yTest ? testOf(fitted, `party ${active.id}`) : undefined;
+  } else {
+    // No active party: denoise each release towards its mean (nothing else is known about
+    // it here) and fit the combination with an intercept.
+    const columns = released.map((r, j) => denoiseRelease(r.scores, new Float64Array(n).fill(mean(r.scores)), 1, sigmaOf(passive[j])).column);
+    const fit = fitCentral(csrWithColumns(undefined, n, columns), y, lossByName(job.setup.loss), job.setup.lambda, { intercept: true });
+    weights = fit.x;
+    objective = fit.objective;
+    base = job.yTest ? new Float64Array(nTest).fill(fit.intercept) : undefined;
+  }
+  assertFinite('the one-shot fit', 'weights', weights);
+
+  let metrics: TestMetrics | undefined;
+  let local: OneShotReport['local'] = null;
+  if (job.yTest && base) {
+    const total = base.slice();
+    released.forEach((r, j) => {
+      const v = testOf(r, `party ${passive[j].id}`);
+      for (let i = 0; i < nTest; i++) total[i] += weights[j] * v[i];
+    });
+    metrics = classificationMetrics(total, job.yTest);
+  }
+  if (active && fitted) local = { party: active.id, objective: fitted.localObjective, ...(job.yTest ? { test: classificationMetrics(fitted.localTestScores, job.yTest) } : {}) };
+  const baseline = job.yTest ? classificationMetrics(new Float64Array(nTest).fill(priorLogit(y)), job.yTest) : undefined;
+  const oneShot: OneShotReport = {
+    activeParty: active?.id ?? null,
+    weights: Object.fromEntries(passive.map((p, j) => [p.id, weights[j]])),
+    local,
+    ...(baseline ? { baseline } : {}),
+    warnings: comparisonWarnings(metrics, local, baseline),
+  };
+  for (const w of oneShot.warnings) log.warn(w);
+
+  const seconds = (performance.now() - start) / 1000;
+  const epsilonSpent = Object.fromEntries(parties.list.map((p) => [p.id, released[passive.indexOf(p)]?.epsilonSpent ?? 0]));
+  const trace = new TraceWriter(cfg.out, log, 1);
+  trace.write({ round: 1, objective, seconds, roundSeconds: seconds, bytes: { toCoordinator: traffic.in, fromCoordinator: traffic.out }, epsilonSpent, ...(metrics ? { test: metrics } : {}) });
+  trace.close(true);
+  return { reason: 'max-rounds', rounds: 1, objective, residuals: null, metrics, trainingSeconds: seconds, rho: { initial: 0, final: 0 }, epsilonSpent, oneShot };
+}
+
+function mean(v: Float64Array): number {
+  let s = 0;
+  for (let i = 0; i < v.length; i++) s += v[i];
+  return s / v.length;
+}
+
+/** The constant score of the training labels' base rate: the majority-class baseline in log loss. */
+function priorLogit(y: Float64Array): number {
+  let pos = 0;
+  for (let i = 0; i < y.length; i++) if (y[i] > 0) pos++;
+  const p = Math.min(Math.max(pos / y.length, 1e-12), 1 - 1e-12);
+  return Math.log(p / (1 - p));
+}
+
+/** What the user must be told in words: the private model is worse than going alone, or than predicting the base rate. */
+export function comparisonWarnings(test: TestMetrics | undefined, local: OneShotReport['local'], baseline: TestMetrics | undefined): string[] {
+  const out: string[] = [];
+  const ll = test?.logLoss;
+  if (ll === undefined) return out;
+  const lll = local?.test?.logLoss;
+  if (lll !== undefined && ll > lll)
+    out.push(`the private joint model is WORSE than ${local!.party} alone (test log loss ${ll.toFixed(4)} against ${lll.toFixed(4)}): the passive parties' releases do not help at this budget; keep ${local!.party}'s own model`);
+  if (baseline?.logLoss !== undefined && ll > baseline.logLoss)
+    out.push(`the private joint model is WORSE than predicting the base rate of the training labels (test log loss ${ll.toFixed(4)} against ${baseline.logLoss.toFixed(4)})`);
+  return out;
+}
