@@ -303,7 +303,7 @@ test('hill climbing for the worst neighbour stays within the bound, and finds th
     // changes bw a little.
     const own = (2 * b.clip) / releaseSensitivity({ ...b, bw: 1 });
     reached.push(`${r.ratio.toFixed(3)} (own-row term ${own.toFixed(3)})`);
-    // (Observed: the own-row term to within 0.3 %, 0.78 to 0.88 of Delta; 0.864 at the defaults.)
+    // (Observed: the own-row term, exceeded by at most 0.3 %: 0.78 to 0.88 of Delta; 0.864 at the defaults.)
     assert.ok(r.ratio >= 0.97 * own, `set ${set} (n ${n}, d ${d}, ${JSON.stringify(b)}): the search reached ${r.ratio.toFixed(4)} of the bound, the own-row term alone is ${own.toFixed(4)}`);
   }
   // (Observed: at most 0.58 of the sharper (bx + bw)/sqrt(kappa), so 0.29 of Delta's first term.)
