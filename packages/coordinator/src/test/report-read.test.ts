@@ -99,7 +99,7 @@ test('readSummary: each kind of malformed summary is a DataError naming the file
     [(s) => (s.algorithm = 'newton'), /algorithm is 'newton', expected one of admm, sgd/],
     [(s) => (s.variant = 'fast'), /variant is 'fast', expected one of exact, paper/],
     [(s) => (s.reason = 'tired'), /reason is 'tired', expected one of converged/],
-    [(s) => (s.privacy[0].mechanism = 'laplace'), /privacy\[0\]\.mechanism is 'laplace', expected one of gaussian-share, paper, none/],
+    [(s) => (s.privacy[0].mechanism = 'laplace'), /privacy\[0\]\.mechanism is 'laplace', expected one of score-release, gaussian-share, paper, none/],
     [(s) => (s.privacy[1].accountant = 'zcdp'), /privacy\[1\]\.accountant is 'zcdp'/],
     [(s) => (s.parties[1].id = '../etc'), /parties\[1\]\.id is '\.\.\/etc', not a valid name/],
     [(s) => (s.test.accuracy = 1.5), /test\.accuracy is 1\.5, expected a finite number >= 0 <= 1/],

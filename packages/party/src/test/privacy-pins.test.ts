@@ -81,7 +81,7 @@ test('validatePrivacyConfig refuses each invalid setting with its own message', 
     [gauss({ delta: -0.5 }), false, /needs --delta in \(0, 1\)/],
     [gauss({ delta: 1.5 }), false, /needs --delta in \(0, 1\)/],
     [gauss({ delta: Number.NaN }), false, /needs --delta in \(0, 1\)/],
-    [gauss(), true, /^--intercept is not supported with privacy \(the bounds assume no unpenalised column\)$/],
+    [gauss(), true, /^--intercept is not supported at a party with a privacy budget \(the bounds assume no unpenalised column\); the intercept lives at the active party$/],
     [gauss({ bx: 0 }), false, /^--bx and --bw must be positive$/],
     [gauss({ bx: -1 }), false, /--bx and --bw must be positive/],
     [gauss({ bx: Number.NaN }), false, /--bx and --bw must be positive/],
@@ -147,7 +147,7 @@ test('gaussian-share and paper reports: guarantee, bounds, rows normalised and n
   g.calibrate(job);
   const gr = g.report('party-1', 'job-1', 3) as Record<string, unknown>;
   assert.equal(gr.format, 'admm-share-privacy-report/1');
-  assert.equal(gr.guarantee, "(1, 0.00001)-differential privacy for the shares released, per row of this party's data (one row replaced), under the assumptions of docs/privacy.md");
+  assert.equal(gr.guarantee, "(1, 0.00001)-differential privacy for the shares released, per row of this party's data (one row replaced), under the assumptions of docs/privacy.md; per-round noisy ADMM is a research mode");
   assert.deepEqual(gr.bounds, { bx: 5, bw: 7 });
   assert.deepEqual(gr.rowsNormalised, { rule: 'rows with norm > 1 scaled to norm 1', rowsScaled: 3 });
   assert.equal(gr.noise, 'operating system CSPRNG');

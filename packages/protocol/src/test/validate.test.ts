@@ -39,12 +39,12 @@ const FILE_ROWS = { train: 10, test: 5 };
 const DECLARED = { train: 3, test: 2 };
 
 /** A context with every field set, matching the base messages below. */
-const CTX: ValidationContext = { jobId: JOB, n: N, nTest: N_TEST, round: ROUND, declaredRows: DECLARED, fileRows: FILE_ROWS };
+const CTX: ValidationContext = { jobId: JOB, n: N, nTest: N_TEST, round: ROUND, declaredRows: DECLARED, fileRows: FILE_ROWS, passive: 1 };
 
 /** Fresh valid messages (as plain objects), each accepted by its validator under CTX. */
 function base(): Record<string, Obj> {
   return {
-    hello: { type: 'hello', protocolVersion: 1, partyId: 'party-A', jobId: JOB, features: 5, trainRows: 10, testRows: 5, proof: new Uint8Array(32).fill(1) },
+    hello: { type: 'hello', protocolVersion: 1, partyId: 'party-A', jobId: JOB, features: 5, trainRows: 10, testRows: 5, proof: new Uint8Array(32).fill(1), noise: true },
     challenge: { type: 'challenge', protocolVersion: 4, nonce: new Uint8Array(32).fill(9) },
     ids: { type: 'ids', jobId: JOB, set: 'train', hashes: new Uint8Array(16 * DECLARED.train).fill(9) },
     ready: { type: 'ready', jobId: JOB, privacy: NO_PRIVACY },
@@ -54,7 +54,7 @@ function base(): Record<string, Obj> {
     share: { type: 'share', jobId: JOB, round: ROUND, share: new Float64Array([1, -0, 1e-300, -1.5]), penaltySq: 2.5, epsilonSpent: 0 },
     scores: { type: 'scores', jobId: JOB, round: ROUND, scores: new Float64Array([0.5, -2, MAX_SHARE_MAGNITUDE]) },
     welcome: { type: 'welcome', protocolVersion: 1, jobId: JOB, hashKey: new Uint8Array(32).fill(1) },
-    setup: { type: 'setup', jobId: JOB, trainRows: new Uint32Array([9, 0, 4, 2]), testRows: new Uint32Array([4, 1, 0]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm' },
+    setup: { type: 'setup', jobId: JOB, trainRows: new Uint32Array([9, 0, 4, 2]), testRows: new Uint32Array([4, 1, 0]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0) },
     round: { type: 'round', jobId: JOB, round: ROUND, rho: 1.5, c: new Float64Array([0, 1, 2, 3]) },
     resume: {
       type: 'resume',
@@ -66,6 +66,10 @@ function base(): Record<string, Obj> {
       share: new Float64Array([-0, 1, -2.5, 1e300]),
     },
     evaluate: { type: 'evaluate', jobId: JOB, round: ROUND },
+    release: { type: 'release', jobId: JOB },
+    released: { type: 'released', jobId: JOB, scores: new Float64Array([0.6, -0.6, 3.5, -1e-300]), testScores: new Float64Array([0.1, 0, -0.6]), epsilonSpent: 2 },
+    fit: { type: 'fit', jobId: JOB, parties: ['party-B', 'party-C'], releases: new Float64Array(2 * N).fill(0.25), sigmas: new Float64Array([2.5, 0]) },
+    fitted: { type: 'fitted', jobId: JOB, weights: new Float64Array([1.5]), objective: 0.33, localObjective: 0.35, testScores: new Float64Array([1, 2, 3]), localTestScores: new Float64Array([-1, 0, 1]) },
     done: {
       type: 'done',
       jobId: JOB,
@@ -77,7 +81,7 @@ function base(): Record<string, Obj> {
   };
 }
 
-const PARTY_TYPES = ['batchScores', 'exhausted', 'hello', 'ids', 'ready', 'share', 'scores'];
+const PARTY_TYPES = ['batchScores', 'exhausted', 'hello', 'ids', 'ready', 'share', 'scores', 'released', 'fitted'];
 const COORD_TYPES = ['welcome', 'setup', 'resume', 'round', 'evaluate', 'done'];
 
 function validatorFor(type: string): Validator {
@@ -728,4 +732,23 @@ test('resume: round an integer >= 0, rho positive and finite', () => {
   // The round of a resume is any past round: not compared with ctx.round.
   accepts('resume', { round: ROUND + 100 });
   rejects('resume', { jobId: 'job-2' }, 'wrongJob', CTX);
+});
+
+test('one-shot: setup carries +1/-1 labels, one per training row; released, fit and fitted are checked against N, the test rows and the passive parties', () => {
+  const setup = { ...base().setup, algorithm: 'one-shot', role: 'active', trainRows: new Uint32Array([9, 0, 4, 2]) };
+  assert.equal(validateCoordinatorMessage({ ...setup, labels: new Float64Array([1, -1, -1, 1]) }, CTX).type, 'setup');
+  assert.throws(() => validateCoordinatorMessage({ ...setup, labels: new Float64Array([1, -1]) }, CTX), /setup\.labels: length 2, expected 4/);
+  assert.throws(() => validateCoordinatorMessage({ ...setup, labels: new Float64Array([1, -1, 0.5, 1]) }, CTX), /setup\.labels\[2\] = 0\.5, expected \+1 or -1/);
+  assert.throws(() => validateCoordinatorMessage({ ...setup, role: 'boss', labels: new Float64Array([1, -1, -1, 1]) }, CTX), /setup\.role: 'boss' is not one of active, passive/);
+  const b = base();
+  assert.throws(() => validatePartyMessage({ ...b.released, scores: new Float64Array(N + 1) }, CTX), /released\.scores: length 5, expected 4/);
+  assert.throws(() => validatePartyMessage({ ...b.released, testScores: new Float64Array(2) }, CTX), /released\.testScores: length 2, expected 3 or none/);
+  assert.equal((validatePartyMessage({ ...b.released, testScores: new Float64Array(0) }, CTX) as { testScores: Float64Array }).testScores.length, 0);
+  assert.throws(() => validatePartyMessage({ ...b.released, epsilonSpent: -1 }, CTX), /negative/);
+  assert.throws(() => validatePartyMessage({ ...b.fitted, weights: new Float64Array(2) }, CTX), /fitted\.weights: length 2, expected 1/);
+  assert.throws(() => validatePartyMessage({ ...b.fitted, localTestScores: new Float64Array(1) }, CTX), /fitted\.localTestScores: length 1, expected 3/);
+  assert.throws(() => validateCoordinatorMessage({ ...b.fit, releases: new Float64Array(N) }, CTX), /fit\.releases: length 4, expected 8/);
+  assert.throws(() => validateCoordinatorMessage({ ...b.fit, sigmas: new Float64Array([1, -1]) }, CTX), /fit\.sigmas\[1\] = -1 is negative/);
+  assert.throws(() => validateCoordinatorMessage({ ...b.fit, parties: [] }, CTX), /fit\.parties: expected a non-empty array/);
+  assert.throws(() => validateCoordinatorMessage({ ...b.fit, parties: ['ok', 'not ok'] }, CTX), /fit\.parties\[1\]: not a party id/);
 });
