@@ -23,6 +23,7 @@ import { gaussian, seeded } from '@admm-share/core/test-support';
 import { csrFromDense } from '@admm-share/core';
 import { PassiveModel, RELEASE_DEFAULTS, type ReleaseBounds, releaseSensitivity, releaseTarget } from '../release.js';
 import { RidgeXUpdate } from '../xupdate.js';
+import { hillClimb, intoBall, randomRow, toNorm } from './neighbours.js';
 
 /** Relative rounding allowed above a bound (the solver is exact up to floating point). */
 const ROUNDING = 1e-9;
@@ -57,25 +58,6 @@ function split(a: Float64Array, b: Float64Array, i: number): { total: number; ow
   for (let k = 0; k < a.length; k++) if (k !== i) sq += (a[k] - b[k]) ** 2;
   const own = Math.abs(a[i] - b[i]);
   return { total: Math.sqrt(sq + own * own), own, others: Math.sqrt(sq) };
-}
-
-function randomRow(rand: () => number, d: number, sparsity: number): number[] {
-  const row = Array.from({ length: d }, () => (rand() < sparsity ? 0 : 2 * rand() - 1));
-  const norm = Math.hypot(...row);
-  const target = rand() < 0.5 ? 1 : rand(); // often exactly on the unit sphere, the worst case
-  return norm === 0 ? row : row.map((v) => (v / norm) * target);
-}
-
-/** The row scaled into the unit ball (what normaliseRows does to a party's data). */
-function intoBall(row: number[]): number[] {
-  const norm = Math.hypot(...row);
-  return norm > 1 ? row.map((v) => v / norm) : row;
-}
-
-/** The row scaled to norm `r` (a zero row stays zero). */
-function toNorm(row: number[], r: number): number[] {
-  const norm = Math.hypot(...row);
-  return norm === 0 ? row : row.map((v) => (v / norm) * r);
 }
 
 /** Checks one neighbouring pair against the bound and each part of the proof; returns the split difference. */
@@ -240,42 +222,39 @@ function climb(
     return diff.total / bound(st.y);
   };
   // Start from random data and balanced random labels.
-  let state: State = { rows: Array.from({ length: n }, row), replacement: row(), y: Float64Array.from({ length: n }, () => (rand() < 0.5 ? 1 : -1)) };
-  let best = evaluate(state);
-  // One step size per kind of move, grown on success and shrunk on failure.
-  const steps = new Array<number>(6).fill(0.5);
-  for (let it = 0; it < iterations; it++) {
-    const move = Math.floor(rand() * steps.length);
-    const s = steps[move];
-    const next: State = { ...state };
-    if (move === 0) next.replacement = intoBall(state.replacement.map((v) => v + s * g()));
-    else if (move === 1) {
-      next.rows = state.rows.slice();
-      next.rows[0] = intoBall(state.rows[0].map((v) => v + s * g()));
-    } else if (move === 2) next.rows = state.rows.map((r, k) => (k > 0 && rand() < 0.5 ? intoBall(r.map((v) => v + s * g())) : r));
-    else if (move === 3) {
-      // A few labels flipped (this moves the target and bw).
-      next.y = state.y.slice();
-      for (let k = 0; k < 1 + s * 4; k++) {
-        const j = Math.floor(rand() * n);
-        next.y[j] = -next.y[j];
+  const start: State = { rows: Array.from({ length: n }, row), replacement: row(), y: Float64Array.from({ length: n }, () => (rand() < 0.5 ? 1 : -1)) };
+  const best = hillClimb(
+    rand,
+    start,
+    evaluate,
+    6,
+    (state, move, s) => {
+      const next: State = { ...state };
+      if (move === 0) next.replacement = intoBall(state.replacement.map((v) => v + s * g()));
+      else if (move === 1) {
+        next.rows = state.rows.slice();
+        next.rows[0] = intoBall(state.rows[0].map((v) => v + s * g()));
+      } else if (move === 2) next.rows = state.rows.map((r, k) => (k > 0 && rand() < 0.5 ? intoBall(r.map((v) => v + s * g())) : r));
+      else if (move === 3) {
+        // A few labels flipped (this moves the target and bw).
+        next.y = state.y.slice();
+        for (let k = 0; k < 1 + s * 4; k++) {
+          const j = Math.floor(rand() * n);
+          next.y[j] = -next.y[j];
+        }
+      } else if (move === 4) {
+        // The replacement pushed to the unit sphere, against row 0 (the adversarial scaling).
+        next.replacement = toNorm(state.rows[0].map((v) => -v + s * 0.2 * g()), 1);
+      } else {
+        // Rows moved towards their label's side of a direction (the data that makes scores
+        // large, so that the clip binds).
+        const dir = toNorm(state.replacement.map((v) => -v), 1);
+        next.rows = state.rows.map((r, k) => (k > 0 && rand() < 0.3 ? intoBall(r.map((v, j) => v + s * state.y[k] * dir[j])) : r));
       }
-    } else if (move === 4) {
-      // The replacement pushed to the unit sphere, against row 0 (the adversarial scaling).
-      next.replacement = toNorm(state.rows[0].map((v) => -v + s * 0.2 * g()), 1);
-    } else {
-      // Rows moved towards their label's side of a direction (the data that makes scores
-      // large, so that the clip binds).
-      const dir = toNorm(state.replacement.map((v) => -v), 1);
-      next.rows = state.rows.map((r, k) => (k > 0 && rand() < 0.3 ? intoBall(r.map((v, j) => v + s * state.y[k] * dir[j])) : r));
-    }
-    const r = evaluate(next);
-    if (r > best) {
-      best = r;
-      state = next;
-      steps[move] = Math.min(2 * s, 4);
-    } else steps[move] = Math.max(0.9 * s, 1e-3);
-  }
+      return next;
+    },
+    iterations,
+  );
   return { ratio: best, others: maxOthers };
 }
 

@@ -13,6 +13,7 @@ import { gaussian, seeded } from '@admm-share/core/test-support';
 import { type Csr, csrFromDense } from '@admm-share/core';
 import { RidgeXUpdate } from '../xupdate.js';
 import { defaultBw, gaussianShareSensitivity, normaliseRows } from '../privacy.js';
+import { hillClimb, intoBall, randomRow } from './neighbours.js';
 
 /** Relative rounding allowed above the bound (the solver is exact up to floating point). */
 const ROUNDING = 1e-9;
@@ -22,19 +23,6 @@ interface Bounds {
   rho: number;
   bx: number;
   bw: number;
-}
-
-function randomRow(rand: () => number, d: number, sparsity: number): number[] {
-  const row = Array.from({ length: d }, () => (rand() < sparsity ? 0 : 2 * rand() - 1));
-  const norm = Math.hypot(...row);
-  const target = rand() < 0.5 ? 1 : rand(); // often exactly on the unit sphere, the worst case
-  return norm === 0 ? row : row.map((v) => (v / norm) * target);
-}
-
-/** The row scaled into the unit ball (what normaliseRows does to a party's data). */
-function intoBall(row: number[]): number[] {
-  const norm = Math.hypot(...row);
-  return norm > 1 ? row.map((v) => v / norm) : row;
 }
 
 function share(D: Csr, p: Bounds, released: Float64Array, c: Float64Array): Float64Array {
@@ -205,44 +193,40 @@ function climb(rand: () => number, n: number, d: number, p: Bounds, iterations: 
     return diff / bound;
   };
   // Start from random data and targets of random sign, some beyond the clip.
-  let state: State = { rows: Array.from({ length: n }, row), replacement: row(), c: Float64Array.from(released, (r) => r - p.bw * (rand() < 0.5 ? -1 : 1) * 2 * rand()) };
-  let best = evaluate(state);
-  // One step size per kind of move, grown on success and shrunk on failure.
-  const steps = new Array<number>(7).fill(0.5);
-  for (let it = 0; it < iterations; it++) {
-    const move = Math.floor(rand() * steps.length);
-    const s = steps[move];
-    const next: State = { ...state };
-    if (move === 0) next.replacement = intoBall(state.replacement.map((v) => v + s * g()));
-    else if (move === 1) {
-      next.rows = state.rows.slice();
-      next.rows[0] = intoBall(state.rows[0].map((v) => v + s * g()));
-    } else if (move === 2) next.rows = state.rows.map((r, k) => (k > 0 && rand() < 0.5 ? intoBall(r.map((v) => v + s * g())) : r));
-    else if (move === 3) next.c = state.c.map((v) => v + s * p.bw * g());
-    else if (move === 4) {
-      // A far-away target at one row: what the clip is there for.
-      next.c = state.c.slice();
-      next.c[Math.floor(rand() * n)] += 10 * s * p.bw * g();
-    } else if (move === 5) {
-      // The target's sign flipped at a few rows.
-      next.c = state.c.slice();
-      for (let k = 0; k < 1 + s * 4; k++) {
-        const j = Math.floor(rand() * n);
-        next.c[j] = 2 * released[j] - next.c[j];
+  const start: State = { rows: Array.from({ length: n }, row), replacement: row(), c: Float64Array.from(released, (r) => r - p.bw * (rand() < 0.5 ? -1 : 1) * 2 * rand()) };
+  return hillClimb(
+    rand,
+    start,
+    evaluate,
+    7,
+    (state, move, s) => {
+      const next: State = { ...state };
+      if (move === 0) next.replacement = intoBall(state.replacement.map((v) => v + s * g()));
+      else if (move === 1) {
+        next.rows = state.rows.slice();
+        next.rows[0] = intoBall(state.rows[0].map((v) => v + s * g()));
+      } else if (move === 2) next.rows = state.rows.map((r, k) => (k > 0 && rand() < 0.5 ? intoBall(r.map((v) => v + s * g())) : r));
+      else if (move === 3) next.c = state.c.map((v) => v + s * p.bw * g());
+      else if (move === 4) {
+        // A far-away target at one row: what the clip is there for.
+        next.c = state.c.slice();
+        next.c[Math.floor(rand() * n)] += 10 * s * p.bw * g();
+      } else if (move === 5) {
+        // The target's sign flipped at a few rows.
+        next.c = state.c.slice();
+        for (let k = 0; k < 1 + s * 4; k++) {
+          const j = Math.floor(rand() * n);
+          next.c[j] = 2 * released[j] - next.c[j];
+        }
+      } else {
+        // Targets that agree in sign with the current scores (beyond the clip at some rows): the
+        // history that drives x to the edge of the ball.
+        next.c = Float64Array.from(released, (r, j) => r - Math.sign(state.s![j]) * p.bw * (1 + s * rand()));
       }
-    } else {
-      // Targets that agree in sign with the current scores (beyond the clip at some rows): the
-      // history that drives x to the edge of the ball.
-      next.c = Float64Array.from(released, (r, j) => r - Math.sign(state.s![j]) * p.bw * (1 + s * rand()));
-    }
-    const r = evaluate(next);
-    if (r > best) {
-      best = r;
-      state = next;
-      steps[move] = Math.min(2 * s, 4);
-    } else steps[move] = Math.max(0.9 * s, 1e-3);
-  }
-  return best;
+      return next;
+    },
+    iterations,
+  );
 }
 
 test('hill climbing for the worst neighbour stays within the bound, and finds the 2 B_x term wherever the ball can bind', () => {
