@@ -13,7 +13,7 @@ import {
   predictScores,
   writeFileAtomic,
 } from '@admm-share/core';
-import { type Summary, type TestMetrics, comparisonWarnings, readSummary } from '@admm-share/coordinator';
+import { type Summary, type TestMetrics, baseRateMetrics, comparisonWarnings, readSummary } from '@admm-share/coordinator';
 import type { SimulationData } from './datasets.js';
 import { type Job, modelPath } from './launch.js';
 import type { Progress } from './progress.js';
@@ -69,7 +69,7 @@ export function completeSummary(
     result.baselines = {
       central: evaluateCentral(data.train, data.test, opts.lambda, opts.intercept),
       local: { party: first.id, ...evaluateCentral(data.train, data.test, opts.lambda, opts.intercept, [first.columns[0] - 1, first.columns[1]]) },
-      ...(data.test ? { majority: majorityBaseline(data.train.y, data.test.y) } : {}),
+      ...(data.test ? { majority: { objective: NaN, test: baseRateMetrics(data.train.y, data.test.y) } } : {}),
     };
     progress.done();
     if (summary.privacy.some((q) => q.mechanism !== 'none')) result.warnings = privateWarnings(result);
@@ -77,13 +77,6 @@ export function completeSummary(
   result.seconds = { ...summary.seconds, total: (performance.now() - started) / 1000 };
   writeFileAtomic(join(dir, 'summary.json'), JSON.stringify(result, null, 2) + '\n');
   return result;
-}
-
-/** Predicting the training labels' base rate for every row: what a model must beat to be worth anything. */
-function majorityBaseline(train: Float64Array, test: Float64Array): Baseline {
-  const p = train.filter((v) => v > 0).length / train.length;
-  const logit = Math.log(Math.max(p, 1e-12) / Math.max(1 - p, 1e-12));
-  return { objective: NaN, test: classificationMetrics(new Float64Array(test.length).fill(logit), test) };
 }
 
 /**

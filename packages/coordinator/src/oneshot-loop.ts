@@ -10,7 +10,7 @@
  * party and sent again, never drawn again), so a lost connection is survived like in ADMM.
  */
 import type { Logger } from 'pino';
-import { classificationMetrics, csrWithColumns, denoiseRelease, fitCentral, lossByName } from '@admm-share/core';
+import { type ClassificationMetrics, PeerError, classificationMetrics, csrWithColumns, denoiseRelease, fitCentral, lossByName } from '@admm-share/core';
 import { type Fitted, type Released, encode } from '@admm-share/protocol';
 import { type TrainResult, assertFinite } from './admm-loop.js';
 import type { CoordinatorConfig } from './config.js';
@@ -37,7 +37,7 @@ export async function runOneShot(
   const releaseBytes = encode({ type: 'release', jobId });
   const released: Released[] = await Promise.all(passive.map((p) => p.request(releaseBytes, ['released'], { jobId, n, nTest })));
   const testOf = (r: { testScores: Float64Array }, who: string) => {
-    if (job.yTest && r.testScores.length !== nTest) throw new Error(`internal: ${who} sent no test scores in a job that evaluates`);
+    if (job.yTest && r.testScores.length !== nTest) throw new PeerError(`${who} sent no test scores in a job that evaluates`);
     return r.testScores;
   };
 
@@ -78,7 +78,7 @@ export async function runOneShot(
     metrics = classificationMetrics(total, job.yTest);
   }
   if (active && fitted) local = { party: active.id, objective: fitted.localObjective, ...(job.yTest ? { test: classificationMetrics(fitted.localTestScores, job.yTest) } : {}) };
-  const baseline = job.yTest ? classificationMetrics(new Float64Array(nTest).fill(priorLogit(y)), job.yTest) : undefined;
+  const baseline = job.yTest ? baseRateMetrics(y, job.yTest) : undefined;
   const oneShot: OneShotReport = {
     activeParty: active?.id ?? null,
     weights: Object.fromEntries(passive.map((p, j) => [p.id, weights[j]])),
@@ -102,12 +102,12 @@ function mean(v: Float64Array): number {
   return s / v.length;
 }
 
-/** The constant score of the training labels' base rate: the majority-class baseline in log loss. */
-function priorLogit(y: Float64Array): number {
+/** Test metrics of the constant score of the training labels' base rate: the majority-class baseline in log loss. */
+export function baseRateMetrics(yTrain: Float64Array, yTest: Float64Array): ClassificationMetrics {
   let pos = 0;
-  for (let i = 0; i < y.length; i++) if (y[i] > 0) pos++;
-  const p = Math.min(Math.max(pos / y.length, 1e-12), 1 - 1e-12);
-  return Math.log(p / (1 - p));
+  for (let i = 0; i < yTrain.length; i++) if (yTrain[i] > 0) pos++;
+  const p = Math.min(Math.max(pos / yTrain.length, 1e-12), 1 - 1e-12);
+  return classificationMetrics(new Float64Array(yTest.length).fill(Math.log(p / (1 - p))), yTest);
 }
 
 /** What the user must be told in words: the private model is worse than going alone, or than predicting the base rate. */

@@ -25,8 +25,6 @@ export interface ModelFileInput {
   data: string;
   features: number;
   featureNames: string[];
-  /** Whether this party fits the intercept (otherwise the file records null). */
-  intercept: boolean;
   done: Done;
   model: FinalModel;
   privacy: Privacy;
@@ -44,7 +42,7 @@ export function writeModelFiles(m: ModelFileInput): void {
     features: m.features,
     featureNames: m.featureNames,
     coefficients: Array.from(model.coefficients),
-    intercept: m.intercept ? model.intercept : null,
+    intercept: model.intercept,
     hyperParameters: { ...done.params, rounds: done.rounds, stopReason: done.reason },
     rowNormalisation: privacy.enabled || model.oneShot ? 'rows with norm > 1 scaled to norm 1 (apply the same to new data)' : null,
     ...(model.oneShot ? { oneShot: model.oneShot } : {}),

@@ -150,7 +150,6 @@ function run(config: PartyConfig, env: SessionEnv, rowsScaled: number): PartyHan
           data: config.data,
           features: env.features,
           featureNames: env.train.featureNames,
-          intercept: config.intercept,
           done: msg,
           model,
           privacy: env.privacy,

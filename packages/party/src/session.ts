@@ -86,7 +86,8 @@ export interface SessionEnv {
 /** The model the job ended with, for the model file. */
 export interface FinalModel {
   coefficients: Float64Array;
-  intercept: number;
+  /** null: this party's part has no intercept. */
+  intercept: number | null;
   /** Aligned training rows it was fitted on. */
   rows: number;
   /** one-shot: how this party's part is applied to new rows and combined (recorded in the model file). */
@@ -390,7 +391,7 @@ function onFit(s: SessionState, msg: Fit): Outcome {
 function oneShotModel(m: Extract<Model, { kind: 'passive' | 'active' }>): FinalModel {
   if (m.kind === 'passive') {
     const p = m.passive;
-    return { coefficients: p.x, intercept: 0, rows: p.scores.length, oneShot: { role: 'passive', score: 'clip(x . row, -clip, clip), rows scaled to norm <= 1', ...p.bounds } };
+    return { coefficients: p.x, intercept: null, rows: p.scores.length, oneShot: { role: 'passive', score: 'clip(x . row, -clip, clip), rows scaled to norm <= 1', ...p.bounds } };
   }
   const f = m.fit!;
   return {
@@ -439,7 +440,7 @@ function onDone(s: SessionState, msg: Done): Outcome {
   if (!Number.isFinite(fit.intercept) || firstNonFinite(fit.x) >= 0)
     throw new ProtocolError('invalid', `the model of round ${s.round} has non-finite coefficients; no model written`);
   s.phase = 'done';
-  return { kind: 'done', done: msg, model: { coefficients: fit.x, intercept: fit.intercept, rows: fit.n } };
+  return { kind: 'done', done: msg, model: { coefficients: fit.x, intercept: fit.withIntercept ? fit.intercept : null, rows: fit.n } };
 }
 
 /** Index of the first value of v that is not finite, or -1. */
