@@ -1,6 +1,8 @@
 // The party process: loads its own feature files, then runs the job's session over a link
 // to the coordinator and writes the model when the job is done. It owns only the wiring:
 // link.ts is the connection, session.ts the job's state machine, model-file.ts the output.
+import { accessSync, constants, mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { type FeatureTable, type ReadOptions, ConfigError, DataError, InternalError, PeerError, readFeatureFile } from '@admm-share/core';
 import { type CloseKind, type Role, ProtocolError, assertNever, encode } from '@admm-share/protocol';
@@ -65,6 +67,7 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
   const log = deps.logger.child({ party: config.partyId });
   validatePrivacyConfig(config.privacy, config.intercept);
   const privacy = new Privacy(config.privacy);
+  modelFolder(config.model);
   const train = readFeatureFile(config.data, config.read);
   // The training file fixes the number of features; a test row with a larger index is an error.
   const features = train.X.cols;
@@ -100,6 +103,20 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
     log,
   };
   return run(config, env, rowsScaled);
+}
+
+/**
+ * The model file's folder, created if missing and checked writable before joining: the ledger
+ * and a one-shot release are written there mid-job, before anything is sent.
+ */
+function modelFolder(model: string): void {
+  const dir = dirname(model);
+  try {
+    mkdirSync(dir, { recursive: true });
+    accessSync(dir, constants.W_OK);
+  } catch (err) {
+    throw new ConfigError(`--model ${model}: its folder ${dir} cannot be created or written to (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
 }
 
 /** Drive a session over a link until the job is done or something fails. */

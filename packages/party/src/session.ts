@@ -359,11 +359,13 @@ function onRelease(s: SessionState, env: SessionEnv): Outcome {
   const m = s.model;
   if (m?.kind !== 'passive') throw new ProtocolError('unexpected', 'release, but this party is not a passive party of a one-shot job');
   refuseNonFinite(() => 'release: the passive fit overflowed', m.passive.scores);
+  // A repeat (after a rejoin or a restart) sends the stored vector: no new draw, no new spend.
+  const again = env.privacy.releases > 0;
   const scores = env.privacy.scoreRelease(m.passive.scores, env.ledgerPath, s.jobId!);
   const testScores = s.testX ? m.passive.scoresFor(s.testX) : new Float64Array(0);
   s.round = 1;
   s.current = true;
-  env.log.info({ rows: scores.length, testRows: testScores.length, epsilonSpent: env.privacy.spent }, 'scores released');
+  env.log.info({ rows: scores.length, testRows: testScores.length, epsilonSpent: env.privacy.spent, again }, 'scores released');
   return reply({ type: 'released', jobId: s.jobId!, scores, testScores, epsilonSpent: env.privacy.spent });
 }
 

@@ -31,6 +31,8 @@ export interface Gate {
   before(pred: (m: Down) => boolean, fn: (m: Down) => HookResult): void;
   /** Destroy connection `conn` on both sides (the party sees a dropped connection). */
   cut(conn: number): void;
+  /** From now on, drop what the party sends on connection `conn` (its answers never reach the coordinator). */
+  mute(conn: number): void;
   close(): Promise<void>;
 }
 
@@ -38,6 +40,7 @@ export async function gate(target: number): Promise<Gate> {
   const hooks: { pred: (m: Down) => boolean; fn: (m: Down) => HookResult }[] = [];
   const conns = new Map<number, Socket[]>();
   const sockets = new Set<Socket>();
+  const muted = new Set<number>();
   let count = 0;
   const server: Server = createServer((client) => {
     const conn = ++count;
@@ -65,7 +68,7 @@ export async function gate(target: number): Promise<Gate> {
         return hook.fn(seen) !== 'drop';
       },
     );
-    client.on('data', (d: Buffer) => upstream.write(d));
+    client.on('data', (d: Buffer) => muted.has(conn) || upstream.write(d));
     upstream.on('data', (d: Buffer) => down.push(d));
     client.on('end', () => upstream.end());
     upstream.on('end', () => client.end());
@@ -78,6 +81,7 @@ export async function gate(target: number): Promise<Gate> {
     target,
     before: (pred, fn) => void hooks.push({ pred, fn }),
     cut: (conn) => conns.get(conn)?.forEach((s) => s.destroy()),
+    mute: (conn) => void muted.add(conn),
     close: () =>
       new Promise<void>((resolve) => {
         for (const s of sockets) s.destroy();
