@@ -158,7 +158,7 @@ async function main(): Promise<void> {
         )
         .command(
           'sweep',
-          'test log loss and accuracy against epsilon for both mechanisms over real processes: sweep.csv and sweep.svg',
+          'test log loss and accuracy against epsilon over real processes for each mechanism (score-release with party 1 active and with every party passive; the per-round gaussian-share and paper research modes): sweep.csv and sweep.svg',
           (z) =>
             z
               .option('data', { type: 'string', demandOption: true, describe: 'training set, LIBSVM' })

@@ -76,21 +76,27 @@ export async function privacySweep(o: SweepOptions, log: (line: string) => void)
   const reference = await simulate({ ...base, baselines: true, out: join(out, 'runs', 'none') }, quiet);
   rows.push(point(reference, 'none'));
   log(`none: test log loss ${reference.test!.logLoss!.toFixed(4)}, accuracy ${reference.test!.accuracy!.toFixed(4)}`);
-  for (const mechanism of o.mechanisms)
+  // The one-shot release is the default with privacy: party 1 is the label holder's (active)
+  // party; the same release with every party passive is its own series.
+  const series = o.mechanisms.flatMap((mechanism): { label: string; mechanism: NoiseMechanism; activeParty: string | undefined }[] =>
+    mechanism === 'score-release'
+      ? [{ label: mechanism, mechanism, activeParty: 'party-1' }, { label: `${mechanism} all passive`, mechanism, activeParty: undefined }]
+      : [{ label: mechanism, mechanism, activeParty: undefined }],
+  );
+  for (const { label, mechanism, activeParty } of series)
     for (const epsilon of o.epsilons) {
       const s = await simulate(
         {
           ...base,
-          out: join(out, 'runs', `${mechanism}-eps${epsilon}`),
-          privacy: { mechanism, epsilon, delta: o.delta, seed: o.seed === undefined ? undefined : `${o.seed}/${mechanism}/${epsilon}`, ...(mechanism === 'paper' ? { b1: 1, c1: 1 } : {}) },
-          // The one-shot release is the default with privacy: party 1 is the label holder's (active) party.
-          ...(mechanism === 'score-release' ? { activeParty: 'party-1' } : {}),
+          out: join(out, 'runs', `${label.replace(/ /g, '-')}-eps${epsilon}`),
+          privacy: { mechanism, epsilon, delta: o.delta, seed: o.seed === undefined ? undefined : `${o.seed}/${label}/${epsilon}`, ...(mechanism === 'paper' ? { b1: 1, c1: 1 } : {}) },
+          activeParty,
         },
         quiet,
       );
-      const row = point(s, mechanism);
+      const row = point(s, label);
       rows.push(row);
-      log(`${mechanism} epsilon ${epsilon}: sigma ${row.sigma.toPrecision(4)}, test log loss ${row.logLoss.toFixed(4)}, accuracy ${row.accuracy.toFixed(4)}`);
+      log(`${label} epsilon ${epsilon}: sigma ${row.sigma.toPrecision(4)}, test log loss ${row.logLoss.toFixed(4)}, accuracy ${row.accuracy.toFixed(4)}`);
     }
   const central = reference.baselines!.central.test!;
   const local = reference.baselines!.local.test!;

@@ -180,7 +180,7 @@ test('privacy sweep (small): CSV rows for every mechanism and epsilon plus the r
   assert.equal(csv[0], 'mechanism,epsilon,delta,rounds,sigma,sensitivity,test_log_loss,test_accuracy,test_auc');
   assert.deepEqual(
     csv.slice(1).map((l) => l.split(',').slice(0, 2).join(' ')),
-    ['none none', 'score-release 1', 'score-release 20', 'gaussian-share 1', 'gaussian-share 20', 'paper 1', 'paper 20', 'central (all features) none', 'party-1 only none'],
+    ['none none', 'score-release 1', 'score-release 20', 'score-release all passive 1', 'score-release all passive 20', 'gaussian-share 1', 'gaussian-share 20', 'paper 1', 'paper 20', 'central (all features) none', 'party-1 only none'],
   );
   const sigma = (mech: string, eps: string) => Number(csv.find((l) => l.startsWith(`${mech},${eps},`))!.split(',')[4]);
   assert.ok(sigma('gaussian-share', '1') > sigma('gaussian-share', '20'), 'more budget, less noise');
