@@ -170,13 +170,31 @@ export interface Ledger {
   rho: number;
   lambda: number;
   bw: number;
-  /** score-release: the released vector's length and SHA-256 (the vector is kept next to the ledger). */
+  /** score-release: the released vector's length and the SHA-256 of its file (kept next to the ledger). */
   release: { rows: number; sha256: string } | null;
 }
 
-/** model-p1.ledger.json -> model-p1.release.bin: a one-shot release, kept next to its ledger so that it is sent again rather than drawn again. */
+/**
+ * model-p1.ledger.json -> model-p1.release.bin: a one-shot release, kept next to its ledger so
+ * that it is sent again rather than drawn again. The file holds n doubles of the party's own
+ * row numbers (in its data file) and then the n released values, in the order sent.
+ */
 export function releaseVectorPath(ledger: string): string {
   return ledger.replace(/(\.ledger)?\.json$/, '') + '.release.bin';
+}
+
+/** One release: the party's own row numbers and the values released for them. */
+interface Released {
+  rows: Uint32Array;
+  values: Float64Array;
+}
+
+/** The release file's contents: rows, then values, as doubles. */
+function releaseFile(r: Released): Float64Array {
+  const v = new Float64Array(2 * r.rows.length);
+  v.set(r.rows);
+  v.set(r.values, r.rows.length);
+  return v;
 }
 
 /** SHA-256 of a vector's bytes, hex. */
@@ -253,13 +271,15 @@ export function parseLedger(path: string, text: string): Ledger {
  * The vector a restored ledger says was released, checked against its length and digest; a
  * missing or altered file leaves the release lost (undefined), which scoreRelease refuses.
  */
-function readReleasedVector(path: string, expected: { rows: number; sha256: string }): Float64Array | undefined {
+function readReleasedVector(path: string, expected: { rows: number; sha256: string }): Released | undefined {
   if (!existsSync(path)) return undefined;
   const bytes = readFileSync(path);
-  if (bytes.length !== expected.rows * 8) return undefined;
-  const v = new Float64Array(expected.rows);
+  const n = expected.rows;
+  if (bytes.length !== 2 * n * 8) return undefined;
+  const v = new Float64Array(2 * n);
   new Uint8Array(v.buffer).set(bytes);
-  return vectorDigest(v) === expected.sha256 ? v : undefined;
+  if (vectorDigest(v) !== expected.sha256) return undefined;
+  return { rows: Uint32Array.from(v.subarray(0, n)), values: v.slice(n) };
 }
 
 export class Privacy {
@@ -271,8 +291,8 @@ export class Privacy {
   private spentRounds = 0;
   /** The calibration and releases of this job restored from the ledger file after a restart. */
   private saved: { info: PrivacyInfo; rho: number; lambda: number; bw: number } | undefined;
-  /** score-release: the vector released (and paid for) in this job, sent again on a repeated request. */
-  private releasedVector: Float64Array | undefined;
+  /** score-release: the release (paid for) in this job, sent again on a repeated request. */
+  private released: Released | undefined;
 
   constructor(readonly cfg: PrivacyConfig) {
     this.noise = cfg.mechanism === 'none' ? undefined : cfg.seed !== undefined ? seededNoise(cfg.seed) : osNoise();
@@ -362,37 +382,49 @@ export class Privacy {
 
   /** Keep the ledger on disk (atomically) so that a restarted party cannot forget what it spent. */
   saveLedger(path: string, jobId: string): void {
-    const v = this.releasedVector;
-    const release = v ? { rows: v.length, sha256: vectorDigest(v) } : null;
+    const r = this.released;
+    const release = r ? { rows: r.rows.length, sha256: vectorDigest(releaseFile(r)) } : null;
     const ledger = { format: LEDGER_FORMAT, jobId, releases: this.spentRounds, epsilonSpent: this.spent, info: this.info, rho: this.rho, lambda: this.lambda, bw: this.bw, release };
     writeFileAtomic(path, JSON.stringify(ledger) + '\n', 0o600);
   }
 
   /**
-   * score-release: the one noised release of this job. The first call draws the noise, keeps
-   * the vector next to the ledger (vector first, then the ledger, so a crash in between
-   * leaves a release that was never sent and is drawn afresh) and books it; every later call,
-   * in this process or after a restart, returns the same vector at no further cost. A ledger
-   * that has paid for a release whose vector is lost refuses to release again.
+   * score-release: the one noised release of this job, of `scores` for the party's own rows
+   * `rows`. The first call draws the noise, keeps the release next to the ledger (the file
+   * first, then the ledger, so a crash in between leaves a release that was never sent and is
+   * drawn afresh) and books it. Every later call, in this process or after a restart, sends the
+   * released values again for the rows asked, in the order asked, at no further cost: a
+   * post-processing of the release. Rows it did not release are refused, as is a release
+   * whose file is lost once the ledger has paid for it.
    */
-  scoreRelease(scores: Float64Array, ledger: string, jobId: string): Float64Array {
+  scoreRelease(scores: Float64Array, rows: Uint32Array, ledger: string, jobId: string): Float64Array {
     const i = this.info!;
-    if (this.releasedVector) {
-      if (this.releasedVector.length !== scores.length) throw new ConfigError(`this party released ${this.releasedVector.length} scores in this job, and is now asked for ${scores.length}; it will not release again`);
-      return this.releasedVector;
+    if (this.released) {
+      const byRow = new Map<number, number>();
+      this.released.rows.forEach((row, k) => byRow.set(row, this.released!.values[k]));
+      const out = new Float64Array(rows.length);
+      for (let k = 0; k < rows.length; k++) {
+        const v = byRow.get(rows[k]);
+        if (v === undefined)
+          throw new ConfigError(`this party released its scores for job ${jobId} once, and is now asked for a row it did not release (row ${rows[k] + 1} of its data); it will not release again`);
+        out[k] = v;
+      }
+      return out;
     }
     if (i.mechanism === 'none') return scores;
     if (this.spentRounds > 0) throw new ConfigError(`this party's ledger (${ledger}) records its release for job ${jobId}, but the released vector is lost; it will not release again`);
     const after = this.spentAfter(1);
     if (!withinBudget(after, i.epsilon!)) throw new ConfigError(`the release would spend epsilon ${after.toPrecision(4)} of a budget of ${i.epsilon}`);
-    const r = scores.slice();
-    this.noise!.addNormal(r, i.sigma);
-    snapToGrid(r, i.sigma);
-    writeFileAtomic(releaseVectorPath(ledger), new Uint8Array(r.buffer, r.byteOffset, r.byteLength), 0o600);
-    this.releasedVector = r;
+    const values = scores.slice();
+    this.noise!.addNormal(values, i.sigma);
+    snapToGrid(values, i.sigma);
+    const released = { rows: rows.slice(), values };
+    const file = releaseFile(released);
+    writeFileAtomic(releaseVectorPath(ledger), new Uint8Array(file.buffer), 0o600);
+    this.released = released;
     this.spentRounds = 1;
     this.saveLedger(ledger, jobId);
-    return r;
+    return values.slice();
   }
 
   /**
@@ -412,7 +444,7 @@ export class Privacy {
     if (saved.jobId !== jobId) return;
     this.spentRounds = Math.max(this.spentRounds, saved.releases);
     this.saved = { info: saved.info, rho: saved.rho, lambda: saved.lambda, bw: saved.bw };
-    if (saved.release) this.releasedVector = readReleasedVector(releaseVectorPath(path), saved.release);
+    if (saved.release) this.released = readReleasedVector(releaseVectorPath(path), saved.release);
   }
 
   /**

@@ -37,7 +37,7 @@ export type Phase = 'connecting' | 'challenge' | 'welcome' | 'setup' | 'training
 export type Model =
   | { kind: 'admm'; x: RidgeXUpdate }
   | { kind: 'sgd'; sgd: SgdModel; step: number; rows: Uint32Array }
-  | { kind: 'passive'; passive: PassiveModel }
+  | { kind: 'passive'; passive: PassiveModel; rows: Uint32Array }
   | { kind: 'active'; D: Csr; y: Float64Array; lambda: number; loss: LossName; fit: (ActiveFit & { parties: string[] }) | undefined };
 
 export interface SessionState {
@@ -234,7 +234,7 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
       const target = releaseTarget(msg.labels);
       bw = target.bw;
       const passive = new PassiveModel(D, target.target, privacy.releaseBounds);
-      model = { kind: 'passive', passive };
+      model = { kind: 'passive', passive, rows: msg.trainRows };
     }
   } else {
     const x = new RidgeXUpdate(D, msg.lambda, env.intercept);
@@ -361,7 +361,7 @@ function onRelease(s: SessionState, env: SessionEnv): Outcome {
   refuseNonFinite(() => 'release: the passive fit overflowed', m.passive.scores);
   // A repeat (after a rejoin or a restart) sends the stored vector: no new draw, no new spend.
   const again = env.privacy.releases > 0;
-  const scores = env.privacy.scoreRelease(m.passive.scores, env.ledgerPath, s.jobId!);
+  const scores = env.privacy.scoreRelease(m.passive.scores, m.rows, env.ledgerPath, s.jobId!);
   const testScores = s.testX ? m.passive.scoresFor(s.testX) : new Float64Array(0);
   s.round = 1;
   s.current = true;

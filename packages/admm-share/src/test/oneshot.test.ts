@@ -93,7 +93,7 @@ test('deployed one-shot: an active party with the intercept, two passive parties
     const ledger = readJson(join(out, `model-${id}.ledger.json`));
     assert.deepEqual([ledger.releases, ledger.epsilonSpent], [1, q.epsilonSpent]);
     const vector = readFileSync(join(out, `model-${id}.release.bin`));
-    assert.equal(vector.length, 8 * s.train.ids.length);
+    assert.equal(vector.length, 2 * 8 * s.train.ids.length, "row numbers, then values");
     assert.equal(createHash('sha256').update(vector).digest('hex'), ledger.release.sha256);
   }
 

@@ -323,3 +323,36 @@ test('a restart with another mechanism than the ledger was calibrated for is ref
     rmSync(dir, { recursive: true, force: true });
   }
 });
+
+test('score-release: one draw per job; a repeat, in the process or after a restart, sends the released values for the rows asked, in their order; other rows and a lost file are refused', (ctx) => {
+  const dir = tempDir(ctx, 'release-');
+  const ledger = join(dir, 'model.ledger.json');
+  const cfg = { mechanism: 'score-release', epsilon: 2, delta: 1e-5, bx: 20, seed: 'r' } as const;
+  const oneShot = { ...job, rounds: 1, algorithm: 'one-shot' as const, bw: 1 };
+  const a = new Privacy(cfg);
+  a.calibrate(oneShot);
+  const rows = Uint32Array.from([7, 2, 5, 0]);
+  const scores = Float64Array.from([0.5, -0.5, 0.25, 0]);
+  const first = a.scoreRelease(scores, rows, ledger, 'job-1');
+  assert.ok(first.some((v, k) => v !== scores[k]), 'noise was added');
+  const spent = a.spent;
+  assert.deepEqual(a.scoreRelease(scores, rows, ledger, 'job-1'), first, 'the same values again');
+  assert.equal(a.spent, spent);
+  const file = readFileSync(join(dir, 'model.release.bin'));
+  assert.deepEqual(Array.from(new Float64Array(file.buffer, file.byteOffset, 8)), [7, 2, 5, 0, ...first]);
+
+  const b = new Privacy(cfg);
+  b.restoreLedger(ledger, 'job-1');
+  b.calibrate(oneShot);
+  // The coordinator's order changed and row 2 is no longer used: the same values, reindexed.
+  assert.deepEqual(Array.from(b.scoreRelease(scores, Uint32Array.from([0, 5, 7]), ledger, 'job-1')), [first[3], first[2], first[0]]);
+  assert.equal(b.releases, 1);
+  assert.ok(Math.abs(b.spent - spent) < 1e-15);
+  assert.throws(() => b.scoreRelease(scores, Uint32Array.from([0, 3]), ledger, 'job-1'), (e: unknown) => e instanceof ConfigError && /a row it did not release \(row 4 of its data\)/.test(e.message));
+
+  rmSync(join(dir, 'model.release.bin'));
+  const c = new Privacy(cfg);
+  c.restoreLedger(ledger, 'job-1');
+  c.calibrate(oneShot);
+  assert.throws(() => c.scoreRelease(scores, rows, ledger, 'job-1'), (e: unknown) => e instanceof ConfigError && /the released vector is lost; it will not release again/.test(e.message));
+});
