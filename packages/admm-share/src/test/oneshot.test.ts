@@ -158,6 +158,43 @@ test('a passive party killed after its release and started again sends the store
   assert.ok(existsSync(join(out, 'model-party-2.json')));
 });
 
+test('a coordinator killed mid one-shot and started again with the same --job: the parties rejoin it, the passive parties send their stored releases, nothing is spent twice', async (t) => {
+  const dir = tempDir(t);
+  const { files } = dataset(dir);
+  const out = join(dir, 'out');
+  const first = coordinator(files, out, ['--active-party', 'party-1']);
+  const { port } = (await first.waitFor((r) => r.msg === 'listening')) as { port: number };
+  const relay = await gate(port);
+  t.after(() => relay.close());
+  // Every release is in (the fit is what the coordinator asks for next); the coordinator dies
+  // before the active party sees the request.
+  relay.before((m) => m.type === 'fit', () => {
+    first.child.kill('SIGKILL');
+    return 'drop';
+  });
+  const parties = files.parties.map((f, m) =>
+    run(BIN.party, ['--coordinator', `ws://127.0.0.1:${relay.port}`, '--id', f.id, '--data', f.train, '--test', f.test!, '--ids', 'first', '--model', join(out, `model-${f.id}.json`), ...(m === 0 ? ['--role', 'active'] : ['--epsilon', '2', '--release-test-scores'])]),
+  );
+  await first.exit;
+  const ledgers = [2, 3].map((k) => readJson(join(out, `model-party-${k}.ledger.json`)));
+  assert.deepEqual(ledgers.map((l) => l.releases), [1, 1]);
+  // --resume has nothing to resume (a one-shot job keeps no checkpoint) and says what to do.
+  const resume = coordinator(files, out, ['--active-party', 'party-1', '--resume']);
+  assert.equal((await resume.exit).code, 64);
+  assert.match(resume.stderr(), /--resume: no checkpoint in .*a one-shot job writes none: start it again without --resume and with the same --job id/);
+  const second = coordinator(files, out, ['--active-party', 'party-1']);
+  relay.target = ((await second.waitFor((r) => r.msg === 'listening')) as { port: number }).port;
+  for (const p of [second, ...parties]) assert.equal((await p.exit).code, 0, p.stderr());
+  for (const [j, k] of [2, 3].entries()) {
+    assert.deepEqual(readJson(join(out, `model-party-${k}.ledger.json`)), ledgers[j], `party-${k}: the ledger is unchanged`);
+    const again = parties[k - 1].records.filter((r) => r.msg === 'scores released');
+    assert.deepEqual(again.map((r) => r.again), [false, true], `party-${k} released once and sent the same again`);
+  }
+  const summary = readJson(join(out, 'summary.json'));
+  assert.equal(summary.algorithm, 'one-shot');
+  assert.ok(summary.test.logLoss < summary.oneShot.baseline.logLoss, "better than the base rate");
+});
+
 test('roles must match: a party the coordinator names active but started passive, and one started active that is not named, both stop with a clear error', async (t) => {
   for (const [flags, culprit, message] of [
     [[['--epsilon', '2'], ['--epsilon', '2'], ['--epsilon', '2']], 'party-1', /names this party its active party .* only a party of that organisation should agree, with --role active/],
