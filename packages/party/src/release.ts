@@ -10,7 +10,7 @@
  * features, keeps the residual's signal share (regression calibration, core's
  * denoiseRelease) and fits the combined model on [its features, the denoised columns, 1].
  */
-import { type Csr, type Loss, csrWithColumns, denoiseRelease, fitCentral, predictScores } from '@admm-share/core';
+import { type Csr, type Loss, csrColumnMeans, csrMatTVec, csrMatVec, csrWithColumns, denoiseRelease, dot, fitCentral, predictScores, seededNoise, symmetricEigen } from '@admm-share/core';
 import { RidgeXUpdate } from './xupdate.js';
 
 /** The passive model's bounds: public constants, never read off the data (docs/privacy.md, 9.2). */
@@ -55,16 +55,19 @@ export class PassiveModel {
   readonly x: Float64Array;
   /** clip(D x): the release before its noise. */
   readonly scores: Float64Array;
+  /** Conjugate gradient iterations of the fit (0 when the block was factorised). */
+  readonly iterations: number;
 
   constructor(
     D: Csr,
     target: Float64Array,
     readonly bounds: ReleaseBounds,
   ) {
+    // A block too large to factor is solved by conjugate gradients to 1e-12 (RidgeXUpdate).
     const fit = new RidgeXUpdate(D, bounds.kappa, false);
-    if (fit.form === 'cg') throw new RangeError(`the one-shot release needs a factorised fit; this block (${D.rows} rows x ${D.cols} features) is too large for one`);
     fit.solve(target.slice(), 1, bounds.bx);
     this.x = fit.x;
+    this.iterations = fit.lastIterations;
     this.scores = clipInPlace(fit.share.slice(), bounds.clip);
   }
 
@@ -77,6 +80,123 @@ export class PassiveModel {
 /** Penalties the denoising ridge tries, 10^-3 .. 10^7 (chosen by generalised cross-validation). */
 const GCV_GRID = Array.from({ length: 41 }, (_, k) => 10 ** (-3 + k / 4));
 
+/** Rank of the sketch the denoising ridge uses on an active block too large to factor. */
+export const SKETCH_RANK = 300;
+
+/** Ridge regression of a vector on [D, 1] at any penalty, and the trace of its hat matrix. */
+interface RidgePath {
+  /** Fitted values of the ridge fit of r with this penalty (on the coefficients of D; the intercept is free). */
+  fit(r: Float64Array, penalty: number): Float64Array;
+  df(penalty: number): number;
+  /** 'exact', or the rank of the sketch. */
+  basis: string;
+}
+
+/** The exact path from RidgeXUpdate's eigendecomposition (blocks it factors). */
+export function exactPath(ridge: RidgeXUpdate): RidgePath {
+  return {
+    // lambda = 1 and rho = 1/penalty: min penalty/2 ||x||^2 + 1/2 ||D x + b - r||^2.
+    fit: (r, penalty) => {
+      ridge.solve(r.slice(), 1 / penalty);
+      return ridge.share.slice();
+    },
+    df: (penalty) => ridge.hatTrace(1 / penalty),
+    basis: 'exact',
+  };
+}
+
+/**
+ * Ridge on the top `rank` principal directions of the centred block D~ = D - 1 mu^T, found by
+ * a randomised range finder with one power iteration (Halko, Martinsson and Tropp 2011):
+ * D~ ~ P diag(s) V^T with orthonormal P (N x l), so the fit is mean(r) + P diag(s^2 / (s^2 +
+ * penalty)) P^T (r - mean(r)) and the trace 1 + sum s^2 / (s^2 + penalty). For a block too
+ * large to factor; the denoising only needs E[release | D], and the directions it drops
+ * carry the least of D. The sketch's random matrix is seeded (it is not a privacy noise: the
+ * active party sends no noise), so the fit is reproducible.
+ */
+export function sketchedPath(D: Csr, rank: number): RidgePath {
+  const { rows: n, cols: d } = D;
+  const l = Math.min(rank + 10, d, n - 1);
+  const mu = csrColumnMeans(D);
+  const centred = (out: Float64Array, v: Float64Array) => {
+    csrMatVec(out, D, v);
+    const c = dot(mu, v);
+    for (let i = 0; i < n; i++) out[i] -= c;
+    return out;
+  };
+  const centredT = (out: Float64Array, u: Float64Array) => {
+    csrMatTVec(out, D, u);
+    let c = 0;
+    for (let i = 0; i < n; i++) c += u[i];
+    for (let j = 0; j < d; j++) out[j] -= mu[j] * c;
+    return out;
+  };
+  const noise = seededNoise('admm-share active denoising sketch');
+  const omega = Array.from({ length: l }, () => {
+    const w = new Float64Array(d);
+    noise.addNormal(w, 1);
+    return w;
+  });
+  let Q = orthonormalise(omega.map((w) => centred(new Float64Array(n), w)));
+  Q = orthonormalise(Q.map((q) => centred(new Float64Array(n), centredT(new Float64Array(d), q))));
+  const k = Q.length;
+  const Bt = Q.map((q) => centredT(new Float64Array(d), q));
+  const C = new Float64Array(k * k);
+  for (let a = 0; a < k; a++) for (let b = a; b < k; b++) C[a * k + b] = C[b * k + a] = dot(Bt[a], Bt[b]);
+  const { values, vectors } = symmetricEigen(C, k);
+  const s2 = values.map((v) => Math.max(v, 0));
+  const P = Array.from({ length: k }, (_, j) => {
+    const p = new Float64Array(n);
+    for (let c = 0; c < k; c++) {
+      const v = vectors[c * k + j];
+      const q = Q[c];
+      for (let i = 0; i < n; i++) p[i] += v * q[i];
+    }
+    return p;
+  });
+  return {
+    fit: (r, penalty) => {
+      let mean = 0;
+      for (let i = 0; i < n; i++) mean += r[i];
+      mean /= n;
+      const out = new Float64Array(n).fill(mean);
+      for (let j = 0; j < k; j++) {
+        if (s2[j] === 0) continue;
+        const c = ((dot(P[j], r) - mean * sum(P[j])) * s2[j]) / (s2[j] + penalty);
+        const p = P[j];
+        for (let i = 0; i < n; i++) out[i] += c * p[i];
+      }
+      return out;
+    },
+    df: (penalty) => 1 + s2.reduce((a, v) => a + v / (v + penalty), 0),
+    basis: `sketch of rank ${k}`,
+  };
+}
+
+const sum = (v: Float64Array) => v.reduce((a, x) => a + x, 0);
+
+/**
+ * Orthonormal columns spanning `cols` (modified Gram-Schmidt, twice); columns that vanish
+ * (the block has lower rank) are dropped.
+ */
+function orthonormalise(cols: Float64Array[]): Float64Array[] {
+  const out: Float64Array[] = [];
+  const scale = Math.max(...cols.map((c) => Math.sqrt(dot(c, c))), 0);
+  for (const c of cols) {
+    const v = c.slice();
+    for (let pass = 0; pass < 2; pass++)
+      for (const q of out) {
+        const a = dot(q, v);
+        for (let i = 0; i < v.length; i++) v[i] -= a * q[i];
+      }
+    const norm = Math.sqrt(dot(v, v));
+    if (!(norm > 1e-10 * scale)) continue;
+    for (let i = 0; i < v.length; i++) v[i] /= norm;
+    out.push(v);
+  }
+  return out;
+}
+
 /** How one release was denoised, for the model file and the log. */
 export interface DenoiseReport {
   party: string;
@@ -85,6 +205,8 @@ export interface DenoiseReport {
   penalty: number;
   shrink: number;
   signalVariance: number;
+  /** The regression's basis: 'exact', or a sketch of the block (too large to factor). */
+  basis: string;
 }
 
 export interface ActiveFit {
@@ -112,21 +234,20 @@ export function fitActive(
 ): ActiveFit {
   const n = D.rows;
   const ridge = new RidgeXUpdate(D, 1, true);
-  if (ridge.form === 'cg') throw new RangeError(`the active fit needs a factorised regression; this block (${D.rows} rows x ${D.cols} features) is too large for one`);
+  const path = ridge.form === 'cg' ? sketchedPath(D, SKETCH_RANK) : exactPath(ridge);
   const denoising: DenoiseReport[] = [];
   const columns = releases.map((rel) => {
     let best: { gcv: number; penalty: number; fitted: Float64Array; df: number } | undefined;
     for (const penalty of GCV_GRID) {
-      // lambda = 1 and rho = 1/penalty: min penalty/2 ||x||^2 + 1/2 ||D x + b - r||^2.
-      ridge.solve(rel.scores.slice(), 1 / penalty);
-      const df = ridge.hatTrace(1 / penalty);
+      const fitted = path.fit(rel.scores, penalty);
+      const df = path.df(penalty);
       let rss = 0;
-      for (let i = 0; i < n; i++) rss += (rel.scores[i] - ridge.share[i]) ** 2;
+      for (let i = 0; i < n; i++) rss += (rel.scores[i] - fitted[i]) ** 2;
       const gcv = rss / n / (1 - df / n) ** 2;
-      if (!best || gcv < best.gcv) best = { gcv, penalty, fitted: ridge.share.slice(), df };
+      if (!best || gcv < best.gcv) best = { gcv, penalty, fitted, df };
     }
     const d = denoiseRelease(rel.scores, best!.fitted, best!.df, rel.sigma);
-    denoising.push({ party: rel.party, sigma: rel.sigma, penalty: best!.penalty, shrink: d.shrink, signalVariance: d.signalVariance });
+    denoising.push({ party: rel.party, sigma: rel.sigma, penalty: best!.penalty, shrink: d.shrink, signalVariance: d.signalVariance, basis: path.basis });
     return d.column;
   });
   const joint = fitCentral(csrWithColumns(D, n, columns), y, loss, lambda, { intercept: true });

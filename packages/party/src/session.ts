@@ -150,7 +150,7 @@ export function handle(s: SessionState, env: SessionEnv, msg: CoordinatorMessage
     case 'release':
       return onRelease(s, env);
     case 'fit':
-      return onFit(s, msg);
+      return onFit(s, env, msg);
     case 'done':
       return onDone(s, msg);
     default:
@@ -365,18 +365,20 @@ function onRelease(s: SessionState, env: SessionEnv): Outcome {
   const testScores = s.testX ? m.passive.scoresFor(s.testX) : new Float64Array(0);
   s.round = 1;
   s.current = true;
-  env.log.info({ rows: scores.length, testRows: testScores.length, epsilonSpent: env.privacy.spent, again }, 'scores released');
+  env.log.info({ rows: scores.length, testRows: testScores.length, epsilonSpent: env.privacy.spent, again, cgIterations: m.passive.iterations }, 'scores released');
   return reply({ type: 'released', jobId: s.jobId!, scores, testScores, epsilonSpent: env.privacy.spent });
 }
 
 /** one-shot, active: fit the combined model on the releases (and the local-only one), and score the test rows with both. */
-function onFit(s: SessionState, msg: Fit): Outcome {
+function onFit(s: SessionState, env: SessionEnv, msg: Fit): Outcome {
   expectPhase(s, 'training');
   const m = s.model;
   if (m?.kind !== 'active') throw new ProtocolError('unexpected', 'fit, but this party is not the active party of a one-shot job');
   const n = m.D.rows;
   const releases = msg.parties.map((party, j) => ({ party, scores: msg.releases.subarray(j * n, (j + 1) * n), sigma: msg.sigmas[j] }));
+  const t0 = performance.now();
   const fit = fitActive(m.D, m.y, releases, lossByName(m.loss), m.lambda);
+  env.log.info({ fitMs: Math.round(performance.now() - t0), denoising: fit.denoising }, 'combined model fitted');
   m.fit = { ...fit, parties: msg.parties };
   const test = (coefficients: Float64Array, intercept: number) => (s.testX ? predictScores(s.testX, coefficients, intercept) : new Float64Array(0));
   const testScores = test(fit.coefficients, fit.intercept);

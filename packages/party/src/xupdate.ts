@@ -158,10 +158,8 @@ export class RidgeXUpdate {
       wm /= n;
       for (let i = 0; i < n; i++) w[i] -= wm;
     }
-    if (this.form === 'cg') {
-      if (Number.isFinite(radius)) throw new RangeError('the ball constraint (privacy) needs a factorisation; this block is too large for one');
-      this.solveCg(w, rho);
-    } else this.solveFactored(w, rho, radius);
+    if (this.form === 'cg') this.solveCg(w, rho, radius);
+    else this.solveFactored(w, rho, radius);
     csrMatVec(this.share, D, x);
     if (mu) {
       this.intercept = wm - dot(mu, x);
@@ -193,38 +191,68 @@ export class RidgeXUpdate {
   }
 
   /**
-   * (lambda I + rho D~^T D~) x = rho D~^T w~ by Jacobi-preconditioned conjugate gradients,
-   * warm-started from the previous x, until the residual is below 1e-12 of the right-hand
-   * side (numerically the exact minimiser). D~ v = D v - (mu^T v) 1 is applied implicitly.
+   * The cg form of solve: rho D~^T w~ as the right-hand side, x from conjugate gradients
+   * (warm-started from the previous x). Outside the ball, Newton's method on
+   * 1/||x(m)|| - 1/radius as in ballMultiplier, with ||x(m)||^2 and its derivative
+   * -2 x^T ((lambda + m) I + rho D~^T D~)^-1 x each from one more solve.
    */
-  private solveCg(w: Float64Array, rho: number): void {
-    const { n, d, x, lambda, mu, D, colSq } = this;
+  private solveCg(w: Float64Array, rho: number, radius: number): void {
+    const { d, x } = this;
+    const rhs = this.cgRhs ?? (this.cgRhs = new Float64Array(d));
+    cscMatTVec(rhs, this.Dc, w); // w is centred, so D~^T w = D^T w
+    for (let j = 0; j < d; j++) rhs[j] *= rho;
+    let iterations = this.cg(x, rhs, 0, rho);
+    let f = dot(x, x);
+    if (f > radius * radius) {
+      const y = new Float64Array(d);
+      let m = 0;
+      for (let it = 0; it < 100; it++) {
+        y.set(x);
+        iterations += this.cg(y, x, m, rho);
+        const df = -2 * dot(x, y);
+        const step = (1 / Math.sqrt(f) - 1 / radius) / (-0.5 * df * f ** -1.5);
+        m = Math.max(0, m - step);
+        iterations += this.cg(x, rhs, m, rho);
+        f = dot(x, x);
+        if (Math.abs(step) <= 1e-12 * Math.max(1, m)) break;
+      }
+      // The solves are accurate to 1e-12, not exact: never leave x outside the ball.
+      if (f > radius * radius) {
+        const scale = radius / Math.sqrt(f);
+        for (let j = 0; j < d; j++) x[j] *= scale;
+      }
+    }
+    this.lastIterations = iterations;
+  }
+
+  /**
+   * ((lambda + shift) I + rho D~^T D~) out = rhs by Jacobi-preconditioned conjugate gradients,
+   * warm-started from `out`, until the residual is below 1e-12 of the right-hand side
+   * (numerically the exact solution). D~ v = D v - (mu^T v) 1 is applied implicitly.
+   * Returns the iterations.
+   */
+  private cg(out: Float64Array, rhs: Float64Array, shift: number, rho: number): number {
+    const { n, d, mu, D, colSq } = this;
+    const diag = this.lambda + shift;
     const scratchN = this.wcg ?? (this.wcg = new Float64Array(n));
     const [r, z, p, ap] = this.cgVectors ?? (this.cgVectors = [0, 1, 2, 3].map(() => new Float64Array(d)) as [Float64Array, Float64Array, Float64Array, Float64Array]);
-    const apply = (out: Float64Array, v: Float64Array) => {
+    const apply = (res: Float64Array, v: Float64Array) => {
       csrMatVec(scratchN, D, v);
       if (mu) {
-        const shift = dot(mu, v);
-        for (let i = 0; i < n; i++) scratchN[i] -= shift;
+        const centre = dot(mu, v);
+        for (let i = 0; i < n; i++) scratchN[i] -= centre;
       }
-      cscMatTVec(out, this.Dc, scratchN); // 1^T D~ v = 0, so no mu correction here
-      for (let j = 0; j < d; j++) out[j] = rho * out[j] + lambda * v[j];
+      cscMatTVec(res, this.Dc, scratchN); // 1^T D~ v = 0, so no mu correction here
+      for (let j = 0; j < d; j++) res[j] = rho * res[j] + diag * v[j];
     };
-    cscMatTVec(r, this.Dc, w); // w is centred
-    let bNorm = 0;
-    for (let j = 0; j < d; j++) {
-      r[j] *= rho;
-      bNorm += r[j] * r[j];
-    }
-    bNorm = Math.sqrt(bNorm);
+    const bNorm = Math.sqrt(dot(rhs, rhs));
     if (bNorm === 0) {
-      x.fill(0);
-      this.lastIterations = 0;
-      return;
+      out.fill(0);
+      return 0;
     }
-    apply(ap, x);
-    for (let j = 0; j < d; j++) r[j] -= ap[j];
-    const precond = (j: number) => 1 / Math.max(lambda + rho * colSq[j], 1e-300);
+    apply(ap, out);
+    for (let j = 0; j < d; j++) r[j] = rhs[j] - ap[j];
+    const precond = (j: number) => 1 / Math.max(diag + rho * colSq[j], 1e-300);
     let rz = 0;
     for (let j = 0; j < d; j++) {
       z[j] = r[j] * precond(j);
@@ -237,7 +265,7 @@ export class RidgeXUpdate {
       apply(ap, p);
       const alpha = rz / dot(p, ap);
       for (let j = 0; j < d; j++) {
-        x[j] += alpha * p[j];
+        out[j] += alpha * p[j];
         r[j] -= alpha * ap[j];
       }
       let rzNew = 0;
@@ -249,8 +277,9 @@ export class RidgeXUpdate {
       rz = rzNew;
       for (let j = 0; j < d; j++) p[j] = z[j] + beta * p[j];
     }
-    this.lastIterations = it;
+    return it;
   }
+  private cgRhs: Float64Array | undefined;
   private wcg: Float64Array | undefined;
   private cgVectors: [Float64Array, Float64Array, Float64Array, Float64Array] | undefined;
 

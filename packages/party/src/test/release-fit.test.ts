@@ -5,12 +5,15 @@
 // - the local-only model is the central fit on [D, 1];
 // - a pure-noise release is shrunk away: the combined model is no better than the local one
 //   beyond what one column of noise can buy;
-// - an informative release with real noise still improves on the local model.
+// - an informative release with real noise still improves on the local model;
+// - on a block too large to factor the denoising ridge runs on a sketch of the block: with a
+//   rank at least the block's it is the exact ridge, at a lower rank close to it.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { gaussian, seeded } from '@admm-share/core/test-support';
 import { csrFromDense, fitCentral, logistic } from '@admm-share/core';
-import { fitActive } from '../release.js';
+import { exactPath, fitActive, sketchedPath } from '../release.js';
+import { RidgeXUpdate } from '../xupdate.js';
 
 const LAMBDA = 1e-3;
 
@@ -130,4 +133,27 @@ test('fitActive with an informative release under real noise: denoised, and stil
   assert.ok(fit.denoising[0].shrink <= 0.1, `junk shrink ${fit.denoising[0].shrink}`);
   assert.ok(fit.weights[1] > 1, `weight on the informative release ${fit.weights[1]}`);
   assert.ok(fit.objective < fit.local.objective - 0.02, `combined ${fit.objective}, local ${fit.local.objective}`);
+});
+
+test('the sketched ridge path (blocks too large to factor) is the exact one at full rank, and close to it at lower rank', () => {
+  const rand = seeded('sketch');
+  const g = gaussian(rand);
+  const n = 120;
+  // 40 columns of which 12 carry most of the variance (decaying scales), sparse-ish.
+  const rows = Array.from({ length: n }, () => Array.from({ length: 40 }, (_, j) => (rand() < 0.6 ? g() * (j < 12 ? 1 : 0.02) : 0)));
+  const D = csrFromDense(rows, 40);
+  const r = Float64Array.from(rows, (row) => row[0] - row[3] + 0.5 * g());
+  const exact = exactPath(new RidgeXUpdate(D, 1, true));
+  // At rank 14 the dropped directions (variance about 0.03 each) still count at penalty 0.01,
+  // so the lower rank is compared where the ridge shrinks them away anyway.
+  for (const [rank, tol, penalties] of [[40, 1e-9, [0.01, 1, 100]], [14, 0.02, [1, 100]]] as const) {
+    const sketch = sketchedPath(D, rank);
+    for (const penalty of penalties) {
+      const a = exact.fit(r, penalty);
+      const b = sketch.fit(r, penalty);
+      const err = Math.sqrt(a.reduce((acc, v, i) => acc + (v - b[i]) ** 2, 0) / a.reduce((acc, v) => acc + v * v, 0));
+      assert.ok(err <= tol, `rank ${rank}, penalty ${penalty}: relative error ${err}`);
+      if (rank === 40) assert.ok(Math.abs(exact.df(penalty) - sketch.df(penalty)) <= 1e-9 * exact.df(penalty), `df ${sketch.df(penalty)} vs ${exact.df(penalty)}`);
+    }
+  }
 });

@@ -275,7 +275,7 @@ test('RidgeXUpdate rejects bad arguments', () => {
   assert.throws(() => u.updateFromBroadcast(new Float64Array(4), 1), RangeError);
 });
 
-test('conjugate-gradient form (blocks too large to factor) gives the factored solution, with and without intercept', () => {
+test('conjugate-gradient form (blocks too large to factor) gives the factored solution, with and without intercept, also in the ball', () => {
   const rand = seeded(4242);
   for (const intercept of [false, true]) {
     for (const [n, d] of [[60, 25], [25, 60]]) {
@@ -292,7 +292,17 @@ test('conjugate-gradient form (blocks too large to factor) gives the factored so
         for (let i = 0; i < n; i++) assert.ok(Math.abs(exact.share[i] - cg.share[i]) <= 1e-8 * (1 + Math.abs(exact.share[i])));
         assert.ok(cg.lastIterations > 0);
       }
-      assert.throws(() => cg.solve(new Float64Array(n), 1, 5), /ball constraint/);
+      // In the ball: the same constrained minimiser (the radius binds for these targets).
+      for (const radius of [0.05, 0.5, 1e3]) {
+        const w = Float64Array.from({ length: n }, () => rand() * 4 - 2);
+        exact.solve(w.slice(), 0.7, radius);
+        cg.solve(w.slice(), 0.7, radius);
+        const norm = Math.sqrt(cg.penaltySq());
+        assert.ok(norm <= radius * (1 + 1e-12), `||x|| ${norm} <= ${radius} (up to rounding)`);
+        if (radius < 1) assert.ok(norm > radius * (1 - 1e-9), 'the ball binds');
+        for (let j = 0; j < d; j++) assert.ok(Math.abs(exact.x[j] - cg.x[j]) <= 1e-8 * (1 + Math.abs(exact.x[j])), `radius ${radius}: x[${j}] ${cg.x[j]} vs ${exact.x[j]}`);
+        assert.ok(Math.abs(exact.intercept - cg.intercept) <= 1e-8);
+      }
     }
   }
 });
