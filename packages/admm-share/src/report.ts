@@ -119,7 +119,9 @@ export function formatTable(s: SimulateSummary): string {
     line(head) +
     line(widths.map((w) => '-'.repeat(w))) +
     body.map(line).join('') +
-    `\n${s.rounds} ${s.algorithm === 'sgd' ? 'epochs' : 'rounds'} (${s.reason}), ${(s.seconds.perRound * 1000).toFixed(2)} ms/${s.algorithm === 'sgd' ? 'epoch' : 'round'}, ` +
+    (s.algorithm === 'one-shot'
+      ? `\none-shot: one release per passive party and one fit, ${s.seconds.training.toFixed(2)} s, `
+      : `\n${s.rounds} ${s.algorithm === 'sgd' ? 'epochs' : 'rounds'} (${s.reason}), ${(s.seconds.perRound * 1000).toFixed(2)} ms/${s.algorithm === 'sgd' ? 'epoch' : 'round'}, `) +
     `${(s.bytes.toCoordinator / 1e6).toFixed(1)} MB to / ${(s.bytes.fromCoordinator / 1e6).toFixed(1)} MB from the coordinator` +
     (gap !== undefined && s.objectiveFrom === 'shares' && s.algorithm !== 'one-shot' ? `, objective gap to central ${gap.toExponential(2)}` : '') +
     (s.objectiveFrom === 'noisy shares' ? ', ADMM objective computed from the noisy shares' : '') +

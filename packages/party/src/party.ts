@@ -159,6 +159,19 @@ function run(config: PartyConfig, env: SessionEnv, rowsScaled: number): PartyHan
       case 'joined':
         link.markJoined();
         break;
+      case 'later':
+        outcome.work.then(
+          (next) => {
+            if (settled) return;
+            try {
+              act(next);
+            } catch (err) {
+              failOn(err);
+            }
+          },
+          (err: unknown) => settled || failOn(err),
+        );
+        return;
       case 'done': {
         const { done: msg, model } = outcome;
         writeModelFiles({

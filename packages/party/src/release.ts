@@ -10,7 +10,8 @@
  * features, keeps the residual's signal share (regression calibration, core's
  * denoiseRelease) and fits the combined model on [its features, the denoised columns, 1].
  */
-import { type Csr, type Loss, csrColumnMeans, csrMatTVec, csrMatVec, csrWithColumns, denoiseRelease, dot, fitCentral, predictScores, seededNoise, symmetricEigen } from '@admm-share/core';
+import { Worker } from 'node:worker_threads';
+import { type Csr, type Loss, type LossName, csrColumnMeans, csrMatTVec, csrMatVec, csrWithColumns, denoiseRelease, dot, fitCentral, predictScores, seededNoise, symmetricEigen } from '@admm-share/core';
 import { RidgeXUpdate } from './xupdate.js';
 
 /** The passive model's bounds: public constants, never read off the data (docs/privacy.md, 9.2). */
@@ -81,7 +82,7 @@ export class PassiveModel {
 const GCV_GRID = Array.from({ length: 41 }, (_, k) => 10 ** (-3 + k / 4));
 
 /** Rank of the sketch the denoising ridge uses on an active block too large to factor. */
-export const SKETCH_RANK = 300;
+export const SKETCH_RANK = 100;
 
 /** Ridge regression of a vector on [D, 1] at any penalty, and the trace of its hat matrix. */
 interface RidgePath {
@@ -260,4 +261,27 @@ export function fitActive(
     local: { coefficients: local.x, intercept: local.intercept, objective: local.objective },
     denoising,
   };
+}
+
+/** What fitActive needs, as it crosses to a worker thread. */
+export interface FitInput {
+  D: Csr;
+  y: Float64Array;
+  releases: { party: string; scores: Float64Array; sigma: number }[];
+  loss: LossName;
+  lambda: number;
+}
+
+/**
+ * fitActive in a worker thread, so that a long fit (tens of seconds on a block too large to
+ * factor) does not stop the party from answering heartbeats. Deterministic like fitActive.
+ */
+export function fitInWorker(input: FitInput): Promise<ActiveFit> {
+  return new Promise((resolve, reject) => {
+    const worker = new Worker(new URL('./fit-worker.js', import.meta.url), { workerData: input });
+    let result: ActiveFit | undefined;
+    worker.once('message', (fit: ActiveFit) => (result = fit));
+    worker.once('error', reject);
+    worker.once('exit', (code) => (result ? resolve(result) : reject(new Error(`the fit's worker thread exited with code ${code} without a result`))));
+  });
 }

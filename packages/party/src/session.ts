@@ -2,6 +2,7 @@
 // (challenge, welcome, setup, resume, round, evaluate, sgd, release, fit, done), one small handler each.
 // The state is a plain object passed to every handler; a handler returns what to send and
 // what the connection should do next, so a session runs without a socket (tests feed it).
+import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { type Csr, type FeatureTable, type LossName, ConfigError, csrSelectRows, hashIds, helloProof, lossByName, predictScores } from '@admm-share/core';
 import {
@@ -22,7 +23,7 @@ import {
   assertNever,
 } from '@admm-share/protocol';
 import { type Privacy, normaliseRows } from './privacy.js';
-import { type ActiveFit, PassiveModel, fitActive, releaseTarget } from './release.js';
+import { type ActiveFit, PassiveModel, fitInWorker, releaseTarget } from './release.js';
 import { replayRound } from './replay.js';
 import { SgdModel } from './sgd.js';
 import { FACTOR_LIMIT, RidgeXUpdate } from './xupdate.js';
@@ -38,7 +39,14 @@ export type Model =
   | { kind: 'admm'; x: RidgeXUpdate }
   | { kind: 'sgd'; sgd: SgdModel; step: number; rows: Uint32Array }
   | { kind: 'passive'; passive: PassiveModel; rows: Uint32Array }
-  | { kind: 'active'; D: Csr; y: Float64Array; lambda: number; loss: LossName; fit: (ActiveFit & { parties: string[] }) | undefined };
+  | {
+      kind: 'active';
+      D: Csr;
+      y: Float64Array;
+      lambda: number;
+      loss: LossName;
+      fit: (ActiveFit & { parties: string[] }) | undefined;
+    };
 
 export interface SessionState {
   phase: Phase;
@@ -57,10 +65,17 @@ export interface SessionState {
   current: boolean;
   /** The model before the last round, restored if the job ends one round earlier (budget). */
   previous: { x: Float64Array; intercept: number } | undefined;
+  /** Connections opened so far: an answer computed for a request of an earlier one is not sent. */
+  connection: number;
+  /**
+   * one-shot, active: the fit under way or done, by the digest of its inputs. A repeated
+   * request (after a rejoin, which rebuilds the model) waits for it instead of fitting again.
+   */
+  fitWork: { key: string; fit: Promise<ActiveFit> } | undefined;
 }
 
 export function newSession(): SessionState {
-  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, round: 0, current: false, previous: undefined };
+  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined };
 }
 
 /** What the session reads and never changes: this party's configuration, data and privacy. */
@@ -102,11 +117,14 @@ export type Outcome =
   /** setup: the party is in the job; from now on a broken connection is retried. */
   | { kind: 'joined'; messages: PartyMessage[] }
   /** done: write this model, then close. */
-  | { kind: 'done'; done: Done; model: FinalModel };
+  | { kind: 'done'; done: Done; model: FinalModel }
+  /** The answer takes a while (a worker thread); act on the outcome when it comes. */
+  | { kind: 'later'; work: Promise<Outcome> };
 
 /** A new connection opened: the coordinator's challenge comes first. */
 export function connectionOpened(s: SessionState): void {
   s.phase = 'challenge';
+  s.connection++;
 }
 
 /** The connection broke: nothing is expected until a new one opens. */
@@ -369,26 +387,40 @@ function onRelease(s: SessionState, env: SessionEnv): Outcome {
   return reply({ type: 'released', jobId: s.jobId!, scores, testScores, epsilonSpent: env.privacy.spent });
 }
 
-/** one-shot, active: fit the combined model on the releases (and the local-only one), and score the test rows with both. */
+/**
+ * one-shot, active: fit the combined model on the releases (and the local-only one) in a
+ * worker thread, and score the test rows with both. The answer goes out on the connection
+ * the request came on, or not at all (after a rejoin the coordinator asks again, and the
+ * repeated request waits for the same fit).
+ */
 function onFit(s: SessionState, env: SessionEnv, msg: Fit): Outcome {
   expectPhase(s, 'training');
   const m = s.model;
   if (m?.kind !== 'active') throw new ProtocolError('unexpected', 'fit, but this party is not the active party of a one-shot job');
   const n = m.D.rows;
-  const releases = msg.parties.map((party, j) => ({ party, scores: msg.releases.subarray(j * n, (j + 1) * n), sigma: msg.sigmas[j] }));
-  const t0 = performance.now();
-  const fit = fitActive(m.D, m.y, releases, lossByName(m.loss), m.lambda);
-  env.log.info({ fitMs: Math.round(performance.now() - t0), denoising: fit.denoising }, 'combined model fitted');
-  m.fit = { ...fit, parties: msg.parties };
-  const test = (coefficients: Float64Array, intercept: number) => (s.testX ? predictScores(s.testX, coefficients, intercept) : new Float64Array(0));
-  const testScores = test(fit.coefficients, fit.intercept);
-  const localTestScores = test(fit.local.coefficients, fit.local.intercept);
-  refuseNonFinite(() => 'fit: the combined model overflowed', testScores, fit.objective);
-  refuseNonFinite(() => 'fit: the local model overflowed', localTestScores, fit.local.objective);
-  refuseNonFinite(() => 'fit: the weights overflowed', fit.weights);
-  s.round = 1;
-  s.current = true;
-  return reply({ type: 'fitted', jobId: s.jobId!, weights: fit.weights, objective: fit.objective, localObjective: fit.local.objective, testScores, localTestScores });
+  const releases = msg.parties.map((party, j) => ({ party, scores: msg.releases.slice(j * n, (j + 1) * n), sigma: msg.sigmas[j] }));
+  const key = createHash('sha256').update(JSON.stringify([msg.parties, Array.from(msg.sigmas), n])).update(new Uint8Array(msg.releases.buffer, msg.releases.byteOffset, msg.releases.byteLength)).digest('hex');
+  if (s.fitWork?.key !== key) {
+    const t0 = performance.now();
+    const fit = fitInWorker({ D: m.D, y: m.y, releases, loss: m.loss, lambda: m.lambda });
+    void fit.then((f) => env.log.info({ fitMs: Math.round(performance.now() - t0), denoising: f.denoising }, 'combined model fitted'), () => undefined);
+    s.fitWork = { key, fit };
+  }
+  const connection = s.connection;
+  const work = s.fitWork.fit.then((fit): Outcome => {
+    if (s.connection !== connection || s.model !== m) return reply();
+    m.fit = { ...fit, parties: msg.parties };
+    const test = (coefficients: Float64Array, intercept: number) => (s.testX ? predictScores(s.testX, coefficients, intercept) : new Float64Array(0));
+    const testScores = test(fit.coefficients, fit.intercept);
+    const localTestScores = test(fit.local.coefficients, fit.local.intercept);
+    refuseNonFinite(() => 'fit: the combined model overflowed', testScores, fit.objective);
+    refuseNonFinite(() => 'fit: the local model overflowed', localTestScores, fit.local.objective);
+    refuseNonFinite(() => 'fit: the weights overflowed', fit.weights);
+    s.round = 1;
+    s.current = true;
+    return reply({ type: 'fitted', jobId: s.jobId!, weights: fit.weights, objective: fit.objective, localObjective: fit.local.objective, testScores, localTestScores });
+  });
+  return { kind: 'later', work };
 }
 
 /** What a one-shot party writes: its coefficients, and how they are applied and combined. */

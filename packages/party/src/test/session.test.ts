@@ -73,7 +73,7 @@ function feed(s: SessionState, e: SessionEnv, msg: CoordinatorMessage): Outcome 
 }
 
 function replies(o: Outcome): PartyMessage[] {
-  assert.ok(o.kind !== 'done', 'unexpected done');
+  assert.ok(o.kind !== 'done' && o.kind !== 'later', `unexpected ${o.kind}`);
   return o.messages;
 }
 
