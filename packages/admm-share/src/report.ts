@@ -73,7 +73,7 @@ export function completeSummary(
     };
     progress.done();
     if (summary.privacy.some((q) => q.mechanism !== 'none')) result.warnings = privateWarnings(result);
-  }
+  } else if (summary.oneShot?.warnings.length) result.warnings = summary.oneShot.warnings; // the coordinator's: against the active party's own fit
   result.seconds = { ...summary.seconds, total: (performance.now() - started) / 1000 };
   writeFileAtomic(join(dir, 'summary.json'), JSON.stringify(result, null, 2) + '\n');
   return result;
