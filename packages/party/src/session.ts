@@ -4,7 +4,7 @@
 // what the connection should do next, so a session runs without a socket (tests feed it).
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { type Csr, type FeatureTable, type LossName, ConfigError, csrSelectRows, hashIds, helloProof, lossByName, predictScores } from '@admm-share/core';
+import { type Csr, type FeatureTable, type LossName, ConfigError, csrSelectRows, hashIds, helloProof, predictScores } from '@admm-share/core';
 import {
   type Challenge,
   type CoordinatorMessage,
@@ -39,14 +39,7 @@ export type Model =
   | { kind: 'admm'; x: RidgeXUpdate }
   | { kind: 'sgd'; sgd: SgdModel; step: number; rows: Uint32Array }
   | { kind: 'passive'; passive: PassiveModel; rows: Uint32Array }
-  | {
-      kind: 'active';
-      D: Csr;
-      y: Float64Array;
-      lambda: number;
-      loss: LossName;
-      fit: (ActiveFit & { parties: string[] }) | undefined;
-    };
+  | { kind: 'active'; D: Csr; y: Float64Array; lambda: number; loss: LossName; fit: (ActiveFit & { parties: string[] }) | undefined };
 
 export interface SessionState {
   phase: Phase;
