@@ -53,3 +53,20 @@ export function hillClimb<S>(
   }
   return best;
 }
+
+/**
+ * The moves on a neighbouring pair's rows that both attacks make, numbered 0 to 2: jitter the
+ * replacement row, the replaced row (row 0), or about half of the other rows, each kept in the
+ * unit ball. Any other move number is the caller's own (undefined here).
+ */
+export function rowMove<S extends { rows: number[][]; replacement: number[] }>(state: S, move: number, step: number, g: () => number, rand: () => number): S | undefined {
+  const jitter = (r: number[]) => intoBall(r.map((v) => v + step * g()));
+  if (move === 0) return { ...state, replacement: jitter(state.replacement) };
+  if (move === 1) {
+    const rows = state.rows.slice();
+    rows[0] = jitter(rows[0]);
+    return { ...state, rows };
+  }
+  if (move === 2) return { ...state, rows: state.rows.map((r, k) => (k > 0 && rand() < 0.5 ? jitter(r) : r)) };
+  return undefined;
+}

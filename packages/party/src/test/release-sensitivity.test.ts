@@ -23,7 +23,7 @@ import { gaussian, seeded } from '@admm-share/core/test-support';
 import { csrFromDense } from '@admm-share/core';
 import { PassiveModel, RELEASE_DEFAULTS, type ReleaseBounds, releaseSensitivity, releaseTarget } from '../release.js';
 import { RidgeXUpdate } from '../xupdate.js';
-import { hillClimb, intoBall, randomRow, toNorm } from './neighbours.js';
+import { hillClimb, intoBall, randomRow, rowMove, toNorm } from './neighbours.js';
 
 /** Relative rounding allowed above a bound (the solver is exact up to floating point). */
 const ROUNDING = 1e-9;
@@ -229,13 +229,10 @@ function climb(
     evaluate,
     6,
     (state, move, s) => {
+      const moved = rowMove(state, move, s, g, rand);
+      if (moved) return moved;
       const next: State = { ...state };
-      if (move === 0) next.replacement = intoBall(state.replacement.map((v) => v + s * g()));
-      else if (move === 1) {
-        next.rows = state.rows.slice();
-        next.rows[0] = intoBall(state.rows[0].map((v) => v + s * g()));
-      } else if (move === 2) next.rows = state.rows.map((r, k) => (k > 0 && rand() < 0.5 ? intoBall(r.map((v) => v + s * g())) : r));
-      else if (move === 3) {
+      if (move === 3) {
         // A few labels flipped (this moves the target and bw).
         next.y = state.y.slice();
         for (let k = 0; k < 1 + s * 4; k++) {

@@ -13,7 +13,7 @@ import { gaussian, seeded } from '@admm-share/core/test-support';
 import { type Csr, csrFromDense } from '@admm-share/core';
 import { RidgeXUpdate } from '../xupdate.js';
 import { defaultBw, gaussianShareSensitivity, normaliseRows } from '../privacy.js';
-import { hillClimb, intoBall, randomRow } from './neighbours.js';
+import { hillClimb, intoBall, randomRow, rowMove } from './neighbours.js';
 
 /** Relative rounding allowed above the bound (the solver is exact up to floating point). */
 const ROUNDING = 1e-9;
@@ -200,13 +200,10 @@ function climb(rand: () => number, n: number, d: number, p: Bounds, iterations: 
     evaluate,
     7,
     (state, move, s) => {
+      const moved = rowMove(state, move, s, g, rand);
+      if (moved) return moved;
       const next: State = { ...state };
-      if (move === 0) next.replacement = intoBall(state.replacement.map((v) => v + s * g()));
-      else if (move === 1) {
-        next.rows = state.rows.slice();
-        next.rows[0] = intoBall(state.rows[0].map((v) => v + s * g()));
-      } else if (move === 2) next.rows = state.rows.map((r, k) => (k > 0 && rand() < 0.5 ? intoBall(r.map((v) => v + s * g())) : r));
-      else if (move === 3) next.c = state.c.map((v) => v + s * p.bw * g());
+      if (move === 3) next.c = state.c.map((v) => v + s * p.bw * g());
       else if (move === 4) {
         // A far-away target at one row: what the clip is there for.
         next.c = state.c.slice();
