@@ -7,7 +7,7 @@ import { EXIT, PeerError } from '@admm-share/core';
 import type { AlgorithmName, MechanismName, Variant } from '@admm-share/protocol';
 import { SimulationError } from './errors.js';
 import { type Child, binPath, killAll, spawnNode } from './processes.js';
-import type { Progress } from './progress.js';
+import type { Progress } from '@admm-share/runtime';
 import { writeCredentials } from './credentials.js';
 import type { PartyFiles, SplitFiles } from './split.js';
 

@@ -16,7 +16,7 @@ import {
 import { type Summary, type TestMetrics, baseRateMetrics, comparisonWarnings, readSummary } from '@admm-share/coordinator';
 import type { SimulationData } from './datasets.js';
 import { type Job, modelPath } from './launch.js';
-import type { Progress } from './progress.js';
+import type { Progress } from '@admm-share/runtime';
 
 export interface Baseline {
   objective: number;

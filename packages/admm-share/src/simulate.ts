@@ -9,7 +9,7 @@ import { EXIT } from '@admm-share/core';
 import { type DataOptions, loadData, writePartyFiles } from './datasets.js';
 import { type LaunchOptions, describePrivacy, newJob, runJob } from './launch.js';
 import { type Child, killAll } from './processes.js';
-import { Progress } from './progress.js';
+import { Progress } from '@admm-share/runtime';
 import { type SimulateSummary, completeSummary, describeData, formatTable, writtenTo } from './report.js';
 
 export type { DataOptions } from './datasets.js';

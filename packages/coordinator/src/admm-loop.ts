@@ -62,8 +62,8 @@ export interface AdmmLoopDeps {
   parties: Parties;
   log: Logger;
   traffic: Traffic;
-  /** The job's identity in a checkpoint (hash key, labels digest). */
-  identity: Pick<Checkpoint, 'hashKey' | 'labelsDigest'>;
+  /** The job's identity in a checkpoint (the labels digest). */
+  identity: Pick<Checkpoint, 'labelsDigest'>;
 }
 
 export class AdmmLoop {
@@ -220,7 +220,7 @@ export class AdmmLoop {
       ...identity,
       jobId: job.jobId,
       round: last.round,
-      samples: { labelRows: job.labelRows, keptKeys: job.keptKeys, dropped: job.dropped },
+      samples: { labelRows: job.labelRows, dropped: job.dropped },
       evaluationSkipped: job.evaluationSkipped ?? null,
       setup: job.setup,
       admm: this.admm.snapshot(),

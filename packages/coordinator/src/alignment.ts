@@ -1,9 +1,10 @@
 /**
- * Sample alignment by keyed id hashes, as pure functions. The job's samples are the label
- * ids that every party holds, in the order of the label file; `rowsFor` maps them onto one
- * party's rows and is the one function used when a party first joins and when it rejoins.
+ * Sample alignment from the private set intersection, as pure functions. PSI (psi.ts) gives,
+ * per party and set, the position in the party's list of each label row's id (or -1). The
+ * job's samples are the label rows that every party holds, in the order of the label file;
+ * `rowsFor` maps them onto one party's positions and is the one function used when a party
+ * first joins and when it rejoins.
  */
-import { hashKeys } from '@admm-share/core';
 
 export class AlignmentError extends Error {
   override readonly name = 'AlignmentError';
@@ -16,22 +17,12 @@ export class AlignmentError extends Error {
   }
 }
 
-/** A party's id hashes as hex keys, indexed by key; duplicates are an error. */
-export function indexIds(party: string, set: string, hashes: Uint8Array): Map<string, number> {
-  const index = new Map<string, number>();
-  hashKeys(hashes).forEach((k, i) => {
-    if (index.has(k)) throw new AlignmentError(party, `the ${set} ids contain a duplicate`);
-    index.set(k, i);
-  });
-  return index;
-}
-
-/** The rows of one party holding the samples `kept`, in that order. */
-export function rowsFor(party: string, set: string, kept: readonly string[], index: ReadonlyMap<string, number>): Uint32Array {
+/** The positions in one party's list of the samples `kept` (label rows), in that order. */
+export function rowsFor(party: string, set: string, kept: Uint32Array, positions: Int32Array): Uint32Array {
   const rows = new Uint32Array(kept.length);
   for (let r = 0; r < kept.length; r++) {
-    const i = index.get(kept[r]);
-    if (i === undefined) throw new AlignmentError(party, `party ${party} lacks a ${set} sample of the job`);
+    const i = positions[kept[r]];
+    if (i === undefined || i < 0) throw new AlignmentError(party, `party ${party} lacks a ${set} sample of the job`);
     rows[r] = i;
   }
   return rows;
@@ -40,33 +31,22 @@ export function rowsFor(party: string, set: string, kept: readonly string[], ind
 export interface AlignedSet {
   /** Rows of the label file kept, in file order. */
   labelRows: Uint32Array;
-  /** Their id keys (what a rejoining party is aligned against). */
-  keptKeys: string[];
-  /** Per party (job order), its rows for the kept samples. */
+  /** Per party (job order), its positions for the kept samples. */
   partyRows: Uint32Array[];
-  /** Ids seen anywhere (labels or a party) that are not in the job. */
+  /** Label rows that some party does not hold (not in the job). */
   dropped: number;
 }
 
-/** The intersection of the label ids with every party's ids. */
-export function alignSet(set: string, labelKeys: readonly string[], parties: readonly { id: string; hashes: Uint8Array }[]): AlignedSet {
-  const indexes = parties.map((p) => indexIds(p.id, set, p.hashes));
-  const union = new Set(labelKeys);
-  for (const index of indexes) for (const k of index.keys()) union.add(k);
-  const labelRows: number[] = [];
-  const keptKeys: string[] = [];
-  labelKeys.forEach((k, r) => {
-    if (indexes.every((index) => index.has(k))) {
-      labelRows.push(r);
-      keptKeys.push(k);
-    }
-  });
-  if (keptKeys.length === 0)
+/** The label rows that every party holds. */
+export function alignSet(set: string, labels: number, parties: readonly { id: string; positions: Int32Array }[]): AlignedSet {
+  const kept: number[] = [];
+  for (let r = 0; r < labels; r++) if (parties.every((p) => p.positions[r] >= 0)) kept.push(r);
+  if (kept.length === 0)
     throw new AlignmentError(undefined, `no ${set} sample id is shared by the labels and every party: check that each party reads its ids as they are written (--ids first|qid|row, --id-column)`);
+  const labelRows = Uint32Array.from(kept);
   return {
-    labelRows: Uint32Array.from(labelRows),
-    keptKeys,
-    partyRows: parties.map((p, m) => rowsFor(p.id, set, keptKeys, indexes[m])),
-    dropped: union.size - keptKeys.length,
+    labelRows,
+    partyRows: parties.map((p) => rowsFor(p.id, set, labelRows, p.positions)),
+    dropped: labels - kept.length,
   };
 }

@@ -8,21 +8,20 @@ import { readFileSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { Packr } from 'msgpackr';
 import { DataError, writeFileAtomic } from '@admm-share/core';
-import { ALGORITHMS, HASH_KEY_BYTES, LOSSES, NAME_RE } from '@admm-share/protocol';
+import { ALGORITHMS, LOSSES, NAME_RE } from '@admm-share/protocol';
 import type { AdmmSnapshot } from './admm.js';
 import type { FinishedRound } from './admm-loop.js';
 import type { Samples, SetupParams } from './job.js';
 import type { ReplayPoint } from './replay.js';
 
 export const CHECKPOINT_FILE = 'checkpoint.bin';
-const FORMAT = 'admm-share-checkpoint/2';
+const FORMAT = 'admm-share-checkpoint/3';
 
 export interface Checkpoint {
   format: typeof FORMAT;
   jobId: string;
   /** The last completed round. */
   round: number;
-  hashKey: Uint8Array;
   /** Digest of the label files, so a resume with other labels is refused. */
   labelsDigest: string;
   samples: Samples;
@@ -84,17 +83,12 @@ export function validateCheckpoint(value: unknown, path: string): Checkpoint {
     return v.map((x, m) => f64(x, `${what}[${m}]`, n));
   };
   const rows = (v: unknown, what: string): Uint32Array => (v instanceof Uint32Array ? v : bad(`${what} is not a Uint32Array`));
-  const keys = (v: unknown, what: string, n: number): string[] => {
-    if (!Array.isArray(v) || v.length !== n || !v.every((k) => typeof k === 'string')) return bad(`${what} is not a list of ${n} id keys`);
-    return v as string[];
-  };
   const oneOf = <T extends string>(v: unknown, what: string, options: readonly T[]): T => (options.find((o) => o === v) ?? bad(`${what} is ${String(v)}`));
 
   const o = obj(value, 'the file');
   if (o.format !== FORMAT) bad(`format ${String(o.format)} (expected ${FORMAT})`);
   const jobId = str(o.jobId, 'jobId');
   if (!NAME_RE.test(jobId)) bad(`jobId '${jobId}'`);
-  const hashKey = o.hashKey instanceof Uint8Array && o.hashKey.length === HASH_KEY_BYTES ? o.hashKey : bad('hashKey');
 
   const s = obj(o.setup, 'setup');
   const setup: SetupParams = {
@@ -114,11 +108,9 @@ export function validateCheckpoint(value: unknown, path: string): Checkpoint {
   const labelRows = { train: rows(lr.train, 'labelRows.train'), test: rows(lr.test, 'labelRows.test') };
   const n = labelRows.train.length;
   if (n === 0) bad('no training rows');
-  const kk = obj(sm.keptKeys, 'samples.keptKeys');
   const dr = obj(sm.dropped, 'samples.dropped');
   const samples: Samples = {
     labelRows,
-    keptKeys: { train: keys(kk.train, 'keptKeys.train', n), test: kk.test === null ? null : keys(kk.test, 'keptKeys.test', labelRows.test.length) },
     dropped: { train: int(dr.train, 'dropped.train'), test: int(dr.test, 'dropped.test') },
   };
 
@@ -183,7 +175,6 @@ export function validateCheckpoint(value: unknown, path: string): Checkpoint {
     format: FORMAT,
     jobId,
     round,
-    hashKey,
     labelsDigest: str(o.labelsDigest, 'labelsDigest'),
     samples,
     evaluationSkipped: o.evaluationSkipped === null ? null : str(o.evaluationSkipped, 'evaluationSkipped'),

@@ -1,18 +1,18 @@
 /**
  * The coordinator as a phase machine:
- *   waiting    every configured party joins and sends its ids (parties.ts)
+ *   waiting    every configured party joins; its ids are intersected with the labels (psi.ts, parties.ts)
  *   setup      samples aligned (alignment.ts), job built (job.ts), setup sent, ready collected
  *   training   the ADMM loop (admm-loop.ts) or the SGD loop (sgd-loop.ts)
  *   finishing  done sent; every party closes after writing its model; summary written
  * A resumed job (--resume) is built from its checkpoint instead and starts training once
  * every party has rejoined. Any failure ends the job everywhere with the error that caused it.
  */
-import { randomBytes } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { ConfigError, DataError, InternalError, PeerError, hashIds, hashKeys } from '@admm-share/core';
-import { type Done, CLOSE_GRACE_MS, ENVELOPE_BYTES, HASH_KEY_BYTES, ID_HASH_BYTES, encode } from '@admm-share/protocol';
+import { ConfigError, DataError, InternalError, PeerError, PsiPool } from '@admm-share/core';
+import { type Done, type SampleSet, CLOSE_GRACE_MS, ENVELOPE_BYTES, POINT_BYTES, encode } from '@admm-share/protocol';
+import { Progress } from '@admm-share/runtime';
 import { Admission } from './admission.js';
 import { AdmmLoop } from './admm-loop.js';
 import { type AlignedSet, AlignmentError, alignSet } from './alignment.js';
@@ -21,9 +21,10 @@ import type { CoordinatorConfig, CoordinatorHandle } from './config.js';
 import { type Job, buildJob, evaluationSkipReason, participation, resolveAlgorithm, setupFor } from './job.js';
 import { runOneShot } from './oneshot-loop.js';
 import { type Labels, loadLabels } from './labels.js';
-import { Parties } from './parties.js';
+import { type Matched, Parties } from './parties.js';
+import { LabelPsi } from './psi.js';
 import type { Traffic } from './party-connection.js';
-import { type Summary, buildSummary, writeSummary } from './report.js';
+import { ALIGNMENT_METHOD, type Summary, buildSummary, writeSummary } from './report.js';
 import { type Server, listen } from './server.js';
 import { runSgd } from './sgd-loop.js';
 import { WarningLimiter } from './warnings.js';
@@ -49,7 +50,9 @@ class Coordinator {
   private readonly labels: Labels;
   private readonly testLabels: Labels | undefined;
   private readonly labelsDigest: string;
-  private readonly hashKey: Uint8Array;
+  private readonly psi: LabelPsi;
+  /** When the intersection began and ended, for the summary. */
+  private readonly alignment = { started: 0, seconds: 0 };
   private readonly resumeFrom: Checkpoint | undefined;
   private readonly traffic: Traffic = { in: 0, out: 0 };
   private readonly parties: Parties;
@@ -89,15 +92,22 @@ class Coordinator {
     this.labelsDigest = labelsDigest(this.labels, this.testLabels);
     this.resumeFrom = config.resume ? this.readResumable(config) : undefined;
     this.cfg = this.resumeFrom ? { ...config, jobId: this.resumeFrom.jobId } : config;
-    this.hashKey = this.resumeFrom?.hashKey ?? randomBytes(HASH_KEY_BYTES);
+    const progress = new Progress();
+    this.psi = new LabelPsi(new PsiPool(), { train: this.labels.ids, test: this.testLabels?.ids }, (set, what) => {
+      const since = performance.now();
+      return (done, total) => (done < total ? progress.fraction(`${set} ${what}`, done, total, since) : progress.done());
+    });
     this.maxRows = Math.ceil(config.maxRowsFactor * Math.max(this.labels.ids.length, this.testLabels?.ids.length ?? 0)) + SLACK_ROWS;
     log.info({ labels: config.labels, rows: this.labels.ids.length, testRows: this.testLabels?.ids.length ?? 0, classes: this.labels.classes }, 'labels loaded');
     const cfg = this.cfg;
     this.parties = new Parties({
       ids: cfg.parties,
       policy: { parties: cfg.parties, credentials: cfg.credentials, jobId: cfg.jobId, maxRows: this.maxRows },
-      hashKey: this.hashKey,
-      hasTestLabels: this.testLabels !== undefined,
+      psi: this.psi,
+      progress: (party, set) => {
+        const since = performance.now();
+        return (done, total) => (done < total ? progress.fraction(`${party} ${set} ids`, done, total, since) : progress.done());
+      },
       rejoinTimeoutMs: cfg.rejoinTimeoutMs,
       roundTimeoutMs: cfg.roundTimeoutMs,
       heartbeatMs: cfg.heartbeatMs,
@@ -127,10 +137,13 @@ class Coordinator {
 
   async start(): Promise<CoordinatorHandle> {
     const { cfg, log } = this;
-    // The largest legitimate frame: a party's id hashes (up to maxRows of them) or a
-    // vector of doubles over the label rows, whichever is larger.
-    const rowsForVectors = Math.max(this.labels.ids.length, this.testLabels?.ids.length ?? 0);
-    const maxPayload = Math.max(this.maxRows * ID_HASH_BYTES, rowsForVectors * 8) + ENVELOPE_BYTES;
+    // The largest legitimate frame: a party's ids (up to maxRows points, and one point per
+    // label id of the set) or a vector of doubles over the label rows, whichever is larger.
+    const labelRows = Math.max(this.labels.ids.length, this.testLabels?.ids.length ?? 0);
+    const maxPayload = Math.max((this.maxRows + labelRows) * POINT_BYTES, labelRows * 8) + ENVELOPE_BYTES;
+    // The label side of the intersection starts now, while the parties connect.
+    this.alignment.started = performance.now();
+    for (const set of ['train', 'test'] as const) if (this.psi.counts[set] > 0) this.psi.points(set).catch((err: Error) => this.fail(err));
     // The warnings that unauthenticated peers can cause, rate-limited (server and admission).
     const warnings = new WarningLimiter(log);
     const admission = new Admission({
@@ -187,9 +200,11 @@ class Coordinator {
       params: { variant: algorithm === 'admm' ? cfg.variant : algorithm, rho: result.rho.final, alpha: cfg.alpha, lambda: cfg.lambda, loss: cfg.loss },
     };
     await this.guard(parties.finish(done, CLOSE_GRACE_MS));
-    const summary = buildSummary({ cfg, job, result, participation: joined, parties: parties.list, traffic: this.traffic, setupSeconds, totalSeconds: (performance.now() - this.started) / 1000 });
+    const summary = buildSummary({ cfg, job, result, participation: joined, parties: parties.list, traffic: this.traffic, setupSeconds, totalSeconds: (performance.now() - this.started) / 1000,
+      alignment: { ...ALIGNMENT_METHOD, labelIds: this.psi.counts, seconds: this.resumeFrom ? null : this.alignment.seconds },
+    });
     writeSummary(cfg.out, summary);
-    // The checkpoint holds the alignment key and is of no use once the job is complete.
+    // The checkpoint is of no use once the job is complete.
     removeCheckpoint(join(cfg.out, CHECKPOINT_FILE));
     this.log.info({ rounds: summary.rounds, objective: summary.objective, reason: result.reason, test: summary.test }, 'job done');
     this.phase = 'done';
@@ -201,23 +216,23 @@ class Coordinator {
   /** waiting -> setup: every party joins, the samples are aligned, every party is set up and ready. */
   private async newJob(): Promise<{ job: Job; setupSeconds: number }> {
     const { cfg, parties, log } = this;
-    const ids = await this.guard(parties.allJoined());
+    const matched = await this.guard(parties.allJoined());
     const setupStart = performance.now();
+    this.alignment.seconds = (setupStart - this.alignment.started) / 1000;
     this.phase = 'setup';
     parties.lossPolicy = 'fatal';
     const skip = evaluationSkipReason(this.testLabels, parties.list);
     if (skip) log.warn({ parties: skip.parties }, skip.reason);
     const skipped = skip?.reason;
-    const train = this.align('train', this.labels, ids.map((x) => x.train));
-    const test = this.testLabels && !skipped ? this.align('test', this.testLabels, ids.map((x) => x.test ?? new Uint8Array(0))) : undefined;
+    const train = this.align('train', this.labels, matched);
+    const test = this.testLabels && !skipped ? this.align('test', this.testLabels, matched) : undefined;
     const samples = {
       labelRows: { train: train.labelRows, test: test?.labelRows ?? new Uint32Array(0) },
-      keptKeys: { train: train.keptKeys, test: test?.keptKeys ?? null },
       dropped: { train: train.dropped, test: test?.dropped ?? 0 },
     };
     const algorithm = resolveAlgorithm(cfg, parties.list, log);
     const job = buildJob(cfg, this.labels, this.testLabels, samples, skipped, undefined, algorithm);
-    log.info({ rows: job.n, dropped: samples.dropped.train, testRows: job.nTest, droppedTest: samples.dropped.test }, 'samples aligned');
+    log.info({ rows: job.n, dropped: samples.dropped.train, testRows: job.nTest, droppedTest: samples.dropped.test, method: 'ecdh-psi', seconds: this.alignment.seconds }, 'samples aligned');
     this.allowRejoins(job);
     const empty = new Uint32Array(0);
     const ready = await this.guard(
@@ -249,7 +264,7 @@ class Coordinator {
 
   private allowRejoins(job: Job): void {
     this.parties.rejoinSource = {
-      keptKeys: job.keptKeys,
+      labelRows: job.labelRows,
       setup: (party, rows) => setupFor(job, party, this.cfg.activeParty, rows),
       resume: (p) => {
         // A one-shot party is brought back by the request it has not answered (release or fit).
@@ -261,13 +276,13 @@ class Coordinator {
   }
 
   private loopDeps(job: Job) {
-    return { cfg: this.cfg, job, parties: this.parties, log: this.log, traffic: this.traffic, identity: { hashKey: this.hashKey, labelsDigest: this.labelsDigest } };
+    return { cfg: this.cfg, job, parties: this.parties, log: this.log, traffic: this.traffic, identity: { labelsDigest: this.labelsDigest } };
   }
 
   /** Align one set; a party at fault is named and closed, and the job fails. */
-  private align(set: 'train' | 'test', labels: Labels, hashes: Uint8Array[]): AlignedSet {
+  private align(set: SampleSet, labels: Labels, matched: Matched[]): AlignedSet {
     try {
-      return alignSet(set, hashKeys(hashIds(labels.ids, this.hashKey)), this.parties.list.map((p, m) => ({ id: p.id, hashes: hashes[m] })));
+      return alignSet(set, labels.ids.length, this.parties.list.map((p, m) => ({ id: p.id, positions: matched[m][set] ?? new Int32Array(0) })));
     } catch (err) {
       if (!(err instanceof AlignmentError)) throw err;
       const culprit = err.party === undefined ? undefined : this.parties.byId(err.party);

@@ -40,10 +40,9 @@ export function resolveAlgorithm(cfg: CoordinatorConfig, parties: readonly { id:
   return algorithm;
 }
 
-/** Which samples the job has: rows of the label files, their id keys, and how many ids were dropped. */
+/** Which samples the job has: rows of the label files (test: empty when the job does not evaluate), and how many label rows were dropped. */
 export interface Samples {
   labelRows: { train: Uint32Array; test: Uint32Array };
-  keptKeys: { train: string[]; test: string[] | null };
   dropped: { train: number; test: number };
 }
 

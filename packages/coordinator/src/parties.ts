@@ -1,16 +1,18 @@
 /**
  * The registry of the job's parties: one PartyConnection per configured id, in job order.
- * It admits hellos (first join or rejoin, via auth.ts), runs the joining handshake (ids) and
- * the rejoin handshake (ids, setup, ready, resume, then whatever the party had not answered),
+ * It admits hellos (first join or rejoin, via auth.ts), runs the joining handshake (the
+ * private set intersection: psi, ids) and the rejoin handshake (psi, ids, setup, ready,
+ * resume, then whatever the party had not answered),
  * keeps the rejoin timers and the heartbeat, decides what a lost connection means in the
  * current phase, and sends one message to every party.
  */
 import type { Logger } from 'pino';
 import type { WebSocket } from 'ws';
-import { PeerError } from '@admm-share/core';
+import { type PsiProgress, PeerError } from '@admm-share/core';
 import {
   type CoordinatorMessage,
   type Hello,
+  type Ids,
   type Resume,
   type SampleSet,
   type Setup,
@@ -20,7 +22,8 @@ import {
   encode,
 } from '@admm-share/protocol';
 import { type AuthPolicy, admitHello } from './auth.js';
-import { AlignmentError, indexIds, rowsFor } from './alignment.js';
+import { AlignmentError, rowsFor } from './alignment.js';
+import type { LabelPsi } from './psi.js';
 import { type PartyMessageType, type Reply, type Traffic, PartyConnection } from './party-connection.js';
 
 /** What a lost connection means: before the job, the party may join again; during it, it may rejoin or the job fails. */
@@ -28,7 +31,8 @@ export type LossPolicy = 'may-join-again' | 'may-rejoin' | 'fatal';
 
 /** How a rejoining party is brought back: its rows, the job's setup, and where to resume. */
 export interface RejoinSource {
-  keptKeys: { train: readonly string[]; test: readonly string[] | null };
+  /** The job's samples: rows of the label files (test: empty when the job does not evaluate). */
+  labelRows: { train: Uint32Array; test: Uint32Array };
   setup(party: string, rows: { train: Uint32Array; test: Uint32Array }): Setup;
   /** What brings the party back to where the job is (undefined: nothing, its outstanding request does). */
   resume(party: PartyConnection): Resume | undefined;
@@ -37,9 +41,10 @@ export interface RejoinSource {
 export interface PartiesOptions {
   ids: readonly string[];
   policy: AuthPolicy;
-  hashKey: Uint8Array;
-  /** Whether the coordinator has test labels (a party's test ids are aligned then). */
-  hasTestLabels: boolean;
+  /** The coordinator's half of the private set intersection (a party's test ids are aligned when it has test labels). */
+  psi: LabelPsi;
+  /** Progress of the intersection with one party, for a terminal. */
+  progress(party: string, set: SampleSet): PsiProgress;
   rejoinTimeoutMs: number;
   roundTimeoutMs: number;
   heartbeatMs: number;
@@ -49,6 +54,9 @@ export interface PartiesOptions {
   onFailure(err: Error): void;
 }
 
+/** One party's intersection with the labels, per set: label row -> position in the party's list, or -1. */
+export type Matched = Partial<Record<SampleSet, Int32Array>>;
+
 export class Parties {
   readonly list: PartyConnection[];
   /** Set by the phase machine as the job moves on. */
@@ -57,8 +65,8 @@ export class Parties {
   private finishing = false;
   /** Set once the job exists; until then a rejoin is refused. */
   rejoinSource: RejoinSource | undefined;
-  /** Each party's id hashes from its first join (cleared once aligned). */
-  private readonly hashes = new Map<string, { train?: Uint8Array; test?: Uint8Array }>();
+  /** Each party's intersection from its first join, per set: label row -> position in the party's list (cleared once aligned). */
+  private readonly matched = new Map<string, Matched>();
   private readonly rejoinTimers = new Map<string, NodeJS.Timeout>();
   private readonly heartbeat: NodeJS.Timeout;
   private joinWaiter: (() => void) | undefined;
@@ -100,28 +108,25 @@ export class Parties {
     p.noise = hello.noise;
     p.fileRows = { train: hello.trainRows, test: hello.testRows };
     p.attach(ws);
-    p.send({ type: 'welcome', protocolVersion: PROTOCOL_VERSION, jobId: this.opts.policy.jobId, hashKey: this.opts.hashKey });
+    p.send({ type: 'welcome', protocolVersion: PROTOCOL_VERSION, jobId: this.opts.policy.jobId });
     if (kind === 'join') {
       log.info({ party: p.id, features: hello.features, rows: hello.trainRows, testRows: hello.testRows }, 'party joined');
-      this.receiveIds(p, (ids) => {
-        this.hashes.set(p.id, ids);
-        if (this.list.every((q) => this.hashes.has(q.id))) this.joinWaiter?.();
+      this.intersect(p, (m) => {
+        this.matched.set(p.id, m);
+        if (this.list.every((q) => this.matched.has(q.id))) this.joinWaiter?.();
       });
     } else {
       log.info({ party: p.id }, 'party rejoining');
-      this.receiveIds(p, (ids) => this.realign(p, ids));
+      this.intersect(p, (m) => this.realign(p, m));
     }
   }
 
-  /** Resolves when every party has joined and sent its ids; returns them in job order. */
-  async allJoined(): Promise<{ train: Uint8Array; test: Uint8Array | undefined }[]> {
-    if (!this.list.every((q) => this.hashes.has(q.id))) await new Promise<void>((resolve) => (this.joinWaiter = resolve));
-    const ids = this.list.map((p) => {
-      const h = this.hashes.get(p.id)!;
-      return { train: h.train!, test: h.test };
-    });
-    this.hashes.clear();
-    return ids;
+  /** Resolves when every party has joined and its ids are intersected with the labels; returns them in job order. */
+  async allJoined(): Promise<Matched[]> {
+    if (!this.list.every((q) => this.matched.has(q.id))) await new Promise<void>((resolve) => (this.joinWaiter = resolve));
+    const matched = this.list.map((p) => this.matched.get(p.id)!);
+    this.matched.clear();
+    return matched;
   }
 
   /** A resumed coordinator: every party is away until it rejoins (within the rejoin window). */
@@ -176,35 +181,71 @@ export class Parties {
     for (const t of this.rejoinTimers.values()) clearTimeout(t);
   }
 
-  /** The train ids, then the test ids if the party has a test set. */
-  private receiveIds(p: PartyConnection, done: (ids: { train: Uint8Array; test?: Uint8Array }) => void): void {
-    const ctx = { jobId: this.opts.policy.jobId, declaredRows: p.fileRows };
-    const ids: { train?: Uint8Array; test?: Uint8Array } = {};
+  /**
+   * The private set intersection with one party: the label points of the training set (and
+   * of the test set, when both sides have one) go out, and each `ids` answer is matched off
+   * the main thread. `done` gets the result if the party is still on this connection.
+   */
+  private intersect(p: PartyConnection, done: (m: Matched) => void): void {
+    const { psi, policy } = this.opts;
+    const sets: SampleSet[] = psi.counts.test > 0 && p.fileRows.test > 0 ? ['train', 'test'] : ['train'];
+    const generation = p.generation;
+    const current = () => p.generation === generation && p.connected;
+    const matched: Matched = {};
+    const work = async () => {
+      for (const set of sets) {
+        const points = await psi.points(set);
+        if (current()) p.send({ type: 'psi', jobId: policy.jobId, set, points });
+      }
+    };
+    const received = new Set<SampleSet>();
     const next = () =>
-      p.expect(['ids'], ctx, (msg) => {
-        if (ids[msg.set]) throw new ProtocolError('unexpected', `${msg.set} ids sent twice`);
-        // Without test labels the coordinator aligns no test set.
-        ids[msg.set] = msg.set === 'test' && !this.opts.hasTestLabels ? new Uint8Array(0) : msg.hashes;
-        if (ids.train && (p.fileRows.test === 0 || ids.test)) done({ train: ids.train, ...(ids.test ? { test: ids.test } : {}) });
-        else next();
+      p.expect(['ids'], { jobId: policy.jobId, declaredRows: p.fileRows, labelIds: psi.counts }, (msg) => {
+        if (!sets.includes(msg.set)) throw new ProtocolError('unexpected', `${msg.set} ids, but no ${msg.set} set was asked for`);
+        if (received.has(msg.set)) throw new ProtocolError('unexpected', `${msg.set} ids sent twice`);
+        received.add(msg.set);
+        if (received.size < sets.length) next();
+        this.match(p, msg, (positions) => {
+          matched[msg.set] = positions;
+          if (sets.every((s) => matched[s]) && current()) done(matched);
+        });
       });
     next();
+    work().catch((err: unknown) => this.opts.onFailure(err as Error));
+  }
+
+  /** Match one answer off the main thread; a fault of the party closes its connection and fails the job. */
+  private match(p: PartyConnection, msg: Ids, deliver: (positions: Int32Array) => void): void {
+    const generation = p.generation;
+    this.opts.psi
+      .match(p.id, msg, this.opts.progress(p.id, msg.set))
+      .then((positions) => {
+        if (p.generation === generation) deliver(positions);
+      })
+      .catch((err: unknown) => {
+        if (p.generation !== generation) return;
+        if (err instanceof ProtocolError || err instanceof AlignmentError) {
+          p.close(err instanceof ProtocolError ? err.kind : 'alignment', err.message);
+          this.opts.onFailure(new PeerError(`party ${p.id}: ${err.message}`));
+        } else this.opts.onFailure(err as Error);
+      });
   }
 
   /**
-   * A rejoining party's ids: its rows are aligned anew against the job's samples (its file
-   * may have been reordered, not changed: every sample of the job must be there), it gets
-   * the job's setup, and after its ready the round to resume from, then what it has not answered.
+   * A rejoining party's intersection: its rows are aligned anew against the job's samples
+   * (its file may have been reordered, not changed: every sample of the job must be there),
+   * it gets the job's setup, and after its ready the round to resume from, then what it has
+   * not answered.
    */
-  private realign(p: PartyConnection, ids: { train: Uint8Array; test?: Uint8Array }): void {
+  private realign(p: PartyConnection, matched: Matched): void {
     const source = this.rejoinSource!;
     const rows = (set: SampleSet): Uint32Array => {
-      const kept = source.keptKeys[set];
-      const hashes = ids[set];
-      if (!kept || kept.length === 0) return new Uint32Array(0);
-      if (!hashes) throw new ProtocolError('alignment', `party ${p.id} rejoined without its ${set} set`);
+      const kept = source.labelRows[set];
+      const positions = matched[set];
+      if (kept.length === 0) return new Uint32Array(0);
+      if (!positions) throw new ProtocolError('alignment', `party ${p.id} rejoined without its ${set} set`);
       try {
-        return rowsFor(p.id, set, kept, indexIds(p.id, set, hashes));
+        return rowsFor(p.id, set, kept, positions);
       } catch (err) {
         if (err instanceof AlignmentError) throw new ProtocolError('alignment', err.message);
         throw err;
@@ -240,7 +281,7 @@ export class Parties {
         // Before the job starts a party may leave and join again (after fixing its data, say).
         log.warn({ party: p.id, code, reason }, 'party left before the job started');
         p.status = 'absent';
-        this.hashes.delete(p.id);
+        this.matched.delete(p.id);
         return;
       case 'may-rejoin':
         if (this.opts.rejoinTimeoutMs > 0) {

@@ -96,8 +96,12 @@ export class PartyConnection {
     private readonly deps: ConnectionDeps,
   ) {}
 
+  /** Connections taken over so far: work begun for an earlier one is not delivered to a later one. */
+  generation = 0;
+
   /** Take over a socket whose hello was accepted. */
   attach(ws: WebSocket): void {
+    this.generation++;
     this.ws = ws;
     this.status = 'connected';
     this.alive = true;

@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { DataError } from '@admm-share/core';
 import { ACCOUNTANT_NAMES, ALGORITHMS, LOSSES, MECHANISMS, NAME_RE, STOP_REASONS, VARIANTS } from '@admm-share/protocol';
-import type { Summary, TestMetrics, TraceLine } from './report.js';
+import { ALIGNMENT_METHOD, type Summary, type TestMetrics, type TraceLine } from './report.js';
 
 type Obj = Record<string, unknown>;
 
@@ -85,7 +85,7 @@ export function parseSummary(value: unknown, path: string): Summary {
   const o = c.obj(
     value,
     '',
-    ['jobId', 'algorithm', 'variant', 'loss', 'lambda', 'rho', 'alpha', 'rounds', 'reason', 'converged', 'objective', 'objectiveFrom', 'residuals', 'seconds', 'bytes', 'parties', 'rows', 'droppedRows', 'droppedTestRows', 'privacy'],
+    ['jobId', 'algorithm', 'variant', 'loss', 'lambda', 'rho', 'alpha', 'rounds', 'reason', 'converged', 'objective', 'objectiveFrom', 'residuals', 'seconds', 'bytes', 'parties', 'rows', 'droppedRows', 'droppedTestRows', 'alignment', 'privacy'],
     ['sgd', 'test', 'evaluation', 'oneShot', 'research'],
   );
   const algorithm = c.oneOf(o.algorithm, 'algorithm', ALGORITHMS);
@@ -134,6 +134,18 @@ export function parseSummary(value: unknown, path: string): Summary {
     rows: { train: c.int(rows.train, 'rows.train'), test: c.int(rows.test, 'rows.test') },
     droppedRows: c.int(o.droppedRows, 'droppedRows'),
     droppedTestRows: c.int(o.droppedTestRows, 'droppedTestRows'),
+    alignment: (() => {
+      const a = c.obj(o.alignment, 'alignment', ['method', 'group', 'hashToCurve', 'labelIds', 'seconds']);
+      if (a.method !== ALIGNMENT_METHOD.method) c.bad('alignment.method', `is ${show(a.method)}, expected '${ALIGNMENT_METHOD.method}'`);
+      const ids = c.obj(a.labelIds, 'alignment.labelIds', ['train', 'test']);
+      return {
+        method: ALIGNMENT_METHOD.method,
+        group: c.str(a.group, 'alignment.group'),
+        hashToCurve: c.str(a.hashToCurve, 'alignment.hashToCurve'),
+        labelIds: { train: c.int(ids.train, 'alignment.labelIds.train'), test: c.int(ids.test, 'alignment.labelIds.test') },
+        seconds: a.seconds === null ? null : c.num(a.seconds, 'alignment.seconds', 0),
+      };
+    })(),
     oneShot: oneShot && {
       activeParty: oneShot.activeParty === null ? null : c.name(oneShot.activeParty, 'oneShot.activeParty'),
       weights: Object.fromEntries(Object.entries(c.obj(oneShot.weights, 'oneShot.weights', [], 'any')).map(([k, v]) => [c.name(k, 'oneShot.weights key'), c.num(v, `oneShot.weights.${k}`)])),

@@ -75,6 +75,8 @@ export interface Summary {
   rows: { train: number; test: number };
   droppedRows: number;
   droppedTestRows: number;
+  /** How rows were aligned. */
+  alignment: AlignmentReport;
   /** Each party's privacy setting as it reported it, and the budget it had spent at the end. */
   privacy: (PrivacyInfo & { party: string; epsilonSpent: number })[];
   /** one-shot jobs only. */
@@ -82,6 +84,19 @@ export interface Summary {
   /** Present (RESEARCH_MODE) when noisy shares were sent every round. */
   research?: string;
 }
+
+/** How rows were aligned: always the private set intersection (docs/privacy.md, section 10). */
+export interface AlignmentReport {
+  method: 'ecdh-psi';
+  group: string;
+  hashToCurve: string;
+  /** Label ids the coordinator put into the intersection, per set (test: 0 without test labels). */
+  labelIds: { train: number; test: number };
+  /** From the coordinator's start until every party's ids were intersected; null for a resumed job (the parties were aligned as they rejoined). */
+  seconds: number | null;
+}
+
+export const ALIGNMENT_METHOD = { method: 'ecdh-psi', group: 'X25519 (Curve25519)', hashToCurve: 'SHA-512, Elligator 2 twice, added (RFC 9380 random-oracle form), as a Montgomery u-coordinate' } as const;
 
 /** One line of trace.jsonl. */
 export interface TraceLine {
@@ -177,9 +192,10 @@ export interface SummaryInput {
   traffic: Traffic;
   setupSeconds: number;
   totalSeconds: number;
+  alignment: AlignmentReport;
 }
 
-export function buildSummary({ cfg, job, result: r, participation, parties, traffic, setupSeconds, totalSeconds }: SummaryInput): Summary {
+export function buildSummary({ cfg, job, result: r, participation, parties, traffic, setupSeconds, totalSeconds, alignment }: SummaryInput): Summary {
   return {
     jobId: job.jobId,
     algorithm: job.setup.algorithm,
@@ -203,6 +219,7 @@ export function buildSummary({ cfg, job, result: r, participation, parties, traf
     rows: { train: job.n, test: job.nTest },
     droppedRows: job.dropped.train,
     droppedTestRows: job.dropped.test,
+    alignment,
     privacy: participation.privacy.map((q) => ({ ...q, epsilonSpent: r.epsilonSpent[q.party] ?? 0 })),
     ...(r.oneShot ? { oneShot: r.oneShot } : {}),
     ...(participation.noisy && job.setup.algorithm === 'admm' ? { research: RESEARCH_MODE } : {}),

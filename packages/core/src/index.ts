@@ -10,3 +10,5 @@ export * from './synthetic.js';
 export * from './privacy/accounting.js';
 export * from './privacy/noise.js';
 export * from './release.js';
+export * from './psi.js';
+export * from './psi-pool.js';

@@ -1,9 +1,9 @@
 import { resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
 import { ConfigError, FILE_FORMATS, ID_MODES } from '@admm-share/core';
-import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, requireInteger, runService } from '@admm-share/runtime';
+import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, requireInteger, requirePositive, runService } from '@admm-share/runtime';
 import { HEARTBEAT_TIMEOUT_MS, MECHANISMS, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS, ROLES } from '@admm-share/protocol';
-import { type PartyConfig, start } from './party.js';
+import { MAX_LABEL_FACTOR, type PartyConfig, start } from './party.js';
 import { DEFAULT_BX } from './privacy.js';
 import { RELEASE_DEFAULTS } from './release.js';
 
@@ -74,6 +74,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
     .option('tls-ca', { type: 'string', describe: 'wss://: trust only this CA (PEM) for the coordinator\'s certificate' })
     .option('tls-cert', { type: 'string', describe: 'mutual TLS: this party\'s client certificate (PEM)' })
     .option('tls-key', { type: 'string', describe: 'mutual TLS: its private key (PEM)' })
+    .option('max-label-factor', { type: 'number', default: MAX_LABEL_FACTOR, describe: "the coordinator's label ids of a set may be at most this many times this party's rows (plus 1024): it bounds how many candidate ids the coordinator can test against this party's" })
     .option('log-level', { choices: LOG_LEVELS, default: 'info' as const })
     .parseSync();
   if (a.role === 'active') {
@@ -118,6 +119,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
     heartbeatTimeoutMs: requireInteger('heartbeat-timeout', a['heartbeat-timeout'], MIN_HEARTBEAT_MS),
     token: readToken(a['token-file'], a.token),
     tls: readTls(a['tls-ca'], a['tls-cert'], a['tls-key']),
+    maxLabelFactor: requirePositive('max-label-factor', a['max-label-factor']),
     logLevel: a['log-level'],
   };
 }

@@ -14,6 +14,7 @@ import {
   closeKindOf,
   CLOSE_HANDSHAKE_MS,
   ENVELOPE_BYTES,
+  POINT_BYTES,
   MIN_HEARTBEAT_MS,
   RETRIABLE_CLOSE_CODES,
   closeReason,
@@ -45,12 +46,12 @@ const BUSY_CODE: number = CloseCodes.busy.code;
 
 /**
  * The largest frame the coordinator sends, from this party's row counts: setup (4 bytes per
- * row index, training and test) or resume (three vectors of 8 bytes per training row, which
- * also bounds a round's one vector and an SGD step's gradient and row indices), plus the
- * envelope. Never the ws default of 100 MiB.
+ * row index, training and test), resume (three vectors of 8 bytes per training row, which
+ * also bounds a round's one vector and an SGD step's gradient and row indices) or psi (a
+ * point per label id, up to the party's cap), plus the envelope. Never the ws default of 100 MiB.
  */
-export function maxPayloadFor(rows: { train: number; test: number }): number {
-  return Math.max(4 * (rows.train + rows.test), 3 * 8 * rows.train) + ENVELOPE_BYTES;
+export function maxPayloadFor(rows: { train: number; test: number; labelIds: number }): number {
+  return Math.max(4 * (rows.train + rows.test), 3 * 8 * rows.train, POINT_BYTES * rows.labelIds) + ENVELOPE_BYTES;
 }
 
 /** The coordinator's URL, checked: ws:// or wss://, and TLS options only with wss://. */

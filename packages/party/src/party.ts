@@ -4,11 +4,13 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import { type FeatureTable, type ReadOptions, ConfigError, DataError, InternalError, PeerError, readFeatureFile } from '@admm-share/core';
-import { type CloseKind, type Role, ProtocolError, assertNever, encode } from '@admm-share/protocol';
+import { type FeatureTable, type PsiProgress, type ReadOptions, ConfigError, DataError, InternalError, PeerError, PsiPool, readFeatureFile } from '@admm-share/core';
+import { type CloseKind, type Role, type SampleSet, ProtocolError, assertNever, encode } from '@admm-share/protocol';
+import { Progress } from '@admm-share/runtime';
 import { CoordinatorLink, maxPayloadFor } from './link.js';
 import { ledgerPath, writeModelFiles } from './model-file.js';
 import { type PrivacyConfig, Privacy, normaliseRows, validatePrivacyConfig } from './privacy.js';
+import { PartyPsi } from './psi.js';
 import { type Outcome, type SessionEnv, connectionLost, connectionOpened, handle, newSession, validationContext } from './session.js';
 
 export { privacyReportPath } from './model-file.js';
@@ -44,7 +46,18 @@ export interface PartyConfig {
   token?: string;
   /** wss://: trust only this CA for the coordinator's certificate (pinning); cert and key for mutual TLS. */
   tls?: { ca?: string; cert?: string; key?: string };
+  /**
+   * The coordinator's label set of a `psi` may hold at most this many times this party's rows
+   * (default MAX_LABEL_FACTOR): the coordinator chooses that set, so a cap bounds how many
+   * candidate ids it can test against this party's.
+   */
+  maxLabelFactor?: number;
 }
+
+/** Default of --max-label-factor (as the coordinator's --max-rows-factor the other way). */
+export const MAX_LABEL_FACTOR = 10;
+/** Label ids allowed beyond the factor, so that a party with few rows can still join a larger job. */
+const SLACK_LABEL_IDS = 1024;
 
 export interface PartyHandle {
   done: Promise<PartyResult>;
@@ -100,6 +113,8 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
     features,
     privacy,
     ledgerPath: ledgerPath(config.model),
+    psi: new PartyPsi(new PsiPool(), { train: train.ids, test: test?.ids }, psiProgress()),
+    maxLabelIds: Math.ceil((config.maxLabelFactor ?? MAX_LABEL_FACTOR) * Math.max(train.ids.length, test?.ids.length ?? 0)) + SLACK_LABEL_IDS,
     log,
   };
   return run(config, env, rowsScaled);
@@ -109,6 +124,15 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
  * The model file's folder, created if missing and checked writable before joining: the ledger
  * and a one-shot release are written there mid-job, before anything is sent.
  */
+/** A progress bar for the intersection on a terminal (silent otherwise). */
+function psiProgress(): (set: SampleSet, what: string) => PsiProgress {
+  const bar = new Progress();
+  return (set, what) => {
+    const since = performance.now();
+    return (done, total) => (done < total ? bar.fraction(`${set} ${what}`, done, total, since) : bar.done());
+  };
+}
+
 function modelFolder(model: string): void {
   const dir = dirname(model);
   try {
@@ -201,7 +225,7 @@ function run(config: PartyConfig, env: SessionEnv, rowsScaled: number): PartyHan
     {
       coordinator: config.coordinator,
       tls: config.tls,
-      maxPayload: maxPayloadFor({ train: env.train.ids.length, test: env.test?.ids.length ?? 0 }),
+      maxPayload: maxPayloadFor({ train: env.train.ids.length, test: env.test?.ids.length ?? 0, labelIds: env.maxLabelIds }),
       connectTimeoutMs: config.connectTimeoutMs,
       reconnectTimeoutMs: config.reconnectTimeoutMs,
       heartbeatTimeoutMs: config.heartbeatTimeoutMs,

@@ -1,10 +1,10 @@
 // The job as this party sees it: the state machine driven by the coordinator's messages
-// (challenge, welcome, setup, resume, round, evaluate, sgd, release, fit, done), one small handler each.
+// (challenge, welcome, psi, setup, resume, round, evaluate, sgd, release, fit, done), one small handler each.
 // The state is a plain object passed to every handler; a handler returns what to send and
 // what the connection should do next, so a session runs without a socket (tests feed it).
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { type Csr, type FeatureTable, type LossName, ConfigError, csrSelectRows, hashIds, helloProof, predictScores } from '@admm-share/core';
+import { type Csr, type FeatureTable, type LossName, ConfigError, csrSelectRows, helloProof, predictScores } from '@admm-share/core';
 import {
   type Challenge,
   type CoordinatorMessage,
@@ -12,17 +12,21 @@ import {
   type Fit,
   type Role,
   type PartyMessage,
+  type Psi,
   type Resume,
+  type SampleSet,
   type Round,
   type Setup,
   type Sgd,
   type ValidationContext,
   type Welcome,
+  POINT_BYTES,
   PROTOCOL_VERSION,
   ProtocolError,
   assertNever,
 } from '@admm-share/protocol';
 import { type Privacy, normaliseRows } from './privacy.js';
+import type { PartyPsi } from './psi.js';
 import { type ActiveFit, PassiveModel, fitInWorker, releaseTarget } from './release.js';
 import { replayRound } from './replay.js';
 import { SgdModel } from './sgd.js';
@@ -65,10 +69,12 @@ export interface SessionState {
    * request (after a rejoin, which rebuilds the model) waits for it instead of fitting again.
    */
   fitWork: { key: string; fit: Promise<ActiveFit> } | undefined;
+  /** The sets whose `psi` this connection has answered: a second one for a set is refused. */
+  psiSets: Set<SampleSet>;
 }
 
 export function newSession(): SessionState {
-  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined };
+  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined, psiSets: new Set() };
 }
 
 /** What the session reads and never changes: this party's configuration, data and privacy. */
@@ -88,6 +94,10 @@ export interface SessionEnv {
   privacy: Privacy;
   /** Where the privacy ledger is kept between restarts. */
   ledgerPath: string;
+  /** This party's side of the private set intersection (its key and order last as long as the process). */
+  psi: Pick<PartyPsi, 'answer' | 'fileRows'>;
+  /** The most label ids a `psi` may carry (admm-party --max-label-ids). */
+  maxLabelIds: number;
   log: Logger;
 }
 
@@ -118,6 +128,7 @@ export type Outcome =
 export function connectionOpened(s: SessionState): void {
   s.phase = 'challenge';
   s.connection++;
+  s.psiSets.clear();
 }
 
 /** The connection broke: nothing is expected until a new one opens. */
@@ -138,6 +149,7 @@ export function validationContext(s: SessionState, env: SessionEnv): ValidationC
     step: m?.kind === 'sgd' ? m.step + 1 : undefined,
     batchRows: m?.kind === 'sgd' ? m.rows.length : 0,
     fileRows: { train: env.train.ids.length, test: env.test?.ids.length ?? 0 },
+    maxLabelIds: env.maxLabelIds,
   };
 }
 
@@ -148,6 +160,8 @@ export function handle(s: SessionState, env: SessionEnv, msg: CoordinatorMessage
       return onChallenge(s, env, msg);
     case 'welcome':
       return onWelcome(s, env, msg);
+    case 'psi':
+      return onPsi(s, env, msg);
     case 'setup':
       return onSetup(s, env, msg);
     case 'resume':
@@ -214,9 +228,27 @@ function onWelcome(s: SessionState, env: SessionEnv, msg: Welcome): Outcome {
   s.phase = 'setup';
   env.log.info({ jobId: msg.jobId, rejoin }, 'joined job');
   if (env.privacy.enabled && !rejoin) env.privacy.restoreLedger(env.ledgerPath, msg.jobId);
-  const messages: PartyMessage[] = [{ type: 'ids', jobId: msg.jobId, set: 'train', hashes: hashIds(env.train.ids, msg.hashKey) }];
-  if (env.test) messages.push({ type: 'ids', jobId: msg.jobId, set: 'test', hashes: hashIds(env.test.ids, msg.hashKey) });
-  return { kind: 'answered', messages };
+  return { kind: 'answered', messages: [] };
+}
+
+/**
+ * The coordinator's half of the private set intersection of one set: answered with this
+ * party's points and the coordinator's blinded again (psi.ts), computed off the main thread.
+ * Once per set and connection: a repeat is refused.
+ */
+function onPsi(s: SessionState, env: SessionEnv, msg: Psi): Outcome {
+  expectPhase(s, 'setup');
+  if (s.psiSets.has(msg.set)) throw new ProtocolError('unexpected', `psi for the ${msg.set} set twice on one connection`);
+  s.psiSets.add(msg.set);
+  const labelIds = msg.points.length / POINT_BYTES;
+  const t0 = performance.now();
+  const connection = s.connection;
+  const work = env.psi.answer(msg.set, msg.points).then((answer): Outcome => {
+    env.log.info({ set: msg.set, labelIds, ids: answer.points.length / POINT_BYTES, seconds: (performance.now() - t0) / 1000 }, 'ids intersected (ECDH PSI)');
+    if (s.connection !== connection) return reply();
+    return reply({ type: 'ids', jobId: msg.jobId, set: msg.set, ...answer });
+  });
+  return { kind: 'later', work };
 }
 
 function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
@@ -229,8 +261,11 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
         ? "the coordinator names this party its active party (the label holder's organisation: it gets the labels and sends no noise), but it was started as passive; only a party of that organisation should agree, with --role active"
         : `this party was started with --role active, but the coordinator does not name it its active party (admm-coordinator --active-party ${env.partyId})`,
     );
-  let D = csrSelectRows(env.train.X, msg.trainRows);
-  let testX = env.test && msg.testRows.length > 0 ? csrSelectRows(env.test.X, msg.testRows) : undefined;
+  // The coordinator names rows by their position in the order this party sent its ids.
+  const trainRows = env.psi.fileRows('train', msg.trainRows);
+  const testRows = env.psi.fileRows('test', msg.testRows);
+  let D = csrSelectRows(env.train.X, trainRows);
+  let testX = env.test && testRows.length > 0 ? csrSelectRows(env.test.X, testRows) : undefined;
   let model: Model;
   let bw: number | undefined;
   if (msg.algorithm === 'sgd') {
@@ -245,7 +280,7 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
       const target = releaseTarget(msg.labels);
       bw = target.bw;
       const passive = new PassiveModel(D, target.target, privacy.releaseBounds);
-      model = { kind: 'passive', passive, rows: msg.trainRows };
+      model = { kind: 'passive', passive, rows: trainRows };
     }
   } else {
     const x = new RidgeXUpdate(D, msg.lambda, env.intercept);

@@ -1,24 +1,19 @@
 /**
  * Every message of the admm-share protocol. See PROTOCOL.md for the state machine.
  * Party -> coordinator: hello, ids, ready, share, exhausted, scores, batchScores, released, fitted.
- * Coordinator -> party: challenge, welcome, setup, resume, round, evaluate, sgd, release, fit, done.
+ * Coordinator -> party: challenge, welcome, psi, setup, resume, round, evaluate, sgd, release, fit, done.
  */
 import type { AccountantName, AlgorithmName, LossName, MechanismName, Role, SampleSet, StopReason } from './names.js';
 
-export const PROTOCOL_VERSION = 7;
+export const PROTOCOL_VERSION = 8;
 
-/** Bytes per keyed id hash (HMAC-SHA256 truncated to 128 bits). */
-export const ID_HASH_BYTES = 16;
+/** Bytes of a point of the private set intersection: an X25519 u-coordinate (RFC 7748), as core's POINT_BYTES. */
+export const POINT_BYTES = 32;
 /**
  * Bytes of the challenge nonce: 256 random bits per connection, so a nonce never repeats
  * and a recorded hello proof is worthless on another connection.
  */
 export const NONCE_BYTES = 32;
-/**
- * Bytes of the job's id-hash key (the HMAC-SHA256 key of `welcome`): as long as the hash's
- * output, the least RFC 2104 (section 3) recommends.
- */
-export const HASH_KEY_BYTES = 32;
 /**
  * Bytes of MessagePack framing allowed on top of a message's vectors (type tag, field names,
  * job id of at most 64 characters, scalars, typed-array headers: a few hundred bytes); each
@@ -76,22 +71,39 @@ export interface Welcome {
   type: 'welcome';
   protocolVersion: number;
   jobId: string;
-  /** Key for the id hashes of this job (HMAC-SHA256), HASH_KEY_BYTES random bytes. */
-  hashKey: Uint8Array;
 }
 
+/**
+ * Private set intersection (ECDH over X25519, docs/privacy.md section 10), coordinator's
+ * half: its label ids of one set, each hashed onto the curve and blinded with the
+ * coordinator's key a, in an order shuffled by the coordinator. The party answers with `ids`.
+ */
+export interface Psi {
+  type: 'psi';
+  jobId: string;
+  set: SampleSet;
+  /** POINT_BYTES per label id: H(id)^a, shuffled. */
+  points: Uint8Array;
+}
+
+/** The party's half of the private set intersection of one set, the answer to `psi`. */
 export interface Ids {
   type: 'ids';
   jobId: string;
   set: SampleSet;
-  /** ID_HASH_BYTES per row, in the party's file order. */
-  hashes: Uint8Array;
+  /** POINT_BYTES per row of the party's file: H(id)^b under the party's key b, in an order shuffled by the party. */
+  points: Uint8Array;
+  /** The `psi` points blinded again with b: H(label id)^(ab), in the order they came. */
+  labelPoints: Uint8Array;
 }
 
 export interface Setup {
   type: 'setup';
   jobId: string;
-  /** Row i of the aligned training set is row trainRows[i] of the party's file. */
+  /**
+   * Row i of the aligned training set is the party's point trainRows[i] of its `ids`, in the
+   * order the party sent them (which the party maps back to a row of its file).
+   */
   trainRows: Uint32Array;
   testRows: Uint32Array;
   lambda: number;
@@ -283,7 +295,7 @@ export interface Done {
 }
 
 export type PartyMessage = Hello | Ids | Ready | Share | Exhausted | Scores | BatchScores | Released | Fitted;
-export type CoordinatorMessage = Challenge | Welcome | Setup | Resume | Round | Evaluate | Sgd | Release | Fit | Done;
+export type CoordinatorMessage = Challenge | Welcome | Psi | Setup | Resume | Round | Evaluate | Sgd | Release | Fit | Done;
 export type Message = PartyMessage | CoordinatorMessage;
 export type MessageType = Message['type'];
 

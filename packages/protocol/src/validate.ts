@@ -2,13 +2,12 @@ import { ProtocolError } from './errors.js';
 import {
   type CoordinatorMessage,
   type Done,
-  HASH_KEY_BYTES,
-  ID_HASH_BYTES,
   MAX_PENALTY_SQ,
   MAX_SHARE_MAGNITUDE,
   NAME_RE,
   NONCE_BYTES,
   type PartyMessage,
+  POINT_BYTES,
   PROOF_BYTES,
   type PrivacyInfo,
 } from './messages.js';
@@ -40,6 +39,10 @@ export interface ValidationContext {
   round?: number;
   /** Rows the party declared in its hello (coordinator side, for `ids`). */
   declaredRows?: { train: number; test: number };
+  /** Label ids of each set the coordinator sent in `psi` (coordinator side, for `ids`). */
+  labelIds?: { train: number; test: number };
+  /** The most label ids a `psi` may carry (party side). */
+  maxLabelIds?: number;
   /** Rows in the party's own files (party side, for `setup`). */
   fileRows?: { train: number; test: number };
   /** The SGD step the receiver expects. */
@@ -138,6 +141,17 @@ function bytes(o: Obj, type: string, key: string): Uint8Array {
   return v;
 }
 
+/**
+ * A list of points: whole POINT_BYTES each, and `count` of them when known. Whether each is a
+ * point of the curve is checked where it is used (core's checkPoints), off the main thread.
+ */
+function pointList(o: Obj, type: string, key: string, count: number | undefined, mismatch: (n: number) => string): Uint8Array {
+  const v = bytes(o, type, key);
+  if (v.length % POINT_BYTES !== 0) invalid(`${type}.${key}: ${v.length} bytes is not a whole number of ${POINT_BYTES}-byte points`);
+  if (count !== undefined && v.length !== count * POINT_BYTES) invalid(`${type}.${key}: ${mismatch(v.length / POINT_BYTES)}`);
+  return v;
+}
+
 function rowIndex(o: Obj, type: string, key: string, length: number | undefined, bound: number | undefined): Uint32Array {
   const v = o[key];
   if (!(v instanceof Uint32Array)) invalid(`${type}.${key}: expected a Uint32Array, got ${describe(v)}`);
@@ -196,15 +210,14 @@ export function validatePartyMessage(value: unknown, ctx: ValidationContext = {}
       };
     }
     case 'ids': {
-      exactKeys(o, type, ['type', 'jobId', 'set', 'hashes']);
+      exactKeys(o, type, ['type', 'jobId', 'set', 'points', 'labelPoints']);
       const jobId = job(o, type, ctx);
       const set: SampleSet = oneOf(o, type, 'set', SAMPLE_SETS);
-      const hashes = bytes(o, type, 'hashes');
-      if (hashes.length % ID_HASH_BYTES !== 0) invalid(`ids.hashes: ${hashes.length} bytes is not a multiple of ${ID_HASH_BYTES}`);
       const rows = ctx.declaredRows?.[set];
-      if (rows !== undefined && hashes.length !== rows * ID_HASH_BYTES)
-        invalid(`ids.hashes: ${hashes.length / ID_HASH_BYTES} ${set} ids, the hello declared ${rows}`);
-      return { type, jobId, set, hashes };
+      const points = pointList(o, type, 'points', rows, (n) => `${n} ${set} ids, the hello declared ${rows}`);
+      const labelIds = ctx.labelIds?.[set];
+      const labelPoints = pointList(o, type, 'labelPoints', labelIds, (n) => `${n} points, the coordinator sent ${labelIds}`);
+      return { type, jobId, set, points, labelPoints };
     }
     case 'ready': {
       exactKeys(o, type, ['type', 'jobId', 'privacy']);
@@ -316,10 +329,19 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
       return { type, protocolVersion: count(o, type, 'protocolVersion'), nonce };
     }
     case 'welcome': {
-      exactKeys(o, type, ['type', 'protocolVersion', 'jobId', 'hashKey']);
-      const hashKey = bytes(o, type, 'hashKey');
-      if (hashKey.length !== HASH_KEY_BYTES) invalid(`welcome.hashKey: ${hashKey.length} bytes, expected ${HASH_KEY_BYTES}`);
-      return { type, protocolVersion: count(o, type, 'protocolVersion'), jobId: job(o, type, ctx), hashKey };
+      exactKeys(o, type, ['type', 'protocolVersion', 'jobId']);
+      return { type, protocolVersion: count(o, type, 'protocolVersion'), jobId: job(o, type, ctx) };
+    }
+    case 'psi': {
+      exactKeys(o, type, ['type', 'jobId', 'set', 'points']);
+      const jobId = job(o, type, ctx);
+      const set: SampleSet = oneOf(o, type, 'set', SAMPLE_SETS);
+      const points = pointList(o, type, 'points', undefined, () => '');
+      const n = points.length / POINT_BYTES;
+      if (n === 0) invalid(`psi.points: no ${set} label ids`);
+      if (ctx.maxLabelIds !== undefined && n > ctx.maxLabelIds)
+        invalid(`psi.points: ${n} ${set} label ids, more than this party accepts (${ctx.maxLabelIds}, admm-party --max-label-ids)`);
+      return { type, jobId, set, points };
     }
     case 'setup': {
       exactKeys(o, type, ['type', 'jobId', 'trainRows', 'testRows', 'lambda', 'loss', 'rounds', 'rho', 'parties', 'algorithm', 'role', 'labels']);

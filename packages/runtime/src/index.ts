@@ -1,1 +1,2 @@
 export * from './cli-support.js';
+export * from './progress.js';

@@ -11,7 +11,8 @@ import { get as httpGet } from 'node:http';
 import { type Socket, createConnection } from 'node:net';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
-import { hashIds, syntheticDataset } from '@admm-share/core';
+import { syntheticDataset } from '@admm-share/core';
+import { psiAnswer } from './psi-peer.js';
 import {
   HTTP_HEADERS_TIMEOUT_MS,
   HTTP_TIMEOUT_CHECK_MS,
@@ -354,7 +355,9 @@ function hostileParty(port: number, o: HostileOptions) {
         break;
       case 'welcome':
         jobId = msg.jobId;
-        ws.send(encode({ type: 'ids', jobId, set: 'train', hashes: hashIds(o.ids, msg.hashKey) }));
+        break;
+      case 'psi':
+        ws.send(encode(psiAnswer(o.ids, msg)));
         break;
       case 'setup':
         n = msg.trainRows.length;

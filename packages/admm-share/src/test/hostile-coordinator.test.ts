@@ -21,6 +21,7 @@ import {
   validatePartyMessage,
 } from '@admm-share/protocol';
 import { writeVerticalSplit } from '../split.js';
+import { psiLabels } from './psi-peer.js';
 import { BIN, killAll, run, tempDir } from './procs.js';
 
 after(killAll);
@@ -51,7 +52,7 @@ interface Fake {
 
 /**
  * A coordinator that answers the connections `busy` picks (by number, from 1) with 4014, as a
- * flooded one does, runs challenge, welcome and setup (the party's file rows in order) on the
+ * flooded one does, runs challenge, welcome, psi and setup (all of the party's rows) on the
  * others, and hands each message from `ready` on to `script`. An invalid frame is recorded
  * and closes the connection with 4003, as the real coordinator does.
  */
@@ -94,7 +95,8 @@ async function fakeCoordinator(t: { after(fn: () => unknown): void }, script: Sc
       }
       if (msg.type === 'hello') {
         n = msg.trainRows;
-        send({ type: 'welcome', protocolVersion: PROTOCOL_VERSION, jobId: JOB, hashKey: new Uint8Array(32).fill(7) });
+        send({ type: 'welcome', protocolVersion: PROTOCOL_VERSION, jobId: JOB });
+        send(psiLabels(JOB, ['label-1', 'label-2', 'label-3']));
       } else if (msg.type === 'ids') {
         if (msg.set !== 'train') return;
         const trainRows = Uint32Array.from({ length: n }, (_, i) => i);

@@ -7,7 +7,8 @@ import { readFileSync } from 'node:fs';
 import { createConnection } from 'node:net';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
-import { hashIds, syntheticDataset } from '@admm-share/core';
+import { syntheticDataset } from '@admm-share/core';
+import { psiAnswer } from './psi-peer.js';
 import { CloseCodes, PROTOCOL_VERSION, decode, encode, validateCoordinatorMessage } from '@admm-share/protocol';
 import { writeVerticalSplit } from '../split.js';
 import { BIN, killAll, run, tempDir } from './procs.js';
@@ -114,10 +115,9 @@ test('a party that goes silent ends the job after --round-timeout with a clear e
     if (msg.type === 'round') asked ??= Date.now();
     if (msg.type === 'challenge')
       ws.send(encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'silent', jobId: null, features: 1, trainRows: s.train.ids.length, testRows: 0, proof: null, noise: false }));
-    else if (msg.type === 'welcome') {
-      jobId = msg.jobId;
-      ws.send(encode({ type: 'ids', jobId, set: 'train', hashes: hashIds(s.train.ids, msg.hashKey) }));
-    } else if (msg.type === 'setup')
+    else if (msg.type === 'welcome') jobId = msg.jobId;
+    else if (msg.type === 'psi') ws.send(encode(psiAnswer(s.train.ids, msg)));
+    else if (msg.type === 'setup')
       ws.send(encode({ type: 'ready', jobId, privacy: { mechanism: 'none', epsilon: null, delta: null, rounds: 40, sigma: 0, sensitivity: 0, accountant: null, seeded: false } }));
     // round 1: no answer
   });

@@ -5,7 +5,8 @@ import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
-import { hashIds, syntheticDataset } from '@admm-share/core';
+import { syntheticDataset } from '@admm-share/core';
+import { psiAnswer } from './psi-peer.js';
 import { PROTOCOL_VERSION, decode, encode, validateCoordinatorMessage } from '@admm-share/protocol';
 import { writeVerticalSplit } from '../split.js';
 import { privacyVectors, relDiff } from '@admm-share/core/test-support';
@@ -139,7 +140,8 @@ test('a party that refuses a round ends the job cleanly with the model of the ro
         ws.send(encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'refuser', jobId: null, features: 1, trainRows: n, testRows: 0, proof: null, noise: false }));
       } else if (msg.type === 'welcome') {
         jobId = msg.jobId;
-        ws.send(encode({ type: 'ids', jobId, set: 'train', hashes: hashIds(s.train.ids, msg.hashKey) }));
+      } else if (msg.type === 'psi') {
+        ws.send(encode(psiAnswer(s.train.ids, msg)));
       } else if (msg.type === 'setup') {
         ws.send(encode({ type: 'ready', jobId, privacy: { mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, rounds: 20, sigma: 3, sensitivity: 1, accountant: 'exact', seeded: false } }));
       } else if (msg.type === 'round') {

@@ -62,6 +62,9 @@ function env(opts: { privacy?: PrivacyConfig; intercept?: boolean; ledgerPath?: 
     features: FEATURES,
     privacy: new Privacy(opts.privacy ?? NO_PRIVACY),
     ledgerPath: opts.ledgerPath ?? '/nonexistent/ledger.json',
+    // The intersection is not under test here (psi.test.ts): setup names file rows directly.
+    psi: { answer: () => Promise.reject(new Error('no psi in these tests')), fileRows: (_set, positions) => positions },
+    maxLabelIds: 1000,
     role: 'passive',
     log: opts.log ?? pino({ level: 'silent' }),
   };
@@ -81,7 +84,7 @@ function replies(o: Outcome): PartyMessage[] {
 function joinJob(s: SessionState, e: SessionEnv): void {
   connectionOpened(s);
   assert.equal(replies(feed(s, e, { type: 'challenge', protocolVersion: PROTOCOL_VERSION, nonce: new Uint8Array(32).fill(1) }))[0].type, 'hello');
-  assert.equal(feed(s, e, { type: 'welcome', protocolVersion: PROTOCOL_VERSION, jobId: JOB, hashKey: new Uint8Array(32).fill(2) }).kind, 'answered');
+  assert.equal(feed(s, e, { type: 'welcome', protocolVersion: PROTOCOL_VERSION, jobId: JOB }).kind, 'answered');
   const setup: CoordinatorMessage = { type: 'setup', jobId: JOB, trainRows: TRAIN_ROWS, testRows: new Uint32Array(0), lambda: LAMBDA, loss: 'logistic', rounds: 20, rho: RHO, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0) };
   assert.equal(feed(s, e, setup).kind, 'joined');
 }
@@ -308,6 +311,7 @@ test("the largest resume (three vectors over every training row) fits the party'
   for (const rows of [1, 1000, 70000]) {
     const v = () => Float64Array.from({ length: rows }, (_, i) => -Math.PI * (i + 1));
     const bytes = encode({ type: 'resume', jobId: 'j'.repeat(64), round: 2 ** 40, rho: Math.E, c: v(), previousShare: v(), share: v() }).length;
-    assert.ok(bytes <= maxPayloadFor({ train: rows, test: 0 }), `${rows} rows: resume is ${bytes} bytes, maxPayload ${maxPayloadFor({ train: rows, test: 0 })}`);
+    const max = maxPayloadFor({ train: rows, test: 0, labelIds: 0 });
+    assert.ok(bytes <= max, `${rows} rows: resume is ${bytes} bytes, maxPayload ${max}`);
   }
 });

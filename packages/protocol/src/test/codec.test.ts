@@ -80,9 +80,10 @@ function roundTrip(msg: Message, ctx: ValidationContext): Message {
   return validated;
 }
 
-function hashes(rows: number, seed: number): Uint8Array {
+/** `rows` random byte strings of `width` bytes (16: a proof's half; 32: a PSI point), concatenated. */
+function hashes(rows: number, seed: number, width = 16): Uint8Array {
   const rnd = seeded(seed);
-  const h = new Uint8Array(rows * 16);
+  const h = new Uint8Array(rows * width);
   for (let i = 0; i < h.length; i++) h[i] = randInt(rnd, 256);
   return h;
 }
@@ -116,15 +117,38 @@ test('round trip: hello (with and without a job id)', () => {
   assert.equal((roundTrip(b, {}) as { jobId: string | null }).jobId, null);
 });
 
-test('round trip: ids with 0, 1 and 70000 hashes, train and test sets', () => {
+test('round trip: ids with 0, 1 and 70000 points, against 3 and 70000 label points, train and test sets', () => {
   for (const rows of LENGTHS) {
-    for (const set of ['train', 'test'] as const) {
-      const msg: Message = { type: 'ids', jobId: JOB, set, hashes: hashes(rows, rows + 7) };
-      const ctx: ValidationContext = { jobId: JOB, declaredRows: { train: set === 'train' ? rows : 5, test: set === 'test' ? rows : 5 } };
-      const out = roundTrip(msg, ctx);
-      assert.equal(out.type === 'ids' && out.hashes.length, rows * 16);
+    for (const labels of [3, 70000]) {
+      for (const set of ['train', 'test'] as const) {
+        const msg: Message = { type: 'ids', jobId: JOB, set, points: hashes(rows, rows + 7, 32), labelPoints: hashes(labels, labels, 32) };
+        const ctx: ValidationContext = {
+          jobId: JOB,
+          declaredRows: { train: set === 'train' ? rows : 5, test: set === 'test' ? rows : 5 },
+          labelIds: { train: set === 'train' ? labels : 5, test: set === 'test' ? labels : 5 },
+        };
+        const out = roundTrip(msg, ctx);
+        assert.equal(out.type === 'ids' && out.points.length, rows * 32);
+        assert.equal(out.type === 'ids' && out.labelPoints.length, labels * 32);
+      }
     }
   }
+});
+
+test('ids: points not whole, or not as many as declared, are refused with what is wrong', () => {
+  const ctx: ValidationContext = { jobId: JOB, declaredRows: { train: 3, test: 0 }, labelIds: { train: 2, test: 0 } };
+  const ok = { type: 'ids', jobId: JOB, set: 'train', points: hashes(3, 1, 32), labelPoints: hashes(2, 2, 32) } as const;
+  assert.throws(() => roundTrip({ ...ok, points: new Uint8Array(95) }, ctx), /ids\.points: 95 bytes is not a whole number of 32-byte points/);
+  assert.throws(() => roundTrip({ ...ok, points: hashes(4, 1, 32) }, ctx), /ids\.points: 4 train ids, the hello declared 3/);
+  assert.throws(() => roundTrip({ ...ok, labelPoints: hashes(3, 1, 32) }, ctx), /ids\.labelPoints: 3 points, the coordinator sent 2/);
+});
+
+test('psi: label points whole, at least one, at most what the party accepts', () => {
+  const out = roundTrip({ type: 'psi', jobId: JOB, set: 'test', points: hashes(70000, 3, 32) }, { jobId: JOB, maxLabelIds: 70000 });
+  assert.ok(out.type === 'psi' && out.points.length === 70000 * 32 && out.set === 'test');
+  assert.throws(() => roundTrip({ type: 'psi', jobId: JOB, set: 'train', points: new Uint8Array(0) }, { jobId: JOB }), /psi\.points: no train label ids/);
+  assert.throws(() => roundTrip({ type: 'psi', jobId: JOB, set: 'train', points: new Uint8Array(33) }, { jobId: JOB }), /psi\.points: 33 bytes/);
+  assert.throws(() => roundTrip({ type: 'psi', jobId: JOB, set: 'train', points: hashes(11, 3, 32) }, { jobId: JOB, maxLabelIds: 10 }), /11 train label ids, more than this party accepts \(10, admm-party --max-label-ids\)/);
 });
 
 test('round trip: ready', () => {
@@ -154,11 +178,9 @@ test('round trip: scores with vectors of length 0, 1 and 70000', () => {
 // ---------------------------------------------------------------------------------------
 // Round trips, coordinator -> party
 
-test('round trip: welcome with a 32-byte key', () => {
-  const hashKey = new Uint8Array(32);
-  for (let i = 0; i < 32; i++) hashKey[i] = 255 - i * 7;
-  const out = roundTrip({ type: 'welcome', protocolVersion: 1, jobId: JOB, hashKey }, { jobId: JOB });
-  assert.ok(out.type === 'welcome' && out.hashKey.length === 32);
+test('round trip: welcome', () => {
+  const out = roundTrip({ type: 'welcome', protocolVersion: 1, jobId: JOB }, { jobId: JOB });
+  assert.ok(out.type === 'welcome' && out.jobId === JOB);
 });
 
 test('round trip: setup with 1 and 70000 training rows, 0, 1 and 70000 test rows', () => {
@@ -334,11 +356,12 @@ test('decode of random bytes throws ProtocolError or yields a value every valida
 function sampleMessages(): Message[] {
   return [
     { type: 'hello', protocolVersion: 1, partyId: 'p1', jobId: null, features: 3, trainRows: 10, testRows: 4, proof: null, noise: false },
-    { type: 'ids', jobId: JOB, set: 'train', hashes: hashes(3, 1) },
+    { type: 'ids', jobId: JOB, set: 'train', points: hashes(3, 1, 32), labelPoints: hashes(2, 5, 32) },
     { type: 'ready', jobId: JOB, privacy: NO_PRIVACY },
     { type: 'share', jobId: JOB, round: 4, share: awkwardVector(5, 1, MAX_SHARE_MAGNITUDE), penaltySq: 0.25, epsilonSpent: 0 },
     { type: 'scores', jobId: JOB, round: 4, scores: awkwardVector(2, 1, MAX_SHARE_MAGNITUDE) },
-    { type: 'welcome', protocolVersion: 1, jobId: JOB, hashKey: hashes(2, 2) },
+    { type: 'welcome', protocolVersion: 1, jobId: JOB },
+    { type: 'psi', jobId: JOB, set: 'train', points: hashes(4, 2, 32) },
     { type: 'setup', jobId: JOB, trainRows: new Uint32Array([4, 0, 2]), testRows: new Uint32Array([1]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0) },
     { type: 'round', jobId: JOB, round: 4, rho: 2, c: awkwardVector(5, 9) },
     { type: 'resume', jobId: JOB, round: 3, rho: 2, c: awkwardVector(5, 10), previousShare: awkwardVector(5, 11), share: awkwardVector(5, 12) },
@@ -450,7 +473,7 @@ function randomMessage(rnd: () => number): Message {
     case 0:
       return { type: 'hello', protocolVersion: 1, partyId: `p${randInt(rnd, 100)}`, jobId: rnd() < 0.5 ? null : JOB, features: 1 + n, trainRows: 1 + n, testRows: n, proof: rnd() < 0.5 ? null : hashes(2, randInt(rnd, 1e9)), noise: false };
     case 1:
-      return { type: 'ids', jobId: JOB, set: rnd() < 0.5 ? 'train' : 'test', hashes: hashes(rnd() < 0.5 ? 3 : n, randInt(rnd, 1e9)) };
+      return { type: 'ids', jobId: JOB, set: rnd() < 0.5 ? 'train' : 'test', points: hashes(rnd() < 0.5 ? 3 : n, randInt(rnd, 1e9), 32), labelPoints: hashes(rnd() < 0.5 ? 2 : n, randInt(rnd, 1e9), 32) };
     case 2:
       return { type: 'ready', jobId: JOB, privacy: NO_PRIVACY };
     case 3:
@@ -458,7 +481,7 @@ function randomMessage(rnd: () => number): Message {
     case 4:
       return { type: 'scores', jobId: JOB, round, scores: vec() };
     case 5:
-      return { type: 'welcome', protocolVersion: 1, jobId: JOB, hashKey: hashes(2, randInt(rnd, 1e9)) };
+      return rnd() < 0.5 ? { type: 'welcome', protocolVersion: 1, jobId: JOB } : { type: 'psi', jobId: JOB, set: rnd() < 0.5 ? 'train' : 'test', points: hashes(1 + n, randInt(rnd, 1e9), 32) };
     case 6:
       return {
         type: 'setup',
@@ -579,7 +602,12 @@ function assertSatisfiesContext(m: PartyMessage | CoordinatorMessage, ctx: Valid
       if (ctx.n !== undefined) for (const r of m.rows) if (r >= ctx.n) fail(`row ${r} of ${ctx.n}`);
       break;
     case 'ids':
-      if (ctx.declaredRows !== undefined && m.hashes.length !== 16 * ctx.declaredRows[m.set]) fail(`${m.hashes.length} bytes of ${m.set} hashes`);
+      if (ctx.declaredRows !== undefined && m.points.length !== 32 * ctx.declaredRows[m.set]) fail(`${m.points.length} bytes of ${m.set} points`);
+      if (ctx.labelIds !== undefined && m.labelPoints.length !== 32 * ctx.labelIds[m.set]) fail(`${m.labelPoints.length} bytes of ${m.set} label points`);
+      break;
+    case 'psi':
+      if (m.points.length === 0 || m.points.length % 32 !== 0) fail(`${m.points.length} bytes of label points`);
+      if (ctx.maxLabelIds !== undefined && m.points.length > 32 * ctx.maxLabelIds) fail(`${m.points.length / 32} label points`);
       break;
     case 'setup':
       if (m.trainRows.length === 0) fail('no training rows');

@@ -6,8 +6,7 @@ import {
   closeKindOf,
   closeReason,
   ENVELOPE_BYTES,
-  HASH_KEY_BYTES,
-  ID_HASH_BYTES,
+  POINT_BYTES,
   MAX_CLOSE_REASON_BYTES,
   MAX_PENALTY_SQ,
   MAX_SHARE_MAGNITUDE,
@@ -37,23 +36,25 @@ const N_TEST = 3;
 const ROUND = 7;
 const FILE_ROWS = { train: 10, test: 5 };
 const DECLARED = { train: 3, test: 2 };
+const LABEL_IDS = { train: 4, test: 1 };
 
 /** A context with every field set, matching the base messages below. */
-const CTX: ValidationContext = { jobId: JOB, n: N, nTest: N_TEST, round: ROUND, declaredRows: DECLARED, fileRows: FILE_ROWS, passive: 1 };
+const CTX: ValidationContext = { jobId: JOB, n: N, nTest: N_TEST, round: ROUND, declaredRows: DECLARED, labelIds: LABEL_IDS, maxLabelIds: 6, fileRows: FILE_ROWS, passive: 1 };
 
 /** Fresh valid messages (as plain objects), each accepted by its validator under CTX. */
 function base(): Record<string, Obj> {
   return {
     hello: { type: 'hello', protocolVersion: 1, partyId: 'party-A', jobId: JOB, features: 5, trainRows: 10, testRows: 5, proof: new Uint8Array(32).fill(1), noise: true },
     challenge: { type: 'challenge', protocolVersion: 4, nonce: new Uint8Array(32).fill(9) },
-    ids: { type: 'ids', jobId: JOB, set: 'train', hashes: new Uint8Array(16 * DECLARED.train).fill(9) },
+    ids: { type: 'ids', jobId: JOB, set: 'train', points: new Uint8Array(32 * DECLARED.train).fill(9), labelPoints: new Uint8Array(32 * LABEL_IDS.train).fill(7) },
     ready: { type: 'ready', jobId: JOB, privacy: NO_PRIVACY },
     exhausted: { type: 'exhausted', jobId: JOB, round: ROUND, epsilonSpent: 0.75 },
     batchScores: { type: 'batchScores', jobId: JOB, step: 7, scores: new Float64Array([0.5, -1, 2]) },
     sgd: { type: 'sgd', jobId: JOB, step: 7, epoch: 2, lr: 0.5, gradient: new Float64Array([0.1, -0.2, 0.3]), rows: new Uint32Array([3, 0, 2]), full: false },
     share: { type: 'share', jobId: JOB, round: ROUND, share: new Float64Array([1, -0, 1e-300, -1.5]), penaltySq: 2.5, epsilonSpent: 0 },
     scores: { type: 'scores', jobId: JOB, round: ROUND, scores: new Float64Array([0.5, -2, MAX_SHARE_MAGNITUDE]) },
-    welcome: { type: 'welcome', protocolVersion: 1, jobId: JOB, hashKey: new Uint8Array(32).fill(1) },
+    welcome: { type: 'welcome', protocolVersion: 1, jobId: JOB },
+    psi: { type: 'psi', jobId: JOB, set: 'train', points: new Uint8Array(32 * 5).fill(3) },
     setup: { type: 'setup', jobId: JOB, trainRows: new Uint32Array([9, 0, 4, 2]), testRows: new Uint32Array([4, 1, 0]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0) },
     round: { type: 'round', jobId: JOB, round: ROUND, rho: 1.5, c: new Float64Array([0, 1, 2, 3]) },
     resume: {
@@ -82,7 +83,7 @@ function base(): Record<string, Obj> {
 }
 
 const PARTY_TYPES = ['batchScores', 'exhausted', 'hello', 'ids', 'ready', 'share', 'scores', 'released', 'fitted'];
-const COORD_TYPES = ['welcome', 'setup', 'resume', 'round', 'evaluate', 'done'];
+const COORD_TYPES = ['welcome', 'psi', 'setup', 'resume', 'round', 'evaluate', 'done'];
 
 function validatorFor(type: string): Validator {
   return PARTY_TYPES.includes(type) ? validatePartyMessage : validateCoordinatorMessage;
@@ -225,7 +226,7 @@ test('every missing field of every message type is invalid', () => {
 
 test('an extra field in any message type is invalid', () => {
   for (const type of Object.keys(base())) {
-    for (const extra of [{ extra: 1 }, { Type: type }, { hashes2: new Uint8Array(16) }, { proto: null }]) {
+    for (const extra of [{ extra: 1 }, { Type: type }, { points2: new Uint8Array(32) }, { proto: null }]) {
       rejects(type, extra, 'invalid', CTX, /unexpected field/);
     }
   }
@@ -311,10 +312,11 @@ test('row indices, hashes and keys of the wrong type are invalid', () => {
     rejects('setup', { testRows: v }, 'invalid', {}, /expected a Uint32Array/);
   }
   for (const v of [Array.from({ length: 48 }, () => 0), 'x'.repeat(48), new Float64Array(6), new Uint32Array(12)]) {
-    rejects('ids', { hashes: v }, 'invalid', CTX, /expected bytes/);
+    rejects('ids', { points: v }, 'invalid', CTX, /expected bytes/);
+    rejects('ids', { labelPoints: v }, 'invalid', CTX, /expected bytes/);
+    rejects('psi', { points: v }, 'invalid', CTX, /expected bytes/);
   }
   for (const v of [Array.from({ length: 32 }, () => 0), 'k'.repeat(32), new Float64Array(4), new Uint32Array(8)]) {
-    rejects('welcome', { hashKey: v }, 'invalid', CTX, /expected bytes/);
   }
 });
 
@@ -395,7 +397,7 @@ test('a vector length different from ctx.n / ctx.nTest is invalid', () => {
 });
 
 test("a jobId that differs from ctx.jobId is 'wrongJob' for every type that carries one", () => {
-  for (const type of ['ids', 'ready', 'share', 'scores', 'welcome', 'setup', 'resume', 'round', 'evaluate', 'done']) {
+  for (const type of ['ids', 'ready', 'share', 'scores', 'welcome', 'psi', 'setup', 'resume', 'round', 'evaluate', 'done']) {
     for (const other of ['job-2', 'Job-1', 'job-1x']) {
       rejects(type, { jobId: other }, 'wrongJob', CTX, new RegExp(`'${other}'`));
     }
@@ -427,23 +429,34 @@ test('invalid names for partyId and jobId are invalid (not wrongJob)', () => {
   accepts('hello', { partyId: 'A.b_c-9' });
 });
 
-test('ids.hashes whose length is not a multiple of 16 is invalid', () => {
-  for (const len of [1, 15, 17, 33, 16 * DECLARED.train + 1, 16 * DECLARED.train - 1]) {
-    rejects('ids', { hashes: new Uint8Array(len) }, 'invalid', CTX, /multiple of 16/);
-    rejects('ids', { hashes: new Uint8Array(len) }, 'invalid', {}, /multiple of 16/);
+test('ids.points, ids.labelPoints and psi.points whose length is not a whole number of 32-byte points are invalid', () => {
+  for (const len of [1, 16, 31, 33, 32 * DECLARED.train + 1, 32 * DECLARED.train - 1]) {
+    for (const ctx of [CTX, {}]) {
+      rejects('ids', { points: new Uint8Array(len) }, 'invalid', ctx, /ids\.points: \d+ bytes is not a whole number of 32-byte points/);
+      rejects('ids', { labelPoints: new Uint8Array(len) }, 'invalid', ctx, /ids\.labelPoints: \d+ bytes is not a whole number/);
+      rejects('psi', { points: new Uint8Array(len) }, 'invalid', ctx, /psi\.points: \d+ bytes is not a whole number/);
+    }
   }
-  accepts('ids', { hashes: new Uint8Array(16 * 5) }, {});
-  accepts('ids', { hashes: new Uint8Array(0) }, {});
+  accepts('ids', { points: new Uint8Array(32 * 5), labelPoints: new Uint8Array(32 * 9) }, {});
+  accepts('ids', { points: new Uint8Array(0), labelPoints: new Uint8Array(0) }, {});
+  rejects('psi', { points: new Uint8Array(0) }, 'invalid', {}, /psi\.points: no train label ids/);
 });
 
-test('ids.hashes with a row count different from ctx.declaredRows is invalid, per set', () => {
+test('ids with a row count other than the hello declared, or label points other than the coordinator sent, are invalid, per set', () => {
   for (const rows of [0, DECLARED.train - 1, DECLARED.train + 1]) {
-    rejects('ids', { set: 'train', hashes: new Uint8Array(16 * rows) }, 'invalid', CTX, /the hello declared 3/);
+    rejects('ids', { set: 'train', points: new Uint8Array(32 * rows) }, 'invalid', CTX, /the hello declared 3/);
   }
-  // The test set is compared with declaredRows.test, not .train.
-  rejects('ids', { set: 'test', hashes: new Uint8Array(16 * DECLARED.train) }, 'invalid', CTX, /the hello declared 2/);
-  accepts('ids', { set: 'test', hashes: new Uint8Array(16 * DECLARED.test) });
+  for (const n of [0, LABEL_IDS.train - 1, LABEL_IDS.train + 1]) {
+    rejects('ids', { set: 'train', labelPoints: new Uint8Array(32 * n) }, 'invalid', CTX, /the coordinator sent 4/);
+  }
+  // The test set is compared with declaredRows.test and labelIds.test, not .train.
+  rejects('ids', { set: 'test', points: new Uint8Array(32 * DECLARED.train), labelPoints: new Uint8Array(32 * LABEL_IDS.test) }, 'invalid', CTX, /the hello declared 2/);
+  rejects('ids', { set: 'test', points: new Uint8Array(32 * DECLARED.test), labelPoints: new Uint8Array(32 * LABEL_IDS.train) }, 'invalid', CTX, /the coordinator sent 1/);
+  accepts('ids', { set: 'test', points: new Uint8Array(32 * DECLARED.test), labelPoints: new Uint8Array(32 * LABEL_IDS.test) });
   rejects('ids', { set: 'validation' }, 'invalid');
+  // A party caps the label set it blinds (the coordinator's set is its input to the intersection).
+  rejects('psi', { points: new Uint8Array(32 * 7) }, 'invalid', CTX, /7 train label ids, more than this party accepts \(6/);
+  accepts('psi', { points: new Uint8Array(32 * 6) });
 });
 
 test('setup row indices out of range, duplicated, or an empty trainRows are invalid', () => {
@@ -462,13 +475,6 @@ test('setup row indices out of range, duplicated, or an empty trainRows are inva
   rejects('setup', { trainRows: new Uint32Array(0) }, 'invalid', {}, /no training rows/);
   accepts('setup', { testRows: new Uint32Array(0) });
   rejects('setup', { loss: 'hinge' }, 'invalid');
-});
-
-test('welcome.hashKey that is not exactly 32 bytes is invalid', () => {
-  for (const len of [0, 1, 16, 31, 33, 64]) {
-    rejects('welcome', { hashKey: new Uint8Array(len) }, 'invalid', CTX, new RegExp(`${len} bytes, expected 32`));
-  }
-  accepts('welcome', { hashKey: new Uint8Array(32) }, {});
 });
 
 test('done.params with a missing key, an extra key or of the wrong shape is invalid', () => {
@@ -560,11 +566,10 @@ test('a party retries after going away (1001), no status (1005) and a dropped co
     assert.equal(RETRIABLE_CLOSE_CODES.has(CloseCodes[kind].code), kind === 'goingAway', kind);
 });
 
-test('the sizes PROTOCOL.md gives: 32-byte nonce, hash key and proof, 16-byte id hashes, 123-byte close reasons', () => {
+test('the sizes PROTOCOL.md gives: 32-byte nonce, proof and PSI points, 123-byte close reasons', () => {
   assert.equal(NONCE_BYTES, 32);
-  assert.equal(HASH_KEY_BYTES, 32);
   assert.equal(PROOF_BYTES, 32);
-  assert.equal(ID_HASH_BYTES, 16);
+  assert.equal(POINT_BYTES, 32);
   assert.equal(MAX_CLOSE_REASON_BYTES, 125 - 2);
   assert.ok(Number.isInteger(ENVELOPE_BYTES) && ENVELOPE_BYTES >= 1024);
 });

@@ -15,6 +15,16 @@ export class Progress {
     this.drawn = true;
   }
 
+  /** `label`: a bar of done out of total, with the rate since `since` (a performance.now()). */
+  fraction(label: string, done: number, total: number, since: number): void {
+    if (!this.tty) return;
+    const width = 30;
+    const filled = Math.round((width * Math.min(done, total)) / Math.max(total, 1));
+    const rate = done / Math.max((performance.now() - since) / 1000, 1e-3);
+    this.stream.write(`\r\x1b[K[${'#'.repeat(filled)}${'.'.repeat(width - filled)}] ${label} ${done}/${total} (${Math.round(rate)}/s)`);
+    this.drawn = true;
+  }
+
   message(text: string): void {
     if (!this.tty) return;
     this.stream.write(`\r\x1b[K${text}`);

@@ -1,0 +1,179 @@
+// The private set intersection: what the coordinator sees of a party's ids (the party's and
+// the coordinator's real code, in one process, with the coordinator's key known to the test
+// so that it can compute everything a coordinator can), and hostile peers over real
+// processes: every new message (psi, ids) with the wrong length, a point off the curve, the
+// identity, or sent twice, is refused by name and the job stops with an error.
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { join } from 'node:path';
+import { WebSocket, WebSocketServer } from 'ws';
+import { POINT_BYTES, PsiPool, blindPoints, hashToPoints, newPsiKey, pointKeys, syntheticDataset } from '@admm-share/core';
+import { LabelPsi } from '@admm-share/coordinator';
+import { PartyPsi } from '@admm-share/party';
+import { type Ids, type PartyMessage, CloseCodes, PROTOCOL_VERSION, decode, encode, validateCoordinatorMessage, validatePartyMessage } from '@admm-share/protocol';
+import { writeVerticalSplit } from '../split.js';
+import { BIN, killAll, run, tempDir } from './procs.js';
+import { psiAnswer, psiLabels } from './psi-peer.js';
+
+after(killAll);
+
+const quiet = () => () => undefined;
+const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `cust-${from + i}`);
+
+test("the coordinator's view of a party's ids: replacing an id outside the intersection gives a transcript of the same form and size, with nothing to match an id the coordinator picks", async () => {
+  const pool = new PsiPool();
+  const labels = range(0, 200);
+  const a = newPsiKey();
+  const coordinator = new LabelPsi(pool, { train: labels, test: undefined }, quiet, a);
+  const psi = { type: 'psi', jobId: 'j', set: 'train', points: await coordinator.points('train') } as const;
+  const held = range(100, 300); // the intersection is cust-100 .. cust-199
+  const swapped = held.map((id) => (id === 'cust-250' ? 'cust-9999' : id));
+  const views = [];
+  for (const ids of [held, swapped]) {
+    const answer = await new PartyPsi(pool, { train: ids, test: undefined }, quiet).answer('train', psi.points);
+    const msg: Ids = { type: 'ids', jobId: 'j', set: 'train', ...answer };
+    const bytes = encode(msg);
+    const positions = await coordinator.match('p', validatePartyMessage(decode(bytes), {}) as Ids, quiet());
+    views.push({ msg, bytes, matched: [...positions.keys()].filter((r) => positions[r] >= 0) });
+  }
+  // Same form and size: the message's fields and length, and the intersection the coordinator learns.
+  assert.equal(views[0].bytes.length, views[1].bytes.length);
+  assert.deepEqual(Object.keys(views[0].msg), Object.keys(views[1].msg));
+  assert.deepEqual(views[0].matched, Array.from({ length: 100 }, (_, i) => 100 + i));
+  assert.deepEqual(views[1].matched, views[0].matched);
+  // Everything the coordinator can compute from an id it picks (the one replaced, the one put
+  // in its place, any other) with its own key: H(id) and H(id)^a. None of it is anywhere in
+  // what it received, nor in the party's points blinded again with a.
+  for (const { msg } of views) {
+    const seen = new Set([...pointKeys(msg.points), ...pointKeys(msg.labelPoints), ...pointKeys(blindPoints(msg.points, a))]);
+    // The party's points blinded with a equal its answer's label points exactly for the 100 ids in common.
+    assert.equal(seen.size, 200 + 200 + 200 - 100);
+    for (const id of ['cust-250', 'cust-9999', 'cust-150', 'cust-5']) {
+      const h = hashToPoints([id]);
+      for (const k of pointKeys(h).concat(pointKeys(blindPoints(h, a)))) assert.ok(!seen.has(k), `${id} can be matched`);
+    }
+  }
+});
+
+function files(dir: string) {
+  const s = syntheticDataset({ trainRows: 120, testRows: 0, seed: 'psi-hostile' });
+  return { s, files: writeVerticalSplit(join(dir, 'data'), s.blocks, s.train, s.test) };
+}
+
+/** A real coordinator, the real party-1, and `party-2` played by a socket that answers psi with `forge`. */
+async function hostileParty(t: { after(fn: () => void): void }, forge: (honest: Ids, ws: WebSocket) => void) {
+  const dir = tempDir(t);
+  const { s, files: f } = files(dir);
+  const out = join(dir, 'out');
+  const coord = run(BIN.coordinator, ['--port', '0', '--labels', f.labels, '--parties', 'party-1,party-2', '--out', out, '--rounds', '5']);
+  const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
+  const real = run(BIN.party, ['--coordinator', `ws://127.0.0.1:${port}`, '--id', 'party-1', '--data', f.parties[0].train, '--ids', 'first', '--mechanism', 'none', '--model', join(out, 'm.json'), '--connect-timeout', '2000']);
+  const ws = new WebSocket(`ws://127.0.0.1:${port}`);
+  ws.on('error', () => undefined);
+  const closed = new Promise<{ code: number; reason: string }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() })));
+  ws.on('message', (data: Buffer) => {
+    const msg = validateCoordinatorMessage(decode(data));
+    if (msg.type === 'challenge')
+      ws.send(encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'party-2', jobId: null, features: 1, trainRows: s.train.ids.length, testRows: 0, proof: null, noise: false }));
+    else if (msg.type === 'psi') forge(psiAnswer(s.train.ids, msg), ws);
+  });
+  const exit = await coord.exit;
+  await real.exit;
+  return { exit, stderr: coord.stderr(), close: await closed };
+}
+
+const onCurveNot = (() => {
+  // u = 2 is on the twist of Curve25519 (2^3 + 486662 * 4 + 2 is not a square mod 2^255 - 19).
+  const b = new Uint8Array(POINT_BYTES);
+  b[0] = 2;
+  return b;
+})();
+
+for (const [what, forge, expect] of [
+  ['a point of its ids off the curve', (m: Ids) => m.points.set(onCurveNot, 5 * POINT_BYTES), /party party-2: ids\.points: point 5 is not on Curve25519/],
+  ['the identity among its label points', (m: Ids) => m.labelPoints.fill(0, 7 * POINT_BYTES, 8 * POINT_BYTES), /party party-2: ids\.labelPoints: point 7 is the identity/],
+  ['points of the wrong length', (m: Ids) => (m.points = m.points.subarray(0, m.points.length - 3)), /party party-2: ids\.points: \d+ bytes is not a whole number of 32-byte points/],
+  ['one id fewer than its hello declared', (m: Ids) => (m.points = m.points.subarray(0, m.points.length - POINT_BYTES)), /ids\.points: 119 train ids, the hello declared 120/],
+] as const) {
+  test(`a hostile party's ids with ${what}: refused by name (4003), the job stops`, async (t) => {
+    const r = await hostileParty(t, (honest, ws) => {
+      forge(honest);
+      ws.send(encode(honest));
+    });
+    assert.equal(r.exit.code, 69, r.stderr);
+    assert.match(r.stderr, expect);
+    assert.equal(r.close.code, CloseCodes.invalid.code);
+  });
+}
+
+test("a hostile party's ids sent twice (a replay): refused as unexpected, the job stops", async (t) => {
+  const r = await hostileParty(t, (honest, ws) => {
+    ws.send(encode(honest));
+    ws.send(encode(honest));
+  });
+  assert.equal(r.exit.code, 69, r.stderr);
+  assert.match(r.stderr, /party party-2: .*train ids sent twice|party party-2: .*'ids' while waiting|party party-2: a message when none was asked for/);
+  assert.equal(r.close.code, CloseCodes.unexpected.code);
+});
+
+/** A coordinator written here: challenge, welcome, then what `psi` sends; records the party's close. */
+async function hostileCoordinator(t: { after(fn: () => void): void }, psi: (send: (m: unknown) => void, n: number) => void) {
+  const dir = tempDir(t);
+  const { files: f } = files(dir);
+  const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
+  await new Promise<void>((resolve) => wss.once('listening', resolve));
+  t.after(() => {
+    for (const c of wss.clients) c.terminate();
+    wss.close();
+  });
+  const received: PartyMessage['type'][] = [];
+  const closed = new Promise<{ code: number; reason: string }>((resolve) =>
+    wss.on('connection', (ws) => {
+      ws.on('error', () => undefined);
+      ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
+      const send = (m: unknown) => ws.send(encode(m as never));
+      ws.on('message', (data: Buffer) => {
+        const msg = validatePartyMessage(decode(data));
+        received.push(msg.type);
+        if (msg.type === 'hello') {
+          send({ type: 'welcome', protocolVersion: PROTOCOL_VERSION, jobId: 'psi-job' });
+          psi(send, msg.trainRows);
+        }
+      });
+      send({ type: 'challenge', protocolVersion: PROTOCOL_VERSION, nonce: new Uint8Array(32).fill(1) });
+    }),
+  );
+  const port = (wss.address() as { port: number }).port;
+  const party = run(BIN.party, ['--coordinator', `ws://127.0.0.1:${port}`, '--id', 'party-1', '--data', f.parties[0].train, '--ids', 'first', '--mechanism', 'none', '--model', join(dir, 'm.json')]);
+  const exit = await party.exit;
+  return { exit, stderr: party.stderr(), close: await closed, received };
+}
+
+const labelPoints = () => psiLabels('psi-job', range(0, 50));
+for (const [what, psi, expect, code] of [
+  ['a label point off the curve', (send: (m: unknown) => void) => {
+    const m = labelPoints();
+    m.points.set(onCurveNot, 3 * POINT_BYTES);
+    send(m);
+  }, /psi\.points: point 3 is not on Curve25519/, CloseCodes.invalid.code],
+  ['the identity as a label point', (send: (m: unknown) => void) => {
+    const m = labelPoints();
+    m.points.fill(0, 0, POINT_BYTES);
+    send(m);
+  }, /psi\.points: point 0 is the identity/, CloseCodes.invalid.code],
+  ['label points of the wrong length', (send: (m: unknown) => void) => send({ ...labelPoints(), points: new Uint8Array(33) }), /psi\.points: 33 bytes is not a whole number of 32-byte points/, CloseCodes.invalid.code],
+  ['more label ids than the party accepts', (send: (m: unknown) => void) => send({ ...labelPoints(), points: blindPoints(hashToPoints(range(0, 2300)), newPsiKey()) }), /2300 train label ids, more than this party accepts \(2224/, CloseCodes.invalid.code],
+  ['the same psi twice (a replay)', (send: (m: unknown) => void) => {
+    const m = labelPoints();
+    send(m);
+    send(m);
+  }, /psi for the train set twice on one connection/, CloseCodes.unexpected.code],
+] as const) {
+  test(`a hostile coordinator's psi with ${what}: the party refuses it by name and stops (exit 69)`, async (t) => {
+    const r = await hostileCoordinator(t, (send) => psi(send));
+    assert.equal(r.exit.code, 69, r.stderr);
+    assert.match(r.stderr, expect);
+    assert.equal(r.close.code, code);
+    assert.ok(!r.received.includes('ids') || what.includes('twice'), `the party answered: ${r.received.join(', ')}`);
+  });
+}

@@ -1,0 +1,110 @@
+/**
+ * The PSI group operations over all cores: a set is cut into chunks, each worker thread
+ * takes the next chunk, and progress is reported as chunks finish. A small set is done on
+ * the calling thread (starting threads would cost more than it saves). The pool's threads
+ * end when the work does, so a pool holds nothing between calls.
+ */
+import { availableParallelism } from 'node:os';
+import { Worker } from 'node:worker_threads';
+import { POINT_BYTES, PointError, blindPoints, checkPoints, hashToPoints } from './psi.js';
+
+/** Items per chunk: a few tens of milliseconds of work, small enough for smooth progress. */
+const CHUNK = 4096;
+
+export type PsiTask =
+  | { op: 'hash'; ids: string[] }
+  | { op: 'blind'; points: Uint8Array; key: Uint8Array; check: boolean }
+  | { op: 'check'; points: Uint8Array };
+
+export function runPsiTask(task: PsiTask): Uint8Array {
+  switch (task.op) {
+    case 'hash':
+      return hashToPoints(task.ids);
+    case 'blind':
+      if (task.check) checkPoints(task.points);
+      return blindPoints(task.points, task.key);
+    case 'check':
+      checkPoints(task.points);
+      return new Uint8Array(0);
+  }
+}
+
+/** Called as chunks finish: items done of the total. */
+export type PsiProgress = (done: number, total: number) => void;
+
+export interface PsiPoolOptions {
+  /** Worker threads (default: every core). */
+  threads?: number;
+  /** Sets up to this many items run on the calling thread (default: one chunk). */
+  inlineBelow?: number;
+}
+
+export class PsiPool {
+  private readonly threads: number;
+  private readonly inlineBelow: number;
+
+  constructor(opts: PsiPoolOptions = {}) {
+    this.threads = Math.max(1, opts.threads ?? availableParallelism());
+    this.inlineBelow = opts.inlineBelow ?? CHUNK;
+  }
+
+  /** H(id) for every id, in order. */
+  hash(ids: readonly string[], progress?: PsiProgress): Promise<Uint8Array> {
+    return this.run(ids.length, (a, b) => ({ op: 'hash', ids: ids.slice(a, b) }), progress);
+  }
+
+  /** Every point checked (if `check`: it came from a peer) and blinded with `key`, in order. */
+  blind(points: Uint8Array, key: Uint8Array, check: boolean, progress?: PsiProgress): Promise<Uint8Array> {
+    return this.run(points.length / POINT_BYTES, (a, b) => ({ op: 'blind', points: points.slice(a * POINT_BYTES, b * POINT_BYTES), key, check }), progress);
+  }
+
+  /** Throws (rejects with) a PointError for the first invalid point. */
+  async check(points: Uint8Array, progress?: PsiProgress): Promise<void> {
+    await this.run(points.length / POINT_BYTES, (a, b) => ({ op: 'check', points: points.slice(a * POINT_BYTES, b * POINT_BYTES) }), progress, 0);
+  }
+
+  /** Runs the chunks of n items and concatenates their results (`width` bytes per item). */
+  private async run(n: number, chunk: (from: number, to: number) => PsiTask, progress: PsiProgress | undefined, width = POINT_BYTES): Promise<Uint8Array> {
+    const out = new Uint8Array(n * width);
+    if (n <= this.inlineBelow) {
+      try {
+        out.set(runPsiTask(chunk(0, n)));
+      } finally {
+        progress?.(n, n);
+      }
+      return out;
+    }
+    let next = 0;
+    let done = 0;
+    let failed: Error | undefined;
+    const worker = async () => {
+      const w = new Worker(new URL('./psi-worker.js', import.meta.url));
+      try {
+        while (next < n && !failed) {
+          const from = next;
+          const to = Math.min(n, from + CHUNK);
+          next = to;
+          const task = chunk(from, to);
+          const answer = await new Promise<{ out?: Uint8Array; point?: { index: number; reason: string }; failure?: string }>((resolve, reject) => {
+            w.once('message', resolve);
+            w.once('error', reject);
+            w.postMessage(task);
+          });
+          w.removeAllListeners('error');
+          if (answer.point) throw new PointError(from + answer.point.index, answer.point.reason);
+          if (answer.failure !== undefined) throw new Error(answer.failure);
+          out.set(answer.out!, from * width);
+          done += to - from;
+          progress?.(done, n);
+        }
+      } catch (err) {
+        failed ??= err as Error;
+      } finally {
+        await w.terminate();
+      }
+    };
+    await Promise.all(Array.from({ length: Math.min(this.threads, Math.ceil(n / CHUNK)) }, worker));
+    if (failed) throw failed;
+    return out;
+  }
+}

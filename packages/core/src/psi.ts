@@ -1,0 +1,193 @@
+/**
+ * The group operations of ECDH private set intersection (docs/privacy.md, section 10), over
+ * Curve25519 as X25519 (RFC 7748), with libsodium (sodium-native) doing the curve arithmetic.
+ *
+ * An id becomes a point H(id): SHA-512 of a domain tag and the id, whose two halves are each
+ * mapped onto edwards25519 by Elligator 2 with the cofactor cleared and the two points added
+ * (the random-oracle construction of RFC 9380, section 3), then written as its Montgomery
+ * u-coordinate. A party blinds a point with its secret key k: X25519(k, u) = u([k'] P) with k'
+ * the clamped key, a multiple of 8. Blinding commutes, X25519(a, X25519(b, u)) =
+ * X25519(b, X25519(a, u)), which is what lets two sides compare ids that neither can test on
+ * its own: without a key, H(id) blinded by it cannot be computed (decisional Diffie-Hellman).
+ *
+ * Every point received from a peer is checked before it is used: 32 bytes, canonical (below
+ * p = 2^255 - 19, top bit clear), not one of the points of small order (the identity among
+ * them), and on the curve rather than its twist. The last check is a batch test: the
+ * Legendre symbol of a product of f(u) = u^3 + A u^2 + u over a random subset of the points
+ * is -1 with probability 1/2 if any point is off the curve, so 64 random subsets miss one
+ * with probability 2^-64; a failing batch is then searched point by point for the culprit.
+ */
+import { createHash, randomFillSync } from 'node:crypto';
+import sodium from 'sodium-native';
+
+/** Bytes of a point (its u-coordinate, little-endian) and of a key. */
+export const POINT_BYTES = 32;
+/** Domain tag of the hash onto the curve: ids hashed for another purpose never collide with these. */
+const DST = 'admm-share psi v1 X25519 ELL2 SHA-512\0';
+
+const P = (1n << 255n) - 19n;
+const A = 486662n;
+const HALF = (P - 1n) / 2n;
+const MASK64 = (1n << 64n) - 1n;
+
+/**
+ * u-coordinates of the points of order 1, 2, 4 and 8 on Curve25519 and its twist (in x-only
+ * form the identity is u = 0): libsodium's list, which refuses them because X25519 of them is
+ * all zero whatever the key.
+ */
+const SMALL_ORDER = new Set([
+  0n,
+  1n,
+  325606250916557431795983626356110631294008115727848805560023387167927233504n,
+  39382357235489614581723060781553021112529911719440698176882885853963445705823n,
+  P - 1n,
+]);
+
+/** A point a peer sent that is not one: where it is and why. */
+export class PointError extends Error {
+  override readonly name = 'PointError';
+  constructor(
+    readonly index: number,
+    readonly reason: string,
+  ) {
+    super(`point ${index} ${reason}`);
+  }
+}
+
+/** A new secret key: 32 bytes from the OS CSPRNG (X25519 clamps it). */
+export function newPsiKey(): Uint8Array {
+  return randomFillSync(new Uint8Array(POINT_BYTES));
+}
+
+function readU(b: Uint8Array, off: number): bigint {
+  const v = new DataView(b.buffer, b.byteOffset + off, POINT_BYTES);
+  return (v.getBigUint64(24, true) << 192n) | (v.getBigUint64(16, true) << 128n) | (v.getBigUint64(8, true) << 64n) | v.getBigUint64(0, true);
+}
+
+function writeU(b: Uint8Array, off: number, u: bigint): void {
+  const v = new DataView(b.buffer, b.byteOffset + off, POINT_BYTES);
+  for (let j = 0; j < 4; j++) v.setBigUint64(8 * j, (u >> BigInt(64 * j)) & MASK64, true);
+}
+
+function modPow(b: bigint, e: bigint): bigint {
+  let r = 1n;
+  b %= P;
+  while (e > 0n) {
+    if (e & 1n) r = (r * b) % P;
+    b = (b * b) % P;
+    e >>= 1n;
+  }
+  return r;
+}
+
+/** H(id) for each id, as u-coordinates (POINT_BYTES each, in the order of `ids`). */
+export function hashToPoints(ids: readonly string[]): Uint8Array {
+  const n = ids.length;
+  const edwards = new Uint8Array(POINT_BYTES);
+  const second = new Uint8Array(POINT_BYTES);
+  // Edwards y to Montgomery u = (1 + y) / (1 - y), with one inversion for the whole batch.
+  const num = new Array<bigint>(n);
+  const den = new Array<bigint>(n);
+  const prefix = new Array<bigint>(n);
+  let acc = 1n;
+  for (let i = 0; i < n; i++) {
+    const h = createHash('sha512').update(DST).update(ids[i], 'utf8').digest();
+    sodium.crypto_core_ed25519_from_uniform(edwards, h.subarray(0, 32));
+    sodium.crypto_core_ed25519_from_uniform(second, h.subarray(32, 64));
+    sodium.crypto_core_ed25519_add(edwards, edwards, second);
+    const y = readU(edwards, 0) & ((1n << 255n) - 1n);
+    num[i] = (1n + y) % P;
+    den[i] = (1n - y + P) % P;
+    // y = 1 is the identity, which the sum of two random points is with probability 2^-252.
+    if (den[i] === 0n) throw new Error(`id ${i} hashed to the identity`);
+    prefix[i] = acc;
+    acc = (acc * den[i]) % P;
+  }
+  let inv = modPow(acc, P - 2n);
+  const out = new Uint8Array(n * POINT_BYTES);
+  for (let i = n - 1; i >= 0; i--) {
+    writeU(out, i * POINT_BYTES, (((num[i] * inv) % P) * prefix[i]) % P);
+    inv = (inv * den[i]) % P;
+  }
+  return out;
+}
+
+/**
+ * Throws a PointError for the first point that is not a valid element: wrong encoding, small
+ * order, or not on Curve25519 (see the module comment for the batch test).
+ */
+export function checkPoints(points: Uint8Array): void {
+  if (points.length % POINT_BYTES !== 0) throw new PointError(0, `of ${points.length % POINT_BYTES} bytes: points are ${POINT_BYTES} bytes each`);
+  const n = points.length / POINT_BYTES;
+  const f = new Array<bigint>(n);
+  for (let i = 0; i < n; i++) {
+    if (points[i * POINT_BYTES + 31] & 0x80) throw new PointError(i, 'is not canonical (top bit set)');
+    const u = readU(points, i * POINT_BYTES);
+    if (u >= P) throw new PointError(i, 'is not canonical (not below 2^255 - 19)');
+    if (SMALL_ORDER.has(u)) throw new PointError(i, u === 0n ? 'is the identity (u = 0)' : 'is of small order');
+    f[i] = (((((u + A) * u) % P) + 1n) * u) % P;
+  }
+  const bits = new Uint8Array((n + 7) >> 3);
+  for (let pass = 0; pass < 64; pass++) {
+    randomFillSync(bits);
+    let prod = 1n;
+    for (let i = 0; i < n; i++) if (bits[i >> 3] & (1 << (i & 7))) prod = (prod * f[i]) % P;
+    if (modPow(prod, HALF) !== 1n) {
+      for (let i = 0; i < n; i++) if (modPow(f[i], HALF) !== 1n) throw new PointError(i, 'is not on Curve25519 (a point of its twist)');
+    }
+  }
+}
+
+/** X25519(key, u) for every point, in order; a point of small order throws a PointError. */
+export function blindPoints(points: Uint8Array, key: Uint8Array): Uint8Array {
+  const out = new Uint8Array(points.length);
+  for (let off = 0; off < points.length; off += POINT_BYTES) {
+    try {
+      sodium.crypto_scalarmult(out.subarray(off, off + POINT_BYTES), key, points.subarray(off, off + POINT_BYTES));
+    } catch {
+      throw new PointError(off / POINT_BYTES, 'is of small order');
+    }
+  }
+  return out;
+}
+
+/** A uniformly random permutation of 0..n-1 (Fisher-Yates, OS CSPRNG, unbiased by rejection). */
+export function randomPermutation(n: number): Uint32Array {
+  const perm = new Uint32Array(n);
+  for (let i = 0; i < n; i++) perm[i] = i;
+  const buf = new Uint32Array(4096);
+  let k = buf.length;
+  const next = () => {
+    if (k === buf.length) {
+      randomFillSync(buf);
+      k = 0;
+    }
+    return buf[k++];
+  };
+  for (let i = n - 1; i > 0; i--) {
+    const range = i + 1;
+    const limit = 2 ** 32 - (2 ** 32 % range);
+    let r = next();
+    while (r >= limit) r = next();
+    const j = r % range;
+    const t = perm[i];
+    perm[i] = perm[j];
+    perm[j] = t;
+  }
+  return perm;
+}
+
+/** out[j] = points[perm[j]]: the points in the order `perm` gives. */
+export function permutePoints(points: Uint8Array, perm: Uint32Array): Uint8Array {
+  const out = new Uint8Array(points.length);
+  for (let j = 0; j < perm.length; j++) out.set(points.subarray(perm[j] * POINT_BYTES, (perm[j] + 1) * POINT_BYTES), j * POINT_BYTES);
+  return out;
+}
+
+/** The points as map keys (latin1 strings of 32 characters). */
+export function pointKeys(points: Uint8Array): string[] {
+  const b = Buffer.from(points.buffer, points.byteOffset, points.byteLength);
+  const out = new Array<string>(points.length / POINT_BYTES);
+  for (let i = 0; i < out.length; i++) out[i] = b.toString('latin1', i * POINT_BYTES, (i + 1) * POINT_BYTES);
+  return out;
+}

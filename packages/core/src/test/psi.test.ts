@@ -1,0 +1,143 @@
+// The PSI group operations, checked against an independent implementation of Curve25519
+// (@noble/curves) and plain BigInt arithmetic: X25519 agrees with noble's, blinding commutes,
+// every hashed id is a point of the prime-order subgroup, and every kind of bad point is
+// refused (wrong encoding, small order, the identity, a point of the twist hidden among
+// thousands of good ones), on the calling thread and across worker threads alike.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { ed25519, x25519 } from '@noble/curves/ed25519.js';
+import { POINT_BYTES, PointError, PsiPool, blindPoints, checkPoints, hashToPoints, newPsiKey, pointKeys, randomPermutation } from '../index.js';
+import { seeded } from './support.js';
+
+const P = 2n ** 255n - 19n;
+const A = 486662n;
+
+function modPow(b: bigint, e: bigint): bigint {
+  let r = 1n;
+  b %= P;
+  for (; e > 0n; e >>= 1n, b = (b * b) % P) if (e & 1n) r = (r * b) % P;
+  return r;
+}
+
+const le = (u: bigint): Uint8Array => {
+  const out = new Uint8Array(32);
+  for (let i = 0; i < 32; i++) out[i] = Number((u >> BigInt(8 * i)) & 0xffn);
+  return out;
+};
+const fromLe = (b: Uint8Array): bigint => b.reduceRight((acc, x) => (acc << 8n) | BigInt(x), 0n);
+
+/** The first u >= start that is on the twist: u^3 + A u^2 + u is not a square mod p. */
+function twistPoint(start: bigint): bigint {
+  for (let u = start; ; u++) if (modPow((u * u * u + A * u * u + u) % P, (P - 1n) / 2n) === P - 1n) return u;
+}
+
+const ids = (n: number, prefix = 'id-') => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
+
+test('X25519 blinding agrees with noble-curves, and blinding twice commutes', () => {
+  const points = hashToPoints(ids(20));
+  const a = newPsiKey();
+  const b = newPsiKey();
+  const pa = blindPoints(points, a);
+  for (let i = 0; i < 20; i++) {
+    const u = points.subarray(32 * i, 32 * i + 32);
+    assert.deepEqual(pa.subarray(32 * i, 32 * i + 32), x25519.scalarMult(a, u), `point ${i}`);
+  }
+  assert.deepEqual(blindPoints(pa, b), blindPoints(blindPoints(points, b), a));
+  assert.notDeepEqual(pa, blindPoints(points, b));
+});
+
+test('hashed ids: deterministic, distinct, and each a point of the prime-order subgroup (checked with noble)', () => {
+  const n = 200;
+  const points = hashToPoints(ids(n));
+  assert.equal(points.length, n * POINT_BYTES);
+  assert.deepEqual(hashToPoints(ids(n)), points);
+  assert.equal(new Set(pointKeys(points)).size, n);
+  // The id itself, not a truncation or a case fold, is hashed.
+  assert.notDeepEqual(hashToPoints(['Id-0']), hashToPoints(['id-0']));
+  for (let i = 0; i < n; i++) {
+    const u = fromLe(points.subarray(32 * i, 32 * i + 32));
+    assert.ok(u < P);
+    // Montgomery u to Edwards y = (u - 1) / (u + 1); noble decompresses it (so it is on the
+    // curve) and the point has no torsion component (so it is in the prime-order subgroup).
+    const y = (((u - 1n + P) % P) * modPow(u + 1n, P - 2n)) % P;
+    const point = ed25519.Point.fromBytes(le(y));
+    assert.ok(point.isTorsionFree(), `id ${i}: torsion`);
+    assert.ok(!point.is0() && !point.isSmallOrder(), `id ${i}: small order`);
+  }
+});
+
+test('checkPoints refuses non-canonical encodings, the identity and the points of small order', () => {
+  const good = hashToPoints(ids(3));
+  const cases: [bigint | Uint8Array, RegExp][] = [
+    [0n, /point 1 is the identity \(u = 0\)/],
+    [1n, /point 1 is of small order/],
+    [325606250916557431795983626356110631294008115727848805560023387167927233504n, /small order/],
+    [39382357235489614581723060781553021112529911719440698176882885853963445705823n, /small order/],
+    [P - 1n, /small order/],
+    [P, /not canonical \(not below 2\^255 - 19\)/],
+    [P + 1n, /not canonical/],
+    [2n ** 255n - 1n, /not canonical/],
+    [(() => {
+      const b = good.slice(0, 32);
+      b[31] |= 0x80;
+      return b;
+    })(), /not canonical \(top bit set\)/],
+  ];
+  for (const [bad, re] of cases) {
+    const points = good.slice();
+    points.set(typeof bad === 'bigint' ? le(bad) : bad, 32);
+    assert.throws(() => checkPoints(points), (err: unknown) => err instanceof PointError && err.index === 1 && re.test(err.message), String(bad));
+    // X25519 of a point of small order (or of p or p + 1, which it reads as 0 and 1) is all zero: refused on its own too.
+    const u = typeof bad === 'bigint' ? bad % P : -1n;
+    if (u >= 0n && u !== 2n ** 255n - 1n - P) assert.throws(() => blindPoints(points.subarray(32, 64), newPsiKey()), PointError, String(bad));
+  }
+  assert.throws(() => checkPoints(new Uint8Array(33)), /points are 32 bytes each/);
+  checkPoints(good);
+});
+
+test('checkPoints finds one point of the twist among 5000 good ones, wherever it is', () => {
+  const good = hashToPoints(ids(5000));
+  const rand = seeded('twist');
+  for (const where of [0, 2500 + Math.floor(rand() * 2000), 4999]) {
+    const points = good.slice();
+    points.set(le(twistPoint(BigInt(9 + where))), 32 * where);
+    assert.throws(() => checkPoints(points), (err: unknown) => err instanceof PointError && err.index === where && /not on Curve25519 \(a point of its twist\)/.test(err.message));
+  }
+});
+
+test('randomPermutation: a permutation, and each of the 6 orders of 3 items about equally often', () => {
+  const p = randomPermutation(1000);
+  assert.deepEqual(Array.from(p).sort((a, b) => a - b), Array.from({ length: 1000 }, (_, i) => i));
+  const counts = new Map<string, number>();
+  const draws = 30000;
+  for (let i = 0; i < draws; i++) {
+    const k = Array.from(randomPermutation(3)).join('');
+    counts.set(k, (counts.get(k) ?? 0) + 1);
+  }
+  assert.equal(counts.size, 6);
+  // Each count is Binomial(30000, 1/6): mean 5000, sd 64.5; 6 sd either way fails about once in 1e8 runs.
+  for (const [k, c] of counts) assert.ok(Math.abs(c - draws / 6) < 6 * Math.sqrt((draws * 5) / 36), `${k}: ${c}`);
+  assert.equal(randomPermutation(0).length, 0);
+  assert.deepEqual(randomPermutation(1), Uint32Array.of(0));
+});
+
+test('the pool gives the calling thread\'s results across worker threads, and a bad point\'s index in the whole set', async () => {
+  const list = ids(10000, 'pool-');
+  const pool = new PsiPool({ threads: 2, inlineBelow: 0 });
+  const progress: number[] = [];
+  const hashed = await pool.hash(list, (done, total) => {
+    assert.equal(total, 10000);
+    progress.push(done);
+  });
+  assert.deepEqual(hashed, hashToPoints(list));
+  assert.equal(progress.at(-1), 10000);
+  assert.ok(progress.every((d, i) => i === 0 || d > progress[i - 1]));
+  const key = newPsiKey();
+  assert.deepEqual(await pool.blind(hashed, key, true), blindPoints(hashed, key));
+  const bad = hashed.slice();
+  bad.set(le(twistPoint(12345n)), 32 * 9001);
+  await assert.rejects(pool.blind(bad, key, true), (err: unknown) => err instanceof PointError && err.index === 9001);
+  await assert.rejects(pool.check(bad), (err: unknown) => err instanceof PointError && err.index === 9001);
+  // Without the check (points this side computed itself), a point of the twist is blinded like any other.
+  assert.equal((await pool.blind(bad, key, false)).length, bad.length);
+});

@@ -1,0 +1,78 @@
+/**
+ * The party's side of the private set intersection (docs/privacy.md, section 10). The party
+ * hashes its ids onto the curve, blinds them with its key b and sends them in an order it
+ * shuffled itself, and blinds the coordinator's label points again with b. Its key and its
+ * order never leave this process; they last as long as it does, so a rejoin costs only the
+ * second blinding of a label set it has not seen (a coordinator restarted with a new key).
+ * The coordinator's setup names rows by their position in the shuffled order; `fileRows`
+ * maps them back to rows of the party's file.
+ */
+import { createHash } from 'node:crypto';
+import { type PsiPool, type PsiProgress, PointError, newPsiKey, randomPermutation } from '@admm-share/core';
+import { ProtocolError, type SampleSet } from '@admm-share/protocol';
+
+interface OwnSet {
+  /** order[i]: the file row at position i of the points sent. */
+  order: Uint32Array;
+  points: Promise<Uint8Array>;
+}
+
+export class PartyPsi {
+  private readonly key = newPsiKey();
+  private readonly own = new Map<SampleSet, OwnSet>();
+  /** The last label set blinded, per set, by its digest. */
+  private readonly answered = new Map<SampleSet, { digest: string; points: Promise<Uint8Array> }>();
+
+  constructor(
+    private readonly pool: PsiPool,
+    private readonly ids: { train: readonly string[]; test: readonly string[] | undefined },
+    private readonly progress: (set: SampleSet, what: string) => PsiProgress,
+  ) {}
+
+  /** This party's points of a set (computed once) and the coordinator's label points blinded again. */
+  async answer(set: SampleSet, labelPoints: Uint8Array): Promise<{ points: Uint8Array; labelPoints: Uint8Array }> {
+    const own = this.ownSet(set);
+    const digest = createHash('sha256').update(labelPoints).digest('hex');
+    let reply = this.answered.get(set);
+    if (reply?.digest !== digest) {
+      reply = { digest, points: this.pool.blind(labelPoints, this.key, true, this.progress(set, 'blinding label ids')) };
+      reply.points.catch(() => undefined);
+      this.answered.set(set, reply);
+    }
+    try {
+      return { points: await own.points, labelPoints: await reply.points };
+    } catch (err) {
+      if (err instanceof PointError) throw new ProtocolError('invalid', `psi.points: ${err.message}`);
+      throw err;
+    }
+  }
+
+  /** The file rows of the positions the coordinator names (validated to be below the row count). */
+  fileRows(set: SampleSet, positions: Uint32Array): Uint32Array {
+    const own = this.own.get(set);
+    if (!own) {
+      if (positions.length === 0) return positions;
+      throw new ProtocolError('unexpected', `setup names ${set} rows, but this party was never asked to intersect its ${set} ids`);
+    }
+    return positions.map((i) => own.order[i]);
+  }
+
+  private ownSet(set: SampleSet): OwnSet {
+    let own = this.own.get(set);
+    if (!own) {
+      const ids = this.ids[set];
+      if (!ids) throw new ProtocolError('unexpected', `psi for the ${set} set, but this party has no ${set} set`);
+      const order = randomPermutation(ids.length);
+      const points = (async () => {
+        const hashed = await this.pool.hash(
+          Array.from(order, (r) => ids[r]),
+          this.progress(set, 'hashing ids'),
+        );
+        return this.pool.blind(hashed, this.key, false, this.progress(set, 'blinding ids'));
+      })();
+      own = { order, points };
+      this.own.set(set, own);
+    }
+    return own;
+  }
+}

@@ -1,0 +1,52 @@
+// The party's side of the private set intersection, with the coordinator's side done here by
+// hand (hash, blind with a key a, match): the positions the party's answer yields map back,
+// through fileRows, to the rows of the party's file that hold those ids; a repeat is the same
+// answer, a new coordinator key still gives the same rows, and bad label points are refused.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { PsiPool, blindPoints, hashToPoints, newPsiKey, pointKeys } from '@admm-share/core';
+import { ProtocolError } from '@admm-share/protocol';
+import { PartyPsi } from '../psi.js';
+
+const quiet = () => () => undefined;
+
+/** What a coordinator holding `labels` learns from the party's answer: label row -> the party's position. */
+async function intersect(psi: PartyPsi, labels: string[], key = newPsiKey()): Promise<Map<number, number>> {
+  const answer = await psi.answer('train', blindPoints(hashToPoints(labels), key));
+  const mine = new Map(pointKeys(blindPoints(answer.points, key)).map((k, i) => [k, i]));
+  const out = new Map<number, number>();
+  pointKeys(answer.labelPoints).forEach((k, j) => {
+    const i = mine.get(k);
+    if (i !== undefined) out.set(j, i);
+  });
+  return out;
+}
+
+test('the positions of the intersection map back to the file rows that hold the ids', async () => {
+  const partyIds = Array.from({ length: 300 }, (_, i) => `cust-${(i * 7) % 300}`);
+  const labels = Array.from({ length: 200 }, (_, i) => `cust-${i * 2}`); // 150 of them are the party's
+  const psi = new PartyPsi(new PsiPool(), { train: partyIds, test: undefined }, quiet);
+  const matched = await intersect(psi, labels);
+  assert.equal(matched.size, 150);
+  const rows = psi.fileRows('train', Uint32Array.from(matched.values()));
+  [...matched.keys()].forEach((j, k) => assert.equal(partyIds[rows[k]], labels[j]));
+  // The order sent is the party's own shuffle, not its file order.
+  const answer = await psi.answer('train', blindPoints(hashToPoints(labels), newPsiKey()));
+  assert.notDeepEqual(answer.points, blindPoints(hashToPoints(partyIds), newPsiKey()));
+  // Another coordinator key (a restarted coordinator): the same rows for the same label ids.
+  const again = await intersect(psi, labels);
+  assert.deepEqual([...again.entries()].sort((x, y) => x[0] - y[0]), [...matched.entries()].sort((x, y) => x[0] - y[0]));
+});
+
+test('a repeated psi gets the same answer; a label point off the curve, or a set the party lacks, is refused', async () => {
+  const psi = new PartyPsi(new PsiPool(), { train: ['a', 'b', 'c'], test: undefined }, quiet);
+  const labels = blindPoints(hashToPoints(['b', 'c', 'd']), newPsiKey());
+  const first = await psi.answer('train', labels);
+  assert.deepEqual(await psi.answer('train', labels), first);
+  const bad = labels.slice();
+  bad.fill(0, 32, 64); // u = 0: the identity
+  await assert.rejects(psi.answer('train', bad), (err: unknown) => err instanceof ProtocolError && err.kind === 'invalid' && /psi\.points: point 1 is the identity/.test(err.message));
+  await assert.rejects(psi.answer('test', labels), (err: unknown) => err instanceof ProtocolError && /psi for the test set, but this party has no test set/.test(err.message));
+  assert.throws(() => psi.fileRows('test', Uint32Array.of(0)), /never asked to intersect its test ids/);
+  assert.deepEqual(psi.fileRows('test', new Uint32Array(0)), new Uint32Array(0));
+});
