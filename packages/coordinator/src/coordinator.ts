@@ -93,10 +93,7 @@ class Coordinator {
     this.resumeFrom = config.resume ? this.readResumable(config) : undefined;
     this.cfg = this.resumeFrom ? { ...config, jobId: this.resumeFrom.jobId } : config;
     const progress = new Progress();
-    this.psi = new LabelPsi(new PsiPool(), { train: this.labels.ids, test: this.testLabels?.ids }, (set, what) => {
-      const since = performance.now();
-      return (done, total) => (done < total ? progress.fraction(`${set} ${what}`, done, total, since) : progress.done());
-    });
+    this.psi = new LabelPsi(new PsiPool(), { train: this.labels.ids, test: this.testLabels?.ids }, (set, what) => progress.counter(`${set} ${what}`));
     this.maxRows = Math.ceil(config.maxRowsFactor * Math.max(this.labels.ids.length, this.testLabels?.ids.length ?? 0)) + SLACK_ROWS;
     log.info({ labels: config.labels, rows: this.labels.ids.length, testRows: this.testLabels?.ids.length ?? 0, classes: this.labels.classes }, 'labels loaded');
     const cfg = this.cfg;
@@ -104,10 +101,7 @@ class Coordinator {
       ids: cfg.parties,
       policy: { parties: cfg.parties, credentials: cfg.credentials, jobId: cfg.jobId, maxRows: this.maxRows },
       psi: this.psi,
-      progress: (party, set) => {
-        const since = performance.now();
-        return (done, total) => (done < total ? progress.fraction(`${party} ${set} ids`, done, total, since) : progress.done());
-      },
+      progress: (party, set) => progress.counter(`${party} ${set} ids`),
       rejoinTimeoutMs: cfg.rejoinTimeoutMs,
       roundTimeoutMs: cfg.roundTimeoutMs,
       heartbeatMs: cfg.heartbeatMs,

@@ -4,8 +4,8 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import { type FeatureTable, type PsiProgress, type ReadOptions, ConfigError, DataError, InternalError, PeerError, PsiPool, readFeatureFile } from '@admm-share/core';
-import { type CloseKind, type Role, type SampleSet, ProtocolError, assertNever, encode } from '@admm-share/protocol';
+import { type FeatureTable, type ReadOptions, ConfigError, DataError, InternalError, PeerError, PsiPool, readFeatureFile } from '@admm-share/core';
+import { type CloseKind, type Role, ProtocolError, assertNever, encode } from '@admm-share/protocol';
 import { Progress } from '@admm-share/runtime';
 import { CoordinatorLink, maxPayloadFor } from './link.js';
 import { ledgerPath, writeModelFiles } from './model-file.js';
@@ -102,6 +102,8 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
       test = undefined;
     }
   }
+  // A progress bar for the intersection on a terminal (silent otherwise).
+  const progress = new Progress();
   const env: SessionEnv = {
     partyId: config.partyId,
     jobId: config.jobId,
@@ -113,7 +115,7 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
     features,
     privacy,
     ledgerPath: ledgerPath(config.model),
-    psi: new PartyPsi(new PsiPool(), { train: train.ids, test: test?.ids }, psiProgress()),
+    psi: new PartyPsi(new PsiPool(), { train: train.ids, test: test?.ids }, (set, what) => progress.counter(`${set} ${what}`)),
     maxLabelIds: Math.ceil((config.maxLabelFactor ?? MAX_LABEL_FACTOR) * Math.max(train.ids.length, test?.ids.length ?? 0)) + SLACK_LABEL_IDS,
     log,
   };
@@ -124,15 +126,6 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
  * The model file's folder, created if missing and checked writable before joining: the ledger
  * and a one-shot release are written there mid-job, before anything is sent.
  */
-/** A progress bar for the intersection on a terminal (silent otherwise). */
-function psiProgress(): (set: SampleSet, what: string) => PsiProgress {
-  const bar = new Progress();
-  return (set, what) => {
-    const since = performance.now();
-    return (done, total) => (done < total ? bar.fraction(`${set} ${what}`, done, total, since) : bar.done());
-  };
-}
-
 function modelFolder(model: string): void {
   const dir = dirname(model);
   try {

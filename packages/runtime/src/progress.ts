@@ -25,6 +25,12 @@ export class Progress {
     this.drawn = true;
   }
 
+  /** A callback that draws `label`'s bar as work reports done of total, and clears it when all is done. */
+  counter(label: string): (done: number, total: number) => void {
+    const since = performance.now();
+    return (done, total) => (done < total ? this.fraction(label, done, total, since) : this.done());
+  }
+
   message(text: string): void {
     if (!this.tty) return;
     this.stream.write(`\r\x1b[K${text}`);

@@ -234,8 +234,12 @@ test('rows missing at a party are dropped from training and counted; foreign ids
   const keep = Array.from({ length: 400 }, (_, i) => i).filter((i) => i % 80 !== 7);
   const central = fitCentral(csrSelectRows(s.train.X, keep), Float64Array.from(keep, (i) => s.train.y[i]), logistic, 1e-4);
   assertNearOptimum(summary.objective, central.objective, 1e-6, 'final objective');
-  assert.equal(summary.droppedRows, 7);
+  // The 5 label rows party-2 lacks; its 2 foreign ids are invisible to the coordinator (PSI).
+  assert.equal(summary.droppedRows, 5);
   assert.equal(summary.droppedTestRows, 0);
+  assert.equal(summary.alignment.method, 'ecdh-psi');
+  assert.deepEqual(summary.alignment.labelIds, { train: 400, test: 200 });
+  assert.ok(summary.alignment.seconds > 0);
   assert.equal(summary.parties[1].rows, kept.length + 2);
 });
 
