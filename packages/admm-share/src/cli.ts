@@ -86,7 +86,8 @@ async function main(): Promise<void> {
           .option('mechanism', { choices: MECHANISMS, describe: 'privacy mechanism of every passive party (default: none; with --epsilon the one that fits the algorithm)' })
           .option('epsilon', { type: 'number', describe: 'privacy budget of every passive party for the whole training' })
           .option('delta', { type: 'number', default: 1e-5, describe: 'privacy delta of every passive party' })
-          .option('seed', { type: 'string', describe: 'seed the parties\' noise (predictable: experiments only)' })
+          .option('seed', { type: 'string', describe: 'seed the parties\' noise and, with --label-epsilon, the label flips (predictable: experiments only)' })
+          .option('label-epsilon', { type: 'number', describe: 'label privacy at the coordinator: randomized response on the training labels (flip probability 1/(1+e^E)), loss corrected for the flips' })
           .option('bx', { type: 'number', describe: 'gaussian-share bound on ||x_m|| (party default 20)' })
           .option('bw', { type: 'number', describe: 'gaussian-share clip of the target (party default 3 bx + 1/(N rho))' })
           .option('b1', { type: 'number', default: 1, describe: 'paper mechanism: Lemma 1 bound b1' })
@@ -113,6 +114,7 @@ async function main(): Promise<void> {
           dataSeed: a['data-seed'],
           baselines: a.baselines,
           privacy: simulatePrivacy(a),
+          labelPrivacy: a['label-epsilon'] === undefined ? undefined : { epsilon: requirePositive('label-epsilon', a['label-epsilon']), ...(a.seed !== undefined ? { seed: a.seed } : {}) },
           activeParty: activePartyFlag(a['active-party'], a.epsilon !== undefined && (a.mechanism === undefined || a.mechanism === 'score-release')),
         });
       },

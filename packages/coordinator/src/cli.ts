@@ -64,6 +64,11 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
       describe:
         'auto: one-shot private training when any party adds noise, ADMM sharing otherwise; admm with noisy parties is the per-round noisy ADMM (a research mode); sgd: mini-batch SGD over the same processes (rounds count epochs)',
     })
+    .option('label-epsilon', {
+      type: 'number',
+      describe: 'label differential privacy: flip each training label with probability 1/(1+e^E) (randomized response, OS CSPRNG) once per job, kept in --out, and train with the loss corrected for the flips (logistic loss only)',
+    })
+    .option('label-seed', { type: 'string', describe: 'seed the label flips (predictable: for reproducible experiments only)' })
     .option('active-party', { type: 'string', describe: "the party of this (the label holder's) organisation: it gets the labels, sends no noise and must agree (admm-party --role active); without it every party is passive" })
     .option('batch-size', { type: 'number', default: 128, describe: 'sgd: rows per mini-batch' })
     .option('lr', { type: 'number', default: 1, describe: 'sgd: learning rate of the first epoch' })
@@ -94,6 +99,8 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
   const jobId = a.job ?? `job-${randomBytes(4).toString('hex')}`;
   if (!NAME_RE.test(jobId)) throw new ConfigError(`--job: '${jobId}' is not a valid job id (letters, digits, . _ -)`);
   const alpha = requirePositive('alpha', a.alpha);
+  if (a['label-seed'] !== undefined && a['label-epsilon'] === undefined) throw new ConfigError('--label-seed needs --label-epsilon');
+  const labelPrivacy = a['label-epsilon'] === undefined ? undefined : { epsilon: requirePositive('label-epsilon', a['label-epsilon']), ...(a['label-seed'] !== undefined ? { seed: a['label-seed'] } : {}) };
   if (alpha >= 2) throw new ConfigError(`--alpha must be in (0, 2), got ${alpha}`);
   return {
     host: a.host,
@@ -106,6 +113,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     loss: a.loss,
     algorithm: a.algorithm,
     activeParty: a['active-party'],
+    labelPrivacy,
     sgd: {
       batchSize: requireInteger('batch-size', a['batch-size'], 1),
       lr: requirePositive('lr', a.lr),

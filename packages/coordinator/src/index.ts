@@ -9,3 +9,5 @@ export { CLOSE_FLUSH_MS } from './drop.js';
 export { HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS, HTTP_TIMEOUT_CHECK_MS, TLS_HANDSHAKE_TIMEOUT_MS } from './server.js';
 export { WARNINGS_PER_SECOND } from './warnings.js';
 export { baseRateMetrics, comparisonWarnings } from './oneshot-loop.js';
+export { FLIPS_FILE, type LabelFlips, type LabelPrivacyConfig, type LabelPrivacyReport, readLabelFlips } from './label-flips.js';
+export { labelPrivacyLine } from './report.js';
