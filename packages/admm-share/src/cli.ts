@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { ACCOUNTANTS, ConfigError, accountEpsilon, calibrateSigma, syntheticDataset } from '@admm-share/core';
+import { ACCOUNTANTS, ConfigError, DEFAULT_LAMBDA, LABEL_PRIVACY_LAMBDA, accountEpsilon, calibrateSigma, syntheticDataset } from '@admm-share/core';
 import { ALGORITHMS, MECHANISMS, NOISE_MECHANISMS, type NoiseMechanism, VARIANTS } from '@admm-share/protocol';
 import { commandLine, exitWithError, installCrashHandlers, requireInteger, requireNonNegative, requirePositive } from '@admm-share/runtime';
 import { type SimulatePrivacy, simulate } from './simulate.js';
@@ -65,7 +65,7 @@ async function main(): Promise<void> {
           .option('test', { type: 'string', describe: 'test set, LIBSVM' })
           .option('split', { type: 'string', describe: 'feature block sizes, one per party; the last takes the rest (e.g. 66,57)' })
           .option('features', { type: 'number', describe: 'number of features (default: largest index seen)' })
-          .option('lambda', { type: 'number', default: 1e-4 })
+          .option('lambda', { type: 'number', describe: `L2 weight (default ${DEFAULT_LAMBDA}; ${LABEL_PRIVACY_LAMBDA} with --label-epsilon)` })
           .option('rounds', { type: 'number', default: 100, describe: 'maximum rounds' })
           .option('variant', { choices: VARIANTS, default: 'exact' as const })
           .option('algorithm', {
@@ -101,7 +101,7 @@ async function main(): Promise<void> {
           test: a.test ? resolve(a.test) : undefined,
           split: a.split,
           features: a.features === undefined ? undefined : requireInteger('features', a.features, 1),
-          lambda: requireNonNegative('lambda', a.lambda),
+          lambda: a.lambda === undefined ? (a['label-epsilon'] !== undefined ? LABEL_PRIVACY_LAMBDA : DEFAULT_LAMBDA) : requireNonNegative('lambda', a.lambda),
           rounds: requireInteger('rounds', a.rounds, 1),
           variant: a.variant,
           algorithm: a.algorithm,

@@ -45,11 +45,11 @@ export interface SimulatePrivacy {
 }
 
 /** The line `simulate` prints about label privacy (nothing without it). */
-export function describeLabelPrivacy(l: LaunchOptions['labelPrivacy']): string {
+export function describeLabelPrivacy({ labelPrivacy: l, lambda }: Pick<LaunchOptions, 'labelPrivacy' | 'lambda'>): string {
   if (!l) return '';
   const p = 1 / (1 + Math.exp(l.epsilon));
   const flips = l.seed !== undefined ? `SEEDED flips ('${l.seed}/labels'): predictable, for experiments only` : 'flips from the OS CSPRNG';
-  return `label privacy: label epsilon ${l.epsilon} at the coordinator: randomized response flips each training label with probability ${p.toPrecision(4)} once (${flips}); training uses the loss corrected for the flips; test labels are not flipped\n`;
+  return `label privacy: label epsilon ${l.epsilon} at the coordinator: randomized response flips each training label with probability ${p.toPrecision(4)} once (${flips}); training uses the loss corrected for the flips, lambda ${lambda}; test labels are not flipped\n`;
 }
 
 /** The lines `simulate` prints about the flags below (kept beside them so the two cannot disagree). */

@@ -34,7 +34,7 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
   const progress = new Progress();
   out.write(describeData(data));
   out.write(describePrivacy(opts.privacy, job.files.parties.map((p) => p.id), opts.activeParty, opts.algorithm));
-  out.write(describeLabelPrivacy(opts.labelPrivacy));
+  out.write(describeLabelPrivacy(opts));
 
   const children = new Set<Child>();
   const cleanup = () => killAll(children);

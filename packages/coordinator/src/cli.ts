@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
-import { ConfigError, DataError, FILE_FORMATS, LABEL_ID_MODES } from '@admm-share/core';
+import { ConfigError, DEFAULT_LAMBDA, DataError, FILE_FORMATS, LABEL_ID_MODES, LABEL_PRIVACY_LAMBDA } from '@admm-share/core';
 import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, requireInteger, requireNonNegative, requirePositive, runService } from '@admm-share/runtime';
 import { ALGORITHMS, HEARTBEAT_MS, LOSSES, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS, VARIANTS } from '@admm-share/protocol';
 import type { Logger } from 'pino';
@@ -57,7 +57,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     .option('host', { type: 'string', default: '127.0.0.1', describe: 'address to listen on' })
     .option('port', { type: 'number', default: 7070, describe: '0 picks a free port (see the "listening" log line)' })
     .option('loss', { choices: LOSSES, default: 'logistic' as const })
-    .option('lambda', { type: 'number', default: 1e-4, describe: 'L2 regularisation weight' })
+    .option('lambda', { type: 'number', describe: `L2 regularisation weight (default ${DEFAULT_LAMBDA}; ${LABEL_PRIVACY_LAMBDA} with --label-epsilon)` })
     .option('algorithm', {
       choices: ['auto', ...ALGORITHMS] as const,
       default: 'auto' as const,
@@ -119,7 +119,8 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
       lr: requirePositive('lr', a.lr),
       lrDecay: requireNonNegative('lr-decay', a['lr-decay']),
     },
-    lambda: requireNonNegative('lambda', a.lambda),
+    // The corrected loss of label privacy needs a stronger ridge by default (LABEL_PRIVACY_LAMBDA).
+    lambda: a.lambda === undefined ? (labelPrivacy ? LABEL_PRIVACY_LAMBDA : DEFAULT_LAMBDA) : requireNonNegative('lambda', a.lambda),
     variant: a.variant,
     rho: a.rho === undefined ? undefined : requirePositive('rho', a.rho),
     alpha,
