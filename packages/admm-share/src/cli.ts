@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { ACCOUNTANTS, ConfigError, accountEpsilon, calibrateSigma, syntheticDataset } from '@admm-share/core';
+import { ACCOUNTANTS, ConfigError, DEFAULT_LAMBDA, LABEL_PRIVACY_LAMBDA, accountEpsilon, calibrateSigma, syntheticDataset } from '@admm-share/core';
 import { ALGORITHMS, MECHANISMS, NOISE_MECHANISMS, type NoiseMechanism, VARIANTS } from '@admm-share/protocol';
 import { commandLine, exitWithError, installCrashHandlers, requireInteger, requireNonNegative, requirePositive } from '@admm-share/runtime';
 import { type SimulatePrivacy, simulate } from './simulate.js';
@@ -65,7 +65,7 @@ async function main(): Promise<void> {
           .option('test', { type: 'string', describe: 'test set, LIBSVM' })
           .option('split', { type: 'string', describe: 'feature block sizes, one per party; the last takes the rest (e.g. 66,57)' })
           .option('features', { type: 'number', describe: 'number of features (default: largest index seen)' })
-          .option('lambda', { type: 'number', default: 1e-4 })
+          .option('lambda', { type: 'number', describe: `L2 weight (default ${DEFAULT_LAMBDA}; ${LABEL_PRIVACY_LAMBDA} with --label-epsilon)` })
           .option('rounds', { type: 'number', default: 100, describe: 'maximum rounds' })
           .option('variant', { choices: VARIANTS, default: 'exact' as const })
           .option('algorithm', {
@@ -86,7 +86,8 @@ async function main(): Promise<void> {
           .option('mechanism', { choices: MECHANISMS, describe: 'privacy mechanism of every passive party (default: none; with --epsilon the one that fits the algorithm)' })
           .option('epsilon', { type: 'number', describe: 'privacy budget of every passive party for the whole training' })
           .option('delta', { type: 'number', default: 1e-5, describe: 'privacy delta of every passive party' })
-          .option('seed', { type: 'string', describe: 'seed the parties\' noise (predictable: experiments only)' })
+          .option('seed', { type: 'string', describe: 'seed the parties\' noise and, with --label-epsilon, the label flips (predictable: experiments only)' })
+          .option('label-epsilon', { type: 'number', describe: 'label privacy at the coordinator: randomized response on the training labels (flip probability 1/(1+e^E)), loss corrected for the flips' })
           .option('bx', { type: 'number', describe: 'gaussian-share bound on ||x_m|| (party default 20)' })
           .option('bw', { type: 'number', describe: 'gaussian-share clip of the target (party default 3 bx + 1/(N rho))' })
           .option('b1', { type: 'number', default: 1, describe: 'paper mechanism: Lemma 1 bound b1' })
@@ -100,7 +101,7 @@ async function main(): Promise<void> {
           test: a.test ? resolve(a.test) : undefined,
           split: a.split,
           features: a.features === undefined ? undefined : requireInteger('features', a.features, 1),
-          lambda: requireNonNegative('lambda', a.lambda),
+          lambda: a.lambda === undefined ? (a['label-epsilon'] !== undefined ? LABEL_PRIVACY_LAMBDA : DEFAULT_LAMBDA) : requireNonNegative('lambda', a.lambda),
           rounds: requireInteger('rounds', a.rounds, 1),
           variant: a.variant,
           algorithm: a.algorithm,
@@ -113,6 +114,7 @@ async function main(): Promise<void> {
           dataSeed: a['data-seed'],
           baselines: a.baselines,
           privacy: simulatePrivacy(a),
+          labelPrivacy: a['label-epsilon'] === undefined ? undefined : { epsilon: requirePositive('label-epsilon', a['label-epsilon']), ...(a.seed !== undefined ? { seed: a.seed } : {}) },
           activeParty: activePartyFlag(a['active-party'], a.epsilon !== undefined && (a.mechanism === undefined || a.mechanism === 'score-release')),
         });
       },

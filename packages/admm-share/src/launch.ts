@@ -26,6 +26,8 @@ export interface LaunchOptions {
   privacy: SimulatePrivacy;
   /** The party of the label holder's organisation (--active-party / --role active), or none. */
   activeParty?: string;
+  /** Label privacy at the coordinator (--label-epsilon; with --seed S, flips seeded by `S/labels`). */
+  labelPrivacy?: { epsilon: number; seed?: string };
 }
 
 /** Privacy flags passed to every party; no noise unless asked. */
@@ -40,6 +42,14 @@ export interface SimulatePrivacy {
   bw?: number;
   b1?: number;
   c1?: number;
+}
+
+/** The line `simulate` prints about label privacy (nothing without it). */
+export function describeLabelPrivacy({ labelPrivacy: l, lambda }: Pick<LaunchOptions, 'labelPrivacy' | 'lambda'>): string {
+  if (!l) return '';
+  const p = 1 / (1 + Math.exp(l.epsilon));
+  const flips = l.seed !== undefined ? `SEEDED flips ('${l.seed}/labels'): predictable, for experiments only` : 'flips from the OS CSPRNG';
+  return `label privacy: label epsilon ${l.epsilon} at the coordinator: randomized response flips each training label with probability ${p.toPrecision(4)} once (${flips}); training uses the loss corrected for the flips, lambda ${lambda}; test labels are not flipped\n`;
 }
 
 /** The lines `simulate` prints about the flags below (kept beside them so the two cannot disagree). */
@@ -120,6 +130,8 @@ export function coordinatorArgs(opts: LaunchOptions, job: Job): string[] {
     '--out', job.dir,
     '--credentials', job.credentials,
     ...(opts.rho !== undefined ? ['--rho', String(opts.rho)] : []),
+    ...(opts.labelPrivacy ? ['--label-epsilon', String(opts.labelPrivacy.epsilon)] : []),
+    ...(opts.labelPrivacy?.seed !== undefined ? ['--label-seed', `${opts.labelPrivacy.seed}/labels`] : []),
   ];
 }
 

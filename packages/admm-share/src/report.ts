@@ -13,7 +13,7 @@ import {
   predictScores,
   writeFileAtomic,
 } from '@admm-share/core';
-import { type Summary, type TestMetrics, baseRateMetrics, comparisonWarnings, readSummary } from '@admm-share/coordinator';
+import { type Summary, type TestMetrics, baseRateMetrics, comparisonWarnings, labelPrivacyLine, readSummary } from '@admm-share/coordinator';
 import type { SimulationData } from './datasets.js';
 import { type Job, modelPath } from './launch.js';
 import type { Progress } from '@admm-share/runtime';
@@ -105,15 +105,18 @@ export function formatTable(s: SimulateSummary): string {
   const own = s.oneShot?.local;
   if (own) rows.push([`${own.party} alone, its own fit in the job`, own.objective, own.test]);
   if (s.baselines) {
-    rows.push(['central, all features', s.baselines.central.objective, s.baselines.central.test]);
-    rows.push([`${s.baselines.local.party} features only`, s.baselines.local.objective, s.baselines.local.test]);
+    // With label privacy the baselines are the references without it: trained on the true labels.
+    const truth = s.labelPrivacy ? ', true labels' : '';
+    rows.push([`central, all features${truth}`, s.baselines.central.objective, s.baselines.central.test]);
+    rows.push([`${s.baselines.local.party} features only${truth}`, s.baselines.local.objective, s.baselines.local.test]);
     if (s.baselines.majority) rows.push(['majority class (base rate)', NaN, s.baselines.majority.test]);
   }
   const head = ['model', 'train objective', 'test log loss', 'accuracy', 'AUC'];
   const body = rows.map(([name, obj, t]) => [name, fmt(obj, 10), fmt(t?.logLoss), fmt(t?.accuracy), fmt(t?.auc)]);
   const widths = head.map((h, j) => Math.max(h.length, ...body.map((r) => r[j].length)));
   const line = (r: string[]) => r.map((c, j) => (j === 0 ? c.padEnd(widths[j]) : c.padStart(widths[j]))).join('  ') + '\n';
-  const gap = s.baselines ? (s.objective - s.baselines.central.objective) / s.baselines.central.objective : undefined;
+  // The corrected objective on flipped labels is not comparable with the central one on the true labels.
+  const gap = s.baselines && !s.labelPrivacy ? (s.objective - s.baselines.central.objective) / s.baselines.central.objective : undefined;
   return (
     '\n' +
     line(head) +
@@ -127,6 +130,8 @@ export function formatTable(s: SimulateSummary): string {
     (s.objectiveFrom === 'noisy shares' ? ', ADMM objective computed from the noisy shares' : '') +
     (s.droppedRows ? `, ${s.droppedRows} rows dropped in alignment` : '') +
     '\n' +
+    labelPrivacyLine(s, '') +
+    (s.labelPrivacy ? '\n' : '') +
     (s.warnings ?? []).map((w) => `WARNING: ${w}\n`).join('')
   );
 }

@@ -7,13 +7,13 @@ import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { EXIT } from '@admm-share/core';
 import { type DataOptions, loadData, writePartyFiles } from './datasets.js';
-import { type LaunchOptions, describePrivacy, newJob, runJob } from './launch.js';
+import { type LaunchOptions, describeLabelPrivacy, describePrivacy, newJob, runJob } from './launch.js';
 import { type Child, killAll } from './processes.js';
 import { Progress } from '@admm-share/runtime';
 import { type SimulateSummary, completeSummary, describeData, formatTable, writtenTo } from './report.js';
 
 export type { DataOptions } from './datasets.js';
-export { type LaunchOptions, type SimulatePrivacy, describePrivacy } from './launch.js';
+export { type LaunchOptions, type SimulatePrivacy, describeLabelPrivacy, describePrivacy } from './launch.js';
 export { type Baseline, type SimulateSummary, evaluateCentral, formatTable } from './report.js';
 
 export interface SimulateOptions extends DataOptions, LaunchOptions {
@@ -34,6 +34,7 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
   const progress = new Progress();
   out.write(describeData(data));
   out.write(describePrivacy(opts.privacy, job.files.parties.map((p) => p.id), opts.activeParty, opts.algorithm));
+  out.write(describeLabelPrivacy(opts));
 
   const children = new Set<Child>();
   const cleanup = () => killAll(children);

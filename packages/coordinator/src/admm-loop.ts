@@ -9,7 +9,7 @@
  */
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { InternalError, PeerError, lossByName } from '@admm-share/core';
+import { InternalError, PeerError, trainingLoss } from '@admm-share/core';
 import type { Exhausted, Resume, Share, StopReason } from '@admm-share/protocol';
 import { AdmmCoordinator, type RoundStats } from './admm.js';
 import { CHECKPOINT_FILE, type Checkpoint, writeCheckpoint } from './checkpoint.js';
@@ -79,7 +79,8 @@ export class AdmmLoop {
     const { cfg, job } = d;
     this.admm = new AdmmCoordinator({
       variant: cfg.variant,
-      loss: lossByName(job.setup.loss),
+      // With label privacy: the loss corrected for the flips, in the z-update and the objective.
+      loss: trainingLoss(job.setup.loss, job.setup.labelFlip),
       y: job.y,
       parties: d.parties.list.length,
       lambda: job.setup.lambda,

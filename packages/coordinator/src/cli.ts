@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
-import { ConfigError, DataError, FILE_FORMATS, LABEL_ID_MODES } from '@admm-share/core';
+import { ConfigError, DEFAULT_LAMBDA, DataError, FILE_FORMATS, LABEL_ID_MODES, LABEL_PRIVACY_LAMBDA } from '@admm-share/core';
 import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, requireInteger, requireNonNegative, requirePositive, runService } from '@admm-share/runtime';
 import { ALGORITHMS, HEARTBEAT_MS, LOSSES, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS, VARIANTS } from '@admm-share/protocol';
 import type { Logger } from 'pino';
@@ -57,13 +57,18 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     .option('host', { type: 'string', default: '127.0.0.1', describe: 'address to listen on' })
     .option('port', { type: 'number', default: 7070, describe: '0 picks a free port (see the "listening" log line)' })
     .option('loss', { choices: LOSSES, default: 'logistic' as const })
-    .option('lambda', { type: 'number', default: 1e-4, describe: 'L2 regularisation weight' })
+    .option('lambda', { type: 'number', describe: `L2 regularisation weight (default ${DEFAULT_LAMBDA}; ${LABEL_PRIVACY_LAMBDA} with --label-epsilon)` })
     .option('algorithm', {
       choices: ['auto', ...ALGORITHMS] as const,
       default: 'auto' as const,
       describe:
         'auto: one-shot private training when any party adds noise, ADMM sharing otherwise; admm with noisy parties is the per-round noisy ADMM (a research mode); sgd: mini-batch SGD over the same processes (rounds count epochs)',
     })
+    .option('label-epsilon', {
+      type: 'number',
+      describe: 'label differential privacy: flip each training label with probability 1/(1+e^E) (randomized response, OS CSPRNG) once per job, kept in --out, and train with the loss corrected for the flips (logistic loss only)',
+    })
+    .option('label-seed', { type: 'string', describe: 'seed the label flips (predictable: for reproducible experiments only)' })
     .option('active-party', { type: 'string', describe: "the party of this (the label holder's) organisation: it gets the labels, sends no noise and must agree (admm-party --role active); without it every party is passive" })
     .option('batch-size', { type: 'number', default: 128, describe: 'sgd: rows per mini-batch' })
     .option('lr', { type: 'number', default: 1, describe: 'sgd: learning rate of the first epoch' })
@@ -94,6 +99,8 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
   const jobId = a.job ?? `job-${randomBytes(4).toString('hex')}`;
   if (!NAME_RE.test(jobId)) throw new ConfigError(`--job: '${jobId}' is not a valid job id (letters, digits, . _ -)`);
   const alpha = requirePositive('alpha', a.alpha);
+  if (a['label-seed'] !== undefined && a['label-epsilon'] === undefined) throw new ConfigError('--label-seed needs --label-epsilon');
+  const labelPrivacy = a['label-epsilon'] === undefined ? undefined : { epsilon: requirePositive('label-epsilon', a['label-epsilon']), ...(a['label-seed'] !== undefined ? { seed: a['label-seed'] } : {}) };
   if (alpha >= 2) throw new ConfigError(`--alpha must be in (0, 2), got ${alpha}`);
   return {
     host: a.host,
@@ -106,12 +113,14 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     loss: a.loss,
     algorithm: a.algorithm,
     activeParty: a['active-party'],
+    labelPrivacy,
     sgd: {
       batchSize: requireInteger('batch-size', a['batch-size'], 1),
       lr: requirePositive('lr', a.lr),
       lrDecay: requireNonNegative('lr-decay', a['lr-decay']),
     },
-    lambda: requireNonNegative('lambda', a.lambda),
+    // The corrected loss of label privacy needs a stronger ridge by default (LABEL_PRIVACY_LAMBDA).
+    lambda: a.lambda === undefined ? (labelPrivacy ? LABEL_PRIVACY_LAMBDA : DEFAULT_LAMBDA) : requireNonNegative('lambda', a.lambda),
     variant: a.variant,
     rho: a.rho === undefined ? undefined : requirePositive('rho', a.rho),
     alpha,

@@ -4,6 +4,7 @@
  */
 import type { AlgorithmName, LossName } from '@admm-share/protocol';
 import type { Variant } from './admm.js';
+import type { LabelPrivacyConfig } from './label-flips.js';
 import type { LabelOptions } from './labels.js';
 import type { Summary } from './report.js';
 
@@ -59,6 +60,12 @@ export interface CoordinatorConfig {
   resume: boolean;
   /** Whether --job was given (a resume then checks it against the checkpoint). */
   jobIdGiven?: boolean;
+  /**
+   * Label differential privacy: randomized response on the training labels with this epsilon,
+   * once per job (kept in `out`, see label-flips.ts), and the loss corrected for the flips.
+   * Logistic loss only.
+   */
+  labelPrivacy?: LabelPrivacyConfig;
   /** Serve wss:// with this certificate and key (PEM); with clientCa, require client certificates from that CA. */
   tls?: { cert: string; key: string; clientCa?: string };
 }

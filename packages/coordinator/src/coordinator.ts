@@ -10,7 +10,7 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { ConfigError, DataError, InternalError, PeerError, PsiPool } from '@admm-share/core';
+import { ConfigError, DataError, InternalError, PeerError, PsiPool, applyFlips } from '@admm-share/core';
 import { type Done, type SampleSet, CLOSE_GRACE_MS, ENVELOPE_BYTES, POINT_BYTES, encode } from '@admm-share/protocol';
 import { Progress } from '@admm-share/runtime';
 import { Admission } from './admission.js';
@@ -20,6 +20,7 @@ import { CHECKPOINT_FILE, type Checkpoint, labelsDigest, readCheckpoint, removeC
 import type { CoordinatorConfig, CoordinatorHandle } from './config.js';
 import { type Job, buildJob, evaluationSkipReason, participation, resolveAlgorithm, setupFor } from './job.js';
 import { runOneShot } from './oneshot-loop.js';
+import { type LabelFlips, resolveLabelFlips } from './label-flips.js';
 import { type Labels, loadLabels } from './labels.js';
 import { type Matched, Parties } from './parties.js';
 import { LabelPsi } from './psi.js';
@@ -48,6 +49,9 @@ class Coordinator {
   private phase: Phase = 'waiting';
   private readonly cfg: CoordinatorConfig;
   private readonly labels: Labels;
+  /** The training labels the job trains on: with label privacy the flipped ones, else `labels`. */
+  private readonly trainLabels: Labels;
+  private readonly labelFlips: LabelFlips | undefined;
   private readonly testLabels: Labels | undefined;
   private readonly labelsDigest: string;
   private readonly psi: LabelPsi;
@@ -80,6 +84,12 @@ class Coordinator {
       const missing = config.parties.filter((p) => !config.credentials![p]);
       if (missing.length) throw new ConfigError(`no credential for ${missing.join(', ')} in the credentials file`);
     } else log.warn('no credentials configured: anyone who can reach this port can join as a listed party (pass --credentials)');
+    if (config.labelPrivacy) {
+      const { epsilon } = config.labelPrivacy;
+      if (!(Number.isFinite(epsilon) && epsilon > 0)) throw new ConfigError(`--label-epsilon must be a positive number, got ${epsilon}`);
+      if (config.loss !== 'logistic') throw new ConfigError(`--label-epsilon needs --loss logistic (randomized response flips two classes, and only the logistic loss has the correction for flipped labels), not ${config.loss}`);
+      if (!(config.lambda > 0)) throw new ConfigError('--label-epsilon needs --lambda > 0: the loss corrected for flipped labels is unbounded below without the ridge term');
+    }
     this.done = new Promise((res, rej) => {
       this.resolveDone = res;
       this.rejectDone = rej;
@@ -96,6 +106,20 @@ class Coordinator {
     this.psi = new LabelPsi(new PsiPool(), { train: this.labels.ids, test: this.testLabels?.ids }, (set, what) => progress.counter(`${set} ${what}`));
     this.maxRows = Math.ceil(config.maxRowsFactor * Math.max(this.labels.ids.length, this.testLabels?.ids.length ?? 0)) + SLACK_ROWS;
     log.info({ labels: config.labels, rows: this.labels.ids.length, testRows: this.testLabels?.ids.length ?? 0, classes: this.labels.classes }, 'labels loaded');
+    if (this.resumeFrom && (this.resumeFrom.setup.labelFlip > 0) !== (config.labelPrivacy !== undefined))
+      throw new ConfigError(
+        this.resumeFrom.setup.labelFlip > 0
+          ? `--resume: the checkpointed job trains on labels flipped with probability ${this.resumeFrom.setup.labelFlip} (label privacy): resume it with its --label-epsilon`
+          : '--resume: the checkpointed job trains on the true labels; resume it without --label-epsilon (a job cannot start flipping its labels half-way)',
+      );
+    // Drawn (or, for the same job, read back) before anything is sent: every party then only
+    // ever sees what follows from the flipped labels.
+    this.labelFlips = resolveLabelFlips(this.cfg, this.labels, log);
+    const flipped = this.labelFlips;
+    this.trainLabels = flipped ? { ...this.labels, y: applyFlips(this.labels.y, flipped.flipped) } : this.labels;
+    const labelFlip = flipped?.flipProbability ?? 0;
+    if (this.resumeFrom && this.resumeFrom.setup.labelFlip !== labelFlip)
+      throw new ConfigError(`--resume: the checkpointed job flipped its labels with probability ${this.resumeFrom.setup.labelFlip}, its flips file says ${labelFlip}`);
     const cfg = this.cfg;
     this.parties = new Parties({
       ids: cfg.parties,
@@ -225,7 +249,7 @@ class Coordinator {
       dropped: { train: train.dropped, test: test?.dropped ?? 0 },
     };
     const algorithm = resolveAlgorithm(cfg, parties.list, log);
-    const job = buildJob(cfg, this.labels, this.testLabels, samples, skipped, undefined, algorithm);
+    const job = buildJob(cfg, this.trainLabels, this.testLabels, samples, skipped, undefined, algorithm, this.labelFlips);
     log.info({ rows: job.n, dropped: samples.dropped.train, testRows: job.nTest, droppedTest: samples.dropped.test, method: 'ecdh-psi', seconds: this.alignment.seconds }, 'samples aligned');
     this.allowRejoins(job);
     const empty = new Uint32Array(0);
@@ -244,7 +268,7 @@ class Coordinator {
   private async resumeJob(cp: Checkpoint): Promise<{ job: Job; setupSeconds: number }> {
     const { cfg, parties, log } = this;
     const setupStart = performance.now();
-    const job = buildJob(cfg, this.labels, this.testLabels, cp.samples, cp.evaluationSkipped ?? undefined, cp.setup);
+    const job = buildJob(cfg, this.trainLabels, this.testLabels, cp.samples, cp.evaluationSkipped ?? undefined, cp.setup, cp.setup.algorithm, this.labelFlips);
     this.phase = 'training';
     parties.lossPolicy = 'may-rejoin';
     this.allowRejoins(job);

@@ -10,3 +10,5 @@ export { HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS, HTTP_TIMEOUT_CHECK_MS
 export { WARNINGS_PER_SECOND } from './warnings.js';
 export { baseRateMetrics, comparisonWarnings } from './oneshot-loop.js';
 export { LabelPsi } from './psi.js';
+export { FLIPS_FILE, type LabelFlips, type LabelPrivacyConfig, type LabelPrivacyReport, readLabelFlips } from './label-flips.js';
+export { labelPrivacyLine } from './report.js';

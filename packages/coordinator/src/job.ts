@@ -10,6 +10,7 @@ import type { AlgorithmName, PrivacyInfo, Setup } from '@admm-share/protocol';
 import type { Variant } from './admm.js';
 import type { CoordinatorConfig } from './config.js';
 import type { Labels } from './labels.js';
+import { type LabelFlips, type LabelPrivacyReport, flippedAmong } from './label-flips.js';
 import type { PartyConnection } from './party-connection.js';
 
 /**
@@ -21,7 +22,7 @@ export function defaultRho(variant: Variant, n: number): number {
   return (variant === 'exact' ? 0.01 : 0.3) / n;
 }
 
-/** What every party's setup shares; its rows, its role and (one-shot) the labels are added per party. */
+/** What every party's setup shares (including the label flip probability); its rows, its role and (one-shot) the labels are added per party. */
 export type SetupParams = Omit<Setup, 'trainRows' | 'testRows' | 'role' | 'labels'>;
 
 /**
@@ -51,17 +52,20 @@ export interface Job extends Samples {
   setup: SetupParams;
   n: number;
   nTest: number;
-  /** Training labels in row order. */
+  /** Training labels in row order: with label privacy the flipped ones, the only ones training uses. */
   y: Float64Array;
-  /** Test labels in row order, when the job evaluates. */
+  /** Test labels in row order, when the job evaluates: never flipped, and never sent to a party. */
   yTest: Float64Array | undefined;
+  /** Label privacy (randomized response on the training labels), or null. */
+  labelPrivacy: LabelPrivacyReport | null;
   /** Why a job with test labels does not evaluate. */
   evaluationSkipped: string | undefined;
 }
 
 /**
  * One builder for both kinds of job. `setup` is undefined for a new job (it is made from the
- * configuration) and the checkpoint's for a resumed one.
+ * configuration) and the checkpoint's for a resumed one. `labels` are the training labels the
+ * job trains on: with label privacy, the flipped ones (`flips` says which rows were flipped).
  */
 export function buildJob(
   cfg: CoordinatorConfig,
@@ -71,6 +75,7 @@ export function buildJob(
   evaluationSkipped: string | undefined,
   setup: SetupParams | undefined,
   algorithm: AlgorithmName = setup?.algorithm ?? 'admm',
+  flips?: LabelFlips,
 ): Job {
   const n = samples.labelRows.train.length;
   const evaluates = testLabels !== undefined && evaluationSkipped === undefined && samples.labelRows.test.length > 0;
@@ -81,6 +86,7 @@ export function buildJob(
     nTest: evaluates ? samples.labelRows.test.length : 0,
     y: Float64Array.from(samples.labelRows.train, (r) => labels.y[r]),
     yTest: evaluates ? Float64Array.from(samples.labelRows.test, (r) => testLabels.y[r]) : undefined,
+    labelPrivacy: flips ? { epsilon: flips.epsilon, flipProbability: flips.flipProbability, flipped: flippedAmong(flips, samples.labelRows.train), seeded: flips.seeded } : null,
     evaluationSkipped,
     setup: setup ?? {
       type: 'setup',
@@ -91,6 +97,7 @@ export function buildJob(
       rho: cfg.rho ?? defaultRho(cfg.variant, n),
       parties: cfg.parties.length,
       algorithm,
+      labelFlip: flips?.flipProbability ?? 0,
     },
   };
 }

@@ -10,7 +10,7 @@
  * party and sent again, never drawn again), so a lost connection is survived like in ADMM.
  */
 import type { Logger } from 'pino';
-import { type ClassificationMetrics, PeerError, classificationMetrics, csrWithColumns, denoiseRelease, fitCentral, lossByName } from '@admm-share/core';
+import { type ClassificationMetrics, PeerError, classificationMetrics, csrWithColumns, denoiseRelease, fitCentral, trainingLoss } from '@admm-share/core';
 import { type Fitted, type Released, encode } from '@admm-share/protocol';
 import { type TrainResult, assertFinite } from './admm-loop.js';
 import type { CoordinatorConfig } from './config.js';
@@ -60,7 +60,7 @@ export async function runOneShot(
     // No active party: denoise each release towards its mean (nothing else is known about
     // it here) and fit the combination with an intercept.
     const columns = released.map((r, j) => denoiseRelease(r.scores, new Float64Array(n).fill(mean(r.scores)), 1, sigmaOf(passive[j])).column);
-    const fit = fitCentral(csrWithColumns(undefined, n, columns), y, lossByName(job.setup.loss), job.setup.lambda, { intercept: true });
+    const fit = fitCentral(csrWithColumns(undefined, n, columns), y, trainingLoss(job.setup.loss, job.setup.labelFlip), job.setup.lambda, { intercept: true });
     weights = fit.x;
     objective = fit.objective;
     base = job.yTest ? new Float64Array(nTest).fill(fit.intercept) : undefined;
@@ -78,7 +78,7 @@ export async function runOneShot(
     metrics = classificationMetrics(total, job.yTest);
   }
   if (active && fitted) local = { party: active.id, objective: fitted.localObjective, ...(job.yTest ? { test: classificationMetrics(fitted.localTestScores, job.yTest) } : {}) };
-  const baseline = job.yTest ? baseRateMetrics(y, job.yTest) : undefined;
+  const baseline = job.yTest ? baseRateMetrics(y, job.yTest, job.setup.labelFlip) : undefined;
   const oneShot: OneShotReport = {
     activeParty: active?.id ?? null,
     weights: Object.fromEntries(passive.map((p, j) => [p.id, weights[j]])),
@@ -102,11 +102,15 @@ function mean(v: Float64Array): number {
   return s / v.length;
 }
 
-/** Test metrics of the constant score of the training labels' base rate: the majority-class baseline in log loss. */
-export function baseRateMetrics(yTrain: Float64Array, yTest: Float64Array): ClassificationMetrics {
+/**
+ * Test metrics of the constant score of the training labels' base rate: the majority-class
+ * baseline in log loss. With labels flipped with probability `labelFlip` the share q of
+ * positive flipped labels estimates (1 - 2 p) pi + p, so the base rate pi is (q - p) / (1 - 2 p).
+ */
+export function baseRateMetrics(yTrain: Float64Array, yTest: Float64Array, labelFlip = 0): ClassificationMetrics {
   let pos = 0;
   for (let i = 0; i < yTrain.length; i++) if (yTrain[i] > 0) pos++;
-  const p = Math.min(Math.max(pos / yTrain.length, 1e-12), 1 - 1e-12);
+  const p = Math.min(Math.max((pos / yTrain.length - labelFlip) / (1 - 2 * labelFlip), 1e-12), 1 - 1e-12);
   return classificationMetrics(new Float64Array(yTest.length).fill(Math.log(p / (1 - p))), yTest);
 }
 

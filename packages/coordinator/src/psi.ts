@@ -1,5 +1,5 @@
 /**
- * The coordinator's side of the private set intersection (docs/privacy.md, section 10). It
+ * The coordinator's side of the private set intersection (docs/privacy.md, section 11). It
  * hashes its label ids onto the curve and blinds them with its key a, once per set and
  * process, in a shuffled order (`psi` message). A party answers with its own ids blinded with
  * its key b, shuffled by the party, and the coordinator's points blinded again with b (`ids`).

@@ -85,7 +85,7 @@ export function parseSummary(value: unknown, path: string): Summary {
   const o = c.obj(
     value,
     '',
-    ['jobId', 'algorithm', 'variant', 'loss', 'lambda', 'rho', 'alpha', 'rounds', 'reason', 'converged', 'objective', 'objectiveFrom', 'residuals', 'seconds', 'bytes', 'parties', 'rows', 'droppedRows', 'droppedTestRows', 'alignment', 'privacy'],
+    ['jobId', 'algorithm', 'variant', 'loss', 'lambda', 'rho', 'alpha', 'rounds', 'reason', 'converged', 'objective', 'objectiveFrom', 'residuals', 'seconds', 'bytes', 'parties', 'rows', 'droppedRows', 'droppedTestRows', 'alignment', 'privacy', 'labelPrivacy'],
     ['sgd', 'test', 'evaluation', 'oneShot', 'research'],
   );
   const algorithm = c.oneOf(o.algorithm, 'algorithm', ALGORITHMS);
@@ -100,6 +100,16 @@ export function parseSummary(value: unknown, path: string): Summary {
   if ((o.oneShot !== undefined) !== (algorithm === 'one-shot')) c.bad('oneShot', algorithm === 'one-shot' ? 'is missing' : `is not expected with algorithm '${algorithm}'`);
   const oneShot = o.oneShot === undefined ? undefined : c.obj(o.oneShot, 'oneShot', ['activeParty', 'weights', 'local', 'warnings'], ['baseline']);
   const local = oneShot?.local ? c.obj(oneShot.local, 'oneShot.local', ['party', 'objective'], ['test']) : null;
+  const lp = o.labelPrivacy === null ? null : c.obj(o.labelPrivacy, 'labelPrivacy', ['epsilon', 'flipProbability', 'flipped', 'seeded']);
+  const rowsTrain = c.int(rows.train, 'rows.train');
+  const labelPrivacy = lp && {
+    epsilon: c.positive(lp.epsilon, 'labelPrivacy.epsilon'),
+    // 1 / (1 + e^epsilon) is below 1/2 for every epsilon > 0.
+    flipProbability: c.num(lp.flipProbability, 'labelPrivacy.flipProbability', 0) < 0.5 ? (lp.flipProbability as number) : c.bad('labelPrivacy.flipProbability', `is ${show(lp.flipProbability)}, expected a number below 0.5`),
+    flipped: c.int(lp.flipped, 'labelPrivacy.flipped') <= rowsTrain ? (lp.flipped as number) : c.bad('labelPrivacy.flipped', `is ${show(lp.flipped)}, more than the ${rowsTrain} training rows`),
+    seeded: c.bool(lp.seeded, 'labelPrivacy.seeded'),
+  };
+  if (labelPrivacy && o.loss !== 'logistic') c.bad('labelPrivacy', `is not expected with loss ${show(o.loss)}`);
   const converged = c.bool(o.converged, 'converged');
   if (converged !== (reason === 'converged')) c.bad('converged', `is ${converged} with reason '${reason}'`);
   return defined({
@@ -131,7 +141,7 @@ export function parseSummary(value: unknown, path: string): Summary {
       const p = c.obj(v, f, ['id', 'features', 'rows', 'testRows']);
       return { id: c.name(p.id, `${f}.id`), features: c.int(p.features, `${f}.features`, 1), rows: c.int(p.rows, `${f}.rows`), testRows: c.int(p.testRows, `${f}.testRows`) };
     }),
-    rows: { train: c.int(rows.train, 'rows.train'), test: c.int(rows.test, 'rows.test') },
+    rows: { train: rowsTrain, test: c.int(rows.test, 'rows.test') },
     droppedRows: c.int(o.droppedRows, 'droppedRows'),
     droppedTestRows: c.int(o.droppedTestRows, 'droppedTestRows'),
     alignment: (() => {
@@ -158,6 +168,7 @@ export function parseSummary(value: unknown, path: string): Summary {
       warnings: list(oneShot.warnings, 'oneShot.warnings').map((w, k) => c.str(w, `oneShot.warnings[${k}]`)),
     },
     research: o.research === undefined ? undefined : c.str(o.research, 'research'),
+    labelPrivacy,
     privacy: list(o.privacy, 'privacy').map((v, m) => {
       const f = `privacy[${m}]`;
       const q = c.obj(v, f, ['party', 'mechanism', 'epsilon', 'delta', 'rounds', 'sigma', 'sensitivity', 'accountant', 'seeded', 'epsilonSpent']);

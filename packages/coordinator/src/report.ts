@@ -11,6 +11,7 @@ import type { Variant } from './admm.js';
 import type { TrainResult } from './admm-loop.js';
 import type { CoordinatorConfig, SgdConfig } from './config.js';
 import type { Job, Participation } from './job.js';
+import type { LabelPrivacyReport } from './label-flips.js';
 import type { PartyConnection, Traffic } from './party-connection.js';
 import { readTrace } from './report-read.js';
 
@@ -79,13 +80,19 @@ export interface Summary {
   alignment: AlignmentReport;
   /** Each party's privacy setting as it reported it, and the budget it had spent at the end. */
   privacy: (PrivacyInfo & { party: string; epsilonSpent: number })[];
+  /**
+   * Label privacy at the coordinator (--label-epsilon): randomized response on the training
+   * labels, how many of the job's training labels it flipped, and whether the flips were
+   * seeded (predictable); null without.
+   */
+  labelPrivacy: LabelPrivacyReport | null;
   /** one-shot jobs only. */
   oneShot?: OneShotReport;
   /** Present (RESEARCH_MODE) when noisy shares were sent every round. */
   research?: string;
 }
 
-/** How rows were aligned: always the private set intersection (docs/privacy.md, section 10). */
+/** How rows were aligned: always the private set intersection (docs/privacy.md, section 11). */
 export interface AlignmentReport {
   method: 'ecdh-psi';
   group: string;
@@ -180,7 +187,15 @@ export function resultLine(s: Summary, summaryPath: string): string {
   const warnings = [...(o?.warnings ?? []), ...(s.research ? [s.research] : [])].map((w) => `; WARNING: ${w}`).join('');
   const what = o ? `one-shot private training, ${o.activeParty ? `active party ${o.activeParty}` : 'every party passive'}` : `${s.algorithm}${s.algorithm === 'admm' ? ` ${s.variant}` : ''}`;
   const ran = o ? 'finished' : how;
-  return `job ${s.jobId} ${ran} (${what}, ${s.rows.train} rows, ${s.parties.length} parties, ${s.seconds.total.toFixed(1)} s): objective ${fmt(s.objective)}${s.objectiveFrom === 'noisy shares' ? ' (from noisy shares)' : ''}${test}${local}${warnings}; summary in ${summaryPath}`;
+  const objective = `${s.labelPrivacy ? 'corrected ' : ''}objective ${fmt(s.objective)}${s.objectiveFrom === 'noisy shares' ? ' (from noisy shares)' : ''}`;
+  return `job ${s.jobId} ${ran} (${what}, ${s.rows.train} rows, ${s.parties.length} parties, ${s.seconds.total.toFixed(1)} s): ${objective}${test}${local}${labelPrivacyLine(s, '; ')}${warnings}; summary in ${summaryPath}`;
+}
+
+/** What the result lines say about label privacy: nothing without it. */
+export function labelPrivacyLine(s: Pick<Summary, 'labelPrivacy' | 'rows'>, prefix: string): string {
+  const l = s.labelPrivacy;
+  if (!l) return '';
+  return `${prefix}label privacy: label epsilon ${l.epsilon}, randomized response flipped ${l.flipped} of ${s.rows.train} training labels (probability ${l.flipProbability.toPrecision(4)}${l.seeded ? ', SEEDED: predictable, experiments only' : ''}), loss corrected for the flips`;
 }
 
 export interface SummaryInput {
@@ -221,6 +236,7 @@ export function buildSummary({ cfg, job, result: r, participation, parties, traf
     droppedTestRows: job.dropped.test,
     alignment,
     privacy: participation.privacy.map((q) => ({ ...q, epsilonSpent: r.epsilonSpent[q.party] ?? 0 })),
+    labelPrivacy: job.labelPrivacy,
     ...(r.oneShot ? { oneShot: r.oneShot } : {}),
     ...(participation.noisy && job.setup.algorithm === 'admm' ? { research: RESEARCH_MODE } : {}),
   };

@@ -7,7 +7,7 @@
  */
 import type { Logger } from 'pino';
 import seedrandom from 'seedrandom';
-import { lossByName, meanLoss } from '@admm-share/core';
+import { meanLoss, trainingLoss } from '@admm-share/core';
 import { type TrainResult, assertFinite } from './admm-loop.js';
 import type { CoordinatorConfig } from './config.js';
 import { evaluate, evaluatesAt } from './evaluation.js';
@@ -20,7 +20,8 @@ export async function runSgd(cfg: CoordinatorConfig, job: Job, parties: Parties,
   const { batchSize, lr: lr0, lrDecay } = cfg.sgd;
   const maxEpochs = participation.maxRounds;
   const { n, y, jobId } = job;
-  const loss = lossByName(job.setup.loss);
+  // With label privacy: the loss corrected for the flips, in the gradient and the objective.
+  const loss = trainingLoss(job.setup.loss, job.setup.labelFlip);
   const rng = seedrandom(`${jobId}/sgd`);
   const order = Uint32Array.from({ length: n }, (_, i) => i);
   let gradient = new Float64Array(0);

@@ -9,6 +9,7 @@ export * from './central.js';
 export * from './synthetic.js';
 export * from './privacy/accounting.js';
 export * from './privacy/noise.js';
+export * from './privacy/label-flip.js';
 export * from './release.js';
 export * from './psi.js';
 export * from './psi-pool.js';

@@ -49,6 +49,54 @@ export function prox(loss: Loss, y: number, a: number, kappa: number, weight: nu
 /** max |sigma'(s) (1 - 2 sigma(s))| = 1 / (6 sqrt 3): bounds h''/R in the logistic prox. */
 const MAX_SIGMOID_CURVATURE = 1 / (6 * Math.sqrt(3));
 
+/**
+ * The logistic proximal map with a linear term: every t[i] = argmin_t weight * (loss(y[i], t) -
+ * c y[i] t) + kappa/2 (t - a[i])^2. The linear term only moves the prox centre, to
+ * a[i] + weight c y[i] / kappa, so c = 0 is the plain logistic prox and c > 0 the prox of the
+ * loss corrected for flipped labels (flipCorrectedLogistic).
+ */
+function logisticProxInto(t: Float64Array, slope: Float64Array, curvature: Float64Array, y: Float64Array, a: Float64Array, kappa: number, weight: number, c: number): void {
+  // With s = y t and b = y a + R c (y = +-1; y times the shifted centre) the optimality
+  // condition is
+  //   h(s) = s - b - R sigma(-s) = 0,  R = weight / kappa.
+  // h is increasing (h' >= 1), convex for s < 0 and concave for s > 0. From any start in
+  // the root's half-line one Newton step lands on the far side of the root, and from
+  // there Newton converges monotonically; a step that leaves the half-line restarts at
+  // s = 0, which is always on the far side. After a step delta the error is at most
+  // (max|h''| / 2 min h') delta^2 <= R C delta^2 / 2, so the loop stops as soon as that
+  // is below rounding: usually one or two exponentials per sample with a good warm start.
+  const R = weight / kappa;
+  const shift = R * c;
+  const errScale = 0.5 * R * MAX_SIGMOID_CURVATURE;
+  for (let i = 0; i < t.length; i++) {
+    const yi = y[i];
+    const b = yi * a[i] + shift;
+    const rootNegative = -b - R / 2 > 0; // h(0) > 0
+    let s = yi * t[i];
+    if (rootNegative ? s > 0 : s < 0) s = 0;
+    let inv = 1;
+    let p = 0;
+    for (let it = 0; it < 100; it++) {
+      // sigma(-s) = 1/(1+e^s): exp overflows to Infinity or underflows to 0 harmlessly.
+      p = 1 / (1 + Math.exp(s));
+      inv = 1 / (1 + R * p * (1 - p));
+      const step = (s - b - R * p) * inv;
+      s -= step;
+      if (rootNegative ? s > 0 : s < 0) {
+        s = 0;
+        continue;
+      }
+      if (errScale * step * step <= Number.EPSILON * (s > 1 ? s : s < -1 ? -s : 1)) break;
+    }
+    t[i] = yi * s;
+    // Implicit differentiation of h(s(b)) = b: s' = 1/h', s'' = -h'' s'^3 with
+    // h'' = -R p (1-p) (1-2p); in t = y s, a = y b: dt/da = s', d2t/da2 = y s''. The shift
+    // is a constant, so it changes neither.
+    slope[i] = inv;
+    curvature[i] = yi * R * p * (1 - p) * (1 - 2 * p) * inv * inv * inv;
+  }
+}
+
 export const logistic: Loss = {
   name: 'logistic',
   value: (y, t) => log1pExpNeg(y * t),
@@ -58,44 +106,42 @@ export const logistic: Loss = {
     return p * (1 - p);
   },
   proxInto(t, slope, curvature, y, a, kappa, weight) {
-    // With s = y t and b = y a (y = +-1) the optimality condition is
-    //   h(s) = s - b - R sigma(-s) = 0,  R = weight / kappa.
-    // h is increasing (h' >= 1), convex for s < 0 and concave for s > 0. From any start in
-    // the root's half-line one Newton step lands on the far side of the root, and from
-    // there Newton converges monotonically; a step that leaves the half-line restarts at
-    // s = 0, which is always on the far side. After a step delta the error is at most
-    // (max|h''| / 2 min h') delta^2 <= R C delta^2 / 2, so the loop stops as soon as that
-    // is below rounding: usually one or two exponentials per sample with a good warm start.
-    const R = weight / kappa;
-    const errScale = 0.5 * R * MAX_SIGMOID_CURVATURE;
-    for (let i = 0; i < t.length; i++) {
-      const yi = y[i];
-      const b = yi * a[i];
-      const rootNegative = -b - R / 2 > 0; // h(0) > 0
-      let s = yi * t[i];
-      if (rootNegative ? s > 0 : s < 0) s = 0;
-      let inv = 1;
-      let p = 0;
-      for (let it = 0; it < 100; it++) {
-        // sigma(-s) = 1/(1+e^s): exp overflows to Infinity or underflows to 0 harmlessly.
-        p = 1 / (1 + Math.exp(s));
-        inv = 1 / (1 + R * p * (1 - p));
-        const step = (s - b - R * p) * inv;
-        s -= step;
-        if (rootNegative ? s > 0 : s < 0) {
-          s = 0;
-          continue;
-        }
-        if (errScale * step * step <= Number.EPSILON * (s > 1 ? s : s < -1 ? -s : 1)) break;
-      }
-      t[i] = yi * s;
-      // Implicit differentiation of h(s(b)) = b: s' = 1/h', s'' = -h'' s'^3 with
-      // h'' = -R p (1-p) (1-2p); in t = y s, a = y b: dt/da = s', d2t/da2 = y s''.
-      slope[i] = inv;
-      curvature[i] = yi * R * p * (1 - p) * (1 - 2 * p) * inv * inv * inv;
-    }
+    logisticProxInto(t, slope, curvature, y, a, kappa, weight, 0);
   },
 };
+
+/**
+ * The coefficient c = p / (1 - 2p) of the flip-corrected logistic loss, for labels flipped
+ * with probability p in [0, 1/2).
+ */
+export function flipCorrection(p: number): number {
+  if (!(p >= 0 && p < 0.5)) throw new RangeError(`flip probability must be in [0, 0.5), got ${p}`);
+  return p / (1 - 2 * p);
+}
+
+/**
+ * The logistic loss corrected for labels flipped independently with known probability p
+ * (randomized response; Natarajan, Dhillon, Ravikumar and Tewari 2013, "Learning with noisy
+ * labels", Lemma 1):
+ *   l~(y~, t) = ((1 - p) l(y~, t) - p l(-y~, t)) / (1 - 2p) = l(y~, t) - c y~ t,  c = p / (1 - 2p),
+ * because l(-y, t) = l(y, t) + y t for the logistic loss. Its expectation over the flip of the
+ * true label y is l(y, t), so its mean over the samples estimates the loss on the true labels
+ * without bias. It is convex (the correction is linear) but unbounded below, so the training
+ * objective needs lambda > 0. p = 0 is the plain logistic loss.
+ */
+export function flipCorrectedLogistic(p: number): Loss {
+  const c = flipCorrection(p);
+  if (c === 0) return logistic;
+  return {
+    name: 'logistic',
+    value: (y, t) => log1pExpNeg(y * t) - c * y * t,
+    deriv: (y, t) => -y * (sigmoidNeg(y * t) + c),
+    deriv2: logistic.deriv2,
+    proxInto(t, slope, curvature, y, a, kappa, weight) {
+      logisticProxInto(t, slope, curvature, y, a, kappa, weight, c);
+    },
+  };
+}
 
 export const squared: Loss = {
   name: 'squared',
@@ -116,6 +162,16 @@ const LOSS_BY_NAME: Readonly<Record<LossName, Loss>> = { logistic, squared };
 
 export function lossByName(name: LossName): Loss {
   return LOSS_BY_NAME[name];
+}
+
+/**
+ * The loss a job trains with: `name`, corrected for training labels flipped with probability
+ * `labelFlip` (label differential privacy; 0: none). Only the logistic loss has a correction.
+ */
+export function trainingLoss(name: LossName, labelFlip: number): Loss {
+  if (labelFlip === 0) return lossByName(name);
+  if (name !== 'logistic') throw new RangeError(`flipped labels need the logistic loss, not ${name}`);
+  return flipCorrectedLogistic(labelFlip);
 }
 
 /** (1/N) sum_i loss(y_i, scores_i) */

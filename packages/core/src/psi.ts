@@ -1,5 +1,5 @@
 /**
- * The group operations of ECDH private set intersection (docs/privacy.md, section 10), over
+ * The group operations of ECDH private set intersection (docs/privacy.md, section 11), over
  * Curve25519 as X25519 (RFC 7748), with libsodium (sodium-native) doing the curve arithmetic.
  *
  * An id becomes a point H(id): SHA-512 of a domain tag and the id, whose two halves are each

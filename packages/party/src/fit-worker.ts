@@ -2,8 +2,8 @@
 // it takes tens of seconds, during which the main thread keeps answering the coordinator's
 // heartbeats.
 import { parentPort, workerData } from 'node:worker_threads';
-import { lossByName } from '@admm-share/core';
+import { trainingLoss } from '@admm-share/core';
 import { type FitInput, fitActive } from './release.js';
 
 const input = workerData as FitInput;
-parentPort!.postMessage(fitActive(input.D, input.y, input.releases, lossByName(input.loss), input.lambda));
+parentPort!.postMessage(fitActive(input.D, input.y, input.releases, trainingLoss(input.loss, input.labelFlip), input.lambda));

@@ -1,5 +1,5 @@
 /**
- * The party's side of the private set intersection (docs/privacy.md, section 10). The party
+ * The party's side of the private set intersection (docs/privacy.md, section 11). The party
  * hashes its ids onto the curve, blinds them with its key b and sends them in an order it
  * shuffled itself, and blinds the coordinator's label points again with b. Its key and its
  * order never leave this process; they last as long as it does, so a rejoin costs only the

@@ -224,7 +224,8 @@ export interface ActiveFit {
 /**
  * The active side's fit: denoise each release against [D, 1] (ridge with its penalty chosen
  * by generalised cross-validation, Golub, Heath and Wahba 1979), then fit `loss` with lambda
- * on [D, denoised columns, 1] and, for comparison, on [D, 1] alone.
+ * on [D, denoised columns, 1] and, for comparison, on [D, 1] alone. With flipped labels
+ * (label privacy) `loss` is the one corrected for the flips (core's trainingLoss), for both.
  */
 export function fitActive(
   D: Csr,
@@ -269,6 +270,8 @@ export interface FitInput {
   y: Float64Array;
   releases: { party: string; scores: Float64Array; sigma: number }[];
   loss: LossName;
+  /** The flip probability of the labels (label privacy at the coordinator), 0 without: the fit uses the corrected loss. */
+  labelFlip: number;
   lambda: number;
 }
 

@@ -43,7 +43,7 @@ export type Model =
   | { kind: 'admm'; x: RidgeXUpdate }
   | { kind: 'sgd'; sgd: SgdModel; step: number; rows: Uint32Array }
   | { kind: 'passive'; passive: PassiveModel; rows: Uint32Array }
-  | { kind: 'active'; D: Csr; y: Float64Array; lambda: number; loss: LossName; fit: (ActiveFit & { parties: string[] }) | undefined };
+  | { kind: 'active'; D: Csr; y: Float64Array; lambda: number; loss: LossName; labelFlip: number; fit: (ActiveFit & { parties: string[] }) | undefined };
 
 export interface SessionState {
   phase: Phase;
@@ -274,7 +274,11 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
     // The bounds of the one-shot models are for rows of norm <= 1 (docs/privacy.md, section 9).
     D = normaliseRows(D).X;
     testX = testX && normaliseRows(testX).X;
-    if (env.role === 'active') model = { kind: 'active', D, y: msg.labels, lambda: msg.lambda, loss: msg.loss, fit: undefined };
+    // With label privacy the labels are the coordinator's flipped ones: the active party fits
+    // with the loss corrected for their flip probability; the passive target is the flipped
+    // labels as they are (in expectation they, and so its ridge fit, are 1 - 2p times the true
+    // ones; the active party's weight on its scores absorbs the scale).
+    if (env.role === 'active') model = { kind: 'active', D, y: msg.labels, lambda: msg.lambda, loss: msg.loss, labelFlip: msg.labelFlip, fit: undefined };
     else {
       if (env.intercept) throw new ConfigError('--intercept at a passive party of a one-shot job: the intercept lives at the active party (or, without one, at the coordinator)');
       const target = releaseTarget(msg.labels);
@@ -430,7 +434,7 @@ function onFit(s: SessionState, env: SessionEnv, msg: Fit): Outcome {
   const key = createHash('sha256').update(JSON.stringify([msg.parties, Array.from(msg.sigmas), n])).update(new Uint8Array(msg.releases.buffer, msg.releases.byteOffset, msg.releases.byteLength)).digest('hex');
   if (s.fitWork?.key !== key) {
     const t0 = performance.now();
-    const fit = fitInWorker({ D: m.D, y: m.y, releases, loss: m.loss, lambda: m.lambda });
+    const fit = fitInWorker({ D: m.D, y: m.y, releases, loss: m.loss, labelFlip: m.labelFlip, lambda: m.lambda });
     void fit.then((f) => env.log.info({ fitMs: Math.round(performance.now() - t0), denoising: f.denoising }, 'combined model fitted'), () => undefined);
     s.fitWork = { key, fit };
   }
@@ -467,6 +471,7 @@ function oneShotModel(m: Extract<Model, { kind: 'passive' | 'active' }>): FinalM
       score: "x . row + intercept + sum over passive parties of weight x that party's clipped score (rows scaled to norm <= 1)",
       weights: Object.fromEntries(f.parties.map((p, j) => [p, f.weights[j]])),
       denoising: f.denoising,
+      ...(m.labelFlip > 0 ? { labelFlip: m.labelFlip, loss: 'logistic corrected for labels flipped with probability labelFlip (label privacy at the coordinator)' } : {}),
       local: { coefficients: Array.from(f.local.coefficients), intercept: f.local.intercept, objective: f.local.objective },
     },
   };

@@ -74,7 +74,7 @@ export interface Welcome {
 }
 
 /**
- * Private set intersection (ECDH over X25519, docs/privacy.md section 10), coordinator's
+ * Private set intersection (ECDH over X25519, docs/privacy.md section 11), coordinator's
  * half: its label ids of one set, each hashed onto the curve and blinded with the
  * coordinator's key a, in an order shuffled by the coordinator. The party answers with `ids`.
  */
@@ -120,9 +120,16 @@ export interface Setup {
   role: Role;
   /**
    * one-shot only: the training labels (+1 / -1) in aligned row order, the passive party's
-   * regression target and the active party's fitting target; empty otherwise.
+   * regression target and the active party's fitting target; empty otherwise. With label
+   * privacy (`labelFlip` > 0) these are the flipped labels.
    */
   labels: Float64Array;
+  /**
+   * The probability p in [0, 1/2) with which the coordinator flipped each training label
+   * (randomized response, label differential privacy), 0 without. Whoever fits on the labels
+   * uses the logistic loss corrected for it: l(t, y) - (p / (1 - 2p)) y t.
+   */
+  labelFlip: number;
 }
 
 /** What a party tells the coordinator about its privacy setting (for the summary). */

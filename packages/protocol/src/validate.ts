@@ -344,7 +344,7 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
       return { type, jobId, set, points };
     }
     case 'setup': {
-      exactKeys(o, type, ['type', 'jobId', 'trainRows', 'testRows', 'lambda', 'loss', 'rounds', 'rho', 'parties', 'algorithm', 'role', 'labels']);
+      exactKeys(o, type, ['type', 'jobId', 'trainRows', 'testRows', 'lambda', 'loss', 'rounds', 'rho', 'parties', 'algorithm', 'role', 'labels', 'labelFlip']);
       const jobId = job(o, type, ctx);
       const trainRows = rowIndex(o, type, 'trainRows', undefined, ctx.fileRows?.train);
       if (trainRows.length === 0) invalid('setup.trainRows: no training rows');
@@ -355,6 +355,11 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
       const algorithm = oneOf(o, type, 'algorithm', ALGORITHMS);
       const labels = vector(o, type, 'labels', algorithm === 'one-shot' ? trainRows.length : 0);
       for (let i = 0; i < labels.length; i++) if (labels[i] !== 1 && labels[i] !== -1) invalid(`setup.labels[${i}] = ${labels[i]}, expected +1 or -1`);
+      const labelFlip = finite(o, type, 'labelFlip');
+      // Randomized response flips with p = 1/(1 + e^epsilon) < 1/2; at 1/2 the labels carry nothing and the correction p/(1-2p) is infinite.
+      if (!(labelFlip >= 0 && labelFlip < 0.5)) invalid(`setup.labelFlip: ${labelFlip} is not a flip probability in [0, 0.5)`);
+      if (labelFlip > 0 && loss !== 'logistic') invalid(`setup.labelFlip: flipped labels with the ${loss} loss (only the logistic loss has the correction)`);
+      if (labelFlip > 0 && lambda === 0) invalid('setup.labelFlip: flipped labels with lambda 0 (the corrected loss is unbounded below without the ridge term)');
       return {
         type,
         jobId,
@@ -368,6 +373,7 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
         algorithm,
         role: oneOf(o, type, 'role', ROLES),
         labels,
+        labelFlip,
       };
     }
     case 'round': {

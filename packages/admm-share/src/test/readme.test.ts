@@ -1,13 +1,14 @@
 // The README's one-party-per-organisation example, run as written. The fenced block after the
 // `<!-- readme-test:deployment` marker is read from README.md and its commands run as real
 // processes, in order, in a temporary directory (so the relative paths they write land there),
-// on the data its own `admm-share generate` writes. Only what a test must change is changed:
+// on the data its own `admm-share generate` writes. The label-privacy example (the block after
+// `<!-- readme-test:label-privacy`) is run the same way. Only what a test must change is changed:
 // `npx <bin>` becomes node with the workspace's bin script, and the coordinator listens on
 // port 0 on loopback (a test neither takes a fixed port nor listens beyond this machine), the
 // parties connecting to the port its `listening` line reports.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { BIN, type Proc, killAll, run, tempDir } from './procs.js';
@@ -131,4 +132,22 @@ test('README: the one-party-per-organisation commands run as written on the data
     assert.equal(warnings.length, 1, 'one warning naming the party');
     assert.deepEqual(warnings[0].parties, without);
   }
+});
+
+test('README: the label-privacy example runs as written and reports its label epsilon', async (t) => {
+  const cwd = tempDir(t, 'admm-readme-');
+  const commands = fencedCommands(readFileSync(README, 'utf8'), '<!-- readme-test:label-privacy');
+  assert.equal(commands.length, 1);
+  const [npx, program, ...args] = commands[0];
+  assert.deepEqual([npx, program, args[0]], ['npx', 'admm-share', 'simulate']);
+  const epsilon = Number(flag(args, '--label-epsilon'));
+  assert.ok(epsilon > 0, 'the example uses --label-epsilon');
+  const p = run(BINS[program], args, { cwd });
+  assert.equal((await p.exit).code, 0, p.stderr());
+  assert.match(p.stdout(), new RegExp(`label privacy: label epsilon ${epsilon} at the coordinator`));
+  const out = join(cwd, flag(args, '--out')!);
+  const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+  assert.equal(summary.labelPrivacy.epsilon, epsilon);
+  assert.equal(summary.labelPrivacy.flipProbability, 1 / (1 + Math.exp(epsilon)));
+  assert.equal(statSync(join(out, 'label-flips.json')).mode & 0o777, 0o600);
 });

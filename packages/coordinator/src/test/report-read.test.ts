@@ -40,6 +40,7 @@ const admmSummary: Summary = {
     { party: 'p1', mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, rounds: 20, sigma: 0.7, sensitivity: 0.1, accountant: 'rdp', seeded: false, epsilonSpent: 0.8 },
     { party: 'p2', mechanism: 'none', epsilon: null, delta: null, rounds: 1000, sigma: 0, sensitivity: 0, accountant: null, seeded: false, epsilonSpent: 0 },
   ],
+  labelPrivacy: { epsilon: 1, flipProbability: 1 / (1 + Math.E), flipped: 27, seeded: true },
 };
 
 const sgdSummary: Summary = {
@@ -54,6 +55,7 @@ const sgdSummary: Summary = {
   residuals: null,
   test: undefined,
   evaluation: { skipped: 'no party has a test set' },
+  labelPrivacy: null,
 };
 delete sgdSummary.test;
 
@@ -109,6 +111,15 @@ test('readSummary: each kind of malformed summary is a DataError naming the file
     [(s) => (s.evaluation = { skipped: 3 }), /evaluation\.skipped is 3, expected a string/],
     [(s) => (s.sgd = { batchSize: 1, lr: 1, lrDecay: 0 }), /sgd is not expected with algorithm 'admm'/],
     [(s) => (s.converged = false), /converged is false with reason 'converged'/],
+    [(s) => delete s.labelPrivacy, /labelPrivacy is missing/],
+    [(s) => (s.labelPrivacy.epsilon = 0), /labelPrivacy\.epsilon is 0, expected a positive number/],
+    [(s) => (s.labelPrivacy.flipProbability = 0.5), /labelPrivacy\.flipProbability is 0\.5, expected a number below 0\.5/],
+    [(s) => (s.labelPrivacy.flipProbability = -0.1), /labelPrivacy\.flipProbability is -0\.1, expected a finite number >= 0/],
+    [(s) => (s.labelPrivacy.flipped = 101), /labelPrivacy\.flipped is 101, more than the 100 training rows/],
+    [(s) => (s.labelPrivacy.flipped = 2.5), /labelPrivacy\.flipped is 2\.5, expected an integer >= 0/],
+    [(s) => (s.labelPrivacy.seeded = 'yes'), /labelPrivacy\.seeded is 'yes', expected true or false/],
+    [(s) => (s.labelPrivacy.count = 3), /labelPrivacy\.count is not expected/],
+    [(s) => (s.loss = 'squared'), /labelPrivacy is not expected with loss 'squared'/],
   ];
   for (const [mutate, message] of cases) {
     const s = structuredClone(good);

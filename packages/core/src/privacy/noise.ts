@@ -29,6 +29,8 @@ export interface NoiseSource {
   readonly seeded: boolean;
   /** out[i] += N(0, sigma^2) for every i. */
   addNormal(out: Float64Array, sigma: number): void;
+  /** n uniforms (k + 1/2) / 2^53, k uniform on 53 bits: in (0, 1), never 0 or 1. */
+  uniforms(n: number): Float64Array;
 }
 
 /** Bits below sigma's leading power of two kept in released values. */
@@ -65,7 +67,7 @@ export function osNoise(): NoiseSource {
     }
     return u;
   };
-  return { seeded: false, addNormal: (out, sigma) => boxMuller(out, sigma, uniforms) };
+  return { seeded: false, addNormal: (out, sigma) => boxMuller(out, sigma, uniforms), uniforms };
 }
 
 /** Predictable noise from a seed: for reproducible experiments only. */
@@ -76,5 +78,5 @@ export function seededNoise(seed: string): NoiseSource {
     for (let i = 0; i < n; i++) u[i] = (Math.floor(rng.double() * TWO_53) + 0.5) / TWO_53;
     return u;
   };
-  return { seeded: true, addNormal: (out, sigma) => boxMuller(out, sigma, uniforms) };
+  return { seeded: true, addNormal: (out, sigma) => boxMuller(out, sigma, uniforms), uniforms };
 }

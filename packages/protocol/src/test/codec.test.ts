@@ -200,12 +200,13 @@ test('round trip: setup with 1 and 70000 training rows, 0, 1 and 70000 test rows
         algorithm: 'sgd',
         role: 'active',
         labels: new Float64Array(0),
+        labelFlip: nTest <= 1 ? 0 : 0.2689414213699951, // a flip only with the logistic loss and lambda > 0
       };
       roundTrip(msg, { jobId: JOB, fileRows });
     }
   }
   // Row indices above 2^16 and up to 2^32 - 1 survive without a file-size bound.
-  roundTrip({ type: 'setup', jobId: JOB, trainRows: new Uint32Array([0xffffffff, 65536, 0]), testRows: new Uint32Array(0), lambda: 1e300, loss: 'squared', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0) }, {});
+  roundTrip({ type: 'setup', jobId: JOB, trainRows: new Uint32Array([0xffffffff, 65536, 0]), testRows: new Uint32Array(0), lambda: 1e300, loss: 'squared', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0), labelFlip: 0 }, {});
 });
 
 test('round trip: round with vectors of length 0, 1 and 70000 and awkward rho', () => {
@@ -362,7 +363,7 @@ function sampleMessages(): Message[] {
     { type: 'scores', jobId: JOB, round: 4, scores: awkwardVector(2, 1, MAX_SHARE_MAGNITUDE) },
     { type: 'welcome', protocolVersion: 1, jobId: JOB },
     { type: 'psi', jobId: JOB, set: 'train', points: hashes(4, 2, 32) },
-    { type: 'setup', jobId: JOB, trainRows: new Uint32Array([4, 0, 2]), testRows: new Uint32Array([1]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0) },
+    { type: 'setup', jobId: JOB, trainRows: new Uint32Array([4, 0, 2]), testRows: new Uint32Array([1]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0), labelFlip: 0 },
     { type: 'round', jobId: JOB, round: 4, rho: 2, c: awkwardVector(5, 9) },
     { type: 'resume', jobId: JOB, round: 3, rho: 2, c: awkwardVector(5, 10), previousShare: awkwardVector(5, 11), share: awkwardVector(5, 12) },
     { type: 'resume', jobId: JOB, round: 0, rho: 2, c: new Float64Array(0), previousShare: new Float64Array(0), share: new Float64Array(0) },
@@ -496,6 +497,7 @@ function randomMessage(rnd: () => number): Message {
         algorithm: rnd() < 0.5 ? 'admm' : 'sgd',
         role: rnd() < 0.5 ? 'active' : 'passive',
         labels: new Float64Array(0),
+        labelFlip: 0,
       };
     case 7:
       return { type: 'round', jobId: JOB, round, rho: 0.1 + rnd(), c: vec() };

@@ -55,7 +55,7 @@ function base(): Record<string, Obj> {
     scores: { type: 'scores', jobId: JOB, round: ROUND, scores: new Float64Array([0.5, -2, MAX_SHARE_MAGNITUDE]) },
     welcome: { type: 'welcome', protocolVersion: 1, jobId: JOB },
     psi: { type: 'psi', jobId: JOB, set: 'train', points: new Uint8Array(32 * 5).fill(3) },
-    setup: { type: 'setup', jobId: JOB, trainRows: new Uint32Array([9, 0, 4, 2]), testRows: new Uint32Array([4, 1, 0]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0) },
+    setup: { type: 'setup', jobId: JOB, trainRows: new Uint32Array([9, 0, 4, 2]), testRows: new Uint32Array([4, 1, 0]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0), labelFlip: 0 },
     round: { type: 'round', jobId: JOB, round: ROUND, rho: 1.5, c: new Float64Array([0, 1, 2, 3]) },
     resume: {
       type: 'resume',
@@ -363,6 +363,17 @@ test('a negative penaltySq or lambda is invalid; zero is fine', () => {
   accepts('share', { penaltySq: 0 });
   accepts('share', { penaltySq: 5e-324 });
   accepts('setup', { lambda: 0 });
+});
+
+test('setup.labelFlip: a flip probability in [0, 0.5), only with the logistic loss and lambda > 0', () => {
+  for (const bad of [-1e-300, -0.1, 0.5, 0.75, 1, 2]) rejects('setup', { labelFlip: bad }, 'invalid', CTX, /setup\.labelFlip: .* is not a flip probability in \[0, 0\.5\)/);
+  for (const bad of [NaN, Infinity, -Infinity]) rejects('setup', { labelFlip: bad }, 'invalid', CTX, /setup\.labelFlip: expected a finite number/);
+  rejects('setup', { labelFlip: '0.1' }, 'invalid', CTX, /setup\.labelFlip: expected a finite number, got string/);
+  rejects('setup', { labelFlip: undefined }, 'invalid', CTX, /setup: missing field 'labelFlip'/);
+  rejects('setup', { labelFlip: 0.2, loss: 'squared' }, 'invalid', CTX, /flipped labels with the squared loss/);
+  rejects('setup', { labelFlip: 0.2, lambda: 0 }, 'invalid', CTX, /flipped labels with lambda 0/);
+  for (const ok of [0, 5e-324, 0.2689414213699951, 0.49999999999999994]) assert.equal((accepts('setup', { labelFlip: ok }) as { labelFlip: number }).labelFlip, ok);
+  accepts('setup', { labelFlip: 0, loss: 'squared', lambda: 0 });
 });
 
 test('rho <= 0 is invalid in round, alpha <= 0 and rho < 0 in done.params (sgd reports rho 0); tiny positive values are fine', () => {

@@ -1,0 +1,155 @@
+/**
+ * Label differential privacy at the coordinator (--label-epsilon): randomized response on the
+ * training labels, drawn once per job and kept in the job's output folder
+ * (`label-flips.json`), so that a restart of the same job (--resume, or the same --job again)
+ * trains on the same flipped labels. A second, independent draw for the same job would be a
+ * second release of the labels: two draws of randomized response together are
+ * 2 epsilon-label-DP, and their majority is a better guess of the true label than either.
+ *
+ * The file holds the label-file rows whose label was flipped, with the digest of the training
+ * labels they were drawn for (ids and values in file order): a restart with another label file
+ * is refused. It is as sensitive as the labels themselves (with the flipped labels it gives the
+ * true ones back), so it is written with mode 0600 and never leaves the coordinator.
+ */
+import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { Logger } from 'pino';
+import { ConfigError, DataError, drawFlips, flipProbability, osNoise, seededNoise, writeFileAtomic } from '@admm-share/core';
+import { NAME_RE } from '@admm-share/protocol';
+import { labelsDigest } from './checkpoint.js';
+import type { Labels } from './labels.js';
+
+export const FLIPS_FILE = 'label-flips.json';
+const FORMAT = 'admm-share-label-flips/1';
+
+/** --label-epsilon and, for reproducible experiments only, --label-seed. */
+export interface LabelPrivacyConfig {
+  epsilon: number;
+  /** Seed of the flips: predictable by anyone who knows it. Without it the flips come from the OS CSPRNG. */
+  seed?: string;
+}
+
+export interface LabelFlips {
+  format: typeof FORMAT;
+  jobId: string;
+  epsilon: number;
+  /** 1 / (1 + e^epsilon). */
+  flipProbability: number;
+  /** The flips came from a seeded, predictable generator. */
+  seeded: boolean;
+  /** labelsDigest of the training labels the flips were drawn for, and their number of rows. */
+  labelsDigest: string;
+  rows: number;
+  /** Rows of the training label file whose label was flipped, ascending. */
+  flipped: Uint32Array;
+}
+
+/** What the summary says about label privacy. */
+export interface LabelPrivacyReport {
+  epsilon: number;
+  flipProbability: number;
+  /** Training labels of the job (aligned rows) that were flipped. */
+  flipped: number;
+  seeded: boolean;
+}
+
+export function writeLabelFlips(path: string, f: LabelFlips): void {
+  writeFileAtomic(path, JSON.stringify({ ...f, flipped: Array.from(f.flipped) }) + '\n', 0o600);
+}
+
+/** Read a flips file back, every field checked (like wire data); a DataError names the file and the field. */
+export function readLabelFlips(path: string): LabelFlips {
+  const bad = (what: string): never => {
+    throw new DataError(path, undefined, `not a valid label flips file: ${what}`);
+  };
+  let value: unknown;
+  try {
+    value = JSON.parse(readFileSync(path, 'utf8'));
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    throw new DataError(path, undefined, e.code ? `cannot read the label flips (${e.code})` : `not JSON (${e.message})`);
+  }
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return bad('not an object');
+  const o = value as Record<string, unknown>;
+  const keys = ['format', 'jobId', 'epsilon', 'flipProbability', 'seeded', 'labelsDigest', 'rows', 'flipped'];
+  for (const k of Object.keys(o)) if (!keys.includes(k)) bad(`${k} is not expected`);
+  for (const k of keys) if (o[k] === undefined) bad(`${k} is missing`);
+  if (o.format !== FORMAT) bad(`format ${String(o.format)} (expected ${FORMAT})`);
+  const jobId = typeof o.jobId === 'string' && NAME_RE.test(o.jobId) ? o.jobId : bad(`jobId ${String(o.jobId)}`);
+  const epsilon = typeof o.epsilon === 'number' && Number.isFinite(o.epsilon) && o.epsilon > 0 ? o.epsilon : bad(`epsilon ${String(o.epsilon)}`);
+  const p = flipProbability(epsilon);
+  if (o.flipProbability !== p) bad(`flipProbability ${String(o.flipProbability)} is not 1 / (1 + e^${epsilon}) = ${p}`);
+  const seeded = typeof o.seeded === 'boolean' ? o.seeded : bad('seeded is not true or false');
+  const digest = typeof o.labelsDigest === 'string' && /^[0-9a-f]{64}$/.test(o.labelsDigest) ? o.labelsDigest : bad('labelsDigest is not a SHA-256 in hex');
+  const rows = Number.isSafeInteger(o.rows) && (o.rows as number) >= 1 ? (o.rows as number) : bad(`rows ${String(o.rows)}`);
+  if (!Array.isArray(o.flipped)) return bad('flipped is not a list');
+  const flipped = new Uint32Array(o.flipped.length);
+  o.flipped.forEach((r: unknown, k) => {
+    if (!Number.isSafeInteger(r) || (r as number) < 0 || (r as number) >= rows) bad(`flipped[${k}] = ${String(r)} is not a row of ${rows}`);
+    if (k > 0 && (r as number) <= flipped[k - 1]) bad(`flipped[${k}] = ${String(r)} is not above flipped[${k - 1}]`);
+    flipped[k] = r as number;
+  });
+  return { format: FORMAT, jobId, epsilon, flipProbability: p, seeded, labelsDigest: digest, rows, flipped };
+}
+
+/**
+ * The job's label flips: those kept in `out` for this job, or (a new job) a fresh draw, written
+ * there before anything is sent. Refused, with what to do: another job's flips in `out` (this
+ * job would draw again), a job that flipped its labels run without --label-epsilon (it would
+ * send the true labels), another epsilon, another label file, and a resumed job whose flips
+ * are missing (`resume`: never draw). Without label privacy and no flips of this job: undefined.
+ */
+export function resolveLabelFlips(
+  cfg: { out: string; jobId: string; labelPrivacy?: LabelPrivacyConfig; resume: boolean },
+  labels: Labels,
+  log: Logger,
+): LabelFlips | undefined {
+  const path = join(cfg.out, FLIPS_FILE);
+  const kept = existsSync(path) ? readLabelFlips(path) : undefined;
+  const lp = cfg.labelPrivacy;
+  if (!lp) {
+    if (kept?.jobId === cfg.jobId)
+      throw new ConfigError(`job '${cfg.jobId}' trains on labels flipped for label privacy (${path}): run it with --label-epsilon ${kept.epsilon} again, or it would send the true labels`);
+    return undefined;
+  }
+  const digest = labelsDigest(labels);
+  if (kept) {
+    if (kept.jobId !== cfg.jobId)
+      throw new ConfigError(
+        `${path} holds the label flips of job '${kept.jobId}': continue that job with --job ${kept.jobId}, or give job '${cfg.jobId}' its own --out (its new draw of the same labels costs another epsilon ${lp.epsilon})`,
+      );
+    if (kept.epsilon !== lp.epsilon) throw new ConfigError(`job '${cfg.jobId}' flipped its labels with --label-epsilon ${kept.epsilon} (${path}), not ${lp.epsilon}`);
+    if (kept.labelsDigest !== digest || kept.rows !== labels.ids.length)
+      throw new ConfigError(`the training labels in ${labels.file} differ from the ones job '${cfg.jobId}' flipped (${path}); its flips cannot be reused, and a new draw for the same job would be a second release`);
+    log.info({ file: path, epsilon: kept.epsilon, flipped: kept.flipped.length, rows: kept.rows, seeded: kept.seeded }, 'label privacy: the flips of this job are reused, not drawn again');
+    return kept;
+  }
+  if (cfg.resume) throw new ConfigError(`--resume with --label-epsilon: the label flips of job '${cfg.jobId}' are missing (${path}); drawing new ones would be a second release of the labels`);
+  const p = flipProbability(lp.epsilon);
+  const source = lp.seed === undefined ? osNoise() : seededNoise(lp.seed);
+  const flips: LabelFlips = {
+    format: FORMAT,
+    jobId: cfg.jobId,
+    epsilon: lp.epsilon,
+    flipProbability: p,
+    seeded: source.seeded,
+    labelsDigest: digest,
+    rows: labels.ids.length,
+    flipped: drawFlips(labels.ids.length, p, source),
+  };
+  mkdirSync(cfg.out, { recursive: true });
+  writeLabelFlips(path, flips);
+  log.info(
+    { file: path, epsilon: lp.epsilon, flipProbability: p, flipped: flips.flipped.length, rows: flips.rows, seeded: flips.seeded },
+    `label privacy: randomized response, each training label flipped with probability ${p.toPrecision(4)}${flips.seeded ? ' (SEEDED flips: predictable, for experiments only)' : ' (OS CSPRNG)'}`,
+  );
+  return flips;
+}
+
+/** How many of the job's training rows (label-file rows) had their label flipped. */
+export function flippedAmong(flips: LabelFlips, rows: Uint32Array): number {
+  const set = new Set(flips.flipped);
+  let k = 0;
+  for (let i = 0; i < rows.length; i++) if (set.has(rows[i])) k++;
+  return k;
+}
