@@ -101,7 +101,7 @@ export function validateCheckpoint(value: unknown, path: string): Checkpoint {
     parties: int(s.parties, 'setup.parties', 1),
     algorithm: oneOf(s.algorithm, 'setup.algorithm', ALGORITHMS),
     // Absent in checkpoints written before label privacy existed: those jobs flipped nothing.
-    labelFlip: s.labelFlip === undefined ? 0 : num(s.labelFlip, 'setup.labelFlip', (x) => x >= 0 && x < 0.5),
+    labelFlip: num(s.labelFlip, 'setup.labelFlip', (x) => x >= 0 && x < 0.5),
   };
   const M = setup.parties;
 

@@ -150,7 +150,7 @@ test('a job on flipped labels: the one-shot setup sends the flipped training lab
   assert.equal(setupFor(plain, 'p2', undefined, { train: Uint32Array.of(0, 1, 2, 3), test: Uint32Array.of(0, 1) }).labels.length, 0, 'ADMM sends no labels');
 });
 
-test('a checkpoint keeps setup.labelFlip; one written before label privacy existed reads as 0; a value outside [0, 0.5) is refused', (t) => {
+test('a checkpoint keeps setup.labelFlip; one without it, or with a value outside [0, 0.5), is refused', (t) => {
   const dir = tempDir(t);
   const path = join(dir, 'checkpoint.bin');
   const n = 2;
@@ -158,9 +158,8 @@ test('a checkpoint keeps setup.labelFlip; one written before label privacy exist
   const cp = {
     jobId: 'job-a',
     round: 3,
-    hashKey: new Uint8Array(32),
     labelsDigest: 'd',
-    samples: { labelRows: { train: Uint32Array.of(0, 1), test: new Uint32Array(0) }, keptKeys: { train: ['a', 'b'], test: null }, dropped: { train: 0, test: 0 } },
+    samples: { labelRows: { train: Uint32Array.of(0, 1), test: new Uint32Array(0) }, dropped: { train: 0, test: 0 } },
     evaluationSkipped: null,
     setup: { type: 'setup' as const, jobId: 'job-a', lambda: 1e-4, loss: 'logistic' as const, rounds: 10, rho: 0.5, parties: 1, algorithm: 'admm' as const, labelFlip: flipProbability(2) },
     admm: { rho: 0.5, c: v(), z: v(), dualVar: v(), sum: v(), prevSum: v(), prevZ: v(), a: v(), t: v(), slope: v(), curvature: v(), prevShares: [v()] },
@@ -180,7 +179,7 @@ test('a checkpoint keeps setup.labelFlip; one written before label privacy exist
   assert.equal(readCheckpoint(path).setup.labelFlip, flipProbability(2));
   const { labelFlip: _, ...old } = cp.setup;
   writeCheckpoint(path, { ...cp, setup: old as typeof cp.setup });
-  assert.equal(readCheckpoint(path).setup.labelFlip, 0);
+  assert.throws(() => readCheckpoint(path), (err: unknown) => err instanceof DataError && /setup\.labelFlip is undefined/.test(err.message));
   writeCheckpoint(path, { ...cp, setup: { ...cp.setup, labelFlip: 0.5 } });
   assert.throws(() => readCheckpoint(path), (err: unknown) => err instanceof DataError && /setup\.labelFlip is 0\.5/.test(err.message));
 });
