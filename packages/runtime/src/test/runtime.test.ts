@@ -4,7 +4,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 import { EXIT } from '@admm-share/core';
-import { debugEnabled, stackOf } from '../index.js';
+import { Progress, debugEnabled, stackOf } from '../index.js';
 import { STACK_LINE, killAll, run } from './support.js';
 
 const FIXTURE = fileURLToPath(new URL('./fixtures/exit-paths.js', import.meta.url));
@@ -80,4 +80,24 @@ test('stackOf follows the cause chain and stops on a cycle', () => {
   (a as { cause?: unknown }).cause = b;
   assert.ok(stackOf(a).split('Caused by:').length <= 10);
   assert.equal(stackOf('plain'), 'plain');
+});
+
+test('Progress.counter draws a bar with the rate on a terminal, clears it when all is done, and is silent elsewhere', () => {
+  const written: string[] = [];
+  const stream = { isTTY: true, write: (s: string) => written.push(s) } as unknown as NodeJS.WriteStream;
+  const ci = process.env.CI;
+  delete process.env.CI;
+  try {
+    const count = new Progress(stream).counter('train hashing ids');
+    count(250, 1000);
+    count(1000, 1000);
+  } finally {
+    if (ci !== undefined) process.env.CI = ci;
+  }
+  assert.equal(written.length, 2);
+  assert.match(written[0], /^\r\x1b\[K\[#{8}\.{22}\] train hashing ids 250\/1000 \(\d+\/s\)$/);
+  assert.equal(written[1], '\r\x1b[K');
+  const quiet: string[] = [];
+  new Progress({ isTTY: false, write: (s: string) => quiet.push(s) } as unknown as NodeJS.WriteStream).counter('x')(1, 2);
+  assert.deepEqual(quiet, []);
 });
