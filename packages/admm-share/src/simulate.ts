@@ -3,9 +3,10 @@
 // them (launch.ts), then complete, write and print the summary (report.ts). This file owns
 // the run's lifetime: its directories, the progress bar, and stopping the children on a
 // signal, an error or exit.
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { EXIT } from '@admm-share/core';
+import { FLIPS_FILE } from '@admm-share/coordinator';
 import { type DataOptions, loadData, writePartyFiles } from './datasets.js';
 import { type LaunchOptions, describeLabelPrivacy, describePrivacy, newJob, runJob } from './launch.js';
 import { type Child, killAll } from './processes.js';
@@ -29,6 +30,9 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
   const dataDir = join(dir, 'data');
   const logDir = join(dir, 'logs');
   mkdirSync(logDir, { recursive: true });
+  // Every simulate is a new job: a previous run's label flips in the same --out belong to
+  // another job (the coordinator would refuse them), and this run draws its own.
+  rmSync(join(dir, FLIPS_FILE), { force: true });
   const data = loadData(opts);
   const job = newJob(dir, dataDir, logDir, writePartyFiles(dataDir, data));
   const progress = new Progress();

@@ -88,6 +88,10 @@ test('simulate --label-epsilon: ADMM over real processes reaches the central opt
   // The test metrics are those of the parties' models on the TRUE test labels (never flipped).
   const test = classificationMetrics(scores(s.test.X, Array.from(x)), s.test.y);
   for (const k of ['logLoss', 'accuracy', 'auc'] as const) assert.ok(Math.abs(summary.test[k] - test[k]) < 1e-9, `${k}: ${summary.test[k]} vs ${test[k]}`);
+  // Another simulate into the same --out is another job with flips of its own (not refused as the first job's).
+  const again = run(BIN.share, ['simulate', '--out', out, '--rounds', '3', '--no-baselines', '--label-epsilon', '1']);
+  assert.equal((await again.exit).code, 0, again.stderr());
+  assert.notEqual(readJson(join(out, 'summary.json')).jobId, summary.jobId);
 });
 
 test('simulate --algorithm sgd --label-epsilon (seeded flips): the reported objective is the corrected one of the parties\' models, and SGD heads for the corrected optimum', async (t) => {
