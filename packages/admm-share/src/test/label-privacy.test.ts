@@ -9,11 +9,12 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Csr, applyFlips, classificationMetrics, csrSliceColumns, fitCentral, flipCorrectedLogistic, logistic, syntheticDataset } from '@admm-share/core';
+import { applyFlips, classificationMetrics, csrSliceColumns, fitCentral, flipCorrectedLogistic, logistic, syntheticDataset } from '@admm-share/core';
 import { BELOW_OPTIMUM_RTOL, assertNearOptimum } from '@admm-share/core/test-support';
 import { writeVerticalSplit } from '../split.js';
 import { gate, roundMessage } from './gate.js';
 import { BIN, type Proc, killAll, run, tempDir } from './procs.js';
+import { modelScores } from './model-scores.js';
 
 after(killAll);
 
@@ -28,21 +29,6 @@ function flippedLabels(out: string, y: Float64Array): { y: Float64Array; p: numb
   const f = JSON.parse(bytes);
   assert.equal(f.rows, y.length);
   return { y: applyFlips(y, Uint32Array.from(f.flipped)), p: f.flipProbability, flips: f.flipped, bytes };
-}
-
-/** x . row for each row (rows of norm > 1 scaled to 1 when `unit`), as a model file says to apply it. */
-function scores(X: Csr, x: number[], unit = false): Float64Array {
-  const out = new Float64Array(X.rows);
-  for (let i = 0; i < X.rows; i++) {
-    let sq = 0;
-    let dot = 0;
-    for (let k = X.indptr[i]; k < X.indptr[i + 1]; k++) {
-      sq += X.values[k] ** 2;
-      dot += X.values[k] * x[X.indices[k]];
-    }
-    out[i] = unit && sq > 1 ? dot / Math.sqrt(sq) : dot;
-  }
-  return out;
 }
 
 test('simulate --label-epsilon: ADMM over real processes reaches the central optimum of the corrected loss on the flipped labels; test metrics use the true test labels', async (t) => {
@@ -86,7 +72,7 @@ test('simulate --label-epsilon: ADMM over real processes reaches the central opt
     offset += d;
   }
   // The test metrics are those of the parties' models on the TRUE test labels (never flipped).
-  const test = classificationMetrics(scores(s.test.X, Array.from(x)), s.test.y);
+  const test = classificationMetrics(modelScores(s.test.X, Array.from(x)), s.test.y);
   for (const k of ['logLoss', 'accuracy', 'auc'] as const) assert.ok(Math.abs(summary.test[k] - test[k]) < 1e-9, `${k}: ${summary.test[k]} vs ${test[k]}`);
   // Another simulate into the same --out is another job with flips of its own (not refused as the first job's).
   const again = run(BIN.share, ['simulate', '--out', out, '--rounds', '3', '--no-baselines', '--label-epsilon', '1']);
@@ -115,7 +101,7 @@ test('simulate --algorithm sgd --label-epsilon (seeded flips): the reported obje
   const c = flipped.p / (1 - 2 * flipped.p);
   /** The corrected training objective of the model (coefficients w, intercept w0), written out. */
   const correctedObjective = (w: ArrayLike<number>, w0: number) => {
-    const t1 = scores(s.train.X, Array.from(w));
+    const t1 = modelScores(s.train.X, Array.from(w));
     let f = 0;
     for (let i = 0; i < t1.length; i++) f += Math.log1p(Math.exp(-flipped.y[i] * (t1[i] + w0))) - c * flipped.y[i] * (t1[i] + w0);
     return f / t1.length + (lambda / 2) * Array.from(w).reduce((a, v) => a + v * v, 0);
@@ -222,7 +208,7 @@ test('a label-private one-shot job killed before the fit and started again with 
   assert.equal(active.oneShot.labelFlip, drawn.p);
   const local = active.oneShot.local;
   const X1 = csrSliceColumns(s.train.X, 0, s.blocks[0]);
-  const t1 = scores(X1, local.coefficients, true).map((v) => v + local.intercept);
+  const t1 = modelScores(X1, local.coefficients, true).map((v) => v + local.intercept);
   const lambda = LAMBDA;
   const c = drawn.p / (1 - 2 * drawn.p);
   const gradient = (correction: number) => {

@@ -13,6 +13,7 @@ import { type Csr, type LabelledSet, csrSliceColumns, syntheticDataset } from '@
 import { writeVerticalSplit } from '../split.js';
 import { gate } from './gate.js';
 import { BIN, type Proc, STACK_LINE, killAll, run, tempDir } from './procs.js';
+import { modelScores } from './model-scores.js';
 
 after(killAll);
 
@@ -32,21 +33,6 @@ function writeCsv(path: string, ids: string[], X: Csr): void {
     lines.push([ids[i], ...row].join(','));
   }
   writeFileSync(path, lines.join('\n') + '\n');
-}
-
-/** x . row for each row, with the row scaled to norm 1 if its norm exceeds 1 (what the model files say to do). */
-function unitScores(X: Csr, x: number[]): Float64Array {
-  const out = new Float64Array(X.rows);
-  for (let i = 0; i < X.rows; i++) {
-    let sq = 0;
-    let dot = 0;
-    for (let k = X.indptr[i]; k < X.indptr[i + 1]; k++) {
-      sq += X.values[k] ** 2;
-      dot += X.values[k] * x[X.indices[k]];
-    }
-    out[i] = sq > 1 ? dot / Math.sqrt(sq) : dot;
-  }
-  return out;
 }
 
 const logLoss = (scores: Float64Array, y: Float64Array) => scores.reduce((a, t, i) => a + Math.log1p(Math.exp(-y[i] * t)), 0) / y.length;
@@ -104,14 +90,14 @@ test('deployed one-shot: an active party with the intercept, two passive parties
   assert.deepEqual(Object.keys(active.oneShot.weights).sort(), ['party-2', 'party-3']);
   for (const m of passive) assert.equal(m.intercept, null);
   const block = (set: LabelledSet, m: number) => csrSliceColumns(set.X, files.parties[m].columns[0] - 1, files.parties[m].columns[1]);
-  const scores = unitScores(block(s.test, 0), active.coefficients).map((v) => v + active.intercept);
+  const scores = modelScores(block(s.test, 0), active.coefficients, true).map((v) => v + active.intercept);
   passive.forEach((m, j) => {
-    const own = unitScores(block(s.test, j + 1), m.coefficients);
+    const own = modelScores(block(s.test, j + 1), m.coefficients, true);
     const w = active.oneShot.weights[`party-${j + 2}`];
     for (let i = 0; i < scores.length; i++) scores[i] += w * Math.max(-m.oneShot.clip, Math.min(m.oneShot.clip, own[i]));
   });
   assert.ok(Math.abs(logLoss(scores, s.test.y) - summary.test.logLoss) < 1e-9, `recomputed ${logLoss(scores, s.test.y)} vs the job's ${summary.test.logLoss}`);
-  const local = unitScores(block(s.test, 0), active.oneShot.local.coefficients).map((v) => v + active.oneShot.local.intercept);
+  const local = modelScores(block(s.test, 0), active.oneShot.local.coefficients, true).map((v) => v + active.oneShot.local.intercept);
   assert.ok(Math.abs(logLoss(local, s.test.y) - summary.oneShot.local.test.logLoss) < 1e-9);
   assert.match(coord.stdout(), /party-1 alone/);
 });
