@@ -377,7 +377,7 @@ test(
 
 const CP_FLAGS = ['--checkpoint-every', String(CP_EVERY), '--log-level', 'debug'];
 
-test(`a completed job leaves no checkpoint.bin in --out (it holds the alignment key): --rounds ${CP_ROUNDS} --checkpoint-every ${CP_EVERY}`, TIMEOUT, async (t) => {
+test(`a completed job leaves no checkpoint.bin in --out: --rounds ${CP_ROUNDS} --checkpoint-every ${CP_EVERY}`, TIMEOUT, async (t) => {
   t.after(killAll);
   const { out, result } = await reference(CP_ROUNDS, CP_FLAGS);
   assert.equal(result.summary.rounds, CP_ROUNDS);
