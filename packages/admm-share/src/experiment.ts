@@ -54,6 +54,9 @@ export function defaultDataDir(): string {
   return resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'data');
 }
 
+/** The rows of a9a that `--quick` uses. */
+const QUICK_A9A_ROWS = { train: 4000, test: 2000 };
+
 /** a9a, or with `quick` its first rows (written under `out`), as the simulations read it. */
 function loadA9a(dataDir: string, out: string, quick: boolean): { train: LabelledSet; test: LabelledSet; files: [string, string] } {
   let files: [string, string] = [join(dataDir, 'a9a', 'a9a'), join(dataDir, 'a9a', 'a9a.t')];
@@ -73,9 +76,6 @@ function loadA9a(dataDir: string, out: string, quick: boolean): { train: Labelle
   };
   return { train: set(files[0]), test: set(files[1]), files };
 }
-
-/** The rows of a9a that `--quick` uses. */
-export const QUICK_A9A_ROWS = { train: 4000, test: 2000 };
 
 function localBaselines(dataset: string, train: LabelledSet, test: LabelledSet, blocks: number[], names: string[], intercept: boolean, lambda: number): Baseline[] {
   const out: Baseline[] = [];

@@ -89,8 +89,7 @@ export class PsiPool {
             w.once('message', resolve);
             w.once('error', reject);
             w.postMessage(task);
-          });
-          w.removeAllListeners('error');
+          }).finally(() => w.removeAllListeners('message').removeAllListeners('error'));
           if (answer.point) throw new PointError(from + answer.point.index, answer.point.reason);
           if (answer.failure !== undefined) throw new Error(answer.failure);
           out.set(answer.out!, from * width);

@@ -177,13 +177,6 @@ export function randomPermutation(n: number): Uint32Array {
   return perm;
 }
 
-/** out[j] = points[perm[j]]: the points in the order `perm` gives. */
-export function permutePoints(points: Uint8Array, perm: Uint32Array): Uint8Array {
-  const out = new Uint8Array(points.length);
-  for (let j = 0; j < perm.length; j++) out.set(points.subarray(perm[j] * POINT_BYTES, (perm[j] + 1) * POINT_BYTES), j * POINT_BYTES);
-  return out;
-}
-
 /** The points as map keys (latin1 strings of 32 characters). */
 export function pointKeys(points: Uint8Array): string[] {
   const b = Buffer.from(points.buffer, points.byteOffset, points.byteLength);

@@ -96,7 +96,7 @@ export interface SessionEnv {
   ledgerPath: string;
   /** This party's side of the private set intersection (its key and order last as long as the process). */
   psi: Pick<PartyPsi, 'answer' | 'fileRows'>;
-  /** The most label ids a `psi` may carry (admm-party --max-label-ids). */
+  /** The most label ids a `psi` may carry (admm-party --max-label-factor). */
   maxLabelIds: number;
   log: Logger;
 }

@@ -340,7 +340,7 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
       const n = points.length / POINT_BYTES;
       if (n === 0) invalid(`psi.points: no ${set} label ids`);
       if (ctx.maxLabelIds !== undefined && n > ctx.maxLabelIds)
-        invalid(`psi.points: ${n} ${set} label ids, more than this party accepts (${ctx.maxLabelIds}, admm-party --max-label-ids)`);
+        invalid(`psi.points: ${n} ${set} label ids, more than this party accepts (${ctx.maxLabelIds}, admm-party --max-label-factor)`);
       return { type, jobId, set, points };
     }
     case 'setup': {

@@ -148,7 +148,7 @@ test('psi: label points whole, at least one, at most what the party accepts', ()
   assert.ok(out.type === 'psi' && out.points.length === 70000 * 32 && out.set === 'test');
   assert.throws(() => roundTrip({ type: 'psi', jobId: JOB, set: 'train', points: new Uint8Array(0) }, { jobId: JOB }), /psi\.points: no train label ids/);
   assert.throws(() => roundTrip({ type: 'psi', jobId: JOB, set: 'train', points: new Uint8Array(33) }, { jobId: JOB }), /psi\.points: 33 bytes/);
-  assert.throws(() => roundTrip({ type: 'psi', jobId: JOB, set: 'train', points: hashes(11, 3, 32) }, { jobId: JOB, maxLabelIds: 10 }), /11 train label ids, more than this party accepts \(10, admm-party --max-label-ids\)/);
+  assert.throws(() => roundTrip({ type: 'psi', jobId: JOB, set: 'train', points: hashes(11, 3, 32) }, { jobId: JOB, maxLabelIds: 10 }), /11 train label ids, more than this party accepts \(10, admm-party --max-label-factor\)/);
 });
 
 test('round trip: ready', () => {
