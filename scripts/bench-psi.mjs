@@ -27,7 +27,7 @@ for (const n of values.sizes.split(',').map(Number)) {
   const answer = await new PartyPsi(pool, { train: own, test: undefined }, quiet).answer('train', points);
   const party = seconds(t0);
   t0 = performance.now();
-  const positions = await coordinator.match('party', { type: 'ids', jobId: 'bench', set: 'train', ...answer }, () => undefined);
+  const { positions } = await coordinator.match('party', { type: 'ids', jobId: 'bench', set: 'train', ...answer }, () => undefined);
   const match = seconds(t0);
   if (positions.some((p) => p < 0)) throw new Error('an id did not match');
   const side = (s) => Math.round(n / s).toLocaleString('en');

@@ -10,6 +10,8 @@ import { credentialsOptions, runCredentials, writeCredentials } from './credenti
 import { defaultDataDir, paperExperiment } from './experiment.js';
 import { privacySweep } from './sweep.js';
 import { DATASETS } from './names.js';
+import { predictRun } from './predict.js';
+import { MISSING_POLICIES } from '@admm-share/coordinator';
 
 const TOOL = 'admm-share';
 
@@ -135,6 +137,32 @@ async function main(): Promise<void> {
         process.stdout.write(JSON.stringify({ ...files, credentials }, null, 2) + '\n');
       },
     )
+    .command(
+      'predict',
+      "score new rows with a simulate run's model: the rows are split by columns as the run's data was, and a coordinator and one party process per block score them on localhost (each party's rows in its own order, aligned by PSI)",
+      (y) =>
+        y
+          .option('run', { type: 'string', demandOption: true, describe: 'the folder of a completed simulate run (its --out)' })
+          .option('data', { type: 'string', demandOption: true, describe: 'the new rows: LIBSVM with the columns of the run\'s data' })
+          .option('labels', { type: 'boolean', default: false, describe: "the data file's first tokens are labels: report metrics" })
+          .option('out', { type: 'string', describe: 'predictions.csv to write (default: in the run folder); a summary goes next to it (.json)' })
+          .option('missing', { choices: MISSING_POLICIES, default: 'error' as const, describe: "an id a party does not hold: error, or partial (scored without that party's part)" })
+          .option('epsilon', { type: 'number', describe: "noise each passive party's scores with this budget for the prediction job (default: no noise)" })
+          .option('delta', { type: 'number', default: 1e-5 })
+          .option('seed', { type: 'string', describe: 'seed the noise (PREDICTABLE: reproducible experiments only)' }),
+      async (a) => {
+        await predictRun({
+          run: a.run,
+          data: a.data,
+          labels: a.labels,
+          out: a.out,
+          missing: a.missing,
+          epsilon: a.epsilon === undefined ? undefined : requirePositive('epsilon', a.epsilon),
+          delta: requirePositive('delta', a.delta),
+          seed: a.seed,
+        });
+      },
+    )
     .command('credentials', 'write credentials.json for the coordinator and one <party>.token per party (random secrets, mode 0600)', credentialsOptions, (a) => runCredentials(a))
     .command('privacy', 'privacy accounting: calibrate noise for a budget, or account the budget a noise level spends', (y) =>
       y
@@ -215,7 +243,7 @@ async function main(): Promise<void> {
         )
         .demandCommand(1, 'name an experiment: paper'),
     )
-    .demandCommand(1, 'name a command: simulate, generate, credentials, privacy or experiment')
+    .demandCommand(1, 'name a command: simulate, predict, generate, credentials, privacy or experiment')
     .parseAsync();
 }
 

@@ -162,33 +162,60 @@ export function modelPath(job: Job, party: string): string {
  * left on a signal or an error). Resolves when all exited with 0.
  */
 export async function runJob(opts: LaunchOptions, job: Job, children: Set<Child>, progress: Progress): Promise<void> {
+  await runProcesses(
+    {
+      args: coordinatorArgs(opts, job),
+      log: join(job.logDir, 'coordinator.log'),
+      onRecord: (rec) => {
+        if (rec.msg === 'round' && typeof rec.round === 'number') progress.update(rec.round, Number(rec.maxRounds), Number(rec.objective));
+      },
+    },
+    (port) => {
+      progress.message(`coordinator listening on port ${port}; starting ${job.files.parties.length} parties`);
+      return job.files.parties.map((p, m) => ({ name: p.id, args: partyArgs(opts, job, p, m, port), log: join(job.logDir, `${p.id}.log`) }));
+    },
+    children,
+  );
+}
+
+/** A process to start: admm-coordinator or admm-party with these arguments, its output to `log`. */
+export interface Launch {
+  args: string[];
+  log: string;
+  onRecord?: (rec: Record<string, unknown>) => void;
+}
+
+/**
+ * Start admm-coordinator with `coordinator`, wait for its port, start the parties `parties`
+ * gives for it, and wait until every process has exited; the first to fail decides the error
+ * and the rest are stopped.
+ */
+export async function runProcesses(coordinator: Launch, parties: (port: number) => (Launch & { name: string })[], children: Set<Child>): Promise<void> {
   let resolvePort!: (p: number) => void;
   const portKnown = new Promise<number>((r) => (resolvePort = r));
-  const coordinator = spawnNode('coordinator', binPath('coordinator', 'admm-coordinator'), coordinatorArgs(opts, job), join(job.logDir, 'coordinator.log'), (rec) => {
+  const c = spawnNode('coordinator', binPath('coordinator', 'admm-coordinator'), coordinator.args, coordinator.log, (rec) => {
     if (rec.msg === 'listening' && typeof rec.port === 'number') resolvePort(rec.port);
-    if (rec.msg === 'round' && typeof rec.round === 'number') progress.update(rec.round, Number(rec.maxRounds), Number(rec.objective));
+    coordinator.onRecord?.(rec);
   });
-  children.add(coordinator);
+  children.add(c);
   const port = await Promise.race([
     portKnown,
-    coordinator.exited.then((e) => {
-      throw failure(coordinator, e.code);
+    c.exited.then((e) => {
+      throw failure(c, e.code);
     }),
   ]);
-  progress.message(`coordinator listening on port ${port}; starting ${job.files.parties.length} parties`);
-  const parties = job.files.parties.map((p, m) => {
-    const c = spawnNode(p.id, binPath('party', 'admm-party'), partyArgs(opts, job, p, m, port), join(job.logDir, `${p.id}.log`));
-    children.add(c);
-    return c;
+  const started = parties(port).map((p) => {
+    const child = spawnNode(p.name, binPath('party', 'admm-party'), p.args, p.log, p.onRecord);
+    children.add(child);
+    return child;
   });
-  // The first process to fail decides the error; the rest are then stopped.
   await Promise.all(
-    [coordinator, ...parties].map(async (c) => {
-      const e = await c.exited;
-      children.delete(c);
+    [c, ...started].map(async (child) => {
+      const e = await child.exited;
+      children.delete(child);
       if (e.code !== 0) {
         killAll(children);
-        throw failure(c, e.code);
+        throw failure(child, e.code);
       }
     }),
   );

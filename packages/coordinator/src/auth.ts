@@ -14,6 +14,11 @@ export interface AuthPolicy {
   jobId: string;
   /** Largest row count a party may declare (bounds memory and frame sizes). */
   maxRows: number;
+  /**
+   * A prediction job: why the party's model (hello.model) is not the job's, or undefined. A
+   * training job refuses every hello that carries a model.
+   */
+  modelMismatch?: (hello: Hello) => string | undefined;
 }
 
 /** What the registry knows of the party the hello names. */
@@ -42,6 +47,10 @@ export function admitHello(hello: Hello, nonce: Uint8Array, policy: AuthPolicy, 
     if (!hello.proof || !timingSafeEqual(Buffer.from(hello.proof), Buffer.from(expected))) refuse('unauthorized', `bad or missing credential for '${hello.partyId}'`);
   }
   if (hello.jobId !== null && hello.jobId !== policy.jobId) refuse('wrongJob', `party wants job '${hello.jobId}', this is job '${policy.jobId}'`);
+  const mismatch = policy.modelMismatch
+    ? policy.modelMismatch(hello)
+    : hello.model && `party ${hello.partyId} came to score with the model of job ${hello.model.jobId}, but this coordinator trains job ${policy.jobId} (score with admm-coordinator predict or serve)`;
+  if (mismatch) refuse('wrongModel', mismatch);
   if (hello.trainRows > policy.maxRows || hello.testRows > policy.maxRows)
     refuse('invalid', `party declares ${Math.max(hello.trainRows, hello.testRows)} rows; limit is ${policy.maxRows}`);
   if (standing.status === 'connected') refuse('duplicateParty', `'${hello.partyId}' is already connected`);

@@ -7,7 +7,9 @@ import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, requireInteger, r
 import { ALGORITHMS, HEARTBEAT_MS, LOSSES, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS, VARIANTS } from '@admm-share/protocol';
 import type { Logger } from 'pino';
 import { type CoordinatorConfig, start } from './coordinator.js';
+import { MISSING_POLICIES, type PredictConfig, predict, predictLine } from './predict.js';
 import { resultLine } from './report.js';
+import { type ServeConfig, serve } from './serve.js';
 
 const TOOL = 'admm-coordinator';
 
@@ -152,4 +154,105 @@ async function startAndReport(config: CoordinatorConfig, logger: Logger) {
   return { ...handle, done };
 }
 
-void runService(TOOL, () => parseArgs(hideBin(process.argv)), (config, logger) => startAndReport(config, logger));
+/** The flags `predict` and `serve` share: the model, the network, the parties' credentials, what to do with ids a party lacks. */
+function scoringCommand(argv: string[], name: string, usage: string) {
+  return commandLine(argv, `${TOOL} ${name}`, 'ADMM_COORDINATOR')
+    .usage(usage)
+    .option('model', { type: 'string', demandOption: true, describe: 'the trained job\'s description: job.json in the training run\'s --out' })
+    .option('job', { type: 'string', describe: 'this prediction job\'s id (default: random); a party\'s scoring budget is per job' })
+    .option('host', { type: 'string', default: '127.0.0.1', describe: 'address the parties connect to' })
+    .option('port', { type: 'number', default: 7070, describe: '0 picks a free port (see the "listening" log line)' })
+    .option('missing', { choices: MISSING_POLICIES, default: 'error' as const, describe: "an id a party does not hold: error, or partial (scored without that party's part, flagged in the output)" })
+    .option('credentials', { type: 'string', describe: 'JSON file {"party-id": "secret", ...}, as in training' })
+    .option('tls-cert', { type: 'string' })
+    .option('tls-key', { type: 'string' })
+    .option('tls-client-ca', { type: 'string' })
+    .option('hello-timeout', { type: 'number', default: 10_000 })
+    .option('heartbeat', { type: 'number', default: HEARTBEAT_MS })
+    .option('log-level', { choices: LOG_LEVELS, default: 'info' as const });
+}
+
+type ScoringArgs = ReturnType<ReturnType<typeof scoringCommand>['parseSync']>;
+
+function scoringNet(a: ScoringArgs, requestTimeout: number) {
+  const jobId = a.job ?? `predict-${randomBytes(4).toString('hex')}`;
+  if (!NAME_RE.test(jobId)) throw new ConfigError(`--job: '${jobId}' is not a valid job id (letters, digits, . _ -)`);
+  return {
+    host: a.host,
+    port: requireInteger('port', a.port, 0),
+    tls: readTls(a['tls-cert'], a['tls-key'], a['tls-client-ca']),
+    credentials: a.credentials === undefined ? undefined : readCredentials(a.credentials),
+    jobId,
+    model: resolve(a.model),
+    missing: a.missing,
+    helloTimeoutMs: requireInteger('hello-timeout', a['hello-timeout'], 1),
+    requestTimeoutMs: requireInteger('request-timeout', requestTimeout, 1),
+    heartbeatMs: requireInteger('heartbeat', a.heartbeat, MIN_HEARTBEAT_MS),
+    logLevel: a['log-level'],
+  };
+}
+
+export function parsePredictArgs(argv: string[]): PredictConfig & { logLevel: LogLevel } {
+  const a = scoringCommand(
+    argv,
+    'predict',
+    '$0 --model RUN/job.json (--ids FILE | --labels FILE) [--out predictions.csv] [options]\n\nScore new rows with a trained model: the parties (admm-party predict) join with their model files, their ids are intersected with the ids to score (ECDH PSI), each sends its part of the scores, and predictions.csv is written.',
+  )
+    .option('ids', { type: 'string', describe: 'the ids to score: CSV with an id column, or LIBSVM' })
+    .option('labels', { type: 'string', describe: 'instead of --ids: the ids with their labels (CSV id,label or LIBSVM), to report metrics' })
+    .option('format', { choices: FILE_FORMATS, default: 'auto' as const })
+    .option('id-mode', { choices: LABEL_ID_MODES, default: 'auto' as const, describe: 'LIBSVM: where sample ids come from' })
+    .option('id-column', { type: 'string', default: 'id' })
+    .option('label-column', { type: 'string', default: 'label' })
+    .option('out', { type: 'string', default: 'predictions.csv', describe: 'the predictions (written atomically); a summary goes next to it (.json)' })
+    .option('request-timeout', { type: 'number', default: 600_000, describe: 'ms a party has to answer' })
+    .option('max-rows-factor', { type: 'number', default: 10, describe: 'a party may declare at most this many times the ids to score' })
+    .parseSync();
+  if ((a.ids === undefined) === (a.labels === undefined)) throw new ConfigError('give the rows to score with --ids FILE, or with their labels (for metrics) with --labels FILE');
+  return {
+    ...scoringNet(a, a['request-timeout']),
+    ids: resolve((a.ids ?? a.labels)!),
+    labels: a.labels !== undefined,
+    idOptions: { format: a.format, ids: a['id-mode'], idColumn: a['id-column'], labelColumn: a['label-column'] },
+    out: resolve(a.out),
+    maxRowsFactor: requirePositive('max-rows-factor', a['max-rows-factor']),
+  };
+}
+
+export function parseServeArgs(argv: string[]): ServeConfig & { logLevel: LogLevel } {
+  const a = scoringCommand(
+    argv,
+    'serve',
+    '$0 --model RUN/job.json --http-port PORT [options]\n\nOnline scoring: keep the parties (admm-party predict) connected and answer POST /score {"ids": [...]} with the model\'s scores and probabilities.',
+  )
+    .option('http-host', { type: 'string', default: '127.0.0.1', describe: 'address of the HTTP endpoint' })
+    .option('http-port', { type: 'number', demandOption: true, describe: 'port of POST /score and GET /healthz (0 picks a free one)' })
+    .option('http-token-file', { type: 'string', describe: 'file holding the bearer token every request must carry (Authorization: Bearer TOKEN)' })
+    .option('max-request-ids', { type: 'number', default: 1000, describe: 'ids per request' })
+    .option('max-body-bytes', { type: 'number', default: 1 << 20, describe: 'size of a request body' })
+    .option('max-concurrent', { type: 'number', default: 8, describe: 'requests in flight; more get 429' })
+    .option('request-timeout', { type: 'number', default: 5_000, describe: "ms a party has to answer a request's lookup and score (then 504)" })
+    .option('max-party-rows', { type: 'number', default: 10_000_000, describe: 'rows a party may hold (bounds the frame of its ids)' })
+    .parseSync();
+  const tokenText = a['http-token-file'] === undefined ? undefined : readFlagFile('http-token-file', a['http-token-file']).trim();
+  if (tokenText !== undefined && tokenText.length < MIN_SECRET_CHARS) throw new ConfigError(`--http-token-file ${a['http-token-file']}: the token must have at least ${MIN_SECRET_CHARS} characters`);
+  return {
+    ...scoringNet(a, a['request-timeout']),
+    httpHost: a['http-host'],
+    httpPort: requireInteger('http-port', a['http-port'], 0),
+    ...(tokenText !== undefined ? { httpToken: tokenText } : {}),
+    maxRequestIds: requireInteger('max-request-ids', a['max-request-ids'], 1),
+    maxBodyBytes: requireInteger('max-body-bytes', a['max-body-bytes'], 1),
+    maxConcurrent: requireInteger('max-concurrent', a['max-concurrent'], 1),
+    maxRows: requireInteger('max-party-rows', a['max-party-rows'], 1),
+  };
+}
+
+const args = hideBin(process.argv);
+if (args[0] === 'predict')
+  void runService(`${TOOL} predict`, () => parsePredictArgs(args.slice(1)), (config, logger) => {
+    const done = predict(config, logger).then((s) => process.stdout.write(`${TOOL} predict: ${predictLine(s)}\n`));
+    return { done, close: () => undefined };
+  });
+else if (args[0] === 'serve') void runService(`${TOOL} serve`, () => parseServeArgs(args.slice(1)), (config, logger) => serve(config, logger));
+else void runService(TOOL, () => parseArgs(args), (config, logger) => startAndReport(config, logger));

@@ -18,6 +18,7 @@ import { AdmmLoop } from './admm-loop.js';
 import { type AlignedSet, AlignmentError, alignSet } from './alignment.js';
 import { CHECKPOINT_FILE, type Checkpoint, labelsDigest, readCheckpoint, removeCheckpoint } from './checkpoint.js';
 import type { CoordinatorConfig, CoordinatorHandle } from './config.js';
+import { writeJobFile } from './job-file.js';
 import { type Job, buildJob, evaluationSkipReason, participation, resolveAlgorithm, setupFor } from './job.js';
 import { runOneShot } from './oneshot-loop.js';
 import { type LabelFlips, resolveLabelFlips } from './label-flips.js';
@@ -216,12 +217,24 @@ class Coordinator {
       rounds: result.rounds,
       objective: result.objective,
       params: { variant: algorithm === 'admm' ? cfg.variant : algorithm, rho: result.rho.final, alpha: cfg.alpha, lambda: cfg.lambda, loss: cfg.loss },
+      classes: this.labels.classes ?? null,
     };
     await this.guard(parties.finish(done, CLOSE_GRACE_MS));
     const summary = buildSummary({ cfg, job, result, participation: joined, parties: parties.list, traffic: this.traffic, setupSeconds, totalSeconds: (performance.now() - this.started) / 1000,
       alignment: { ...ALIGNMENT_METHOD, labelIds: this.psi.counts, seconds: this.resumeFrom ? null : this.alignment.seconds },
+      classes: this.labels.classes ?? null,
     });
     writeSummary(cfg.out, summary);
+    const oneShot = summary.oneShot;
+    writeJobFile(cfg.out, {
+      jobId: cfg.jobId,
+      algorithm,
+      loss: cfg.loss,
+      labels: this.labels.classes ?? null,
+      parties: parties.list.map((p) => ({ id: p.id, features: p.features, role: p.id === cfg.activeParty ? 'active' : 'passive', rowScaling: algorithm === 'one-shot' || p.noise })),
+      combination: oneShot ? { kind: 'one-shot', activeParty: oneShot.activeParty, weights: oneShot.weights, intercept: oneShot.intercept ?? 0 } : { kind: 'sum' },
+      test: summary.test ?? null,
+    });
     // The checkpoint is of no use once the job is complete.
     removeCheckpoint(join(cfg.out, CHECKPOINT_FILE));
     this.log.info({ rounds: summary.rounds, objective: summary.objective, reason: result.reason, test: summary.test }, 'job done');

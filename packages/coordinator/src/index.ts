@@ -12,3 +12,5 @@ export { baseRateMetrics, comparisonWarnings } from './oneshot-loop.js';
 export { LabelPsi } from './psi.js';
 export { FLIPS_FILE, type LabelFlips, type LabelPrivacyConfig, type LabelPrivacyReport, readLabelFlips } from './label-flips.js';
 export { labelPrivacyLine } from './report.js';
+export { JOB_FILE, type JobDescription, readJobFile } from './job-file.js';
+export { MISSING_POLICIES, type MissingPolicy, type PredictSummary, predictLine } from './predict.js';

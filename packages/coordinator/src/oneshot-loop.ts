@@ -44,6 +44,7 @@ export async function runOneShot(
   let weights: Float64Array;
   let objective: number;
   let base: Float64Array | undefined;
+  let intercept: number | null = null;
   let fitted: Fitted | undefined;
   if (active) {
     const releases = new Float64Array(n * passive.length);
@@ -63,6 +64,7 @@ export async function runOneShot(
     const fit = fitCentral(csrWithColumns(undefined, n, columns), y, trainingLoss(job.setup.loss, job.setup.labelFlip), job.setup.lambda, { intercept: true });
     weights = fit.x;
     objective = fit.objective;
+    intercept = fit.intercept;
     base = job.yTest ? new Float64Array(nTest).fill(fit.intercept) : undefined;
   }
   assertFinite('the one-shot fit', 'weights', weights);
@@ -82,6 +84,7 @@ export async function runOneShot(
   const oneShot: OneShotReport = {
     activeParty: active?.id ?? null,
     weights: Object.fromEntries(passive.map((p, j) => [p.id, weights[j]])),
+    intercept,
     local,
     ...(baseline ? { baseline } : {}),
     warnings: comparisonWarnings(metrics, local, baseline),

@@ -52,6 +52,8 @@ export interface PartiesOptions {
   traffic: Traffic;
   /** The job cannot go on. */
   onFailure(err: Error): void;
+  /** Online scoring: a party's ids, as H(id)^(ab) -> position, once intersected on its current connection. */
+  onIndex?(p: PartyConnection, index: Map<string, number>): void;
 }
 
 /** One party's intersection with the labels, per set: label row -> position in the party's list, or -1. */
@@ -176,6 +178,12 @@ export class Parties {
     }
   }
 
+  /** A prediction job is over: every party is closed with 'done' (which is then not a loss). */
+  closeAll(detail: string): void {
+    this.finishing = true;
+    for (const p of this.list) p.close('done', detail);
+  }
+
   stop(): void {
     clearInterval(this.heartbeat);
     for (const t of this.rejoinTimers.values()) clearTimeout(t);
@@ -205,7 +213,8 @@ export class Parties {
         if (received.has(msg.set)) throw new ProtocolError('unexpected', `${msg.set} ids sent twice`);
         received.add(msg.set);
         if (received.size < sets.length) next();
-        this.match(p, msg, (positions) => {
+        this.match(p, msg, ({ positions, index }) => {
+          if (current()) this.opts.onIndex?.(p, index);
           matched[msg.set] = positions;
           if (sets.every((s) => matched[s]) && current()) done(matched);
         });
@@ -215,12 +224,12 @@ export class Parties {
   }
 
   /** Match one answer off the main thread; a fault of the party closes its connection and fails the job. */
-  private match(p: PartyConnection, msg: Ids, deliver: (positions: Int32Array) => void): void {
+  private match(p: PartyConnection, msg: Ids, deliver: (m: { positions: Int32Array; index: Map<string, number> }) => void): void {
     const generation = p.generation;
     this.opts.psi
       .match(p.id, msg, this.opts.progress(p.id, msg.set))
-      .then((positions) => {
-        if (p.generation === generation) deliver(positions);
+      .then((m) => {
+        if (p.generation === generation) deliver(m);
       })
       .catch((err: unknown) => {
         if (p.generation !== generation) return;
@@ -282,6 +291,8 @@ export class Parties {
         log.warn({ party: p.id, code, reason }, 'party left before the job started');
         p.status = 'absent';
         this.matched.delete(p.id);
+        // Online scoring: a request waiting for this party fails now rather than at its deadline.
+        p.failPending(new PeerError(why));
         return;
       case 'may-rejoin':
         if (this.opts.rejoinTimeoutMs > 0) {

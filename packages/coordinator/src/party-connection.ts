@@ -217,8 +217,13 @@ export class PartyConnection {
     const ws = this.ws;
     if (!ws || this.closing) return;
     this.closing = { code: CloseCodes[kind].code, reason: closeReason(kind, detail) };
-    this.deps.log.warn({ party: this.id, close: CloseCodes[kind].code, detail }, 'closing connection');
+    this.deps.log[kind === 'done' ? 'info' : 'warn']({ party: this.id, close: CloseCodes[kind].code, detail }, 'closing connection');
     closeAndDrop(ws, kind, detail);
+  }
+
+  /** The request waiting for this party (if any) fails with `err`. */
+  failPending(err: Error): void {
+    this.pending?.fail(err);
   }
 
   /** The job failed: nothing more is awaited from this party. */
@@ -249,6 +254,8 @@ export class PartyConnection {
         case 'batchScores':
         case 'released':
         case 'fitted':
+        case 'found':
+        case 'partial':
           // Each is only ever a reply: taken if it is what the party was asked for.
           if (!waiting.types.includes(msg.type)) throw new ProtocolError('unexpected', `'${msg.type}' while waiting for '${waiting.types.join("' or '")}'`);
           waiting.deliver(msg);

@@ -60,14 +60,15 @@ export class LabelPsi {
 
   /**
    * One party's answer for one set: for each label row, the position in the party's list of
-   * the same id, or -1. Every point the party sent is checked first: a point that is not one
-   * is the party's fault (ProtocolError, close 4003), and so is a duplicated id.
+   * the same id, or -1; and the party's ids as H(id)^(ab) -> position (online scoring looks
+   * each request's ids up in it). Every point the party sent is checked first: a point that
+   * is not one is the party's fault (ProtocolError, close 4003), and so is a duplicated id.
    */
-  async match(party: string, msg: Ids, progress: PsiProgress): Promise<Int32Array> {
+  async match(party: string, msg: Ids, progress: PsiProgress): Promise<{ positions: Int32Array; index: Map<string, number> }> {
     const { set } = msg;
     const labels = await this.labelSet(set);
-    const blinded = await refusing('points', this.pool.blind(msg.points, this.key, true, progress));
-    await refusing('labelPoints', this.pool.check(msg.labelPoints));
+    const blinded = await refusing('ids.points', this.pool.blind(msg.points, this.key, true, progress));
+    await refusing('ids.labelPoints', this.pool.check(msg.labelPoints));
     const index = new Map<string, number>();
     pointKeys(blinded).forEach((k, i) => {
       if (index.has(k)) throw new AlignmentError(party, `the ${set} ids contain a duplicate`);
@@ -82,7 +83,18 @@ export class LabelPsi {
       used[i] = 1;
       positions[labels.order[j]] = i;
     });
-    return positions;
+    return { positions, index };
+  }
+
+  /** Online scoring: the ids of one request hashed onto the curve and blinded with a, in their order (a `lookup`). */
+  async blindIds(ids: readonly string[]): Promise<Uint8Array> {
+    return this.pool.blind(await this.pool.hash(ids), this.key, false);
+  }
+
+  /** A party's `found` answer: for each id of the request, its position in the party's list (by `index`), or -1. */
+  async lookup(index: ReadonlyMap<string, number>, found: Uint8Array): Promise<Int32Array> {
+    await refusing('found.points', this.pool.check(found));
+    return Int32Array.from(pointKeys(found), (k) => index.get(k) ?? -1);
   }
 }
 
@@ -91,7 +103,7 @@ async function refusing<T>(field: string, work: Promise<T>): Promise<T> {
   try {
     return await work;
   } catch (err) {
-    if (err instanceof PointError) throw new ProtocolError('invalid', `ids.${field}: ${err.message}`);
+    if (err instanceof PointError) throw new ProtocolError('invalid', `${field}: ${err.message}`);
     throw err;
   }
 }

@@ -85,7 +85,7 @@ export function parseSummary(value: unknown, path: string): Summary {
   const o = c.obj(
     value,
     '',
-    ['jobId', 'algorithm', 'variant', 'loss', 'lambda', 'rho', 'alpha', 'rounds', 'reason', 'converged', 'objective', 'objectiveFrom', 'residuals', 'seconds', 'bytes', 'parties', 'rows', 'droppedRows', 'droppedTestRows', 'alignment', 'privacy', 'labelPrivacy'],
+    ['jobId', 'algorithm', 'variant', 'loss', 'lambda', 'rho', 'alpha', 'rounds', 'reason', 'converged', 'objective', 'objectiveFrom', 'residuals', 'seconds', 'bytes', 'parties', 'rows', 'droppedRows', 'droppedTestRows', 'alignment', 'classes', 'privacy', 'labelPrivacy'],
     ['sgd', 'test', 'evaluation', 'oneShot', 'research'],
   );
   const algorithm = c.oneOf(o.algorithm, 'algorithm', ALGORITHMS);
@@ -98,7 +98,8 @@ export function parseSummary(value: unknown, path: string): Summary {
   const list = (v: unknown, field: string): unknown[] => (Array.isArray(v) ? v : c.bad(field, `is ${show(v)}, expected a list`));
   const reason = c.oneOf(o.reason, 'reason', STOP_REASONS);
   if ((o.oneShot !== undefined) !== (algorithm === 'one-shot')) c.bad('oneShot', algorithm === 'one-shot' ? 'is missing' : `is not expected with algorithm '${algorithm}'`);
-  const oneShot = o.oneShot === undefined ? undefined : c.obj(o.oneShot, 'oneShot', ['activeParty', 'weights', 'local', 'warnings'], ['baseline']);
+  const oneShot = o.oneShot === undefined ? undefined : c.obj(o.oneShot, 'oneShot', ['activeParty', 'weights', 'intercept', 'local', 'warnings'], ['baseline']);
+  const classes = o.classes === null ? null : c.obj(o.classes, 'classes', ['negative', 'positive']);
   const local = oneShot?.local ? c.obj(oneShot.local, 'oneShot.local', ['party', 'objective'], ['test']) : null;
   const lp = o.labelPrivacy === null ? null : c.obj(o.labelPrivacy, 'labelPrivacy', ['epsilon', 'flipProbability', 'flipped', 'seeded']);
   const rowsTrain = c.int(rows.train, 'rows.train');
@@ -156,9 +157,11 @@ export function parseSummary(value: unknown, path: string): Summary {
         seconds: a.seconds === null ? null : c.num(a.seconds, 'alignment.seconds', 0),
       };
     })(),
+    classes: classes && { negative: c.str(classes.negative, 'classes.negative'), positive: c.str(classes.positive, 'classes.positive') },
     oneShot: oneShot && {
       activeParty: oneShot.activeParty === null ? null : c.name(oneShot.activeParty, 'oneShot.activeParty'),
       weights: Object.fromEntries(Object.entries(c.obj(oneShot.weights, 'oneShot.weights', [], 'any')).map(([k, v]) => [c.name(k, 'oneShot.weights key'), c.num(v, `oneShot.weights.${k}`)])),
+      intercept: oneShot.intercept === null ? null : c.num(oneShot.intercept, 'oneShot.intercept'),
       local: local && {
         party: c.name(local.party, 'oneShot.local.party'),
         objective: c.num(local.objective, 'oneShot.local.objective'),

@@ -6,7 +6,7 @@ import { closeSync, existsSync, mkdirSync, openSync, renameSync, writeSync } fro
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { writeFileAtomic } from '@admm-share/core';
-import type { AlgorithmName, LossName, PrivacyInfo, StopReason } from '@admm-share/protocol';
+import type { AlgorithmName, Classes, LossName, PrivacyInfo, StopReason } from '@admm-share/protocol';
 import type { Variant } from './admm.js';
 import type { TrainResult } from './admm-loop.js';
 import type { CoordinatorConfig, SgdConfig } from './config.js';
@@ -35,6 +35,8 @@ export interface OneShotReport {
   activeParty: string | null;
   /** The combined model's weight on each passive party's clipped score. */
   weights: Record<string, number>;
+  /** Without an active party, the combination's intercept (fitted by the coordinator); null with one (its part holds it). */
+  intercept: number | null;
   /** The active party's local-only model (fitted by it on its own features, no extra release). */
   local: { party: string; objective: number; test?: TestMetrics } | null;
   /** Predicting the training labels' base rate for every test row. */
@@ -78,6 +80,8 @@ export interface Summary {
   droppedTestRows: number;
   /** How rows were aligned. */
   alignment: AlignmentReport;
+  /** logistic loss: which raw label became -1 and which +1 (the positive class of every probability); null otherwise. */
+  classes: Classes | null;
   /** Each party's privacy setting as it reported it, and the budget it had spent at the end. */
   privacy: (PrivacyInfo & { party: string; epsilonSpent: number })[];
   /**
@@ -208,9 +212,10 @@ export interface SummaryInput {
   setupSeconds: number;
   totalSeconds: number;
   alignment: AlignmentReport;
+  classes: Classes | null;
 }
 
-export function buildSummary({ cfg, job, result: r, participation, parties, traffic, setupSeconds, totalSeconds, alignment }: SummaryInput): Summary {
+export function buildSummary({ cfg, job, result: r, participation, parties, traffic, setupSeconds, totalSeconds, alignment, classes }: SummaryInput): Summary {
   return {
     jobId: job.jobId,
     algorithm: job.setup.algorithm,
@@ -235,6 +240,7 @@ export function buildSummary({ cfg, job, result: r, participation, parties, traf
     droppedRows: job.dropped.train,
     droppedTestRows: job.dropped.test,
     alignment,
+    classes,
     privacy: participation.privacy.map((q) => ({ ...q, epsilonSpent: r.epsilonSpent[q.party] ?? 0 })),
     labelPrivacy: job.labelPrivacy,
     ...(r.oneShot ? { oneShot: r.oneShot } : {}),

@@ -274,6 +274,18 @@ export function readLabelFile(
   return { file: path, ids: f.ids, raw: f.firstTokens!, lines: f.lines };
 }
 
+/** The ids of a file of rows to score: a CSV's id column, or a LIBSVM file's ids (its features are ignored). */
+export function readIdFile(path: string, opts: { format?: FileFormat; ids?: IdMode; idColumn?: string } = {}): { file: string; ids: string[] } {
+  if (detectFormat(path, opts.format) === 'csv') {
+    const t = readCsv(path);
+    const idCol = columnIndex(t, path, opts.idColumn ?? 'id');
+    const ids = t.rows.map((r) => r[idCol]);
+    uniqueIds(ids, t.lines, path);
+    return { file: path, ids };
+  }
+  return { file: path, ids: readLibsvm(path, { ids: opts.ids ?? 'auto' }).ids };
+}
+
 /**
  * Labels for classification: exactly two distinct values; the larger (numerically when
  * both are numbers, otherwise as strings) becomes +1, the other -1.

@@ -3,9 +3,10 @@ import { hideBin } from 'yargs/helpers';
 import { ConfigError, FILE_FORMATS, ID_MODES } from '@admm-share/core';
 import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, requireInteger, requirePositive, runService } from '@admm-share/runtime';
 import { HEARTBEAT_TIMEOUT_MS, MECHANISMS, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS, ROLES } from '@admm-share/protocol';
-import { MAX_LABEL_FACTOR, type PartyConfig, start } from './party.js';
+import { MAX_LABEL_FACTOR, type PartyConfig, type ScoringConfig, start, startScoring } from './party.js';
 import { DEFAULT_BX } from './privacy.js';
 import { RELEASE_DEFAULTS } from './release.js';
+import { DEFAULT_PRIVACY_REQUESTS, DEFAULT_SCORE_CLIP } from './scoring.js';
 
 const TOOL = 'admm-party';
 
@@ -124,4 +125,69 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
   };
 }
 
-void runService(TOOL, () => parseArgs(hideBin(process.argv)), (config, logger) => start(config, { logger }));
+/** `admm-party predict`: score new rows with this party's trained model (a batch prediction job, or online scoring). */
+export function parsePredictArgs(argv: string[]): ScoringConfig & { logLevel: LogLevel } {
+  const a = commandLine(argv, `${TOOL} predict`, 'ADMM_PARTY')
+    .usage(
+      '$0 --coordinator ws://HOST:PORT --id ID --model FILE --data FILE (--epsilon E | --mechanism none) [options]\n\nScore new rows with this party\'s trained model: only this party\'s part of each score leaves the process. The coordinator (admm-coordinator predict or serve) ends the job.',
+    )
+    .option('coordinator', { type: 'string', demandOption: true, describe: 'coordinator URL, ws://host:port' })
+    .option('id', { type: 'string', demandOption: true, describe: "this party's id, as in training" })
+    .option('job', { type: 'string', describe: 'join only this prediction job id' })
+    .option('model', { type: 'string', demandOption: true, describe: 'the model file this party wrote in training' })
+    .option('data', { type: 'string', demandOption: true, describe: 'the new rows: LIBSVM, or CSV with a header and an id column, with the columns of training' })
+    .option('format', { choices: FILE_FORMATS, default: 'auto' as const })
+    .option('ids', { choices: ID_MODES, default: 'auto' as const, describe: 'LIBSVM sample ids: first token (first), qid:ID (qid), row number (row)' })
+    .option('id-column', { type: 'string', default: 'id', describe: 'CSV: name of the id column' })
+    .option('mechanism', { choices: ['none'] as const, describe: 'none: send this party\'s scores without noise (an explicit choice)' })
+    .option('epsilon', { type: 'number', describe: 'privacy budget for this prediction job: Gaussian noise on each score (docs/privacy.md, section 12)' })
+    .option('delta', { type: 'number', default: 1e-5 })
+    .option('privacy-requests', { type: 'number', default: DEFAULT_PRIVACY_REQUESTS, describe: 'online scoring: requests the budget is spread over (a batch job is one request)' })
+    .option('score-clip', { type: 'number', describe: `with --epsilon: each score is clipped to [-clip, clip] before the noise (default: the model's own clip, else ${DEFAULT_SCORE_CLIP})` })
+    .option('seed', { type: 'string', describe: 'seed the noise (PREDICTABLE: reproducible experiments only)' })
+    .option('connect-timeout', { type: 'number', default: 30_000 })
+    .option('heartbeat-timeout', { type: 'number', default: HEARTBEAT_TIMEOUT_MS })
+    .option('reconnect-timeout', { type: 'number', default: REJOIN_TIMEOUT_MS, describe: 'ms to keep trying to reconnect after losing the connection' })
+    .option('token-file', { type: 'string' })
+    .option('token', { type: 'string' })
+    .option('tls-ca', { type: 'string' })
+    .option('tls-cert', { type: 'string' })
+    .option('tls-key', { type: 'string' })
+    .option('max-label-factor', { type: 'number', default: MAX_LABEL_FACTOR, describe: 'the ids to score may be at most this many times this party\'s rows (plus 1024)' })
+    .option('log-level', { choices: LOG_LEVELS, default: 'info' as const })
+    .parseSync();
+  if (a.mechanism === undefined && a.epsilon === undefined)
+    throw new ConfigError('choose a privacy setting for the scores: --epsilon E [--delta D] to noise them, or --mechanism none to send them without noise');
+  if (a.mechanism !== undefined && a.epsilon !== undefined) throw new ConfigError('--mechanism none and --epsilon contradict each other');
+  if (!NAME_RE.test(a.id)) throw new ConfigError(`--id: '${a.id}' is not a valid party id (letters, digits, . _ -)`);
+  if (a.job !== undefined && !NAME_RE.test(a.job)) throw new ConfigError(`--job: '${a.job}' is not a valid job id`);
+  return {
+    coordinator: a.coordinator,
+    partyId: a.id,
+    jobId: a.job ?? null,
+    model: resolve(a.model),
+    data: resolve(a.data),
+    read: { format: a.format, ids: a.ids, idColumn: a['id-column'] },
+    privacy:
+      a.epsilon === undefined
+        ? null
+        : {
+            epsilon: requirePositive('epsilon', a.epsilon),
+            delta: requirePositive('delta', a.delta),
+            requests: requireInteger('privacy-requests', a['privacy-requests'], 1),
+            ...(a['score-clip'] !== undefined ? { clip: requirePositive('score-clip', a['score-clip']) } : {}),
+            ...(a.seed !== undefined ? { seed: a.seed } : {}),
+          },
+    connectTimeoutMs: requireInteger('connect-timeout', a['connect-timeout'], 1),
+    reconnectTimeoutMs: requireInteger('reconnect-timeout', a['reconnect-timeout'], 0),
+    heartbeatTimeoutMs: requireInteger('heartbeat-timeout', a['heartbeat-timeout'], MIN_HEARTBEAT_MS),
+    token: readToken(a['token-file'], a.token),
+    tls: readTls(a['tls-ca'], a['tls-cert'], a['tls-key']),
+    maxLabelFactor: requirePositive('max-label-factor', a['max-label-factor']),
+    logLevel: a['log-level'],
+  };
+}
+
+const args = hideBin(process.argv);
+if (args[0] === 'predict') void runService(`${TOOL} predict`, () => parsePredictArgs(args.slice(1)), (config, logger) => startScoring(config, { logger }));
+else void runService(TOOL, () => parseArgs(args), (config, logger) => start(config, { logger }));

@@ -96,6 +96,8 @@ export interface LinkEvents {
   invalid(err: unknown): void;
   /** The link gave up (connection refused, closed on purpose, or could not rejoin in time). */
   failed(err: PeerError): void;
+  /** The coordinator closed with 'done' without a `done` message (a prediction job's end): true if that ends the session well. */
+  closedDone?(): boolean;
 }
 
 type LinkState = 'connecting' | 'open' | 'finished';
@@ -264,6 +266,7 @@ export class CoordinatorLink {
       // broke, not one the coordinator closed on purpose, and only once the party has joined.
       if (code === BUSY_CODE) retry(`code ${code}: ${text}`, 'busy');
       else if (this.retrying && RETRIABLE_CLOSE_CODES.has(code)) retry(`code ${code}`, 'broken');
+      else if (code === CloseCodes.done.code && this.events.closedDone?.()) this.state = 'finished';
       else this.fail(new PeerError(`coordinator closed the connection (code ${code}: ${text})`), false);
     });
     return ws;

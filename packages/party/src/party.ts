@@ -4,13 +4,14 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import { type FeatureTable, type ReadOptions, ConfigError, DataError, InternalError, PeerError, PsiPool, readFeatureFile } from '@admm-share/core';
+import { type FeatureTable, type ReadOptions, ConfigError, DataError, InternalError, PeerError, PsiPool, detectFormat, readFeatureFile } from '@admm-share/core';
 import { type CloseKind, type Role, ProtocolError, assertNever, encode } from '@admm-share/protocol';
 import { Progress } from '@admm-share/runtime';
 import { CoordinatorLink, maxPayloadFor } from './link.js';
-import { ledgerPath, writeModelFiles } from './model-file.js';
-import { type PrivacyConfig, Privacy, normaliseRows, validatePrivacyConfig } from './privacy.js';
+import { ledgerPath, readPartyModel, writeModelFiles } from './model-file.js';
+import { type PrivacyConfig, DEFAULT_BX, Privacy, normaliseRows, validatePrivacyConfig } from './privacy.js';
 import { PartyPsi } from './psi.js';
+import { type ScoringPrivacyConfig, DEFAULT_SCORE_CLIP, Scorer, ScoringPrivacy, scoringLedgerPath } from './scoring.js';
 import { type Outcome, type SessionEnv, connectionLost, connectionOpened, handle, newSession, validationContext } from './session.js';
 
 export { privacyReportPath } from './model-file.js';
@@ -58,6 +59,16 @@ export interface PartyConfig {
 export const MAX_LABEL_FACTOR = 10;
 /** Label ids allowed beyond the factor, so that a party with few rows can still join a larger job. */
 const SLACK_LABEL_IDS = 1024;
+
+/** admm-party predict: score new rows with a trained model, in a batch job or online. */
+export interface ScoringConfig extends Pick<PartyConfig, 'coordinator' | 'partyId' | 'jobId' | 'read' | 'connectTimeoutMs' | 'reconnectTimeoutMs' | 'heartbeatTimeoutMs' | 'token' | 'tls' | 'maxLabelFactor'> {
+  /** The model file this party wrote in training. */
+  model: string;
+  /** The new rows (their ids and this party's features). */
+  data: string;
+  /** Noise on the scores (a budget for this prediction job), or none (an explicit --mechanism none). */
+  privacy: ScoringPrivacyConfig | null;
+}
 
 export interface PartyHandle {
   done: Promise<PartyResult>;
@@ -123,6 +134,50 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
 }
 
 /**
+ * Score new rows with a trained model: the model file read and checked against the new data,
+ * then the same session over the same link as training, answering psi, lookup and score until
+ * the coordinator ends the prediction job.
+ */
+export function startScoring(config: ScoringConfig, deps: { logger: Logger }): PartyHandle {
+  const log = deps.logger.child({ party: config.partyId });
+  const model = readPartyModel(config.model);
+  if (model.partyId !== config.partyId) throw new ConfigError(`--model ${config.model} is party ${model.partyId}'s model, this party is --id ${config.partyId}`);
+  const data = readFeatureFile(config.data, config.read);
+  if (data.X.cols > model.features)
+    throw new ConfigError(`--data ${config.data} has ${data.X.cols} feature columns, but party ${model.partyId}'s model (job ${model.jobId}) was trained on ${model.features}`);
+  // A sparse file need not mention the last columns.
+  if (detectFormat(config.data, config.read.format) === 'libsvm' && data.X.cols < model.features) {
+    data.X = { ...data.X, cols: model.features };
+    data.featureNames = Array.from({ length: model.features }, (_, j) => String(j + 1));
+  }
+  const clip = config.privacy?.clip ?? model.scoreClip ?? DEFAULT_SCORE_CLIP;
+  const privacy = config.privacy ? new ScoringPrivacy(config.privacy, clip) : undefined;
+  const scorer = new Scorer(model, data, privacy);
+  log.info({ file: config.data, rows: data.ids.length, model: config.model, modelJob: model.jobId, digest: model.digest }, 'model and new rows loaded');
+  if (privacy)
+    log.info({ epsilon: config.privacy!.epsilon, delta: config.privacy!.delta, requests: config.privacy!.requests, clip, sigma: privacy.sigma }, `scoring privacy: Gaussian noise on each score${privacy.seeded ? ' (SEEDED: predictable, experiments only)' : ''}`);
+  else log.warn('scoring privacy: none, this party\'s scores of the new rows are sent without noise (--mechanism none)');
+  const progress = new Progress();
+  const env: SessionEnv = {
+    partyId: config.partyId,
+    jobId: config.jobId,
+    intercept: model.preprocessing.intercept,
+    token: config.token,
+    role: model.role,
+    train: data,
+    test: undefined,
+    features: model.features,
+    privacy: new Privacy({ mechanism: 'none', bx: DEFAULT_BX }),
+    ledgerPath: ledgerPath(config.model),
+    psi: new PartyPsi(new PsiPool(), { train: data.ids, test: undefined }, (set, what) => progress.counter(what)),
+    maxLabelIds: Math.ceil((config.maxLabelFactor ?? MAX_LABEL_FACTOR) * data.ids.length) + SLACK_LABEL_IDS,
+    scoring: { scorer, ledger: scoringLedgerPath(config.model) },
+    log,
+  };
+  return run({ ...config, model: config.model, data: config.data, intercept: env.intercept, role: env.role, privacy: { mechanism: 'none', bx: DEFAULT_BX }, releaseTestScores: false }, env, 0);
+}
+
+/**
  * The model file's folder, created if missing and checked writable before joining: the ledger
  * and a one-shot release are written there mid-job, before anything is sent.
  */
@@ -174,6 +229,8 @@ function run(config: PartyConfig, env: SessionEnv, rowsScaled: number): PartyHan
         link.markAnswered();
         break;
       case 'joined':
+        // (Scoring joins at welcome: the connect timer stops too.)
+        link.markAnswered();
         link.markJoined();
         break;
       case 'later':
@@ -194,6 +251,7 @@ function run(config: PartyConfig, env: SessionEnv, rowsScaled: number): PartyHan
         writeModelFiles({
           path: config.model,
           partyId: config.partyId,
+          role: env.role,
           data: config.data,
           features: env.features,
           featureNames: env.train.featureNames,
@@ -238,6 +296,15 @@ function run(config: PartyConfig, env: SessionEnv, rowsScaled: number): PartyHan
       },
       invalid: failOn,
       failed: (err) => fail(err),
+      // Scoring: the coordinator ends a prediction job by closing with 'done' once it has every
+      // party's scores (or, online, when it stops serving).
+      closedDone: () => {
+        if (!env.scoring || settled) return false;
+        settled = true;
+        env.log.info({ requests: session.scored }, 'prediction job ended by the coordinator');
+        resolve({ jobId: session.jobId ?? '', rounds: session.scored, model: config.model });
+        return true;
+      },
     },
   );
   return { done, close: () => fail(new PeerError('party stopped'), 'aborted') };

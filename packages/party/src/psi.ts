@@ -47,6 +47,16 @@ export class PartyPsi {
     }
   }
 
+  /** Points of the coordinator (online scoring: the ids of one request) blinded again with b, in their order; not cached. */
+  async blindAgain(points: Uint8Array): Promise<Uint8Array> {
+    try {
+      return await this.pool.blind(points, this.key, true, this.progress('train', 'blinding looked-up ids'));
+    } catch (err) {
+      if (err instanceof PointError) throw new ProtocolError('invalid', `lookup.points: ${err.message}`);
+      throw err;
+    }
+  }
+
   /** The file rows of the positions the coordinator names (validated to be below the row count). */
   fileRows(set: SampleSet, positions: Uint32Array): Uint32Array {
     const own = this.own.get(set);

@@ -1,5 +1,6 @@
 // The job as this party sees it: the state machine driven by the coordinator's messages
-// (challenge, welcome, psi, setup, resume, round, evaluate, sgd, release, fit, done), one small handler each.
+// (challenge, welcome, psi, setup, resume, round, evaluate, sgd, release, fit, done; and when
+// scoring new rows with a trained model, lookup and score), one small handler each.
 // The state is a plain object passed to every handler; a handler returns what to send and
 // what the connection should do next, so a session runs without a socket (tests feed it).
 import { createHash } from 'node:crypto';
@@ -10,7 +11,9 @@ import {
   type CoordinatorMessage,
   type Done,
   type Fit,
+  type Lookup,
   type Role,
+  type Score,
   type PartyMessage,
   type Psi,
   type Resume,
@@ -25,7 +28,9 @@ import {
   ProtocolError,
   assertNever,
 } from '@admm-share/protocol';
+import { modelRef } from './model-file.js';
 import { type Privacy, normaliseRows } from './privacy.js';
+import type { Scorer } from './scoring.js';
 import type { PartyPsi } from './psi.js';
 import { type ActiveFit, PassiveModel, fitInWorker, releaseTarget } from './release.js';
 import { replayRound } from './replay.js';
@@ -71,10 +76,12 @@ export interface SessionState {
   fitWork: { key: string; fit: Promise<ActiveFit> } | undefined;
   /** The sets whose `psi` this connection has answered: a second one for a set is refused. */
   psiSets: Set<SampleSet>;
+  /** Scoring: `score` requests answered so far. */
+  scored: number;
 }
 
 export function newSession(): SessionState {
-  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined, psiSets: new Set() };
+  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined, psiSets: new Set(), scored: 0 };
 }
 
 /** What the session reads and never changes: this party's configuration, data and privacy. */
@@ -95,7 +102,12 @@ export interface SessionEnv {
   /** Where the privacy ledger is kept between restarts. */
   ledgerPath: string;
   /** This party's side of the private set intersection (its key and order last as long as the process). */
-  psi: Pick<PartyPsi, 'answer' | 'fileRows'>;
+  psi: Pick<PartyPsi, 'answer' | 'fileRows' | 'blindAgain'>;
+  /**
+   * Scoring new rows with a trained model (admm-party predict) instead of training: the model
+   * and the new rows (`train` is then the file of new rows), and the scoring ledger's path.
+   */
+  scoring?: { scorer: Scorer; ledger: string };
   /** The most label ids a `psi` may carry (admm-party --max-label-factor). */
   maxLabelIds: number;
   log: Logger;
@@ -110,6 +122,8 @@ export interface FinalModel {
   rows: number;
   /** one-shot: how this party's part is applied to new rows and combined (recorded in the model file). */
   oneShot?: object;
+  /** one-shot, passive: the clip of its scores, applied to new rows' scores too. */
+  scoreClip?: number;
 }
 
 /** What a handled message asks of the connection. */
@@ -150,6 +164,8 @@ export function validationContext(s: SessionState, env: SessionEnv): ValidationC
     batchRows: m?.kind === 'sgd' ? m.rows.length : 0,
     fileRows: { train: env.train.ids.length, test: env.test?.ids.length ?? 0 },
     maxLabelIds: env.maxLabelIds,
+    // Online scoring begins with an empty psi: the party sends its own points only.
+    emptyPsi: env.scoring !== undefined,
   };
 }
 
@@ -178,6 +194,10 @@ export function handle(s: SessionState, env: SessionEnv, msg: CoordinatorMessage
       return onFit(s, env, msg);
     case 'done':
       return onDone(s, msg);
+    case 'lookup':
+      return onLookup(s, env, msg);
+    case 'score':
+      return onScore(s, env, msg);
     default:
       return assertNever(msg);
   }
@@ -214,7 +234,8 @@ function onChallenge(s: SessionState, env: SessionEnv, msg: Challenge): Outcome 
     features: env.features,
     trainRows: env.train.ids.length,
     testRows: env.test?.ids.length ?? 0,
-    noise: env.privacy.enabled,
+    noise: env.scoring ? env.scoring.scorer.privacy !== undefined : env.privacy.enabled,
+    model: env.scoring ? modelRef(env.scoring.scorer.model) : null,
     proof: env.token === undefined ? null : helloProof(env.token, msg.nonce, env.partyId, jobId),
   });
 }
@@ -227,8 +248,42 @@ function onWelcome(s: SessionState, env: SessionEnv, msg: Welcome): Outcome {
   s.jobId = msg.jobId;
   s.phase = 'setup';
   env.log.info({ jobId: msg.jobId, rejoin }, 'joined job');
+  // Scoring: the party is in the job from here on (a broken connection is retried).
+  if (env.scoring) return { kind: 'joined', messages: [] };
   if (env.privacy.enabled && !rejoin) env.privacy.restoreLedger(env.ledgerPath, msg.jobId);
   return { kind: 'answered', messages: [] };
+}
+
+function scoringEnv(env: SessionEnv, what: string): NonNullable<SessionEnv['scoring']> {
+  if (!env.scoring) throw new ProtocolError('unexpected', `${what}, but this party trains (it scores only when started with admm-party predict)`);
+  return env.scoring;
+}
+
+/**
+ * Online scoring, one request: the coordinator's blinded ids blinded again with this party's
+ * key, so that the coordinator finds which of them this party holds (it has this party's own
+ * points from the first psi). The party learns how many ids were asked, nothing about them.
+ */
+function onLookup(s: SessionState, env: SessionEnv, msg: Lookup): Outcome {
+  expectPhase(s, 'setup');
+  scoringEnv(env, 'lookup');
+  if (!s.psiSets.has('train')) throw new ProtocolError('unexpected', 'lookup before psi');
+  const connection = s.connection;
+  const work = env.psi.blindAgain(msg.points).then((points): Outcome => (s.connection === connection ? reply({ type: 'found', jobId: s.jobId!, points }) : reply()));
+  return { kind: 'later', work };
+}
+
+/** Score the rows named by their position in this party's shuffled ids: this party's part only. */
+function onScore(s: SessionState, env: SessionEnv, msg: Score): Outcome {
+  expectPhase(s, 'setup');
+  const { scorer, ledger } = scoringEnv(env, 'score');
+  if (!s.psiSets.has('train')) throw new ProtocolError('unexpected', 'score before psi');
+  const rows = env.psi.fileRows('train', msg.rows);
+  const scores = scorer.score(rows, ledger, s.jobId!);
+  refuseNonFinite(() => 'score: the scores overflowed', scores);
+  s.scored++;
+  env.log.info({ rows: rows.length, request: s.scored, epsilonSpent: scorer.privacy?.spent ?? 0 }, 'rows scored');
+  return reply({ type: 'partial', jobId: s.jobId!, scores, epsilonSpent: scorer.privacy?.spent ?? 0 });
 }
 
 /**
@@ -459,7 +514,7 @@ function onFit(s: SessionState, env: SessionEnv, msg: Fit): Outcome {
 function oneShotModel(m: Extract<Model, { kind: 'passive' | 'active' }>): FinalModel {
   if (m.kind === 'passive') {
     const p = m.passive;
-    return { coefficients: p.x, intercept: null, rows: p.scores.length, oneShot: { role: 'passive', score: 'clip(x . row, -clip, clip), rows scaled to norm <= 1', ...p.bounds } };
+    return { coefficients: p.x, intercept: null, rows: p.scores.length, scoreClip: p.bounds.clip, oneShot: { role: 'passive', score: 'clip(x . row, -clip, clip), rows scaled to norm <= 1', ...p.bounds } };
   }
   const f = m.fit!;
   return {

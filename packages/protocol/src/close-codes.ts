@@ -38,6 +38,8 @@ export const CloseCodes = {
   slowReader: { code: 4015, reason: 'not reading' },
   /** The peer did not answer within the deadline. */
   timeout: { code: 4016, reason: 'no answer in time' },
+  /** Prediction: the party's model is not the one the coordinator's job description names (job, features, preprocessing). */
+  wrongModel: { code: 4017, reason: 'model mismatch' },
 } as const;
 
 export type CloseKind = keyof typeof CloseCodes;

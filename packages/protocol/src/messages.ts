@@ -1,11 +1,11 @@
 /**
  * Every message of the admm-share protocol. See PROTOCOL.md for the state machine.
- * Party -> coordinator: hello, ids, ready, share, exhausted, scores, batchScores, released, fitted.
- * Coordinator -> party: challenge, welcome, psi, setup, resume, round, evaluate, sgd, release, fit, done.
+ * Party -> coordinator: hello, ids, ready, share, exhausted, scores, batchScores, released, fitted, found, partial.
+ * Coordinator -> party: challenge, welcome, psi, setup, resume, round, evaluate, sgd, release, fit, done, lookup, score.
  */
 import type { AccountantName, AlgorithmName, LossName, MechanismName, Role, SampleSet, StopReason } from './names.js';
 
-export const PROTOCOL_VERSION = 8;
+export const PROTOCOL_VERSION = 9;
 
 /** Bytes of a point of the private set intersection: an X25519 u-coordinate (RFC 7748), as core's POINT_BYTES. */
 export const POINT_BYTES = 32;
@@ -65,6 +65,23 @@ export interface Hello {
   testRows: number;
   /** Whether the party adds noise (has a privacy budget): with --algorithm auto, any noise makes the job one-shot. */
   noise: boolean;
+  /** A prediction job: the trained model the party scores with (null when training). */
+  model: ModelRef | null;
+}
+
+/** Bytes of a model digest (SHA-256), sent as 64 hex characters. */
+export const DIGEST_RE = /^[0-9a-f]{64}$/;
+
+/** What a party scoring new rows says about the model it scores with (its model file). */
+export interface ModelRef {
+  /** The training job the model comes from. */
+  jobId: string;
+  /** The model file's digest (SHA-256 of its content). */
+  digest: string;
+  /** Rows are scaled to norm <= 1 before scoring (as in training with privacy, or one-shot). */
+  rowScaling: boolean;
+  /** This party's part includes the model's intercept. */
+  intercept: boolean;
 }
 
 export interface Welcome {
@@ -299,10 +316,52 @@ export interface Done {
   objective: number;
   /** Hyper-parameters of the run, recorded in each party's model file. */
   params: { variant: string; rho: number; alpha: number; lambda: number; loss: LossName };
+  /** logistic loss: which raw label became -1 and which +1 (recorded in each party's model file); null otherwise. */
+  classes: Classes | null;
 }
 
-export type PartyMessage = Hello | Ids | Ready | Share | Exhausted | Scores | BatchScores | Released | Fitted;
-export type CoordinatorMessage = Challenge | Welcome | Psi | Setup | Resume | Round | Evaluate | Sgd | Release | Fit | Done;
+export interface Classes {
+  negative: string;
+  positive: string;
+}
+
+/**
+ * Prediction (batch, and each online request after its lookup): score the rows at these
+ * positions of the party's `ids` points (in the party's order, which it maps back to rows of
+ * its file), and answer with `partial`.
+ */
+export interface Score {
+  type: 'score';
+  jobId: string;
+  rows: Uint32Array;
+}
+
+/** A party's part of the scores of the rows `score` named, in that order. */
+export interface PartialScores {
+  type: 'partial';
+  jobId: string;
+  /** D_m x_m (+ intercept) per row, clipped and noised when the party scores with a budget. */
+  scores: Float64Array;
+  /** This party's scoring budget spent so far (0 without noise). */
+  epsilonSpent: number;
+}
+
+/** Online scoring: the ids of one request, hashed onto the curve and blinded with the coordinator's key (as `psi`). */
+export interface Lookup {
+  type: 'lookup';
+  jobId: string;
+  points: Uint8Array;
+}
+
+/** The `lookup` points blinded again with the party's key, in the order they came. */
+export interface Found {
+  type: 'found';
+  jobId: string;
+  points: Uint8Array;
+}
+
+export type PartyMessage = Hello | Ids | Ready | Share | Exhausted | Scores | BatchScores | Released | Fitted | Found | PartialScores;
+export type CoordinatorMessage = Challenge | Welcome | Psi | Setup | Resume | Round | Evaluate | Sgd | Release | Fit | Done | Lookup | Score;
 export type Message = PartyMessage | CoordinatorMessage;
 export type MessageType = Message['type'];
 

@@ -1,7 +1,10 @@
 import { ProtocolError } from './errors.js';
 import {
+  type Classes,
   type CoordinatorMessage,
+  DIGEST_RE,
   type Done,
+  type ModelRef,
   MAX_PENALTY_SQ,
   MAX_SHARE_MAGNITUDE,
   NAME_RE,
@@ -51,6 +54,10 @@ export interface ValidationContext {
   batchRows?: number;
   /** one-shot: passive parties whose releases the active party was sent (the weights it returns). */
   passive?: number;
+  /** Party side, scoring online: a `psi` may carry no points (the party then only sends its own). */
+  emptyPsi?: boolean;
+  /** Ids of the `lookup` the coordinator sent (coordinator side, for `found`). */
+  lookupIds?: number;
 }
 
 type Obj = Record<string, unknown>;
@@ -187,13 +194,23 @@ function typeOf(o: Obj): string {
   return t;
 }
 
+/** Longest raw label name `done.classes` may carry. */
+const MAX_CLASS_CHARS = 256;
+
+function modelRef(v: unknown): ModelRef {
+  const t = 'hello.model';
+  const m = asObject(v);
+  exactKeys(m, t, ['jobId', 'digest', 'rowScaling', 'intercept']);
+  return { jobId: str(m, t, 'jobId', NAME_RE), digest: str(m, t, 'digest', DIGEST_RE), rowScaling: bool(m, t, 'rowScaling'), intercept: bool(m, t, 'intercept') };
+}
+
 /** Validate a decoded value as a message a party may send. */
 export function validatePartyMessage(value: unknown, ctx: ValidationContext = {}): PartyMessage {
   const o = asObject(value);
   const type = typeOf(o);
   switch (type) {
     case 'hello': {
-      exactKeys(o, type, ['type', 'protocolVersion', 'partyId', 'jobId', 'features', 'trainRows', 'testRows', 'proof', 'noise']);
+      exactKeys(o, type, ['type', 'protocolVersion', 'partyId', 'jobId', 'features', 'trainRows', 'testRows', 'proof', 'noise', 'model']);
       const jobId = o.jobId === null ? null : str(o, type, 'jobId', NAME_RE);
       const proof = o.proof === null ? null : bytes(o, type, 'proof');
       if (proof && proof.length !== PROOF_BYTES) invalid(`hello.proof: ${proof.length} bytes, expected ${PROOF_BYTES}`);
@@ -207,7 +224,20 @@ export function validatePartyMessage(value: unknown, ctx: ValidationContext = {}
         trainRows: count(o, type, 'trainRows', 1),
         testRows: count(o, type, 'testRows'),
         noise: bool(o, type, 'noise'),
+        model: o.model === null ? null : modelRef(o.model),
       };
+    }
+    case 'found': {
+      exactKeys(o, type, ['type', 'jobId', 'points']);
+      const jobId = job(o, type, ctx);
+      return { type, jobId, points: pointList(o, type, 'points', ctx.lookupIds, (n) => `${n} points, the lookup sent ${ctx.lookupIds}`) };
+    }
+    case 'partial': {
+      exactKeys(o, type, ['type', 'jobId', 'scores', 'epsilonSpent']);
+      const jobId = job(o, type, ctx);
+      const epsilonSpent = finite(o, type, 'epsilonSpent');
+      if (epsilonSpent < 0) invalid(`partial.epsilonSpent: ${epsilonSpent} is negative`);
+      return { type, jobId, scores: vector(o, type, 'scores', ctx.n, MAX_SHARE_MAGNITUDE), epsilonSpent };
     }
     case 'ids': {
       exactKeys(o, type, ['type', 'jobId', 'set', 'points', 'labelPoints']);
@@ -338,7 +368,7 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
       const set: SampleSet = oneOf(o, type, 'set', SAMPLE_SETS);
       const points = pointList(o, type, 'points', undefined, () => '');
       const n = points.length / POINT_BYTES;
-      if (n === 0) invalid(`psi.points: no ${set} label ids`);
+      if (n === 0 && !ctx.emptyPsi) invalid(`psi.points: no ${set} label ids`);
       if (ctx.maxLabelIds !== undefined && n > ctx.maxLabelIds)
         invalid(`psi.points: ${n} ${set} label ids, more than this party accepts (${ctx.maxLabelIds}, admm-party --max-label-factor)`);
       return { type, jobId, set, points };
@@ -422,8 +452,22 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
       if (releases.length % names.length !== 0) invalid(`fit.releases: ${releases.length} values for ${names.length} parties`);
       return { type, jobId, parties: names, releases, sigmas };
     }
+    case 'lookup': {
+      exactKeys(o, type, ['type', 'jobId', 'points']);
+      const jobId = job(o, type, ctx);
+      const points = pointList(o, type, 'points', undefined, () => '');
+      const n = points.length / POINT_BYTES;
+      if (n === 0) invalid('lookup.points: no ids');
+      if (ctx.maxLabelIds !== undefined && n > ctx.maxLabelIds) invalid(`lookup.points: ${n} ids, more than this party accepts per request (${ctx.maxLabelIds})`);
+      return { type, jobId, points };
+    }
+    case 'score': {
+      exactKeys(o, type, ['type', 'jobId', 'rows']);
+      const jobId = job(o, type, ctx);
+      return { type, jobId, rows: rowIndex(o, type, 'rows', undefined, ctx.fileRows?.train) };
+    }
     case 'done': {
-      exactKeys(o, type, ['type', 'jobId', 'reason', 'rounds', 'objective', 'params']);
+      exactKeys(o, type, ['type', 'jobId', 'reason', 'rounds', 'objective', 'params', 'classes']);
       const jobId = job(o, type, ctx);
       const reason: StopReason = oneOf(o, type, 'reason', STOP_REASONS);
       const p = asObject(o.params);
@@ -436,7 +480,14 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
         loss: oneOf(p, 'done.params', 'loss', LOSSES),
       };
       if (params.rho < 0) invalid(`done.params.rho: ${params.rho} is negative`);
-      return { type, jobId, reason, rounds: count(o, type, 'rounds'), objective: finite(o, type, 'objective'), params };
+      let classes: Classes | null = null;
+      if (o.classes !== null) {
+        const c = asObject(o.classes);
+        exactKeys(c, 'done.classes', ['negative', 'positive']);
+        classes = { negative: str(c, 'done.classes', 'negative'), positive: str(c, 'done.classes', 'positive') };
+        if (classes.negative.length > MAX_CLASS_CHARS || classes.positive.length > MAX_CLASS_CHARS) invalid(`done.classes: a label name longer than ${MAX_CLASS_CHARS} characters`);
+      }
+      return { type, jobId, reason, rounds: count(o, type, 'rounds'), objective: finite(o, type, 'objective'), params, classes };
     }
     default:
       invalid(`'${type.slice(0, ECHO_CHARS)}' is not a message the coordinator sends`);

@@ -351,7 +351,7 @@ function hostileParty(port: number, o: HostileOptions) {
     const msg = validateCoordinatorMessage(decode(data));
     switch (msg.type) {
       case 'challenge':
-        ws.send(o.hello ? o.hello(msg.nonce) : encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: o.id, jobId: null, features: 1, trainRows: o.ids.length, testRows: 0, proof: null, noise: false }));
+        ws.send(o.hello ? o.hello(msg.nonce) : encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: o.id, jobId: null, features: 1, trainRows: o.ids.length, testRows: 0, proof: null, noise: false, model: null }));
         break;
       case 'welcome':
         jobId = msg.jobId;
@@ -498,7 +498,7 @@ test('an unknown party id is refused with 4005 without learning the configured i
   assert.doesNotMatch(unknown.reason, /alice|bob/);
   assert.doesNotMatch(JSON.stringify(coord.records.filter((r) => r.msg === 'closing connection')), /alice|bob/);
 
-  const hello = { type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'alice-bank', jobId: null, features: 3, trainRows: 10, testRows: 0, proof: null, noise: false };
+  const hello = { type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'alice-bank', jobId: null, features: 3, trainRows: 10, testRows: 0, proof: null, noise: false, model: null };
   const recorded = await hostileParty(port, { id: 'alice-bank', ids: ['0'], hello: () => packRecordHello(hello) }).closed;
   assert.equal(recorded.code, CloseCodes.malformed.code, recorded.reason);
   assert.match(recorded.reason, /record definition/);

@@ -116,7 +116,7 @@ async function fakeCoordinator(t: { after(fn: () => unknown): void }, script: Sc
 }
 
 function done(rounds: number): CoordinatorMessage {
-  return { type: 'done', jobId: JOB, reason: 'max-rounds', rounds, objective: 0.5, params: { variant: 'exact', rho: RHO, alpha: 1, lambda: LAMBDA, loss: 'logistic' } };
+  return { type: 'done', jobId: JOB, reason: 'max-rounds', rounds, objective: 0.5, params: { variant: 'exact', rho: RHO, alpha: 1, lambda: LAMBDA, loss: 'logistic' }, classes: null };
 }
 
 /** A well-behaved job: `rounds` rounds with a fixed broadcast, then done. */

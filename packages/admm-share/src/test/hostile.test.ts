@@ -53,8 +53,8 @@ test('a flood of silent connections and a client that reads nothing: bounded mem
       [encode({ type: 'share', jobId: 'x', round: 1, share: Float64Array.of(Number.NaN), penaltySq: 0, epsilonSpent: 0 })],
       [encode({ type: 'share', jobId: 'x', round: 999, share: Float64Array.of(Infinity, 1), penaltySq: -1, epsilonSpent: 0 })],
       [encode({ type: 'scores', jobId: 'x', round: 0, scores: new Float64Array(3) })],
-      [encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'party-1', jobId: null, features: 3, trainRows: 1e12, testRows: 0, proof: null, noise: false })],
-      [encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'party-1', jobId: null, features: 3, trainRows: 10, testRows: 0, proof: null, noise: false }).subarray(0, 20)],
+      [encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'party-1', jobId: null, features: 3, trainRows: 1e12, testRows: 0, proof: null, noise: false, model: null })],
+      [encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'party-1', jobId: null, features: 3, trainRows: 10, testRows: 0, proof: null, noise: false, model: null }).subarray(0, 20)],
       [Buffer.alloc(4096, 0x91)], // oversized before hello
       [Buffer.from([0x93, 1, 2, 3])], // valid MessagePack, wrong shape
       ['text frame'],
@@ -114,7 +114,7 @@ test('a party that goes silent ends the job after --round-timeout with a clear e
     const msg = validateCoordinatorMessage(decode(data));
     if (msg.type === 'round') asked ??= Date.now();
     if (msg.type === 'challenge')
-      ws.send(encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'silent', jobId: null, features: 1, trainRows: s.train.ids.length, testRows: 0, proof: null, noise: false }));
+      ws.send(encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'silent', jobId: null, features: 1, trainRows: s.train.ids.length, testRows: 0, proof: null, noise: false, model: null }));
     else if (msg.type === 'welcome') jobId = msg.jobId;
     else if (msg.type === 'psi') ws.send(encode(psiAnswer(s.train.ids, msg)));
     else if (msg.type === 'setup')

@@ -137,7 +137,7 @@ test('a party that refuses a round ends the job cleanly with the model of the ro
     ws.on('message', (data: Buffer) => {
       const msg = validateCoordinatorMessage(decode(data));
       if (msg.type === 'challenge') {
-        ws.send(encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'refuser', jobId: null, features: 1, trainRows: n, testRows: 0, proof: null, noise: false }));
+        ws.send(encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'refuser', jobId: null, features: 1, trainRows: n, testRows: 0, proof: null, noise: false, model: null }));
       } else if (msg.type === 'welcome') {
         jobId = msg.jobId;
       } else if (msg.type === 'psi') {

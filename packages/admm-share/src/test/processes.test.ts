@@ -53,7 +53,7 @@ function rawClient(port: number, frames: (Buffer | string)[]): Promise<{ code: n
 }
 
 function hello(partyId: string, protocolVersion = PROTOCOL_VERSION) {
-  return encode({ type: 'hello', protocolVersion, partyId, jobId: null, features: 3, trainRows: 10, testRows: 10, proof: null, noise: false });
+  return encode({ type: 'hello', protocolVersion, partyId, jobId: null, features: 3, trainRows: 10, testRows: 10, proof: null, noise: false, model: null });
 }
 
 test('hostile and mistaken clients are turned away with named close codes, and the job still completes', async (t) => {
@@ -263,7 +263,7 @@ test('with credentials, a hello must prove the party\'s secret: wrong, missing o
         assert.equal(msg.type, 'challenge');
         const nonce = nonceOverride ?? (msg as { nonce: Uint8Array }).nonce;
         const proof = secret === null ? null : helloProof(secret, nonce, partyId, null);
-        ws.send(encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId, jobId: null, features: 3, trainRows: 10, testRows: 10, proof, noise: false }));
+        ws.send(encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId, jobId: null, features: 3, trainRows: 10, testRows: 10, proof, noise: false, model: null }));
       });
       ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
     });
@@ -272,7 +272,7 @@ test('with credentials, a hello must prove the party\'s secret: wrong, missing o
     ws.on('error', reject);
     ws.once('message', (data: Buffer) => {
       const msg = validateCoordinatorMessage(decode(data)) as { nonce: Uint8Array };
-      ws.send(encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'party-1', jobId: 'another-job', features: 3, trainRows: 10, testRows: 10, proof: helloProof(secrets['party-1'], msg.nonce, 'party-1', 'another-job'), noise: false }));
+      ws.send(encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'party-1', jobId: 'another-job', features: 3, trainRows: 10, testRows: 10, proof: helloProof(secrets['party-1'], msg.nonce, 'party-1', 'another-job'), noise: false, model: null }));
     });
     ws.on('close', (code, reason) => resolve({ code, reason: reason.toString() }));
   });

@@ -33,7 +33,7 @@ test("the coordinator's view of a party's ids: replacing an id outside the inter
     const answer = await new PartyPsi(pool, { train: ids, test: undefined }, quiet).answer('train', psi.points);
     const msg: Ids = { type: 'ids', jobId: 'j', set: 'train', ...answer };
     const bytes = encode(msg);
-    const positions = await coordinator.match('p', validatePartyMessage(decode(bytes), {}) as Ids, quiet());
+    const { positions } = await coordinator.match('p', validatePartyMessage(decode(bytes), {}) as Ids, quiet());
     views.push({ msg, bytes, matched: [...positions.keys()].filter((r) => positions[r] >= 0) });
   }
   // Same form and size: the message's fields and length, and the intersection the coordinator learns.
@@ -74,7 +74,7 @@ async function hostileParty(t: { after(fn: () => void): void }, forge: (honest: 
   ws.on('message', (data: Buffer) => {
     const msg = validateCoordinatorMessage(decode(data));
     if (msg.type === 'challenge')
-      ws.send(encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'party-2', jobId: null, features: 1, trainRows: s.train.ids.length, testRows: 0, proof: null, noise: false }));
+      ws.send(encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'party-2', jobId: null, features: 1, trainRows: s.train.ids.length, testRows: 0, proof: null, noise: false, model: null }));
     else if (msg.type === 'psi') forge(psiAnswer(s.train.ids, msg), ws);
   });
   const exit = await coord.exit;

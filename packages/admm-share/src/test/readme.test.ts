@@ -10,44 +10,13 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { BIN, type Proc, killAll, run, tempDir } from './procs.js';
+import { README, fencedCommands } from './readme-blocks.js';
 
 after(killAll);
 
-const README = fileURLToPath(new URL('../../../../README.md', import.meta.url));
 const MARKER = '<!-- readme-test:deployment';
 const BINS: Record<string, string> = { 'admm-share': BIN.share, 'admm-coordinator': BIN.coordinator, 'admm-party': BIN.party };
-
-/**
- * The commands of the fenced block that directly follows `marker`: comment and blank lines
- * dropped, `\` continuations joined, words split on blanks (the test runs them without a
- * shell, so the block may not use quoting or other shell syntax).
- */
-function fencedCommands(markdown: string, marker: string): string[][] {
-  const at = markdown.indexOf(marker);
-  assert.ok(at >= 0, `README.md has no '${marker}' marker`);
-  const lines = markdown.slice(at).split('\n').slice(1);
-  assert.match(lines[0] ?? '', /^\s*```/, `the fenced block must start on the line after '${marker}'`);
-  const close = lines.findIndex((l, i) => i > 0 && /^\s*```\s*$/.test(l));
-  assert.ok(close > 0, `the block after '${marker}' is not closed`);
-  const commands: string[][] = [];
-  let current = '';
-  for (const raw of lines.slice(1, close)) {
-    const line = raw.trim();
-    if (current === '' && (line === '' || line.startsWith('#'))) continue;
-    if (line.endsWith('\\')) {
-      current += line.slice(0, -1) + ' ';
-      continue;
-    }
-    current += line;
-    assert.doesNotMatch(current, /["'`$|&;<>*?(){}[\]~]/, `${current}: the test runs commands without a shell; keep them to plain words`);
-    commands.push(current.split(/\s+/).filter(Boolean));
-    current = '';
-  }
-  assert.equal(current, '', `the block after '${marker}' ends in a continued line`);
-  return commands;
-}
 
 /** The value after `flag` (the flag must be there once). */
 function flag(args: string[], name: string): string | undefined {

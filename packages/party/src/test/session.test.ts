@@ -63,7 +63,7 @@ function env(opts: { privacy?: PrivacyConfig; intercept?: boolean; ledgerPath?: 
     privacy: new Privacy(opts.privacy ?? NO_PRIVACY),
     ledgerPath: opts.ledgerPath ?? '/nonexistent/ledger.json',
     // The intersection is not under test here (psi.test.ts): setup names file rows directly.
-    psi: { answer: () => Promise.reject(new Error('no psi in these tests')), fileRows: (_set, positions) => positions },
+    psi: { answer: () => Promise.reject(new Error('no psi in these tests')), blindAgain: () => Promise.reject(new Error('no psi in these tests')), fileRows: (_set, positions) => positions },
     maxLabelIds: 1000,
     role: 'passive',
     log: opts.log ?? pino({ level: 'silent' }),
@@ -132,7 +132,7 @@ function uninterrupted(e: SessionEnv, cs: Float64Array[], rounds: number) {
 }
 
 function done(rounds: number, reason: 'max-rounds' | 'budget' = 'max-rounds'): CoordinatorMessage {
-  return { type: 'done', jobId: JOB, reason, rounds, objective: 0.5, params: { variant: 'exact', rho: RHO, alpha: 1, lambda: LAMBDA, loss: 'logistic' } };
+  return { type: 'done', jobId: JOB, reason, rounds, objective: 0.5, params: { variant: 'exact', rho: RHO, alpha: 1, lambda: LAMBDA, loss: 'logistic' }, classes: null };
 }
 
 function resume(k: number, cs: Float64Array[], shares: Float64Array[]): CoordinatorMessage {
@@ -227,7 +227,7 @@ test('a rejoined session refuses a round or a done before resume: its x is not c
   joinJob(a.s, e);
   const unexpected = (fn: () => unknown, re: RegExp) => assert.throws(fn, (err: unknown) => err instanceof ProtocolError && err.kind === 'unexpected' && re.test(err.message));
   unexpected(() => feed(a.s, e, { type: 'round', jobId: JOB, round: 3, rho: RHO, c: cs[1] }), /round 3 before resume/);
-  const done: CoordinatorMessage = { type: 'done', jobId: JOB, reason: 'max-rounds', rounds: 2, objective: 0.5, params: { variant: 'exact', rho: RHO, alpha: 1, lambda: LAMBDA, loss: 'logistic' } };
+  const done: CoordinatorMessage = { type: 'done', jobId: JOB, reason: 'max-rounds', rounds: 2, objective: 0.5, params: { variant: 'exact', rho: RHO, alpha: 1, lambda: LAMBDA, loss: 'logistic' }, classes: null };
   unexpected(() => feed(a.s, e, done), /not recomputed since it rejoined; no model written/);
   // After the replay the same done writes the model of round 2.
   feed(a.s, e, resume(2, cs, a.shares));

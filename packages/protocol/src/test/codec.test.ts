@@ -26,7 +26,7 @@ import { NO_PRIVACY, seeded } from './support.js';
 
 const randInt = (rnd: () => number, n: number): number => Math.floor(rnd() * n);
 
-const PARTY_TYPES = new Set(['hello', 'ids', 'ready', 'share', 'scores', 'exhausted', 'batchScores']);
+const PARTY_TYPES = new Set(['hello', 'ids', 'ready', 'share', 'scores', 'exhausted', 'batchScores', 'released', 'fitted', 'found', 'partial']);
 
 /** Awkward but finite values every vector cycles through. */
 const AWKWARD = [-0, 1e-300, 1e300, -1.5, 0, 5e-324, -5e-324, Number.MAX_VALUE, -Number.MAX_VALUE, 1 / 3, -1e-300, -1e300, 2 ** 53 + 2, Math.PI];
@@ -111,8 +111,8 @@ const LENGTHS = [0, 1, 70000];
 // Round trips, party -> coordinator
 
 test('round trip: hello (with and without a job id)', () => {
-  const a: Message = { type: 'hello', protocolVersion: 1, partyId: 'bank-A', jobId: JOB, features: 12, trainRows: 70000, testRows: 0, proof: new Uint8Array(32).fill(7), noise: false };
-  const b: Message = { type: 'hello', protocolVersion: 1, partyId: 'x'.repeat(64), jobId: null, features: 1, trainRows: 1, testRows: 2 ** 40, proof: null, noise: false };
+  const a: Message = { type: 'hello', protocolVersion: 1, partyId: 'bank-A', jobId: JOB, features: 12, trainRows: 70000, testRows: 0, proof: new Uint8Array(32).fill(7), noise: false, model: null };
+  const b: Message = { type: 'hello', protocolVersion: 1, partyId: 'x'.repeat(64), jobId: null, features: 1, trainRows: 1, testRows: 2 ** 40, proof: null, noise: false, model: null };
   assert.equal((roundTrip(a, {}) as { jobId: string }).jobId, JOB);
   assert.equal((roundTrip(b, {}) as { jobId: string | null }).jobId, null);
 });
@@ -248,6 +248,7 @@ test('round trip: done with every stop reason', () => {
         rounds: 250,
         objective: -1.5,
         params: { variant: 'jacobi', rho: 1e-300, alpha: 1.6, lambda: 0, loss: 'logistic' },
+        classes: { negative: 'no', positive: 'yes' },
       },
       { jobId: JOB },
     );
@@ -356,7 +357,7 @@ test('decode of random bytes throws ProtocolError or yields a value every valida
 
 function sampleMessages(): Message[] {
   return [
-    { type: 'hello', protocolVersion: 1, partyId: 'p1', jobId: null, features: 3, trainRows: 10, testRows: 4, proof: null, noise: false },
+    { type: 'hello', protocolVersion: 1, partyId: 'p1', jobId: null, features: 3, trainRows: 10, testRows: 4, proof: null, noise: false, model: null },
     { type: 'ids', jobId: JOB, set: 'train', points: hashes(3, 1, 32), labelPoints: hashes(2, 5, 32) },
     { type: 'ready', jobId: JOB, privacy: NO_PRIVACY },
     { type: 'share', jobId: JOB, round: 4, share: awkwardVector(5, 1, MAX_SHARE_MAGNITUDE), penaltySq: 0.25, epsilonSpent: 0 },
@@ -368,7 +369,7 @@ function sampleMessages(): Message[] {
     { type: 'resume', jobId: JOB, round: 3, rho: 2, c: awkwardVector(5, 10), previousShare: awkwardVector(5, 11), share: awkwardVector(5, 12) },
     { type: 'resume', jobId: JOB, round: 0, rho: 2, c: new Float64Array(0), previousShare: new Float64Array(0), share: new Float64Array(0) },
     { type: 'evaluate', jobId: JOB, round: 4 },
-    { type: 'done', jobId: JOB, reason: 'converged', rounds: 4, objective: 0.5, params: { variant: 'v', rho: 2, alpha: 1, lambda: 0.1, loss: 'squared' } },
+    { type: 'done', jobId: JOB, reason: 'converged', rounds: 4, objective: 0.5, params: { variant: 'v', rho: 2, alpha: 1, lambda: 0.1, loss: 'squared' }, classes: null },
   ];
 }
 
@@ -410,7 +411,7 @@ test('trailing bytes after a complete message are rejected with a ProtocolError'
 });
 
 test('msgpackr record definitions are refused: a hello packed with records is malformed, though msgpackr itself would accept it', () => {
-  const hello = { type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'party-1', jobId: null, features: 3, trainRows: 10, testRows: 0, proof: null, noise: false };
+  const hello = { type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'party-1', jobId: null, features: 3, trainRows: 10, testRows: 0, proof: null, noise: false, model: null };
   const recorded = new Packr({ moreTypes: true, useRecords: true }).pack(hello);
   // The record definition is extension 0x72 ('r') in a fixext 1 (0xd4) at the start.
   assert.equal(recorded[0], 0xd4);
@@ -472,7 +473,7 @@ function randomMessage(rnd: () => number): Message {
   const step = rnd() < 0.5 ? FUZZ_CTX.step : 1 + randInt(rnd, 50);
   switch (randInt(rnd, 15)) {
     case 0:
-      return { type: 'hello', protocolVersion: 1, partyId: `p${randInt(rnd, 100)}`, jobId: rnd() < 0.5 ? null : JOB, features: 1 + n, trainRows: 1 + n, testRows: n, proof: rnd() < 0.5 ? null : hashes(2, randInt(rnd, 1e9)), noise: false };
+      return { type: 'hello', protocolVersion: 1, partyId: `p${randInt(rnd, 100)}`, jobId: rnd() < 0.5 ? null : JOB, features: 1 + n, trainRows: 1 + n, testRows: n, proof: rnd() < 0.5 ? null : hashes(2, randInt(rnd, 1e9)), noise: false, model: null };
     case 1:
       return { type: 'ids', jobId: JOB, set: rnd() < 0.5 ? 'train' : 'test', points: hashes(rnd() < 0.5 ? 3 : n, randInt(rnd, 1e9), 32), labelPoints: hashes(rnd() < 0.5 ? 2 : n, randInt(rnd, 1e9), 32) };
     case 2:
@@ -526,6 +527,7 @@ function randomMessage(rnd: () => number): Message {
         rounds: round,
         objective: rnd() * 100,
         params: { variant: 'jacobi', rho: 1 + rnd(), alpha: 1.5, lambda: rnd(), loss: 'logistic' },
+        classes: rnd() < 0.5 ? null : { negative: '-1', positive: '+1' },
       };
   }
 }

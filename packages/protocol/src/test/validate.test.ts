@@ -39,12 +39,13 @@ const DECLARED = { train: 3, test: 2 };
 const LABEL_IDS = { train: 4, test: 1 };
 
 /** A context with every field set, matching the base messages below. */
-const CTX: ValidationContext = { jobId: JOB, n: N, nTest: N_TEST, round: ROUND, declaredRows: DECLARED, labelIds: LABEL_IDS, maxLabelIds: 6, fileRows: FILE_ROWS, passive: 1 };
+const CTX: ValidationContext = { jobId: JOB, n: N, nTest: N_TEST, round: ROUND, declaredRows: DECLARED, labelIds: LABEL_IDS, maxLabelIds: 6, fileRows: FILE_ROWS, passive: 1, lookupIds: 2 };
+const DIGEST = 'ab'.repeat(32);
 
 /** Fresh valid messages (as plain objects), each accepted by its validator under CTX. */
 function base(): Record<string, Obj> {
   return {
-    hello: { type: 'hello', protocolVersion: 1, partyId: 'party-A', jobId: JOB, features: 5, trainRows: 10, testRows: 5, proof: new Uint8Array(32).fill(1), noise: true },
+    hello: { type: 'hello', protocolVersion: 1, partyId: 'party-A', jobId: JOB, features: 5, trainRows: 10, testRows: 5, proof: new Uint8Array(32).fill(1), noise: true, model: null },
     challenge: { type: 'challenge', protocolVersion: 4, nonce: new Uint8Array(32).fill(9) },
     ids: { type: 'ids', jobId: JOB, set: 'train', points: new Uint8Array(32 * DECLARED.train).fill(9), labelPoints: new Uint8Array(32 * LABEL_IDS.train).fill(7) },
     ready: { type: 'ready', jobId: JOB, privacy: NO_PRIVACY },
@@ -68,6 +69,10 @@ function base(): Record<string, Obj> {
     },
     evaluate: { type: 'evaluate', jobId: JOB, round: ROUND },
     release: { type: 'release', jobId: JOB },
+    lookup: { type: 'lookup', jobId: JOB, points: new Uint8Array(32 * 3).fill(5) },
+    found: { type: 'found', jobId: JOB, points: new Uint8Array(32 * 2).fill(6) },
+    score: { type: 'score', jobId: JOB, rows: new Uint32Array([2, 0, 7]) },
+    partial: { type: 'partial', jobId: JOB, scores: new Float64Array(N).fill(-0.5), epsilonSpent: 0.25 },
     released: { type: 'released', jobId: JOB, scores: new Float64Array([0.6, -0.6, 3.5, -1e-300]), testScores: new Float64Array([0.1, 0, -0.6]), epsilonSpent: 2 },
     fit: { type: 'fit', jobId: JOB, parties: ['party-B', 'party-C'], releases: new Float64Array(2 * N).fill(0.25), sigmas: new Float64Array([2.5, 0]) },
     fitted: { type: 'fitted', jobId: JOB, weights: new Float64Array([1.5]), objective: 0.33, localObjective: 0.35, testScores: new Float64Array([1, 2, 3]), localTestScores: new Float64Array([-1, 0, 1]) },
@@ -78,12 +83,13 @@ function base(): Record<string, Obj> {
       rounds: ROUND,
       objective: 12.5,
       params: { variant: 'jacobi', rho: 1.5, alpha: 1.6, lambda: 0.1, loss: 'logistic' },
+      classes: { negative: '<=50K', positive: '>50K' },
     },
   };
 }
 
-const PARTY_TYPES = ['batchScores', 'exhausted', 'hello', 'ids', 'ready', 'share', 'scores', 'released', 'fitted'];
-const COORD_TYPES = ['welcome', 'psi', 'setup', 'resume', 'round', 'evaluate', 'done'];
+const PARTY_TYPES = ['batchScores', 'exhausted', 'hello', 'ids', 'ready', 'share', 'scores', 'released', 'fitted', 'found', 'partial'];
+const COORD_TYPES = ['welcome', 'psi', 'setup', 'resume', 'round', 'evaluate', 'done', 'lookup', 'score'];
 
 function validatorFor(type: string): Validator {
   return PARTY_TYPES.includes(type) ? validatePartyMessage : validateCoordinatorMessage;
@@ -150,6 +156,39 @@ test('baseline: every base message validates under the full context, as an objec
     // And with an empty context.
     assert.equal(validate(msg).type, type);
   }
+});
+
+test('prediction messages: the model a hello names, the points of a lookup, the rows of a score, the length of a partial', () => {
+  const model = { jobId: 'job-1', digest: DIGEST, rowScaling: true, intercept: false };
+  const hello = accepts('hello', { model }) as { model: unknown };
+  assert.deepEqual(hello.model, model);
+  rejects('hello', { model: { ...model, digest: 'AB'.repeat(32) } }, 'invalid', CTX, /not a valid name/);
+  rejects('hello', { model: { ...model, digest: DIGEST.slice(2) } }, 'invalid', CTX, /not a valid name/);
+  rejects('hello', { model: { ...model, jobId: 'a b' } }, 'invalid', CTX, /not a valid name/);
+  rejects('hello', { model: { ...model, extra: 1 } }, 'invalid', CTX, /unexpected field/);
+  rejects('hello', { model: { jobId: 'job-1', digest: DIGEST, rowScaling: true } }, 'invalid', CTX, /missing field 'intercept'/);
+  rejects('hello', { model: { ...model, rowScaling: 1 } }, 'invalid', CTX, /true or false/);
+  // A lookup has at least one id and at most what the party accepts per request.
+  rejects('lookup', { points: new Uint8Array(0) }, 'invalid', CTX, /no ids/);
+  rejects('lookup', { points: new Uint8Array(32 * 7) }, 'invalid', CTX, /7 ids, more than this party accepts/);
+  accepts('lookup', { points: new Uint8Array(32 * 6) });
+  rejects('lookup', { points: new Uint8Array(33) }, 'invalid', CTX, /whole number/);
+  // found answers exactly the lookup's ids.
+  rejects('found', { points: new Uint8Array(32 * 3) }, 'invalid', CTX, /3 points, the lookup sent 2/);
+  // score names rows of the party's file, each once; it may name none (the party holds none of the ids).
+  rejects('score', { rows: new Uint32Array([FILE_ROWS.train]) }, 'invalid', CTX, /not a row of a file/);
+  rejects('score', { rows: new Uint32Array([1, 1]) }, 'invalid', CTX, /appears twice/);
+  accepts('score', { rows: new Uint32Array(0) });
+  rejects('partial', { scores: new Float64Array(N + 1) }, 'invalid', CTX, /length/);
+  rejects('partial', { scores: new Float64Array(N).fill(2 * MAX_SHARE_MAGNITUDE) }, 'invalid', CTX, /exceeds the bound/);
+  rejects('partial', { epsilonSpent: -1 }, 'invalid', CTX, /negative/);
+  // An empty psi only where the party scores online.
+  rejects('psi', { points: new Uint8Array(0) }, 'invalid', CTX, /no train label ids/);
+  accepts('psi', { points: new Uint8Array(0) }, { ...CTX, emptyPsi: true });
+  // done carries the label mapping, or null.
+  accepts('done', { classes: null });
+  rejects('done', { classes: { negative: 'a' } }, 'invalid', CTX, /missing field 'positive'/);
+  rejects('done', { classes: { negative: 'a', positive: 'b'.repeat(257) } }, 'invalid', CTX, /longer than 256/);
 });
 
 // ---------------------------------------------------------------------------------------

@@ -1,0 +1,314 @@
+/**
+ * Prediction with a trained model, the coordinator's side: the parties join with their model
+ * files (checked against the job description, job.json), their ids are intersected with the
+ * ids to score by the same private set intersection as training, each party scores the rows it
+ * holds, and the coordinator combines the parts as training did.
+ *   batch (admm-coordinator predict): one intersection of every id to score, one `score` per
+ *     party, predictions.csv written atomically, the parties closed with 'done'.
+ *   online (admm-coordinator serve, serve.ts): the parties stay connected; each HTTP request
+ *     is a `lookup` of its ids and a `score` of the rows found, per party.
+ */
+import { accessSync, constants, mkdirSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import type { Logger } from 'pino';
+import { type ClassificationMetrics, type LabelTable, ConfigError, DataError, PeerError, PsiPool, classificationMetrics, lossByName, meanLoss, readIdFile, readLabelFile, writeFileAtomic } from '@admm-share/core';
+import { type Classes, ENVELOPE_BYTES, POINT_BYTES, encode } from '@admm-share/protocol';
+import { Progress } from '@admm-share/runtime';
+import { Admission } from './admission.js';
+import type { LabelOptions } from './labels.js';
+import { type JobDescription, combineScores, modelMismatch, readJobFile } from './job-file.js';
+import { Parties } from './parties.js';
+import type { PartyConnection, Traffic } from './party-connection.js';
+import { LabelPsi } from './psi.js';
+import { type Server, listen } from './server.js';
+import { WarningLimiter } from './warnings.js';
+
+/** What to do with an id that a party does not hold: refuse the job (or request), or score it without that party's part. */
+export const MISSING_POLICIES = ['error', 'partial'] as const;
+export type MissingPolicy = (typeof MISSING_POLICIES)[number];
+
+/** Rows a party may declare beyond --max-rows-factor x the ids to score. */
+const SLACK_ROWS = 1024;
+
+export interface ScoringNetConfig {
+  host: string;
+  port: number;
+  tls?: { cert: string; key: string; clientCa?: string };
+  credentials?: Record<string, string>;
+  /** This prediction job's id (a party's scoring budget is per job). */
+  jobId: string;
+  /** The trained job's description (job.json). */
+  model: string;
+  missing: MissingPolicy;
+  helloTimeoutMs: number;
+  /** A party must answer each request within this time. */
+  requestTimeoutMs: number;
+  heartbeatMs: number;
+  /** A party may declare at most this many rows (batch: times the ids to score, plus slack). */
+  maxRows: number;
+}
+
+export interface PredictConfig extends Omit<ScoringNetConfig, 'maxRows'> {
+  /** The ids to score (CSV with an id column, or LIBSVM). */
+  ids: string;
+  /** The ids file carries labels too: report metrics. */
+  labels: boolean;
+  idOptions: LabelOptions;
+  /** predictions.csv; its summary goes next to it (.json). */
+  out: string;
+  maxRowsFactor: number;
+}
+
+/** A prediction job's summary (predictions.json next to predictions.csv). */
+export interface PredictSummary {
+  jobId: string;
+  modelJob: string;
+  rows: number;
+  /** Ids each party does not hold (scored without its part with --missing partial). */
+  missing: Record<string, number>;
+  positiveClass: string | null;
+  metrics: (ClassificationMetrics | { rmse: number }) | null;
+  /** Each party's scoring budget spent (0 without noise). */
+  epsilonSpent: Record<string, number>;
+  seconds: { total: number; alignment: number };
+  files: { predictions: string };
+}
+
+/** The network side shared by batch and online scoring: server, admission, parties, intersection. */
+export class ScoringNet {
+  readonly description: JobDescription;
+  readonly parties: Parties;
+  readonly psi: LabelPsi;
+  readonly traffic: Traffic = { in: 0, out: 0 };
+  private server: Server | undefined;
+  private failure: ((err: Error) => void) | undefined;
+
+  constructor(
+    readonly cfg: ScoringNetConfig,
+    readonly log: Logger,
+    ids: readonly string[],
+    opts: { onIndex?: (p: PartyConnection, index: Map<string, number>) => void; onFailure: (err: Error) => void },
+  ) {
+    this.description = readJobFile(cfg.model);
+    const d = this.description;
+    if (cfg.credentials) {
+      const missing = d.parties.filter((p) => !cfg.credentials![p.id]).map((p) => p.id);
+      if (missing.length) throw new ConfigError(`no credential for ${missing.join(', ')} in the credentials file`);
+    } else log.warn('no credentials configured: anyone who can reach this port can join as a listed party (pass --credentials)');
+    const progress = new Progress();
+    this.psi = new LabelPsi(new PsiPool(), { train: ids, test: undefined }, (_set, what) => progress.counter(`ids to score: ${what}`));
+    this.failure = opts.onFailure;
+    this.parties = new Parties({
+      ids: d.parties.map((p) => p.id),
+      policy: {
+        parties: d.parties.map((p) => p.id),
+        credentials: cfg.credentials,
+        jobId: cfg.jobId,
+        maxRows: cfg.maxRows,
+        modelMismatch: (hello) => modelMismatch(d, hello.partyId, hello.features, hello.model),
+      },
+      psi: this.psi,
+      progress: (party) => progress.counter(`${party} ids`),
+      // Never used: a party that drops before the job ends may join again.
+      rejoinTimeoutMs: 0,
+      roundTimeoutMs: cfg.requestTimeoutMs,
+      heartbeatMs: cfg.heartbeatMs,
+      log,
+      traffic: this.traffic,
+      onFailure: (err) => this.failure?.(err),
+      onIndex: opts.onIndex,
+    });
+  }
+
+  async listen(labelRows: number): Promise<number> {
+    const { cfg, log } = this;
+    // The largest frame: a party's ids (up to maxRows points, and one point per id to score) or its scores.
+    const maxPayload = (this.cfg.maxRows + labelRows) * POINT_BYTES + ENVELOPE_BYTES;
+    const warnings = new WarningLimiter(log);
+    const admission = new Admission({
+      helloTimeoutMs: cfg.helloTimeoutMs,
+      log,
+      traffic: this.traffic,
+      warnings,
+      onHello: (ws, hello, nonce, connLog) => this.parties.onHello(ws, hello, nonce, connLog),
+    });
+    this.server = await listen({
+      host: cfg.host,
+      port: cfg.port,
+      tls: cfg.tls,
+      maxPayload,
+      log,
+      warnings,
+      onConnection: (ws, socket, remote) => admission.accept(ws, socket, remote),
+      onError: (err) => this.failure?.(new PeerError(`server error: ${err.message}`)),
+    });
+    log.info({ port: this.server.port, host: cfg.host, jobId: cfg.jobId, modelJob: this.description.jobId, parties: this.description.parties.map((p) => p.id), maxPayload }, 'listening');
+    return this.server.port;
+  }
+
+  /** One party's part of the scores of the rows at `positions` of its ids (in that order). */
+  async score(p: PartyConnection, positions: Uint32Array): Promise<{ scores: Float64Array; epsilonSpent: number }> {
+    const jobId = this.cfg.jobId;
+    const reply = await p.request(encode({ type: 'score', jobId, rows: positions }), ['partial'], { jobId, n: positions.length });
+    return { scores: reply.scores, epsilonSpent: reply.epsilonSpent };
+  }
+
+  /** End the job: every party closed with 'done', the server shut down. */
+  async close(detail: string): Promise<void> {
+    this.parties.closeAll(detail);
+    this.parties.stop();
+    this.failure = undefined;
+    await this.server?.close();
+  }
+
+  abort(err: Error): void {
+    this.parties.abort(err);
+    this.failure = undefined;
+    void this.server?.close();
+  }
+}
+
+/**
+ * The rows held by each party, from its positions per row to score (-1: not held): the
+ * positions to send it, and which rows lack which parties. With --missing error any gap fails
+ * the job, naming the party and a few of the ids.
+ */
+export function planRows(parties: readonly string[], positions: readonly Int32Array[], ids: readonly string[], missing: MissingPolicy, where: string): { rows: Uint32Array[]; lacking: string[][] } {
+  const lacking: string[][] = ids.map(() => []);
+  const rows = positions.map((pos, m) => {
+    const held: number[] = [];
+    for (let i = 0; i < pos.length; i++) {
+      if (pos[i] >= 0) held.push(pos[i]);
+      else lacking[i].push(parties[m]);
+    }
+    return Uint32Array.from(held);
+  });
+  if (missing === 'error') {
+    const gaps = parties
+      .map((party, m) => {
+        const absent = ids.filter((_, i) => positions[m][i] < 0);
+        return absent.length ? `party ${party} does not hold ${absent.length} of the ids (${absent.slice(0, 3).map((id) => `'${id.slice(0, 40)}'`).join(', ')}${absent.length > 3 ? ', ...' : ''})` : '';
+      })
+      .filter((g) => g !== '');
+    if (gaps.length) throw new DataError(where, undefined, `${gaps.join('; ')}; score them without that party's part with --missing partial`);
+  }
+  return { rows, lacking };
+}
+
+/** Each party's part as a full-length vector over the rows to score (0 where it holds no row), by party id. */
+export function spreadParts(parties: readonly string[], positions: readonly Int32Array[], parts: readonly Float64Array[]): Map<string, Float64Array> {
+  const out = new Map<string, Float64Array>();
+  parties.forEach((party, m) => {
+    const full = new Float64Array(positions[m].length);
+    let k = 0;
+    for (let i = 0; i < full.length; i++) if (positions[m][i] >= 0) full[i] = parts[m][k++];
+    out.set(party, full);
+  });
+  return out;
+}
+
+/** 1 / (1 + e^-s), without overflow for large |s|. */
+export function sigmoid(s: number): number {
+  return s >= 0 ? 1 / (1 + Math.exp(-s)) : Math.exp(s) / (1 + Math.exp(s));
+}
+
+/** The class sign of a raw label under the job's mapping (numbers compare as numbers, as in training). */
+export function labelSign(raw: string, classes: Classes, file: string, line: number): number {
+  const same = (a: string, b: string) => a === b || (/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(a) && /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(b) && Number(a) === Number(b));
+  if (same(raw, classes.positive)) return 1;
+  if (same(raw, classes.negative)) return -1;
+  throw new DataError(file, line, `label '${raw.slice(0, 40)}' is neither class of the model ('${classes.negative}', '${classes.positive}')`);
+}
+
+function csvField(v: string): string {
+  return /[",\r\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v;
+}
+
+/** predictions.csv: id, score, probability of the positive class, its raw label, and the parties whose part is missing. */
+export function formatPredictions(ids: readonly string[], scores: Float64Array, classes: Classes | null, lacking: readonly string[][]): string {
+  const lines = ['id,score,probability,positive_class,missing'];
+  for (let i = 0; i < ids.length; i++) {
+    const prob = classes ? String(sigmoid(scores[i])) : '';
+    lines.push(`${csvField(ids[i])},${scores[i]},${prob},${classes ? csvField(classes.positive) : ''},${lacking[i].join(';')}`);
+  }
+  return lines.join('\n') + '\n';
+}
+
+/** Run a batch prediction job to its end. */
+export async function predict(cfg: PredictConfig, log: Logger): Promise<PredictSummary> {
+  const started = performance.now();
+  // The output's folder is made and checked before anyone joins: the scores must not be lost at the end.
+  try {
+    mkdirSync(dirname(cfg.out), { recursive: true });
+    accessSync(dirname(cfg.out), constants.W_OK);
+  } catch (err) {
+    throw new ConfigError(`--out ${cfg.out}: its folder cannot be created or written to (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  const labelled: LabelTable | undefined = cfg.labels ? readLabelFile(cfg.ids, cfg.idOptions) : undefined;
+  const ids = labelled ? labelled.ids : readIdFile(cfg.ids, cfg.idOptions).ids;
+  if (ids.length === 0) throw new DataError(cfg.ids, undefined, 'no ids to score');
+  let fail!: (err: Error) => void;
+  const failed = new Promise<never>((_, reject) => (fail = reject));
+  failed.catch(() => undefined);
+  const net = new ScoringNet({ ...cfg, maxRows: Math.ceil(cfg.maxRowsFactor * ids.length) + SLACK_ROWS }, log, ids, { onFailure: (err) => fail(err) });
+  const d = net.description;
+  const y = labelled && labelsFor(labelled, d);
+  try {
+    const guard = <T>(p: Promise<T>) => Promise.race([p, failed]);
+    void net.psi.points('train').catch((err: Error) => fail(err));
+    await net.listen(ids.length);
+    const matched = await guard(net.parties.allJoined());
+    const alignment = (performance.now() - started) / 1000;
+    const names = net.parties.list.map((p) => p.id);
+    const positions = matched.map((m) => m.train!);
+    const { rows, lacking } = planRows(names, positions, ids, cfg.missing, cfg.ids);
+    const parts = await guard(Promise.all(net.parties.list.map((p, m) => net.score(p, rows[m]))));
+    const scores = combineScores(d, spreadParts(names, positions, parts.map((r) => r.scores)), ids.length);
+    writeFileAtomic(cfg.out, formatPredictions(ids, scores, d.labels, lacking));
+    const summary: PredictSummary = {
+      jobId: cfg.jobId,
+      modelJob: d.jobId,
+      rows: ids.length,
+      missing: Object.fromEntries(names.map((party, m) => [party, positions[m].reduce((k, v) => k + (v < 0 ? 1 : 0), 0)])),
+      positiveClass: d.labels?.positive ?? null,
+      metrics: y ? (d.loss === 'logistic' ? classificationMetrics(scores, y) : { rmse: Math.sqrt(2 * meanLoss(lossByName('squared'), y, scores)) }) : null,
+      epsilonSpent: Object.fromEntries(names.map((party, m) => [party, parts[m].epsilonSpent])),
+      seconds: { total: (performance.now() - started) / 1000, alignment },
+      files: { predictions: cfg.out },
+    };
+    writeFileAtomic(summaryPath(cfg.out), JSON.stringify(summary, null, 2) + '\n');
+    await net.close('predictions written');
+    log.info({ rows: ids.length, missing: summary.missing, metrics: summary.metrics, seconds: summary.seconds }, 'predictions written');
+    return summary;
+  } catch (err) {
+    net.abort(err as Error);
+    throw err;
+  }
+}
+
+/** predictions.csv -> predictions.json */
+export function summaryPath(out: string): string {
+  return join(dirname(out), basename(out).replace(/(\.csv)?$/, '.json'));
+}
+
+/** The labels of the ids file as +1 / -1 under the trained job's mapping (logistic), or as numbers (squared). */
+function labelsFor(t: LabelTable, d: JobDescription): Float64Array {
+  if (d.loss === 'logistic') {
+    if (!d.labels) throw new DataError(t.file, undefined, 'the job description has no label mapping');
+    return Float64Array.from(t.raw, (raw, i) => labelSign(raw, d.labels!, t.file, t.lines[i]));
+  }
+  return Float64Array.from(t.raw, (raw, i) => {
+    const v = Number(raw);
+    if (!Number.isFinite(v)) throw new DataError(t.file, t.lines[i], `label '${raw.slice(0, 40)}' is not a number`);
+    return v;
+  });
+}
+
+/** The line `admm-coordinator predict` ends with. */
+export function predictLine(s: PredictSummary): string {
+  const m = s.metrics;
+  const metrics = m ? ('rmse' in m ? `, RMSE ${m.rmse.toFixed(4)}` : `, log loss ${m.logLoss.toFixed(4)}, accuracy ${m.accuracy.toFixed(4)}, AUC ${m.auc.toFixed(4)}`) : '';
+  const missing = Object.entries(s.missing).filter(([, k]) => k > 0).map(([p, k]) => `${k} without ${p}`);
+  const noised = Object.entries(s.epsilonSpent).filter(([, e]) => e > 0).map(([p, e]) => `${p} noised its scores (epsilon ${e.toPrecision(3)})`);
+  return `prediction job ${s.jobId} scored ${s.rows} rows with the model of job ${s.modelJob} (${s.seconds.total.toFixed(1)} s)${metrics}${missing.length ? `; ${missing.join(', ')}` : ''}${noised.length ? `; ${noised.join(', ')}` : ''}; predictions in ${s.files.predictions}`;
+}

@@ -1,0 +1,159 @@
+// Scoring new rows with a trained model (admm-party predict): the model file read back and
+// checked against the new data (feature count and names), the rows preprocessed as in
+// training, and, when the party scores with a budget, each request's scores clipped and noised
+// with the Gaussian mechanism, booked in a ledger before they are sent (docs/privacy.md, 12).
+import { existsSync, readFileSync } from 'node:fs';
+import {
+  type Csr,
+  type FeatureTable,
+  ConfigError,
+  DataError,
+  accountEpsilon,
+  calibrateSigma,
+  csrSelectRows,
+  osNoise,
+  predictScores,
+  seededNoise,
+  snapToGrid,
+  writeFileAtomic,
+} from '@admm-share/core';
+import type { NoiseSource } from '@admm-share/core';
+import { NAME_RE } from '@admm-share/protocol';
+import type { PartyModel } from './model-file.js';
+import { BUDGET_RTOL, normaliseRows, reportedSpent, withinBudget } from './privacy.js';
+
+/** Clip of a noised score when the model has none of its own (a logit of 4 is a probability of 0.982). */
+export const DEFAULT_SCORE_CLIP = 4;
+/** Requests a serving party's budget is spread over by default. */
+export const DEFAULT_PRIVACY_REQUESTS = 100;
+
+export interface ScoringPrivacyConfig {
+  epsilon: number;
+  delta: number;
+  /** Requests the budget pays for (a batch prediction job is one). */
+  requests: number;
+  /** Each score is clipped to [-clip, clip] before the noise (default: the model's own clip, or DEFAULT_SCORE_CLIP). */
+  clip?: number;
+  /** Seeded noise: predictable, for experiments only. */
+  seed?: string;
+}
+
+/** model-p1.json -> model-p1.scoring-ledger.json */
+export function scoringLedgerPath(model: string): string {
+  return model.replace(/(\.json)?$/, '.scoring-ledger.json');
+}
+
+/** The new rows and the model, checked against each other: what `score` applies. */
+export class Scorer {
+  private readonly X: Csr;
+  private readonly x: Float64Array;
+  readonly clip: number | null;
+
+  constructor(
+    readonly model: PartyModel,
+    data: FeatureTable,
+    readonly privacy: ScoringPrivacy | undefined,
+  ) {
+    const names = data.featureNames;
+    if (data.X.cols !== model.features)
+      throw new ConfigError(`--data ${data.file} has ${data.X.cols} feature columns, but party ${model.partyId}'s model (job ${model.jobId}) was trained on ${model.features}`);
+    const differ = names.findIndex((n, j) => n !== model.featureNames[j]);
+    if (differ >= 0)
+      throw new ConfigError(`${data.file}: feature column ${differ + 1} is '${names[differ]}', the model of job ${model.jobId} has '${model.featureNames[differ]}' there (the columns must be the ones the model was trained on, in the same order)`);
+    this.X = model.preprocessing.rowScaling ? normaliseRows(data.X).X : data.X;
+    this.x = Float64Array.from(model.coefficients);
+    this.clip = privacy ? privacy.clip : model.scoreClip;
+  }
+
+  /** This party's part of the scores of its file rows `rows`: x . row (+ intercept), clipped as the model says, noised with a budget. */
+  score(rows: Uint32Array, ledger: string, jobId: string): Float64Array {
+    const out = predictScores(csrSelectRows(this.X, rows), this.x, this.model.intercept ?? 0);
+    if (this.clip !== null) for (let i = 0; i < out.length; i++) out[i] = Math.min(this.clip, Math.max(-this.clip, out[i]));
+    if (this.privacy) this.privacy.release(out, ledger, jobId);
+    return out;
+  }
+}
+
+/**
+ * The Gaussian mechanism on a party's scores of new rows. Neighbouring data sets differ in the
+ * features of one row (its id unchanged): one score moves by at most 2 clip, so the L2
+ * sensitivity of one request is 2 clip (a row appears once per request). The noise is
+ * calibrated for `requests` releases with the exact (Gaussian DP) accountant, as training's.
+ */
+export class ScoringPrivacy {
+  readonly sigma: number;
+  readonly sensitivity: number;
+  private readonly noise: NoiseSource;
+  private releases = 0;
+  /** The job whose releases `releases` counts (the ledger is per prediction job). */
+  private jobId: string | undefined;
+
+  constructor(
+    readonly cfg: ScoringPrivacyConfig,
+    readonly clip: number,
+  ) {
+    this.sensitivity = 2 * clip;
+    this.sigma = calibrateSigma({ epsilon: cfg.epsilon, delta: cfg.delta, rounds: cfg.requests, sensitivity: this.sensitivity, method: 'exact' });
+    this.noise = cfg.seed !== undefined ? seededNoise(cfg.seed) : osNoise();
+  }
+
+  get seeded(): boolean {
+    return this.noise.seeded;
+  }
+
+  spentAfter(releases: number): number {
+    return reportedSpent(accountEpsilon({ sigma: this.sigma, delta: this.cfg.delta, rounds: releases, sensitivity: this.sensitivity, method: 'exact' }), this.cfg.epsilon);
+  }
+
+  get spent(): number {
+    return this.spentAfter(this.releases);
+  }
+
+  /** Restore what this job has spent from the ledger (another job's ledger is replaced when this job first releases). */
+  restore(path: string, jobId: string): void {
+    this.jobId = jobId;
+    this.releases = 0;
+    if (!existsSync(path)) return;
+    const l = parseScoringLedger(path);
+    if (l.jobId !== jobId) return;
+    if (l.sigma !== this.sigma || l.epsilon !== this.cfg.epsilon || l.delta !== this.cfg.delta)
+      throw new ConfigError(`the scoring ledger ${path} of job ${jobId} was calibrated for epsilon ${l.epsilon}, delta ${l.delta}, sigma ${l.sigma}; this party was restarted with other values`);
+    this.releases = l.releases;
+  }
+
+  /** Noise `scores` in place, booking the release in the ledger first (refused beyond the budget). */
+  release(scores: Float64Array, path: string, jobId: string): void {
+    if (this.jobId !== jobId) this.restore(path, jobId);
+    const after = this.spentAfter(this.releases + 1);
+    if (!withinBudget(after, this.cfg.epsilon))
+      throw new ConfigError(`scoring budget spent: another request would spend epsilon ${after.toPrecision(4)} of ${this.cfg.epsilon} (${this.releases} of ${this.cfg.requests} requests made; --privacy-requests)`);
+    this.releases++;
+    writeFileAtomic(
+      path,
+      JSON.stringify({ format: SCORING_LEDGER_FORMAT, jobId, epsilon: this.cfg.epsilon, delta: this.cfg.delta, sigma: this.sigma, sensitivity: this.sensitivity, requests: this.cfg.requests, releases: this.releases, epsilonSpent: this.spent }) + '\n',
+      0o600,
+    );
+    this.noise.addNormal(scores, this.sigma);
+    snapToGrid(scores, this.sigma);
+  }
+}
+
+export const SCORING_LEDGER_FORMAT = 'admm-share-scoring-ledger/1';
+
+function parseScoringLedger(path: string): { jobId: string; epsilon: number; delta: number; sigma: number; releases: number } {
+  const bad = (detail: string): never => {
+    throw new DataError(path, undefined, `scoring ledger: ${detail}`);
+  };
+  let o: Record<string, unknown>;
+  try {
+    o = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+  } catch (err) {
+    return bad(`cannot read it (${(err as Error).message})`);
+  }
+  if (typeof o !== 'object' || o === null || o.format !== SCORING_LEDGER_FORMAT) return bad(`expected format '${SCORING_LEDGER_FORMAT}'`);
+  if (typeof o.jobId !== 'string' || !NAME_RE.test(o.jobId)) bad('jobId: expected a job id');
+  for (const k of ['epsilon', 'delta', 'sigma']) if (typeof o[k] !== 'number' || !((o[k] as number) > 0)) bad(`${k}: expected a positive number`);
+  if (!Number.isSafeInteger(o.releases) || (o.releases as number) < 0) bad('releases: expected an integer >= 0');
+  if (typeof o.epsilonSpent !== 'number' || !(Math.abs(o.epsilonSpent) <= (o.epsilon as number) * (1 + BUDGET_RTOL))) bad('epsilonSpent: expected a number within the budget');
+  return o as { jobId: string; epsilon: number; delta: number; sigma: number; releases: number };
+}
