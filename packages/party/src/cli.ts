@@ -142,7 +142,7 @@ export function parsePredictArgs(argv: string[]): ScoringConfig & { logLevel: Lo
     .option('mechanism', { choices: ['none'] as const, describe: 'none: send this party\'s scores without noise (an explicit choice)' })
     .option('epsilon', { type: 'number', describe: 'privacy budget for this prediction job: Gaussian noise on each score (docs/privacy.md, section 12)' })
     .option('delta', { type: 'number', default: 1e-5 })
-    .option('privacy-requests', { type: 'number', default: DEFAULT_PRIVACY_REQUESTS, describe: 'online scoring: requests the budget is spread over (a batch job is one request)' })
+    .option('privacy-requests', { type: 'number', default: DEFAULT_PRIVACY_REQUESTS, describe: 'requests the budget is spread over: a batch job is one; online scoring needs as many as it will serve (the party refuses requests beyond them)' })
     .option('score-clip', { type: 'number', describe: `with --epsilon: each score is clipped to [-clip, clip] before the noise (default: the model's own clip, else ${DEFAULT_SCORE_CLIP})` })
     .option('seed', { type: 'string', describe: 'seed the noise (PREDICTABLE: reproducible experiments only)' })
     .option('connect-timeout', { type: 'number', default: 30_000 })

@@ -24,8 +24,8 @@ import { BUDGET_RTOL, normaliseRows, reportedSpent, withinBudget } from './priva
 
 /** Clip of a noised score when the model has none of its own (a logit of 4 is a probability of 0.982). */
 export const DEFAULT_SCORE_CLIP = 4;
-/** Requests a serving party's budget is spread over by default. */
-export const DEFAULT_PRIVACY_REQUESTS = 100;
+/** Requests a party's budget is spread over by default: one, a batch job (online scoring must say how many). */
+export const DEFAULT_PRIVACY_REQUESTS = 1;
 
 export interface ScoringPrivacyConfig {
   epsilon: number;
@@ -109,13 +109,12 @@ export class ScoringPrivacy {
     return this.spentAfter(this.releases);
   }
 
-  /** Restore what this job has spent from the ledger (another job's ledger is replaced when this job first releases). */
+  /** Restore what this job has spent from the ledger (which keeps every prediction job's releases). */
   restore(path: string, jobId: string): void {
     this.jobId = jobId;
     this.releases = 0;
-    if (!existsSync(path)) return;
-    const l = parseScoringLedger(path);
-    if (l.jobId !== jobId) return;
+    const l = existsSync(path) ? parseScoringLedger(path)[jobId] : undefined;
+    if (!l) return;
     if (l.sigma !== this.sigma || l.epsilon !== this.cfg.epsilon || l.delta !== this.cfg.delta)
       throw new ConfigError(`the scoring ledger ${path} of job ${jobId} was calibrated for epsilon ${l.epsilon}, delta ${l.delta}, sigma ${l.sigma}; this party was restarted with other values`);
     this.releases = l.releases;
@@ -127,33 +126,46 @@ export class ScoringPrivacy {
     const after = this.spentAfter(this.releases + 1);
     if (!withinBudget(after, this.cfg.epsilon))
       throw new ConfigError(`scoring budget spent: another request would spend epsilon ${after.toPrecision(4)} of ${this.cfg.epsilon} (${this.releases} of ${this.cfg.requests} requests made; --privacy-requests)`);
+    const jobs = existsSync(path) ? parseScoringLedger(path) : {};
     this.releases++;
-    writeFileAtomic(
-      path,
-      JSON.stringify({ format: SCORING_LEDGER_FORMAT, jobId, epsilon: this.cfg.epsilon, delta: this.cfg.delta, sigma: this.sigma, sensitivity: this.sensitivity, requests: this.cfg.requests, releases: this.releases, epsilonSpent: this.spent }) + '\n',
-      0o600,
-    );
+    jobs[jobId] = { epsilon: this.cfg.epsilon, delta: this.cfg.delta, sigma: this.sigma, sensitivity: this.sensitivity, requests: this.cfg.requests, releases: this.releases, epsilonSpent: this.spent };
+    writeFileAtomic(path, JSON.stringify({ format: SCORING_LEDGER_FORMAT, jobs }, null, 2) + '\n', 0o600);
     this.noise.addNormal(scores, this.sigma);
     snapToGrid(scores, this.sigma);
   }
 }
 
+interface LedgerEntry {
+  epsilon: number;
+  delta: number;
+  sigma: number;
+  sensitivity: number;
+  requests: number;
+  releases: number;
+  epsilonSpent: number;
+}
+
 export const SCORING_LEDGER_FORMAT = 'admm-share-scoring-ledger/1';
 
-function parseScoringLedger(path: string): { jobId: string; epsilon: number; delta: number; sigma: number; releases: number } {
+/** Every prediction job's entry of a scoring ledger, checked (a party must not guess what it has spent). */
+function parseScoringLedger(path: string): Record<string, LedgerEntry> {
   const bad = (detail: string): never => {
     throw new DataError(path, undefined, `scoring ledger: ${detail}`);
   };
-  let o: Record<string, unknown>;
+  let o: { format?: unknown; jobs?: unknown };
   try {
-    o = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+    o = JSON.parse(readFileSync(path, 'utf8')) as typeof o;
   } catch (err) {
     return bad(`cannot read it (${(err as Error).message})`);
   }
   if (typeof o !== 'object' || o === null || o.format !== SCORING_LEDGER_FORMAT) return bad(`expected format '${SCORING_LEDGER_FORMAT}'`);
-  if (typeof o.jobId !== 'string' || !NAME_RE.test(o.jobId)) bad('jobId: expected a job id');
-  for (const k of ['epsilon', 'delta', 'sigma']) if (typeof o[k] !== 'number' || !((o[k] as number) > 0)) bad(`${k}: expected a positive number`);
-  if (!Number.isSafeInteger(o.releases) || (o.releases as number) < 0) bad('releases: expected an integer >= 0');
-  if (typeof o.epsilonSpent !== 'number' || !(Math.abs(o.epsilonSpent) <= (o.epsilon as number) * (1 + BUDGET_RTOL))) bad('epsilonSpent: expected a number within the budget');
-  return o as { jobId: string; epsilon: number; delta: number; sigma: number; releases: number };
+  if (typeof o.jobs !== 'object' || o.jobs === null || Array.isArray(o.jobs)) return bad('jobs: expected an object');
+  const jobs = o.jobs as Record<string, LedgerEntry>;
+  for (const [jobId, e] of Object.entries(jobs)) {
+    if (!NAME_RE.test(jobId)) bad(`'${jobId.slice(0, 40)}' is not a job id`);
+    for (const k of ['epsilon', 'delta', 'sigma', 'sensitivity'] as const) if (typeof e?.[k] !== 'number' || !(e[k] > 0)) bad(`${jobId}.${k}: expected a positive number`);
+    if (!Number.isSafeInteger(e.releases) || e.releases < 0) bad(`${jobId}.releases: expected an integer >= 0`);
+    if (typeof e.epsilonSpent !== 'number' || !(e.epsilonSpent >= 0 && e.epsilonSpent <= e.epsilon * (1 + BUDGET_RTOL))) bad(`${jobId}.epsilonSpent: expected a number within the budget`);
+  }
+  return jobs;
 }

@@ -1,17 +1,17 @@
 // Prediction with a trained model over real processes: a9a scored again by `admm-share predict`
 // with the parties' rows in different orders (the training run's test metrics, recomputed here
 // from the CSV); batch prediction on generated data with shuffled rows and a row one party
-// lacks (refused, then scored without that party's part); models that do not belong to the
-// job, refused in words naming both sides; and online scoring with a party killed and started
-// again between two requests. Every expected score is computed here from the model files.
+// lacks (refused, then scored without that party's part), and one party noising its scores;
+// models that do not belong to the job, refused in words naming both sides; and online scoring
+// with a party frozen (timeout) and one killed and started again between two requests. Every expected score is computed here from the model files.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Csr, csrSelectRows, formatLibsvmWithIds, helloProof, readLibsvm } from '@admm-share/core';
+import { type Csr, csrHStack, csrSelectRows, formatLibsvmWithIds, helloProof, readLibsvm } from '@admm-share/core';
 import { CloseCodes, PROTOCOL_VERSION, decode, encode } from '@admm-share/protocol';
 import { WebSocket } from 'ws';
-import { A9A, BIN, type Proc, STACK_LINE, killAll, run, tempDir } from './procs.js';
+import { A9A, BIN, type Proc, STACK_LINE, freeze, killAll, run, tempDir } from './procs.js';
 import { README, fencedCommands } from './readme-blocks.js';
 import { modelScores } from './model-scores.js';
 
@@ -98,6 +98,27 @@ test('a9a, the README block: admm-share predict on a9a.t writes 16,281 predictio
   assert.notEqual(firstIds[0], '1,2,3');
 });
 
+test('one-shot: a private run (active party-1, passive parties with budgets) scored again by admm-share predict gives the training run\'s test metrics: the weights and the passive clip are applied as in training', async (t) => {
+  const dir = tempDir(t);
+  const runDir = join(dir, 'run');
+  const sim = run(BIN.share, ['simulate', '--epsilon', '2', '--out', runDir]);
+  assert.equal((await sim.exit).code, 0, sim.stderr());
+  const summary = readJson(join(runDir, 'summary.json'));
+  assert.equal(summary.algorithm, 'one-shot');
+  const job = readJson(join(runDir, 'job.json'));
+  assert.deepEqual(job.combination.weights, summary.oneShot.weights);
+  assert.deepEqual(job.parties.map((p: { rowScaling: boolean }) => p.rowScaling), [true, true, true]);
+  // Every column of the test rows in one file, the label first (as a9a.t is).
+  const blocks = PARTIES.map((party) => readLibsvm(join(runDir, 'data', `${party}.test.libsvm`), { ids: 'first' }).X);
+  const labels = readFileSync(join(runDir, 'data', 'labels.test.csv'), 'utf8').trimEnd().split('\n').slice(1).map((l) => l.split(',')[1]);
+  const full = join(dir, 'new.libsvm');
+  writeFileSync(full, formatLibsvmWithIds(labels, csrHStack(blocks)));
+  const p = run(BIN.share, ['predict', '--run', runDir, '--data', full, '--labels']);
+  assert.equal((await p.exit).code, 0, p.stderr());
+  const metrics = readJson(join(runDir, 'predictions.json')).metrics;
+  for (const k of ['logLoss', 'accuracy', 'auc']) assert.ok(Math.abs(metrics[k] - summary.test[k]) <= 1e-9 * summary.test[k], `${k}: ${metrics[k]} against ${summary.test[k]}`);
+});
+
 test('batch prediction on generated data: shuffled rows, and an id one party lacks is refused by default and scored without that party with --missing partial', async (t) => {
   const dir = tempDir(t);
   const runDir = await simulated(dir, 'run');
@@ -135,6 +156,22 @@ test('batch prediction on generated data: shuffled rows, and an id one party lac
     assert.ok(Math.abs(r.score - expected) < 1e-9, `${r.id}: ${r.score} against ${expected}`);
     assert.equal(r.missing, r.id === lacking ? 'party-3' : '');
   });
+
+  // party-2 scores with a budget for this prediction job: its part is clipped and noised, and it says what it spent.
+  const noised = join(dir, 'noised.csv');
+  const c3 = predictCoordinator(runDir, noised, ['--missing', 'partial', '--job', 'noised-1']);
+  const { port: p3 } = (await c3.waitFor((r) => r.msg === 'listening')) as { port: number };
+  const parties3 = PARTIES.map((party, m) =>
+    m === 1 ? run(BIN.party, ['predict', '--coordinator', `ws://127.0.0.1:${p3}`, '--id', party, '--model', join(runDir, `model-${party}.json`), '--data', files[m], '--ids', 'first', '--token-file', join(runDir, 'data', `${party}.token`), '--epsilon', '1', '--seed', 'predict-test']) : predictParty(runDir, party, p3, files[m]),
+  );
+  assert.equal((await c3.exit).code, 0, c3.stderr());
+  for (const p of parties3) assert.equal((await p.exit).code, 0, p.stderr());
+  assert.match(c3.stdout(), /party-2 noised its scores \(epsilon 1\.00\)/);
+  const ledger = readJson(join(runDir, 'model-party-2.scoring-ledger.json')).jobs['noised-1'];
+  assert.equal(ledger.releases, 1);
+  const diffs = readPredictions(noised).map((r, i) => r.score - (parts[0][i] + Math.min(4, Math.max(-4, parts[1][i])) + (r.id === lacking ? 0 : parts[2][i])));
+  const sd = Math.sqrt(diffs.reduce((a, d) => a + d * d, 0) / diffs.length);
+  assert.ok(Math.abs(sd / ledger.sigma - 1) < 0.1, `the noise's spread ${sd} against sigma ${ledger.sigma}`);
 });
 
 test('models that do not belong to the job are refused, naming both sides: another job\'s model, more feature columns than the model, other preprocessing', async (t) => {
@@ -174,7 +211,7 @@ test('models that do not belong to the job are refused, naming both sides: anoth
   c.kill();
 });
 
-test('online: POST /score fans out to the parties and answers scores and probabilities; token, size and id limits; a party killed and started again between two requests', async (t) => {
+test('online: POST /score fans out to the parties and answers scores and probabilities; token, size and id limits; a frozen party times out (504); a party killed and started again between two requests', async (t) => {
   const dir = tempDir(t);
   const runDir = await simulated(dir, 'run');
   const token = 'serve-token-0123456789abcdef';
@@ -227,6 +264,19 @@ test('online: POST /score fans out to the parties and answers scores and probabi
   const unknown = await post({ ids: ['t1', 'nobody'] });
   assert.equal(unknown.status, 422);
   assert.match(((await unknown.json()) as { error: string }).error, /party party-1 does not hold 1 of the ids \('nobody'\)/);
+
+  // party-3 frozen: the request times out (504) after --request-timeout; its connection is closed.
+  freeze(parties.get('party-3')!);
+  const t0 = Date.now();
+  const slow = await post({ ids });
+  assert.equal(slow.status, 504);
+  assert.ok(Date.now() - t0 >= 2900, 'not before --request-timeout');
+  assert.match(((await slow.json()) as { error: string }).error, /party party-3: no 'found' within 3000 ms/);
+  parties.get('party-3')!.child.kill('SIGCONT');
+  assert.notEqual((await parties.get('party-3')!.exit).code, 0);
+  parties.set('party-3', predictParty(runDir, 'party-3', port, data('party-3')));
+  await ready();
+  await check();
 
   // party-2 killed: a request fails at once and says why; started again, it is used again.
   parties.get('party-2')!.kill();
