@@ -26,7 +26,7 @@ import { closeAndDrop } from './drop.js';
 import type { Traffic } from './party-connection.js';
 import type { WarningLimiter } from './warnings.js';
 
-/** A hello is a few short fields (about 150 bytes); a larger frame before authentication is hostile. */
+/** A hello is a few short fields (about 150 bytes, 350 with a prediction job's model); a larger frame before authentication is hostile. */
 export const HELLO_MAX_BYTES = 1024;
 /**
  * Raw bytes a connection may send before its hello is accepted: one hello frame with its

@@ -91,9 +91,13 @@ export class LabelPsi {
     return this.pool.blind(await this.pool.hash(ids), this.key, false);
   }
 
-  /** A party's `found` answer: for each id of the request, its position in the party's list (by `index`), or -1. */
-  async lookup(index: ReadonlyMap<string, number>, found: Uint8Array): Promise<Int32Array> {
-    await refusing('found.points', this.pool.check(found));
+  /**
+   * A party's `found` answer: for each id of the request, its position in the party's list (by
+   * `index`), or -1. The points are only compared with the index, never blinded with the key,
+   * so they need no check: one that is not a point, or not the right one, matches nothing or
+   * another of the party's own rows, as a party could claim by its scores anyway.
+   */
+  lookup(index: ReadonlyMap<string, number>, found: Uint8Array): Int32Array {
     return Int32Array.from(pointKeys(found), (k) => index.get(k) ?? -1);
   }
 }

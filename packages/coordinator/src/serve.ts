@@ -85,7 +85,7 @@ export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle>
       const jobId = cfg.jobId;
       try {
         const found = await p.request(encode({ type: 'lookup', jobId, points }), ['found'], { jobId, lookupIds: ids.length });
-        const positions = await net.psi.lookup(index, found.points);
+        const positions = net.psi.lookup(index, found.points);
         const held = Uint32Array.from(positions.filter((v) => v >= 0));
         return { positions, ...(await net.score(p, held)) };
       } catch (err) {
