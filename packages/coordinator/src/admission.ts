@@ -24,7 +24,8 @@ import {
 } from '@admm-share/protocol';
 import { closeAndDrop } from './drop.js';
 import type { Traffic } from './party-connection.js';
-import type { WarningLimiter } from './warnings.js';
+import { type Server, type ServerOptions, listen } from './server.js';
+import { WarningLimiter } from './warnings.js';
 
 /** A hello is a few short fields (about 150 bytes, 350 with a prediction job's model); a larger frame before authentication is hostile. */
 export const HELLO_MAX_BYTES = 1024;
@@ -165,4 +166,16 @@ export class Admission {
         return;
       }
   }
+}
+
+/**
+ * The coordinator's port for parties: the server (listen) with every new connection going
+ * through admission, and the warnings unauthenticated peers can cause rate-limited.
+ */
+export function listenForParties(
+  opts: Omit<ServerOptions, 'warnings' | 'onConnection'> & Pick<AdmissionOptions, 'helloTimeoutMs' | 'traffic' | 'onHello'>,
+): Promise<Server> {
+  const warnings = new WarningLimiter(opts.log);
+  const admission = new Admission({ helloTimeoutMs: opts.helloTimeoutMs, log: opts.log, traffic: opts.traffic, warnings, onHello: opts.onHello });
+  return listen({ ...opts, warnings, onConnection: (ws, socket, remote) => admission.accept(ws, socket, remote) });
 }

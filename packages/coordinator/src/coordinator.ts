@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import { ConfigError, DataError, InternalError, PeerError, PsiPool, applyFlips } from '@admm-share/core';
 import { type Done, type SampleSet, CLOSE_GRACE_MS, ENVELOPE_BYTES, POINT_BYTES, encode } from '@admm-share/protocol';
 import { Progress } from '@admm-share/runtime';
-import { Admission } from './admission.js';
+import { listenForParties } from './admission.js';
 import { AdmmLoop } from './admm-loop.js';
 import { type AlignedSet, AlignmentError, alignSet } from './alignment.js';
 import { CHECKPOINT_FILE, type Checkpoint, labelsDigest, readCheckpoint, removeCheckpoint } from './checkpoint.js';
@@ -27,9 +27,8 @@ import { type Matched, Parties } from './parties.js';
 import { LabelPsi } from './psi.js';
 import type { Traffic } from './party-connection.js';
 import { ALIGNMENT_METHOD, type Summary, buildSummary, writeSummary } from './report.js';
-import { type Server, listen } from './server.js';
+import type { Server } from './server.js';
 import { runSgd } from './sgd-loop.js';
-import { WarningLimiter } from './warnings.js';
 
 export type { CoordinatorConfig, CoordinatorHandle, SgdConfig } from './config.js';
 export type { PartySummary, Summary, TestMetrics, TraceLine } from './report.js';
@@ -163,23 +162,15 @@ class Coordinator {
     // The label side of the intersection starts now, while the parties connect.
     this.alignment.started = performance.now();
     for (const set of ['train', 'test'] as const) if (this.psi.counts[set] > 0) this.psi.points(set).catch((err: Error) => this.fail(err));
-    // The warnings that unauthenticated peers can cause, rate-limited (server and admission).
-    const warnings = new WarningLimiter(log);
-    const admission = new Admission({
-      helloTimeoutMs: cfg.helloTimeoutMs,
-      log,
-      traffic: this.traffic,
-      warnings,
-      onHello: (ws, hello, nonce, connLog) => this.parties.onHello(ws, hello, nonce, connLog),
-    });
-    this.server = await listen({
+    this.server = await listenForParties({
       host: cfg.host,
       port: cfg.port,
       tls: cfg.tls,
       maxPayload,
       log,
-      warnings,
-      onConnection: (ws, socket, remote) => admission.accept(ws, socket, remote),
+      helloTimeoutMs: cfg.helloTimeoutMs,
+      traffic: this.traffic,
+      onHello: (ws, hello, nonce, connLog) => this.parties.onHello(ws, hello, nonce, connLog),
       onError: (err) => this.fail(new PeerError(`server error: ${err.message}`)),
     });
     const port = this.server.port;

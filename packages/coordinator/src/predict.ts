@@ -14,14 +14,13 @@ import type { Logger } from 'pino';
 import { type ClassificationMetrics, type LabelTable, ConfigError, DataError, PeerError, PsiPool, classificationMetrics, lossByName, meanLoss, readIdFile, readLabelFile, writeFileAtomic } from '@admm-share/core';
 import { type Classes, ENVELOPE_BYTES, POINT_BYTES, encode } from '@admm-share/protocol';
 import { Progress } from '@admm-share/runtime';
-import { Admission } from './admission.js';
+import { listenForParties } from './admission.js';
 import type { LabelOptions } from './labels.js';
 import { type JobDescription, combineScores, modelMismatch, readJobFile } from './job-file.js';
 import { Parties } from './parties.js';
 import type { PartyConnection, Traffic } from './party-connection.js';
 import { LabelPsi } from './psi.js';
-import { type Server, listen } from './server.js';
-import { WarningLimiter } from './warnings.js';
+import type { Server } from './server.js';
 
 /** What to do with an id that a party does not hold: refuse the job (or request), or score it without that party's part. */
 export const MISSING_POLICIES = ['error', 'partial'] as const;
@@ -124,22 +123,15 @@ export class ScoringNet {
     const { cfg, log } = this;
     // The largest frame: a party's ids (up to maxRows points, and one point per id to score) or its scores.
     const maxPayload = (this.cfg.maxRows + labelRows) * POINT_BYTES + ENVELOPE_BYTES;
-    const warnings = new WarningLimiter(log);
-    const admission = new Admission({
-      helloTimeoutMs: cfg.helloTimeoutMs,
-      log,
-      traffic: this.traffic,
-      warnings,
-      onHello: (ws, hello, nonce, connLog) => this.parties.onHello(ws, hello, nonce, connLog),
-    });
-    this.server = await listen({
+    this.server = await listenForParties({
       host: cfg.host,
       port: cfg.port,
       tls: cfg.tls,
       maxPayload,
       log,
-      warnings,
-      onConnection: (ws, socket, remote) => admission.accept(ws, socket, remote),
+      helloTimeoutMs: cfg.helloTimeoutMs,
+      traffic: this.traffic,
+      onHello: (ws, hello, nonce, connLog) => this.parties.onHello(ws, hello, nonce, connLog),
       onError: (err) => this.failure?.(new PeerError(`server error: ${err.message}`)),
     });
     log.info({ port: this.server.port, host: cfg.host, jobId: cfg.jobId, modelJob: this.description.jobId, parties: this.description.parties.map((p) => p.id), maxPayload }, 'listening');

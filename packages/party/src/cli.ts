@@ -27,6 +27,40 @@ function readToken(file: string | undefined, token: string | undefined): string 
   return text;
 }
 
+/** The flags of the connection and the party's identity, shared by training and prediction, checked. */
+interface LinkArgs {
+  coordinator: string;
+  id: string;
+  job?: string;
+  'connect-timeout': number;
+  'reconnect-timeout': number;
+  'heartbeat-timeout': number;
+  'token-file'?: string;
+  token?: string;
+  'tls-ca'?: string;
+  'tls-cert'?: string;
+  'tls-key'?: string;
+  'max-label-factor': number;
+  'log-level': LogLevel;
+}
+
+function linkFlags(a: LinkArgs) {
+  if (!NAME_RE.test(a.id)) throw new ConfigError(`--id: '${a.id}' is not a valid party id (letters, digits, . _ -)`);
+  if (a.job !== undefined && !NAME_RE.test(a.job)) throw new ConfigError(`--job: '${a.job}' is not a valid job id`);
+  return {
+    coordinator: a.coordinator,
+    partyId: a.id,
+    jobId: a.job ?? null,
+    connectTimeoutMs: requireInteger('connect-timeout', a['connect-timeout'], 1),
+    reconnectTimeoutMs: requireInteger('reconnect-timeout', a['reconnect-timeout'], 0),
+    heartbeatTimeoutMs: requireInteger('heartbeat-timeout', a['heartbeat-timeout'], MIN_HEARTBEAT_MS),
+    token: readToken(a['token-file'], a.token),
+    tls: readTls(a['tls-ca'], a['tls-cert'], a['tls-key']),
+    maxLabelFactor: requirePositive('max-label-factor', a['max-label-factor']),
+    logLevel: a['log-level'],
+  };
+}
+
 export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } {
   const a = commandLine(argv, TOOL, 'ADMM_PARTY')
     .usage('$0 --coordinator ws://HOST:PORT --id ID --data FILE [options]\n\nRun one party: its feature block and its part of the model stay in this process.')
@@ -85,12 +119,8 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
   } else if (a.mechanism === undefined && a.epsilon === undefined)
     throw new ConfigError('choose a privacy setting: --epsilon E [--delta D] for differentially private releases, or --mechanism none to send without noise (or --role active at the label holder\'s own party)');
   const mechanism = a.role === 'active' ? 'none' : (a.mechanism ?? 'auto');
-  if (!NAME_RE.test(a.id)) throw new ConfigError(`--id: '${a.id}' is not a valid party id (letters, digits, . _ -)`);
-  if (a.job !== undefined && !NAME_RE.test(a.job)) throw new ConfigError(`--job: '${a.job}' is not a valid job id`);
   return {
-    coordinator: a.coordinator,
-    partyId: a.id,
-    jobId: a.job ?? null,
+    ...linkFlags(a),
     data: resolve(a.data),
     test: a.test ? resolve(a.test) : undefined,
     read: {
@@ -115,13 +145,6 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
     },
     releaseTestScores: a['release-test-scores'],
     model: resolve(a.model ?? `model-${a.id}.json`),
-    connectTimeoutMs: requireInteger('connect-timeout', a['connect-timeout'], 1),
-    reconnectTimeoutMs: requireInteger('reconnect-timeout', a['reconnect-timeout'], 0),
-    heartbeatTimeoutMs: requireInteger('heartbeat-timeout', a['heartbeat-timeout'], MIN_HEARTBEAT_MS),
-    token: readToken(a['token-file'], a.token),
-    tls: readTls(a['tls-ca'], a['tls-cert'], a['tls-key']),
-    maxLabelFactor: requirePositive('max-label-factor', a['max-label-factor']),
-    logLevel: a['log-level'],
   };
 }
 
@@ -159,12 +182,8 @@ export function parsePredictArgs(argv: string[]): ScoringConfig & { logLevel: Lo
   if (a.mechanism === undefined && a.epsilon === undefined)
     throw new ConfigError('choose a privacy setting for the scores: --epsilon E [--delta D] to noise them, or --mechanism none to send them without noise');
   if (a.mechanism !== undefined && a.epsilon !== undefined) throw new ConfigError('--mechanism none and --epsilon contradict each other');
-  if (!NAME_RE.test(a.id)) throw new ConfigError(`--id: '${a.id}' is not a valid party id (letters, digits, . _ -)`);
-  if (a.job !== undefined && !NAME_RE.test(a.job)) throw new ConfigError(`--job: '${a.job}' is not a valid job id`);
   return {
-    coordinator: a.coordinator,
-    partyId: a.id,
-    jobId: a.job ?? null,
+    ...linkFlags(a),
     model: resolve(a.model),
     data: resolve(a.data),
     read: { format: a.format, ids: a.ids, idColumn: a['id-column'] },
@@ -178,13 +197,6 @@ export function parsePredictArgs(argv: string[]): ScoringConfig & { logLevel: Lo
             ...(a['score-clip'] !== undefined ? { clip: requirePositive('score-clip', a['score-clip']) } : {}),
             ...(a.seed !== undefined ? { seed: a.seed } : {}),
           },
-    connectTimeoutMs: requireInteger('connect-timeout', a['connect-timeout'], 1),
-    reconnectTimeoutMs: requireInteger('reconnect-timeout', a['reconnect-timeout'], 0),
-    heartbeatTimeoutMs: requireInteger('heartbeat-timeout', a['heartbeat-timeout'], MIN_HEARTBEAT_MS),
-    token: readToken(a['token-file'], a.token),
-    tls: readTls(a['tls-ca'], a['tls-cert'], a['tls-key']),
-    maxLabelFactor: requirePositive('max-label-factor', a['max-label-factor']),
-    logLevel: a['log-level'],
   };
 }
 
