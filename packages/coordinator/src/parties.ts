@@ -112,7 +112,7 @@ export class Parties {
     p.attach(ws);
     p.send({ type: 'welcome', protocolVersion: PROTOCOL_VERSION, jobId: this.opts.policy.jobId });
     if (kind === 'join') {
-      log.info({ party: p.id, features: hello.features, rows: hello.trainRows, testRows: hello.testRows }, 'party joined');
+      log.info({ party: p.id, features: hello.features, rows: hello.trainRows, testRows: hello.testRows, ...(hello.model ? { modelJob: hello.model.jobId, modelDigest: hello.model.digest } : {}) }, 'party joined');
       this.intersect(p, (m) => {
         this.matched.set(p.id, m);
         if (this.list.every((q) => this.matched.has(q.id))) this.joinWaiter?.();
