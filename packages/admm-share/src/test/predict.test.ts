@@ -174,7 +174,7 @@ test('batch prediction on generated data: shuffled rows, and an id one party lac
   assert.ok(Math.abs(sd / ledger.sigma - 1) < 0.1, `the noise's spread ${sd} against sigma ${ledger.sigma}`);
 });
 
-test('models that do not belong to the job are refused, naming both sides: another job\'s model, more feature columns than the model, other preprocessing', async (t) => {
+test('models that do not belong to the job are refused, naming both sides: another job\'s model, more feature columns than the model, other preprocessing; an edited model or job description by its digest', async (t) => {
   const dir = tempDir(t);
   const [a, b] = [await simulated(dir, 'a'), await simulated(dir, 'b')];
   const jobA = readJson(join(a, 'job.json')).jobId;
@@ -209,6 +209,22 @@ test('models that do not belong to the job are refused, naming both sides: anoth
   assert.equal(closed.code, CloseCodes.wrongModel.code);
   assert.match(closed.reason, /party party-3's model scales rows to norm 1, job .+ trained party-3 without row scaling/);
   c.kill();
+
+  // A model file or job description changed after training is refused by its digest.
+  const edited = join(dir, 'edited-model.json');
+  const m = readJson(join(a, 'model-party-1.json'));
+  m.coefficients[0] += 1;
+  writeFileSync(edited, JSON.stringify(m, null, 2));
+  const e1 = run(BIN.party, ['predict', '--coordinator', 'ws://127.0.0.1:1', '--id', 'party-1', '--model', edited, '--data', join(a, 'data', 'party-1.test.libsvm'), '--ids', 'first', '--mechanism', 'none']);
+  assert.equal((await e1.exit).code, 65);
+  assert.match(e1.stderr(), /edited-model\.json: party model: its content does not match its digest/);
+  const jobFile = join(dir, 'edited-job.json');
+  const j = readJson(join(a, 'job.json'));
+  j.parties[0].features = 11;
+  writeFileSync(jobFile, JSON.stringify(j, null, 2));
+  const e2 = run(BIN.coordinator, ['predict', '--model', jobFile, '--ids', join(a, 'data', 'labels.test.csv'), '--port', '0']);
+  assert.equal((await e2.exit).code, 65);
+  assert.match(e2.stderr(), /edited-job\.json: job description: its content does not match its digest/);
 });
 
 test('online: POST /score fans out to the parties and answers scores and probabilities; token, size and id limits; a frozen party times out (504); a party killed and started again between two requests', async (t) => {
