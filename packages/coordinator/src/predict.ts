@@ -11,7 +11,7 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Logger } from 'pino';
-import { type ClassificationMetrics, type LabelTable, ConfigError, DataError, PeerError, PsiPool, classificationMetrics, lossByName, meanLoss, readIdFile, readLabelFile, writeFileAtomic } from '@admm-share/core';
+import { type ClassificationMetrics, type LabelTable, ConfigError, DataError, PeerError, PsiPool, classificationMetrics, labelKey, lossByName, meanLoss, readIdFile, readLabelFile, writeFileAtomic } from '@admm-share/core';
 import { type Classes, ENVELOPE_BYTES, POINT_BYTES, encode } from '@admm-share/protocol';
 import { Progress } from '@admm-share/runtime';
 import { listenForParties } from './admission.js';
@@ -206,9 +206,9 @@ export function sigmoid(s: number): number {
 
 /** The class sign of a raw label under the job's mapping (numbers compare as numbers, as in training). */
 export function labelSign(raw: string, classes: Classes, file: string, line: number): number {
-  const same = (a: string, b: string) => a === b || (/^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(a) && /^[+-]?(\d+\.?\d*|\.\d+)([eE][+-]?\d+)?$/.test(b) && Number(a) === Number(b));
-  if (same(raw, classes.positive)) return 1;
-  if (same(raw, classes.negative)) return -1;
+  const k = labelKey(raw);
+  if (k === labelKey(classes.positive)) return 1;
+  if (k === labelKey(classes.negative)) return -1;
   throw new DataError(file, line, `label '${raw.slice(0, 40)}' is neither class of the model ('${classes.negative}', '${classes.positive}')`);
 }
 

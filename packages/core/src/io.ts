@@ -286,6 +286,12 @@ export function readIdFile(path: string, opts: { format?: FileFormat; ids?: IdMo
   return { file: path, ids: readLibsvm(path, { ids: opts.ids ?? 'auto' }).ids };
 }
 
+/** A raw label as a class: decimal numbers by value ('1', '+1' and '1.0' are one class), anything else as text. */
+export function labelKey(v: string): string {
+  const x = DECIMAL_RE.test(v) ? Number(v) : NaN;
+  return Number.isFinite(x) ? `#${x}` : v;
+}
+
 /**
  * Labels for classification: exactly two distinct values; the larger (numerically when
  * both are numbers, otherwise as strings) becomes +1, the other -1.
@@ -298,13 +304,12 @@ export function binaryLabels(t: LabelTable): { y: Float64Array; negative: string
     const x = DECIMAL_RE.test(v) ? Number(v) : NaN;
     return Number.isFinite(x) ? x : undefined;
   };
-  const key = (v: string) => (asNumber(v) !== undefined ? `#${asNumber(v)}` : v);
   const distinct: string[] = [];
   const keys: string[] = [];
   for (let i = 0; i < t.raw.length; i++) {
     const v = t.raw[i];
     if (v === '') throw new DataError(t.file, t.lines[i], 'empty label');
-    const k = key(v);
+    const k = labelKey(v);
     if (!keys.includes(k)) {
       keys.push(k);
       distinct.push(v);
@@ -324,8 +329,8 @@ export function binaryLabels(t: LabelTable): { y: Float64Array; negative: string
   const aLarger = na !== undefined && nb !== undefined ? na > nb : a > b;
   const positive = aLarger ? a : b;
   const negative = aLarger ? b : a;
-  const positiveKey = key(positive);
-  return { y: Float64Array.from(t.raw, (v) => (key(v) === positiveKey ? 1 : -1)), negative, positive };
+  const positiveKey = labelKey(positive);
+  return { y: Float64Array.from(t.raw, (v) => (labelKey(v) === positiveKey ? 1 : -1)), negative, positive };
 }
 
 /** Labels for regression: every label a decimal number of magnitude at most MAX_ABS_VALUE. */
