@@ -3,13 +3,27 @@
 // coordinator and two real party processes over loopback WebSockets. Prints figures;
 // asserts nothing (timings on a shared machine are noisy).
 //   npm run bench [-- --runs 3 --rounds 100]
-import { spawnSync } from 'node:child_process';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+// --scale: the large case instead, N rows (default 1e6) x 4 parties of 100 sparse features
+// (about 6 non-zeros per party and row; seeded, written once to runs/bench-scale/): per-round
+// median and p90, setup and alignment seconds, bytes per round, each process's peak resident
+// memory (VmHWM, sampled from /proc while the job runs), and the same rounds computed in one
+// process without the network (the product's RidgeXUpdate and AdmmCoordinator), as a ratio.
+//   npm run bench -- --scale [--scale-rows 1000000] [--rounds 20]
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
+import { writeRows } from './lib/sparse-data.mjs';
 
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '3' }, rounds: { type: 'string', default: '100' } } });
+const { values } = parseArgs({
+  options: {
+    runs: { type: 'string', default: '3' },
+    rounds: { type: 'string' },
+    scale: { type: 'boolean', default: false },
+    'scale-rows': { type: 'string', default: '1000000' },
+  },
+});
 const root = new URL('..', import.meta.url).pathname;
 const a9a = join(root, 'data', 'a9a');
 const cli = join(root, 'packages', 'admm-share', 'bin', 'admm-share.js');
@@ -18,6 +32,12 @@ const quantile = (xs, q) => {
   return s[Math.min(s.length - 1, Math.floor(q * s.length))];
 };
 const WARMUP = 5; // rounds while the JIT compiles the hot loops
+
+if (values.scale) {
+  await scale(Number(values['scale-rows']), Number(values.rounds ?? 20));
+  process.exit(0);
+}
+values.rounds ??= '100';
 
 console.log(`a9a, 2 parties (66 | 57 features), lambda 1e-4, ${values.rounds} rounds x ${values.runs} runs, node ${process.version}`);
 const all = [];
@@ -45,3 +65,89 @@ for (let run = 1; run <= Number(values.runs); run++) {
   }
 }
 console.log(`all runs: median ${quantile(all, 0.5).toFixed(2)} ms/round, p10 ${quantile(all, 0.1).toFixed(2)}, p90 ${quantile(all, 0.9).toFixed(2)} (target < 5 ms)`);
+
+/** The peak resident memory (VmHWM, bytes) of every process below `root`, by its role, sampled until `done`. */
+function watchMemory(root, done) {
+  const peaks = new Map();
+  const roleOf = (cmd) => (cmd.includes('admm-coordinator') ? 'coordinator' : /--id\0([^\0]+)/.exec(cmd)?.[1] ?? null);
+  const sample = () => {
+    const parents = new Map();
+    for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
+      try {
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        parents.set(pid, stat.slice(stat.lastIndexOf(')') + 2).split(' ')[1]);
+      } catch {}
+    }
+    const below = (pid) => {
+      for (let p = parents.get(pid); p && p !== '1'; p = parents.get(p)) if (p === String(root)) return true;
+      return false;
+    };
+    for (const pid of parents.keys()) {
+      if (!below(pid)) continue;
+      try {
+        const role = roleOf(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
+        const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+        if (role && hwm) peaks.set(role, Math.max(peaks.get(role) ?? 0, Number(hwm) * 1024));
+      } catch {}
+    }
+  };
+  const timer = setInterval(sample, 200);
+  return done.then(() => {
+    clearInterval(timer);
+    return peaks;
+  });
+}
+
+async function scale(rows, rounds) {
+  const dir = join(root, 'runs', 'bench-scale');
+  mkdirSync(dir, { recursive: true });
+  const data = join(dir, `train-${rows}.libsvm`);
+  let t0 = performance.now();
+  await writeRows(data, rows, 11);
+  console.log(`${rows.toLocaleString('en')} rows x 4 parties of 100 sparse features (~6 non-zeros per party and row), ${rounds} rounds, lambda 1e-4, node ${process.version}; data ready in ${((performance.now() - t0) / 1000).toFixed(1)} s (${data})`);
+  const out = mkdtempSync(join(tmpdir(), 'admm-bench-scale-'));
+  try {
+    const child = spawn(process.execPath, [cli, 'simulate', '--data', data, '--split', '100,100,100,100', '--rounds', String(rounds), '--out', out, '--no-baselines'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    child.stdout.resume();
+    const exited = new Promise((res) => child.on('close', res));
+    const peaks = await watchMemory(child.pid, exited);
+    if ((await exited) !== 0) throw new Error(`simulate failed: ${stderr.slice(-2000)}`);
+    const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+    const warm = Math.min(2, trace.length - 1);
+    const ms = trace.slice(warm).map((t) => t.roundSeconds * 1000);
+    // Bytes of one round (the last line also counts the final evaluation).
+    const last = trace[Math.max(0, trace.length - 2)].bytes;
+    const perRound = (b) => (b / 2 ** 20).toFixed(1);
+    const net = quantile(ms, 0.5);
+    console.log(`over the network: median ${net.toFixed(1)} ms/round, p90 ${quantile(ms, 0.9).toFixed(1)} ms (after ${warm} warm-up rounds); setup ${summary.seconds.setup.toFixed(1)} s; alignment (PSI) ${summary.alignment.seconds?.toFixed(1)} s; ${perRound(last.toCoordinator)} MiB to / ${perRound(last.fromCoordinator)} MiB from the coordinator per round`);
+    console.log(`peak resident memory: ${[...peaks].sort().map(([role, b]) => `${role} ${(b / 2 ** 20).toFixed(0)} MB`).join(', ')}`);
+
+    // The same rounds in one process: the product's update code, no network.
+    const [{ binaryLabels, csrSliceColumns, logistic, readLibsvm }, { RidgeXUpdate }, { AdmmCoordinator }] = await Promise.all([
+      import('@admm-share/core'),
+      import('@admm-share/party'),
+      import('@admm-share/coordinator'),
+    ]);
+    const t = readLibsvm(data, { features: 400 });
+    const y = binaryLabels({ file: data, ids: t.ids, raw: t.firstTokens, lines: t.lines }).y;
+    t0 = performance.now();
+    const parties = [0, 1, 2, 3].map((m) => new RidgeXUpdate(csrSliceColumns(t.X, 100 * m, 100 * (m + 1)), 1e-4, false));
+    const co = new AdmmCoordinator({ variant: 'exact', loss: logistic, y, parties: 4, lambda: 1e-4, rho: summary.rho.initial, alpha: 1.6, tolerance: { abs: 0, rel: 0 } });
+    const setup = (performance.now() - t0) / 1000;
+    co.step(parties.map((p) => p.share));
+    const local = [];
+    for (let r = 1; r <= rounds; r++) {
+      const r0 = performance.now();
+      for (const p of parties) p.updateFromBroadcast(co.c, co.rho);
+      co.step(parties.map((p) => p.share));
+      local.push(performance.now() - r0);
+    }
+    const one = quantile(local.slice(warm), 0.5);
+    console.log(`in one process: median ${one.toFixed(1)} ms/round, p90 ${quantile(local.slice(warm), 0.9).toFixed(1)} ms; set-up ${setup.toFixed(1)} s; over the network / in one process: ${(net / one).toFixed(2)} per round`);
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+}
