@@ -159,9 +159,11 @@ export function modelPath(job: Job, party: string): string {
 /**
  * Start the coordinator, wait for its port, start one party per block, and wait until every
  * process has exited. Each child is in `children` while it runs (the caller kills what is
- * left on a signal or an error). Resolves when all exited with 0.
+ * left on a signal or an error). Resolves when all exited with 0, with each party's peak
+ * memory (bytes) from its 'model written' log line.
  */
-export async function runJob(opts: LaunchOptions, job: Job, children: Set<Child>, progress: Progress): Promise<void> {
+export async function runJob(opts: LaunchOptions, job: Job, children: Set<Child>, progress: Progress): Promise<Record<string, number>> {
+  const peaks: Record<string, number> = {};
   await runProcesses(
     {
       args: coordinatorArgs(opts, job),
@@ -172,10 +174,18 @@ export async function runJob(opts: LaunchOptions, job: Job, children: Set<Child>
     },
     (port) => {
       progress.message(`coordinator listening on port ${port}; starting ${job.files.parties.length} parties`);
-      return job.files.parties.map((p, m) => ({ name: p.id, args: partyArgs(opts, job, p, m, port), log: join(job.logDir, `${p.id}.log`) }));
+      return job.files.parties.map((p, m) => ({
+        name: p.id,
+        args: partyArgs(opts, job, p, m, port),
+        log: join(job.logDir, `${p.id}.log`),
+        onRecord: (rec) => {
+          if (rec.msg === 'model written' && typeof rec.peakMemoryBytes === 'number') peaks[p.id] = rec.peakMemoryBytes;
+        },
+      }));
     },
     children,
   );
+  return peaks;
 }
 
 /** A process to start: admm-coordinator or admm-party with these arguments, its output to `log`. */

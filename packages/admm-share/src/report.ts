@@ -28,6 +28,8 @@ export interface SimulateSummary extends Summary {
   /** A run with noise whose model is worse than party 1 alone or than the majority class, in words. */
   warnings?: string[];
   files: { dir: string; logs: string; models: string[] };
+  /** Each process's peak resident memory in bytes: the coordinator's from its summary, each party's from its log. */
+  peakMemory: Record<string, number>;
 }
 
 /** The central model on all columns, or on columns [from, to) only (a party alone), with its test metrics. */
@@ -56,12 +58,14 @@ export function completeSummary(
   opts: { lambda: number; intercept: boolean; baselines: boolean },
   progress: Progress,
   started: number,
+  partyPeaks: Record<string, number>,
 ): SimulateSummary {
   const { dir, files } = job;
   const summary = readSummary(join(dir, 'summary.json'));
   const result: SimulateSummary = {
     ...summary,
     files: { dir, logs: job.logDir, models: files.parties.map((p) => modelPath(job, p.id)) },
+    peakMemory: { coordinator: summary.peakMemoryBytes, ...Object.fromEntries(files.parties.filter((p) => partyPeaks[p.id] !== undefined).map((p) => [p.id, partyPeaks[p.id]])) },
   };
   if (opts.baselines) {
     progress.message('training the central and party-1-only baselines');
@@ -130,6 +134,7 @@ export function formatTable(s: SimulateSummary): string {
     (s.objectiveFrom === 'noisy shares' ? ', ADMM objective computed from the noisy shares' : '') +
     (s.droppedRows ? `, ${s.droppedRows} rows dropped in alignment` : '') +
     '\n' +
+    `peak memory: ${Object.entries(s.peakMemory).map(([who, b]) => `${who} ${(b / 1e6).toFixed(0)} MB`).join(', ')}\n` +
     labelPrivacyLine(s, '') +
     (s.labelPrivacy ? '\n' : '') +
     (s.warnings ?? []).map((w) => `WARNING: ${w}\n`).join('')

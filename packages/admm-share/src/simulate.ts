@@ -53,9 +53,9 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
   process.once('SIGTERM', onSignal);
 
   try {
-    await runJob(opts, job, children, progress);
+    const partyPeaks = await runJob(opts, job, children, progress);
     progress.done();
-    const result = completeSummary(job, data, opts, progress, started);
+    const result = completeSummary(job, data, opts, progress, started, partyPeaks);
     out.write(formatTable(result));
     out.write(writtenTo(dir));
     return result;

@@ -85,7 +85,7 @@ export function parseSummary(value: unknown, path: string): Summary {
   const o = c.obj(
     value,
     '',
-    ['jobId', 'algorithm', 'variant', 'loss', 'lambda', 'rho', 'alpha', 'rounds', 'reason', 'converged', 'objective', 'objectiveFrom', 'residuals', 'seconds', 'bytes', 'parties', 'rows', 'droppedRows', 'droppedTestRows', 'alignment', 'classes', 'privacy', 'labelPrivacy'],
+    ['jobId', 'algorithm', 'variant', 'loss', 'lambda', 'rho', 'alpha', 'rounds', 'reason', 'converged', 'objective', 'objectiveFrom', 'residuals', 'seconds', 'bytes', 'parties', 'rows', 'droppedRows', 'droppedTestRows', 'alignment', 'classes', 'privacy', 'labelPrivacy', 'peakMemoryBytes'],
     ['sgd', 'test', 'evaluation', 'oneShot', 'research'],
   );
   const algorithm = c.oneOf(o.algorithm, 'algorithm', ALGORITHMS);
@@ -171,6 +171,7 @@ export function parseSummary(value: unknown, path: string): Summary {
       warnings: list(oneShot.warnings, 'oneShot.warnings').map((w, k) => c.str(w, `oneShot.warnings[${k}]`)),
     },
     research: o.research === undefined ? undefined : c.str(o.research, 'research'),
+    peakMemoryBytes: c.num(o.peakMemoryBytes, 'peakMemoryBytes', 0),
     labelPrivacy,
     privacy: list(o.privacy, 'privacy').map((v, m) => {
       const f = `privacy[${m}]`;

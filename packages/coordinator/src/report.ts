@@ -6,6 +6,7 @@ import { closeSync, existsSync, mkdirSync, openSync, renameSync, writeSync } fro
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { writeFileAtomic } from '@admm-share/core';
+import { peakMemoryBytes } from '@admm-share/runtime';
 import type { AlgorithmName, Classes, LossName, PrivacyInfo, StopReason } from '@admm-share/protocol';
 import type { Variant } from './admm.js';
 import type { TrainResult } from './admm-loop.js';
@@ -94,6 +95,8 @@ export interface Summary {
   oneShot?: OneShotReport;
   /** Present (RESEARCH_MODE) when noisy shares were sent every round. */
   research?: string;
+  /** The coordinator's peak resident memory when the job ended, in bytes (each party logs its own with 'model written'). */
+  peakMemoryBytes: number;
 }
 
 /** How rows were aligned: always the private set intersection (docs/privacy.md, section 11). */
@@ -245,5 +248,6 @@ export function buildSummary({ cfg, job, result: r, participation, parties, traf
     labelPrivacy: job.labelPrivacy,
     ...(r.oneShot ? { oneShot: r.oneShot } : {}),
     ...(participation.noisy && job.setup.algorithm === 'admm' ? { research: RESEARCH_MODE } : {}),
+    peakMemoryBytes: peakMemoryBytes(),
   };
 }

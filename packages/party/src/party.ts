@@ -6,7 +6,7 @@ import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { type FeatureTable, type ReadOptions, ConfigError, DataError, InternalError, PeerError, PsiPool, detectFormat, readFeatureFile } from '@admm-share/core';
 import { type CloseKind, type Role, ProtocolError, assertNever, encode } from '@admm-share/protocol';
-import { Progress } from '@admm-share/runtime';
+import { Progress, peakMemoryBytes } from '@admm-share/runtime';
 import { CoordinatorLink, maxPayloadFor } from './link.js';
 import { ledgerPath, readPartyModel, writeModelFiles } from './model-file.js';
 import { type PrivacyConfig, DEFAULT_BX, Privacy, normaliseRows, validatePrivacyConfig } from './privacy.js';
@@ -261,7 +261,7 @@ function run(config: PartyConfig, env: SessionEnv, rowsScaled: number): PartyHan
           rowsScaled,
         });
         settled = true;
-        env.log.info({ rounds: msg.rounds, reason: msg.reason, model: config.model }, 'model written');
+        env.log.info({ rounds: msg.rounds, reason: msg.reason, model: config.model, peakMemoryBytes: peakMemoryBytes() }, 'model written');
         const result: PartyResult = { jobId: msg.jobId, rounds: msg.rounds, model: config.model };
         void link.finish('done', 'model written').then(() => resolve(result));
         return;
@@ -301,7 +301,7 @@ function run(config: PartyConfig, env: SessionEnv, rowsScaled: number): PartyHan
       closedDone: () => {
         if (!env.scoring || settled) return false;
         settled = true;
-        env.log.info({ requests: session.scored }, 'prediction job ended by the coordinator');
+        env.log.info({ requests: session.scored, peakMemoryBytes: peakMemoryBytes() }, 'prediction job ended by the coordinator');
         resolve({ jobId: session.jobId ?? '', rounds: session.scored, model: config.model });
         return true;
       },

@@ -158,3 +158,8 @@ export function onSignals(logger: Logger, stop: () => Promise<void>): void {
   process.once('SIGINT', handler);
   process.once('SIGTERM', handler);
 }
+
+/** This process's peak resident memory so far, in bytes (getrusage's maxrss). */
+export function peakMemoryBytes(): number {
+  return process.resourceUsage().maxRSS * 1024;
+}

@@ -39,6 +39,10 @@ for (const intercept of [false, true]) {
     assert.equal(summary.droppedRows, 0);
     assert.ok(summary.bytes.toCoordinator > 0 && summary.bytes.fromCoordinator > 0);
     for (const k of ['logLoss', 'accuracy', 'auc']) assert.ok(Number.isFinite(summary.test[k]), k);
+    // Each process's peak memory: a node process with its data holds at least 20 MB and, here, less than 2 GB.
+    assert.deepEqual(Object.keys(summary.peakMemory), ['coordinator', 'party-1', 'party-2', 'party-3']);
+    for (const [who, b] of Object.entries(summary.peakMemory) as [string, number][]) assert.ok(b > 20e6 && b < 2e9, `${who}: ${b} bytes`);
+    assert.match(p.stdout(), /peak memory: coordinator \d+ MB, party-1 \d+ MB, party-2 \d+ MB, party-3 \d+ MB/);
 
     const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     assert.equal(trace.length, summary.rounds);

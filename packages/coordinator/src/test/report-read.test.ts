@@ -37,6 +37,7 @@ const admmSummary: Summary = {
   droppedTestRows: 2,
   alignment: { method: 'ecdh-psi', group: 'X25519 (Curve25519)', hashToCurve: 'h', labelIds: { train: 102, test: 52 }, seconds: 1.5 },
   classes: { negative: '<=50K', positive: '>50K' },
+  peakMemoryBytes: 123_456_789,
   privacy: [
     { party: 'p1', mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, rounds: 20, sigma: 0.7, sensitivity: 0.1, accountant: 'rdp', seeded: false, epsilonSpent: 0.8 },
     { party: 'p2', mechanism: 'none', epsilon: null, delta: null, rounds: 1000, sigma: 0, sensitivity: 0, accountant: null, seeded: false, epsilonSpent: 0 },
