@@ -3,6 +3,7 @@
  * its current model, the coordinator sums the scores and computes the metrics.
  */
 import { classificationMetrics, lossByName, meanLoss } from '@admm-share/core';
+import type { LossName } from '@admm-share/protocol';
 import type { Job } from './job.js';
 import type { Parties } from './parties.js';
 import type { TestMetrics } from './report.js';
@@ -14,8 +15,13 @@ export async function evaluate(job: Job, parties: Parties, round: number): Promi
   const replies = await Promise.all(parties.requestAll(msg, ['scores'], () => ({ jobId: job.jobId, nTest: job.nTest, round })));
   const total = new Float64Array(job.nTest);
   for (const r of replies) for (let i = 0; i < total.length; i++) total[i] += r.scores[i];
-  if (job.setup.loss === 'logistic') return classificationMetrics(total, yTest);
-  return { rmse: Math.sqrt(2 * meanLoss(lossByName('squared'), yTest, total)) };
+  return testMetrics(job.setup.loss, total, yTest);
+}
+
+/** The metrics of the model's scores against the labels: log loss, accuracy and AUC, or RMSE for squared loss. */
+export function testMetrics(loss: LossName, scores: Float64Array, y: Float64Array): TestMetrics {
+  if (loss === 'logistic') return classificationMetrics(scores, y);
+  return { rmse: Math.sqrt(2 * meanLoss(lossByName('squared'), y, scores)) };
 }
 
 /** Whether round t evaluates: the last round always, and every `every` rounds if set. */

@@ -4,10 +4,9 @@
  * combine into the model's score. A prediction job reads it back (checked against its digest)
  * and refuses parties whose model files do not match it.
  */
-import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DataError, writeFileAtomic } from '@admm-share/core';
+import { DataError, jsonDigest, writeFileAtomic } from '@admm-share/core';
 import { type AlgorithmName, type Classes, type LossName, type ModelRef, type Role, ALGORITHMS, LOSSES, NAME_RE } from '@admm-share/protocol';
 import type { TestMetrics } from './report.js';
 
@@ -42,14 +41,10 @@ export interface JobDescription {
   digest: string;
 }
 
-function digestOf(body: object): string {
-  return createHash('sha256').update(JSON.stringify(body)).digest('hex');
-}
-
 export function writeJobFile(dir: string, d: Omit<JobDescription, 'format' | 'digest' | 'createdAt'>): string {
   const body = { format: JOB_FORMAT, ...d, createdAt: new Date().toISOString() };
   const path = join(dir, JOB_FILE);
-  writeFileAtomic(path, JSON.stringify({ ...body, digest: digestOf(body) }, null, 2) + '\n');
+  writeFileAtomic(path, JSON.stringify({ ...body, digest: jsonDigest(body) }, null, 2) + '\n');
   return path;
 }
 
@@ -68,7 +63,7 @@ export function readJobFile(path: string): JobDescription {
   if (typeof o !== 'object' || o === null || Array.isArray(o)) return bad('expected a JSON object');
   if (o.format !== JOB_FORMAT) bad(`format ${JSON.stringify(o.format)?.slice(0, 60)}, expected '${JOB_FORMAT}' (the job.json a coordinator writes at the end of training)`);
   const { digest, ...body } = o;
-  if (typeof digest !== 'string' || digestOf(body) !== digest) bad('its content does not match its digest (the file was changed after training)');
+  if (typeof digest !== 'string' || jsonDigest(body) !== digest) bad('its content does not match its digest (the file was changed after training)');
   if (typeof o.jobId !== 'string' || !NAME_RE.test(o.jobId)) bad('jobId: expected a job id');
   if (!ALGORITHMS.includes(o.algorithm as AlgorithmName)) bad('algorithm: unknown');
   if (!LOSSES.includes(o.loss as LossName)) bad('loss: unknown');

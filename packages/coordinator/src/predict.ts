@@ -11,7 +11,7 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Logger } from 'pino';
-import { type ClassificationMetrics, type LabelTable, ConfigError, DataError, PeerError, PsiPool, classificationMetrics, labelKey, lossByName, meanLoss, readIdFile, readLabelFile, writeFileAtomic } from '@admm-share/core';
+import { type LabelTable, ConfigError, DataError, PeerError, PsiPool, labelKey, numericLabels, readIdFile, readLabelFile, sigmoidNeg, writeFileAtomic } from '@admm-share/core';
 import { type Classes, ENVELOPE_BYTES, POINT_BYTES, encode } from '@admm-share/protocol';
 import { Progress } from '@admm-share/runtime';
 import { listenForParties } from './admission.js';
@@ -19,7 +19,9 @@ import type { LabelOptions } from './labels.js';
 import { type JobDescription, combineScores, modelMismatch, readJobFile } from './job-file.js';
 import { Parties } from './parties.js';
 import type { PartyConnection, Traffic } from './party-connection.js';
+import { testMetrics } from './evaluation.js';
 import { LabelPsi } from './psi.js';
+import type { TestMetrics } from './report.js';
 import type { Server } from './server.js';
 
 /** What to do with an id that a party does not hold: refuse the job (or request), or score it without that party's part. */
@@ -66,7 +68,7 @@ export interface PredictSummary {
   /** Ids each party does not hold (scored without its part with --missing partial). */
   missing: Record<string, number>;
   positiveClass: string | null;
-  metrics: (ClassificationMetrics | { rmse: number }) | null;
+  metrics: TestMetrics | null;
   /** Each party's scoring budget spent (0 without noise). */
   epsilonSpent: Record<string, number>;
   seconds: { total: number; alignment: number };
@@ -199,9 +201,9 @@ export function spreadParts(parties: readonly string[], positions: readonly Int3
   return out;
 }
 
-/** 1 / (1 + e^-s), without overflow for large |s|. */
-export function sigmoid(s: number): number {
-  return s >= 0 ? 1 / (1 + Math.exp(-s)) : Math.exp(s) / (1 + Math.exp(s));
+/** The probability of the positive class for a score: 1 / (1 + e^-s). */
+export function probability(s: number): number {
+  return sigmoidNeg(-s);
 }
 
 /** The class sign of a raw label under the job's mapping (numbers compare as numbers, as in training). */
@@ -220,7 +222,7 @@ function csvField(v: string): string {
 export function formatPredictions(ids: readonly string[], scores: Float64Array, classes: Classes | null, lacking: readonly string[][]): string {
   const lines = ['id,score,probability,positive_class,missing'];
   for (let i = 0; i < ids.length; i++) {
-    const prob = classes ? String(sigmoid(scores[i])) : '';
+    const prob = classes ? String(probability(scores[i])) : '';
     lines.push(`${csvField(ids[i])},${scores[i]},${prob},${classes ? csvField(classes.positive) : ''},${lacking[i].join(';')}`);
   }
   return lines.join('\n') + '\n';
@@ -263,7 +265,7 @@ export async function predict(cfg: PredictConfig, log: Logger): Promise<PredictS
       rows: ids.length,
       missing: Object.fromEntries(names.map((party, m) => [party, positions[m].reduce((k, v) => k + (v < 0 ? 1 : 0), 0)])),
       positiveClass: d.labels?.positive ?? null,
-      metrics: y ? (d.loss === 'logistic' ? classificationMetrics(scores, y) : { rmse: Math.sqrt(2 * meanLoss(lossByName('squared'), y, scores)) }) : null,
+      metrics: y ? testMetrics(d.loss, scores, y) : null,
       epsilonSpent: Object.fromEntries(names.map((party, m) => [party, parts[m].epsilonSpent])),
       seconds: { total: (performance.now() - started) / 1000, alignment },
       files: { predictions: cfg.out },
@@ -289,17 +291,14 @@ function labelsFor(t: LabelTable, d: JobDescription): Float64Array {
     if (!d.labels) throw new DataError(t.file, undefined, 'the job description has no label mapping');
     return Float64Array.from(t.raw, (raw, i) => labelSign(raw, d.labels!, t.file, t.lines[i]));
   }
-  return Float64Array.from(t.raw, (raw, i) => {
-    const v = Number(raw);
-    if (!Number.isFinite(v)) throw new DataError(t.file, t.lines[i], `label '${raw.slice(0, 40)}' is not a number`);
-    return v;
-  });
+  return numericLabels(t);
 }
 
 /** The line `admm-coordinator predict` ends with. */
 export function predictLine(s: PredictSummary): string {
   const m = s.metrics;
-  const metrics = m ? ('rmse' in m ? `, RMSE ${m.rmse.toFixed(4)}` : `, log loss ${m.logLoss.toFixed(4)}, accuracy ${m.accuracy.toFixed(4)}, AUC ${m.auc.toFixed(4)}`) : '';
+  const f = (v: number | undefined) => (v ?? NaN).toFixed(4);
+  const metrics = m ? (m.rmse !== undefined ? `, RMSE ${f(m.rmse)}` : `, log loss ${f(m.logLoss)}, accuracy ${f(m.accuracy)}, AUC ${f(m.auc)}`) : '';
   const missing = Object.entries(s.missing).filter(([, k]) => k > 0).map(([p, k]) => `${k} without ${p}`);
   const noised = Object.entries(s.epsilonSpent).filter(([, e]) => e > 0).map(([p, e]) => `${p} noised its scores (epsilon ${e.toPrecision(3)})`);
   return `prediction job ${s.jobId} scored ${s.rows} rows with the model of job ${s.modelJob} (${s.seconds.total.toFixed(1)} s)${metrics}${missing.length ? `; ${missing.join(', ')}` : ''}${noised.length ? `; ${noised.join(', ')}` : ''}; predictions in ${s.files.predictions}`;

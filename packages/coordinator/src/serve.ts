@@ -14,9 +14,9 @@ import { createHash, timingSafeEqual } from 'node:crypto';
 import { type IncomingMessage, createServer } from 'node:http';
 import type { Logger } from 'pino';
 import { ConfigError, DataError, PeerError } from '@admm-share/core';
-import { ProtocolError, encode } from '@admm-share/protocol';
+import { encode } from '@admm-share/protocol';
 import type { PartyConnection } from './party-connection.js';
-import { type ScoringNetConfig, ScoringNet, planRows, sigmoid, spreadParts } from './predict.js';
+import { type ScoringNetConfig, ScoringNet, planRows, probability, spreadParts } from './predict.js';
 import { combineScores } from './job-file.js';
 
 export interface ServeConfig extends ScoringNetConfig {
@@ -89,10 +89,7 @@ export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle>
         const held = Uint32Array.from(positions.filter((v) => v >= 0));
         return { positions, ...(await net.score(p, held)) };
       } catch (err) {
-        if (err instanceof ProtocolError) {
-          p.close(err.kind, err.message);
-          throw new RequestError(502, `party ${p.id}: ${err.message}`);
-        }
+        // A party that breaks the protocol is closed by its connection, which fails the request.
         if (err instanceof PeerError) throw new RequestError(p.connected ? 504 : 503, err.message);
         throw err;
       }
@@ -115,7 +112,7 @@ export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle>
       jobId: cfg.jobId,
       modelJob: d.jobId,
       positiveClass: d.labels?.positive ?? null,
-      results: ids.map((id, i) => ({ id, score: scores[i], probability: d.labels ? sigmoid(scores[i]) : null, missing: lacking[i] })),
+      results: ids.map((id, i) => ({ id, score: scores[i], probability: d.labels ? probability(scores[i]) : null, missing: lacking[i] })),
       epsilonSpent: Object.fromEntries(names.map((party, m) => [party, parts[m].epsilonSpent])),
     };
   };

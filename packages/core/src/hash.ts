@@ -1,4 +1,4 @@
-import { createHmac } from 'node:crypto';
+import { createHash, createHmac } from 'node:crypto';
 
 /**
  * A party's answer to the coordinator's challenge: HMAC-SHA256 under the party's secret of
@@ -14,4 +14,9 @@ export function helloProof(secret: string, nonce: Uint8Array, partyId: string, j
       .update(`\0${partyId}\0${jobId ?? ''}`, 'utf8')
       .digest(),
   );
+}
+
+/** SHA-256 (hex) of a value's JSON: the digest a model file or job description carries of its own content. */
+export function jsonDigest(value: unknown): string {
+  return createHash('sha256').update(JSON.stringify(value)).digest('hex');
 }

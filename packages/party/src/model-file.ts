@@ -1,10 +1,9 @@
 // The files a party keeps next to its model path: the model JSON and the privacy report,
 // each written atomically (write, fsync, rename), and where the privacy ledger lives; and
 // reading a model back to score new rows with, checked field by field and against its digest.
-import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { DataError, writeFileAtomic } from '@admm-share/core';
+import { DataError, jsonDigest, writeFileAtomic } from '@admm-share/core';
 import { type Classes, type Done, type LossName, type ModelRef, type Role, LOSSES, NAME_RE, ROLES } from '@admm-share/protocol';
 import type { Privacy } from './privacy.js';
 import type { FinalModel } from './session.js';
@@ -63,11 +62,6 @@ export interface PartyModel {
   [extra: string]: unknown;
 }
 
-/** SHA-256 of a model's JSON without its digest: the keys in the order written. */
-function modelDigest(body: object): string {
-  return createHash('sha256').update(JSON.stringify(body)).digest('hex');
-}
-
 /** Write the model file, then the privacy report; a reader never sees half of either. */
 export function writeModelFiles(m: ModelFileInput & { role: Role }): void {
   const { done, model, privacy } = m;
@@ -92,7 +86,7 @@ export function writeModelFiles(m: ModelFileInput & { role: Role }): void {
     createdAt: new Date().toISOString(),
   };
   mkdirSync(dirname(m.path), { recursive: true });
-  writeFileAtomic(m.path, JSON.stringify({ ...body, digest: modelDigest(body) }, null, 2) + '\n');
+  writeFileAtomic(m.path, JSON.stringify({ ...body, digest: jsonDigest(body) }, null, 2) + '\n');
   writeFileAtomic(privacyReportPath(m.path), JSON.stringify(privacy.report(m.partyId, done.jobId, m.rowsScaled), null, 2) + '\n');
 }
 
@@ -122,7 +116,7 @@ export function readPartyModel(path: string): PartyModel {
   if (o.format !== MODEL_FORMAT) bad(`format ${JSON.stringify(o.format)?.slice(0, 60)}, expected '${MODEL_FORMAT}' (a model written by this version of admm-party)`);
   const { digest, ...body } = o;
   if (typeof digest !== 'string' || !/^[0-9a-f]{64}$/.test(digest)) bad('digest: expected 64 hex characters');
-  if (modelDigest(body) !== digest) bad('its content does not match its digest (the file was changed after training)');
+  if (jsonDigest(body) !== digest) bad('its content does not match its digest (the file was changed after training)');
   const name = (k: string) => (typeof o[k] === 'string' && NAME_RE.test(o[k] as string) ? (o[k] as string) : bad(`${k}: expected a name`));
   name('jobId');
   name('partyId');

@@ -21,6 +21,7 @@ import type { NoiseSource } from '@admm-share/core';
 import { NAME_RE } from '@admm-share/protocol';
 import type { PartyModel } from './model-file.js';
 import { BUDGET_RTOL, normaliseRows, reportedSpent, withinBudget } from './privacy.js';
+import { clipInPlace } from './release.js';
 
 /** Clip of a noised score when the model has none of its own (a logit of 4 is a probability of 0.982). */
 export const DEFAULT_SCORE_CLIP = 4;
@@ -68,7 +69,7 @@ export class Scorer {
   /** This party's part of the scores of its file rows `rows`: x . row (+ intercept), clipped as the model says, noised with a budget. */
   score(rows: Uint32Array, ledger: string, jobId: string): Float64Array {
     const out = predictScores(csrSelectRows(this.X, rows), this.x, this.model.intercept ?? 0);
-    if (this.clip !== null) for (let i = 0; i < out.length; i++) out[i] = Math.min(this.clip, Math.max(-this.clip, out[i]));
+    if (this.clip !== null) clipInPlace(out, this.clip);
     if (this.privacy) this.privacy.release(out, ledger, jobId);
     return out;
   }
