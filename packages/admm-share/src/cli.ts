@@ -11,7 +11,7 @@ import { defaultDataDir, paperExperiment } from './experiment.js';
 import { privacySweep } from './sweep.js';
 import { DATASETS } from './names.js';
 import { predictRun } from './predict.js';
-import { MISSING_POLICIES } from '@admm-share/coordinator';
+import { DEFAULT_ANDERSON, MISSING_POLICIES, requireAnderson } from '@admm-share/coordinator';
 
 const TOOL = 'admm-share';
 
@@ -81,6 +81,7 @@ async function main(): Promise<void> {
           .option('lr-decay', { type: 'number', describe: 'sgd: lr / (1 + decay (epoch - 1)) (default 0.5)' })
           .option('rho', { type: 'number', describe: 'ADMM penalty (default 0.01/N exact, 0.3/N paper)' })
           .option('alpha', { type: 'number', default: 1.6, describe: 'over-relaxation (exact form)' })
+          .option('anderson', { type: 'number', default: DEFAULT_ANDERSON, describe: 'Anderson acceleration: past rounds it combines (0: off; exact form without noise)' })
           .option('eval-every', { type: 'number', default: 0, describe: 'test-set evaluation every k rounds (0: at the end)' })
           .option('intercept', { type: 'boolean', default: false, describe: 'unpenalised intercept at party 1' })
           .option('out', { type: 'string', describe: 'output directory (default: runs/<time>)' })
@@ -110,6 +111,7 @@ async function main(): Promise<void> {
           sgd: { batchSize: a['batch-size'], lr: a.lr, lrDecay: a['lr-decay'] },
           rho: a.rho === undefined ? undefined : requirePositive('rho', a.rho),
           alpha: requirePositive('alpha', a.alpha),
+          anderson: requireAnderson(a.anderson),
           evalEvery: requireInteger('eval-every', a['eval-every'], 0),
           intercept: a.intercept,
           out: a.out,

@@ -3,7 +3,7 @@ import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import * as vega from 'vega';
 import * as vl from 'vega-lite';
-import { readTrace } from '@admm-share/coordinator';
+import { DEFAULT_ANDERSON, readTrace } from '@admm-share/coordinator';
 import {
   type ClassificationMetrics,
   type LabelledSet,
@@ -171,6 +171,7 @@ export async function paperExperiment(o: ExperimentOptions, log: (line: string) 
           lambda,
           rounds: epochs,
           alpha: 1.6,
+          anderson: DEFAULT_ANDERSON,
           evalEvery: 1,
           intercept: ds.intercept,
           out: dir,

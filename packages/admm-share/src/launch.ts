@@ -21,6 +21,8 @@ export interface LaunchOptions {
   sgd?: { batchSize?: number; lr?: number; lrDecay?: number };
   rho?: number;
   alpha: number;
+  /** Anderson acceleration's memory (0: off). */
+  anderson: number;
   evalEvery: number;
   intercept: boolean;
   privacy: SimulatePrivacy;
@@ -126,6 +128,7 @@ export function coordinatorArgs(opts: LaunchOptions, job: Job): string[] {
     ...(opts.sgd?.lr !== undefined ? ['--lr', String(opts.sgd.lr)] : []),
     ...(opts.sgd?.lrDecay !== undefined ? ['--lr-decay', String(opts.sgd.lrDecay)] : []),
     '--alpha', String(opts.alpha),
+    '--anderson', String(opts.anderson),
     '--eval-every', String(opts.evalEvery),
     '--out', job.dir,
     '--credentials', job.credentials,

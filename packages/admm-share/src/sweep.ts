@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import * as vega from 'vega';
 import * as vl from 'vega-lite';
 import { writeFileAtomic } from '@admm-share/core';
+import { DEFAULT_ANDERSON } from '@admm-share/coordinator';
 import type { NoiseMechanism } from '@admm-share/protocol';
 import { type SimulateOptions, type SimulateSummary, simulate } from './simulate.js';
 
@@ -51,6 +52,7 @@ export async function privacySweep(o: SweepOptions, log: (line: string) => void)
     rounds: o.rounds,
     variant: 'exact',
     alpha: 1.6,
+    anderson: DEFAULT_ANDERSON,
     evalEvery: 0,
     intercept: false,
     dataSeed: 'admm-share',

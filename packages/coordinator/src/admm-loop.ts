@@ -1,6 +1,6 @@
 /**
  * The ADMM training loop. One round t:
- *   broadcastRound (round t: rho and c to every party)
+ *   sendRound (round t: rho and c to every party; with Anderson acceleration each its own c)
  *   -> traceRound (round t-1's objective and trace line, while the parties compute)
  *   -> collect the shares (each recorded for replays as it arrives)
  *   -> AdmmCoordinator.step (z-update, dual update, residuals, next c)
@@ -31,6 +31,8 @@ export interface TrainResult {
   metrics: TestMetrics | undefined;
   trainingSeconds: number;
   rho: { initial: number; final: number };
+  /** Anderson acceleration: extrapolated points kept and rejected (absent without it). */
+  acceleration?: { memory: number; extrapolated: number; rejected: number };
   epsilonSpent: Record<string, number>;
 }
 
@@ -87,6 +89,9 @@ export class AdmmLoop {
       rho: from ? from.admm.rho : job.setup.rho,
       alpha: cfg.variant === 'exact' ? cfg.alpha : 1,
       tolerance: cfg.tolerance,
+      // A resumed job goes on as it was checkpointed; a new one accelerates unless a party adds
+      // noise (the iteration is then not a fixed-point map; research mode, docs/rho.md).
+      anderson: from ? (from.admm.anderson?.memory ?? 0) : cfg.variant === 'exact' && !d.parties.list.some((p) => p.noise) ? cfg.anderson : 0,
     });
     if (from) {
       this.admm.restore(from.admm);
@@ -108,7 +113,7 @@ export class AdmmLoop {
     const { cfg, job, log } = this.d;
     const { maxRounds } = participation;
     const restoredRound = this.last?.round;
-    log.info({ rho: this.admm.rho, variant: cfg.variant, alpha: cfg.alpha, maxRounds, from: restoredRound ?? 0 }, 'training');
+    log.info({ rho: this.admm.rho, variant: cfg.variant, alpha: cfg.alpha, anderson: this.admm.opts.anderson ?? 0, maxRounds, from: restoredRound ?? 0 }, 'training');
     const trace = new TraceWriter(cfg.out, log, maxRounds, restoredRound === undefined ? undefined : restoredRound - 1);
     const trainStart = performance.now();
     let reason: StopReason = this.last?.converged ? 'converged' : 'max-rounds';
@@ -120,7 +125,7 @@ export class AdmmLoop {
         const t = this.completedRound + 1;
         const roundStart = performance.now();
         const before = { ...this.d.traffic };
-        const replies = this.broadcastRound(t);
+        const replies = this.sendRound(t);
         if (untraced) trace.write(this.traceLine(untraced, participation.noisy));
         untraced = undefined;
         const answers = await Promise.all(replies);
@@ -141,8 +146,10 @@ export class AdmmLoop {
         const stats = this.admm.step(shares.map((s) => s.share));
         // The shares were bounded on receipt (MAX_SHARE_MAGNITUDE), so this never fires unless
         // the update itself is wrong; then the job fails here, not at the parties that refuse c.
-        // (c is what is sent; z and the dual reach it, so one pass over c covers them.)
-        assertFinite(`round ${t}`, 'c', this.admm.c);
+        // (c is what is sent; z and the dual reach it, so one pass over c covers them; with
+        // Anderson acceleration each party's own vector is what is sent.)
+        if (this.admm.accelerationCounts) this.d.parties.list.forEach((p, m) => assertFinite(`round ${t}`, `the vector for ${p.id}`, this.admm.cFor(m)));
+        else assertFinite(`round ${t}`, 'c', this.admm.c);
         const converged = stats.primal <= stats.epsPrimal && stats.dual <= stats.epsDual;
         const now = performance.now();
         this.last = untraced = {
@@ -174,6 +181,7 @@ export class AdmmLoop {
         metrics: last.test,
         trainingSeconds: (performance.now() - trainStart) / 1000,
         rho: { initial: job.setup.rho, final: this.admm.rho },
+        ...(this.admm.accelerationCounts ? { acceleration: { memory: this.admm.opts.anderson ?? 0, ...this.admm.accelerationCounts } } : {}),
         epsilonSpent: last.epsilonSpent,
       };
     } finally {
@@ -182,15 +190,22 @@ export class AdmmLoop {
   }
 
   /** Round t's request to every party; each share is recorded for replays the moment it arrives. */
-  private broadcastRound(t: number): Promise<Share | Exhausted>[] {
+  private sendRound(t: number): Promise<Share | Exhausted>[] {
     const { job, parties } = this.d;
-    // The broadcast vector is kept as it was sent (the step overwrites admm.c in place).
-    const c = this.admm.c.slice();
     const rho = this.admm.rho;
-    const requests = parties.requestAll({ type: 'round', jobId: job.jobId, round: t, rho, c }, ['share', 'exhausted'], () => ({ jobId: job.jobId, n: job.n, round: t }));
+    // The vectors are kept as they were sent (the step overwrites them in place). Without
+    // acceleration every party gets the same one, encoded once.
+    const shared = this.admm.accelerationCounts ? undefined : this.admm.c.slice();
+    const cs = parties.list.map((_, m) => shared ?? this.admm.cFor(m).slice());
+    const requests = parties.requestEach(
+      (m) => ({ type: 'round', jobId: job.jobId, round: t, rho, c: cs[m] }),
+      shared !== undefined,
+      ['share', 'exhausted'],
+      () => ({ jobId: job.jobId, n: job.n, round: t }),
+    );
     return requests.map((r, m) =>
       r.then((reply) => {
-        if (reply.type === 'share') this.replay.record(m, t, rho, c, reply.share);
+        if (reply.type === 'share') this.replay.record(m, t, rho, cs[m], reply.share);
         return reply;
       }),
     );

@@ -1,5 +1,6 @@
 import { type Loss, assertLength } from '@admm-share/core';
 import type { Variant } from '@admm-share/protocol';
+import { Anderson, type AndersonSnapshot, type AndersonStep } from './anderson.js';
 
 /** The ADMM form, from the protocol's VARIANTS table. */
 export type { Variant };
@@ -18,6 +19,11 @@ export interface AdmmOptions {
   alpha: number;
   /** Stopping tolerances in the form of Boyd et al. 2011, eq. 3.12. */
   tolerance: { abs: number; rel: number };
+  /**
+   * Anderson acceleration's memory (0: none; exact form only). The accelerated iteration sends
+   * each party its own vector (cFor), still one N-vector each way per round.
+   */
+  anderson?: number;
 }
 
 export interface AdmmSnapshot {
@@ -33,6 +39,8 @@ export interface AdmmSnapshot {
   slope: Float64Array;
   curvature: Float64Array;
   prevShares: Float64Array[];
+  /** With Anderson acceleration: its state and each party's next vector. */
+  anderson?: { memory: number; state: AndersonSnapshot; cs: Float64Array[] };
 }
 
 export interface RoundStats {
@@ -42,6 +50,8 @@ export interface RoundStats {
   epsDual: number;
   /** rho used in this round. */
   rho: number;
+  /** With Anderson acceleration: what it made of this step (see anderson.ts). */
+  acceleration?: AndersonStep;
 }
 
 /**
@@ -77,6 +87,15 @@ export class AdmmCoordinator {
   private readonly slope: Float64Array;
   private readonly curvature: Float64Array;
   private readonly weight: number;
+  /**
+   * Anderson acceleration of the round as a fixed-point map of the state v = (w_1..w_M, zbar, u),
+   * w_m = s_m - c being party m's target (RidgeXUpdate): every next round depends on v alone.
+   * `packed` holds F(v) after a step; `cs[m]` is what party m gets so that its target is the
+   * accelerated w_m (w = released - c at the party; the coordinator knows what was released).
+   */
+  private readonly anderson: Anderson | undefined;
+  private readonly packed: Float64Array;
+  private readonly cs: Float64Array[];
 
   constructor(readonly opts: AdmmOptions) {
     const n = opts.y.length;
@@ -94,6 +113,22 @@ export class AdmmCoordinator {
     this.slope = new Float64Array(n);
     this.curvature = new Float64Array(n);
     this.prevShares = Array.from({ length: opts.parties }, () => new Float64Array(n));
+    const memory = opts.anderson ?? 0;
+    if (memory > 0 && opts.variant !== 'exact') throw new RangeError('Anderson acceleration is for the exact sharing form');
+    const dim = (opts.parties + 2) * n;
+    this.anderson = memory > 0 ? new Anderson(dim, memory) : undefined;
+    this.packed = new Float64Array(this.anderson ? dim : 0);
+    this.cs = this.anderson ? Array.from({ length: opts.parties }, () => new Float64Array(n)) : [];
+  }
+
+  /** What party m is sent for the next round: c, or its own vector under Anderson acceleration. */
+  cFor(m: number): Float64Array {
+    return this.anderson ? this.cs[m] : this.c;
+  }
+
+  /** Extrapolated points kept and rejected so far (undefined without acceleration). */
+  get accelerationCounts(): { extrapolated: number; rejected: number } | undefined {
+    return this.anderson ? { ...this.anderson.counts } : undefined;
   }
 
   /** One coordinator step after every party pushed its share (from zero shares: the initial step). */
@@ -180,13 +215,39 @@ export class AdmmCoordinator {
       epsPrimal: Math.sqrt(dim) * abs + rel * Math.sqrt(Math.max(normS, normZ)),
       epsDual: Math.sqrt(dim) * abs + rel * Math.sqrt(normDual),
       rho,
+      ...(this.anderson ? { acceleration: this.accelerate(shares) } : {}),
     };
+  }
+
+  /** F(v) from the step just taken, handed to Anderson; the next z, u and each party's vector from its point. */
+  private accelerate(shares: readonly Float64Array[]): AndersonStep {
+    const { n, c, z, dualVar, packed, cs } = this;
+    const anderson = this.anderson!;
+    const M = shares.length;
+    for (let m = 0; m < M; m++) {
+      const s = shares[m];
+      const off = m * n;
+      for (let i = 0; i < n; i++) packed[off + i] = s[i] - c[i];
+    }
+    packed.set(z, M * n);
+    packed.set(dualVar, (M + 1) * n);
+    const step = anderson.next(packed);
+    const p = anderson.point;
+    z.set(p.subarray(M * n, (M + 1) * n));
+    dualVar.set(p.subarray((M + 1) * n));
+    for (let m = 0; m < M; m++) {
+      const s = shares[m];
+      const out = cs[m];
+      const off = m * n;
+      for (let i = 0; i < n; i++) out[i] = s[i] - p[off + i];
+    }
+    return step;
   }
 
   /** Everything the next steps depend on, for a checkpoint. */
   snapshot(): AdmmSnapshot {
     const { rho, c, z, dualVar, sum, prevSum, prevZ, a, t, slope, curvature, prevShares } = this;
-    return { rho, c, z, dualVar, sum, prevSum, prevZ, a, t, slope, curvature, prevShares };
+    return { rho, c, z, dualVar, sum, prevSum, prevZ, a, t, slope, curvature, prevShares, ...(this.anderson ? { anderson: { memory: this.anderson.memory, state: this.anderson.snapshot(), cs: this.cs } } : {}) };
   }
 
   /** Continue from a snapshot of the same problem (same N and parties). */
@@ -195,6 +256,11 @@ export class AdmmCoordinator {
     this.rho = snap.rho;
     for (const key of ['c', 'z', 'dualVar', 'sum', 'prevSum', 'prevZ', 'a', 't', 'slope', 'curvature'] as const) this[key].set(snap[key]);
     snap.prevShares.forEach((s, m) => this.prevShares[m].set(s));
+    if (Boolean(snap.anderson) !== Boolean(this.anderson)) throw new RangeError(`checkpoint was written ${snap.anderson ? 'with' : 'without'} Anderson acceleration; this job runs ${this.anderson ? 'with' : 'without'} it`);
+    if (snap.anderson && this.anderson) {
+      this.anderson.restore(snap.anderson.state);
+      snap.anderson.cs.forEach((v, m) => this.cs[m].set(v));
+    }
   }
 
   /** Party m's share as of the last step (what a rejoining party resumes from). */

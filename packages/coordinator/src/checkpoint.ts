@@ -15,7 +15,7 @@ import type { Samples, SetupParams } from './job.js';
 import type { ReplayPoint } from './replay.js';
 
 export const CHECKPOINT_FILE = 'checkpoint.bin';
-const FORMAT = 'admm-share-checkpoint/3';
+const FORMAT = 'admm-share-checkpoint/4';
 
 export interface Checkpoint {
   format: typeof FORMAT;
@@ -85,6 +85,36 @@ export function validateCheckpoint(value: unknown, path: string): Checkpoint {
   const rows = (v: unknown, what: string): Uint32Array => (v instanceof Uint32Array ? v : bad(`${what} is not a Uint32Array`));
   const oneOf = <T extends string>(v: unknown, what: string, options: readonly T[]): T => (options.find((o) => o === v) ?? bad(`${what} is ${String(v)}`));
 
+  /** Anderson acceleration's state (admm.ts, anderson.ts): vectors of the packed state's length. */
+  const andersonState = (v: unknown): NonNullable<AdmmSnapshot['anderson']> => {
+    const x = obj(v, 'admm.anderson');
+    const memory = int(x.memory, 'admm.anderson.memory', 1);
+    const st = obj(x.state, 'admm.anderson.state');
+    const dim = (M + 2) * n;
+    const count = Array.isArray(st.dF) ? st.dF.length : bad('admm.anderson.state.dF is not a list');
+    if (count > memory) bad(`admm.anderson.state holds ${count} differences, more than its memory ${memory}`);
+    const bool = (b: unknown, what: string): boolean => (typeof b === 'boolean' ? b : bad(`${what} is not a boolean`));
+    const cnt = obj(st.counts, 'admm.anderson.state.counts');
+    return {
+      memory,
+      cs: f64s(x.cs, 'admm.anderson.cs', M, n),
+      state: {
+        point: f64(st.point, 'admm.anderson.state.point', dim),
+        prevF: f64(st.prevF, 'admm.anderson.state.prevF', dim),
+        prevG: f64(st.prevG, 'admm.anderson.state.prevG', dim),
+        dF: f64s(st.dF, 'admm.anderson.state.dF', count, dim),
+        dG: f64s(st.dG, 'admm.anderson.state.dG', count, dim),
+        gram: f64(st.gram, 'admm.anderson.state.gram', count * count),
+        rhs: f64(st.rhs, 'admm.anderson.state.rhs', count),
+        havePrev: bool(st.havePrev, 'admm.anderson.state.havePrev'),
+        extrapolated: bool(st.extrapolated, 'admm.anderson.state.extrapolated'),
+        // Infinity before the first point is kept.
+        lastNorm: num(st.lastNorm, 'admm.anderson.state.lastNorm', (y) => y >= 0),
+        counts: { extrapolated: int(cnt.extrapolated, 'admm.anderson.state.counts.extrapolated'), rejected: int(cnt.rejected, 'admm.anderson.state.counts.rejected') },
+      },
+    };
+  };
+
   const o = obj(value, 'the file');
   if (o.format !== FORMAT) bad(`format ${String(o.format)} (expected ${FORMAT})`);
   const jobId = str(o.jobId, 'jobId');
@@ -130,6 +160,7 @@ export function validateCheckpoint(value: unknown, path: string): Checkpoint {
     slope: f64(a.slope, 'admm.slope', n),
     curvature: f64(a.curvature, 'admm.curvature', n),
     prevShares: f64s(a.prevShares, 'admm.prevShares', M, n),
+    ...(a.anderson === undefined || a.anderson === null ? {} : { anderson: andersonState(a.anderson) }),
   };
 
   const round = int(o.round, 'round', 1);
@@ -137,7 +168,7 @@ export function validateCheckpoint(value: unknown, path: string): Checkpoint {
   const replay: ReplayPoint = {
     round: int(r.round, 'replay.round', 1),
     rho: num(r.rho, 'replay.rho', (x) => Number.isFinite(x) && x > 0),
-    c: f64(r.c, 'replay.c', n),
+    cs: f64s(r.cs, 'replay.cs', M, n),
     previousShares: f64s(r.previousShares, 'replay.previousShares', M, n),
     shares: f64s(r.shares, 'replay.shares', M, n),
   };

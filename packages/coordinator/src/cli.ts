@@ -8,6 +8,7 @@ import { ALGORITHMS, HEARTBEAT_MS, LOSSES, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIM
 import type { Logger } from 'pino';
 import { type CoordinatorConfig, start } from './coordinator.js';
 import { MISSING_POLICIES, type PredictConfig, predict, predictLine } from './predict.js';
+import { DEFAULT_ANDERSON, requireAnderson } from './anderson.js';
 import { resultLine } from './report.js';
 import { type ServeConfig, serve } from './serve.js';
 
@@ -78,6 +79,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     .option('variant', { choices: VARIANTS, default: 'exact' as const, describe: 'exact sharing ADMM or the paper\'s Algorithm 1' })
     .option('rho', { type: 'number', describe: 'ADMM penalty (default 0.01/N exact, 0.3/N paper)' })
     .option('alpha', { type: 'number', default: 1.6, describe: 'over-relaxation, exact form only (1 = none)' })
+    .option('anderson', { type: 'number', default: DEFAULT_ANDERSON, describe: 'Anderson acceleration: how many past rounds it combines (0: off); exact form, parties without noise' })
     .option('rounds', { type: 'number', default: 100, describe: 'maximum rounds' })
     .option('tol-abs', { type: 'number', default: 1e-7, describe: 'absolute residual tolerance' })
     .option('tol-rel', { type: 'number', default: 1e-5, describe: 'relative residual tolerance' })
@@ -126,6 +128,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     variant: a.variant,
     rho: a.rho === undefined ? undefined : requirePositive('rho', a.rho),
     alpha,
+    anderson: requireAnderson(a.anderson),
     maxRounds: requireInteger('rounds', a.rounds, 1),
     tolerance: { abs: requireNonNegative('tol-abs', a['tol-abs']), rel: requireNonNegative('tol-rel', a['tol-rel']) },
     evalEvery: requireInteger('eval-every', a['eval-every'], 0),

@@ -36,6 +36,8 @@ export interface CoordinatorConfig {
   /** undefined: the data-scaled default (see defaultRho). */
   rho?: number;
   alpha: number;
+  /** Anderson acceleration's memory for the exact form without noise (0: off; docs/rho.md). */
+  anderson: number;
   maxRounds: number;
   tolerance: { abs: number; rel: number };
   /** Evaluate on the test set every k rounds (0: only at the end). */

@@ -1,5 +1,6 @@
 export * from './coordinator.js';
 export * from './admm.js';
+export { Anderson, DEFAULT_ANDERSON, MAX_ANDERSON, requireAnderson } from './anderson.js';
 export * from './labels.js';
 export * from './checkpoint.js';
 export * from './report-read.js';

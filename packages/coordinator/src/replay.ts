@@ -1,6 +1,7 @@
 /**
  * What a restarted party needs to get back to where the job is: for each party, its last
- * two answered ADMM rounds as (round, rho, c broadcast in that round, the share it released
+ * two answered ADMM rounds as (round, rho, c sent to it in that round (the same for every
+ * party unless Anderson acceleration gives each its own), the share it released
  * the round before, the share it released in it). Replaying the round's x-update from these
  * gives the party the same x_m it had, so it never reports from x = 0 (protocol `resume`).
  */
@@ -18,7 +19,8 @@ interface Answered {
 export interface ReplayPoint {
   round: number;
   rho: number;
-  c: Float64Array;
+  /** What each party was sent. */
+  cs: Float64Array[];
   previousShares: Float64Array[];
   shares: Float64Array[];
 }
@@ -36,11 +38,11 @@ export class ReplayLog {
     from?: ReplayPoint,
   ) {
     this.answered = Array.from({ length: parties }, (_, m) =>
-      from ? [{ round: from.round, rho: from.rho, c: from.c, previousShare: from.previousShares[m], share: from.shares[m] }] : [],
+      from ? [{ round: from.round, rho: from.rho, c: from.cs[m], previousShare: from.previousShares[m], share: from.shares[m] }] : [],
     );
   }
 
-  /** Party m answered round `round` (broadcast with `rho` and `c`; `c` must not change afterwards). */
+  /** Party m answered round `round` (sent with `rho` and `c`; `c` must not change afterwards). */
   record(m: number, round: number, rho: number, c: Float64Array, share: Float64Array): void {
     const list = this.answered[m];
     const last = list[list.length - 1];
@@ -64,6 +66,6 @@ export class ReplayLog {
       if (!a) throw new Error(`internal: party ${m} has no record of round ${round}`);
       return a;
     });
-    return { round, rho: at[0].rho, c: at[0].c, previousShares: at.map((a) => a.previousShare), shares: at.map((a) => a.share) };
+    return { round, rho: at[0].rho, cs: at.map((a) => a.c), previousShares: at.map((a) => a.previousShare), shares: at.map((a) => a.share) };
   }
 }

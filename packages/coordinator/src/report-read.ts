@@ -86,8 +86,9 @@ export function parseSummary(value: unknown, path: string): Summary {
     value,
     '',
     ['jobId', 'algorithm', 'variant', 'loss', 'lambda', 'rho', 'alpha', 'rounds', 'reason', 'converged', 'objective', 'objectiveFrom', 'residuals', 'seconds', 'bytes', 'parties', 'rows', 'droppedRows', 'droppedTestRows', 'alignment', 'classes', 'privacy', 'labelPrivacy', 'peakMemoryBytes'],
-    ['sgd', 'test', 'evaluation', 'oneShot', 'research'],
+    ['sgd', 'acceleration', 'test', 'evaluation', 'oneShot', 'research'],
   );
+  const acc = o.acceleration === undefined ? undefined : c.obj(o.acceleration, 'acceleration', ['method', 'memory', 'extrapolated', 'rejected']);
   const algorithm = c.oneOf(o.algorithm, 'algorithm', ALGORITHMS);
   if ((o.sgd !== undefined) !== (algorithm === 'sgd')) c.bad('sgd', algorithm === 'sgd' ? 'is missing' : `is not expected with algorithm '${algorithm}'`);
   const rho = c.obj(o.rho, 'rho', ['initial', 'final']);
@@ -121,6 +122,12 @@ export function parseSummary(value: unknown, path: string): Summary {
     lambda: c.num(o.lambda, 'lambda', 0),
     rho: { initial: c.num(rho.initial, 'rho.initial', 0), final: c.num(rho.final, 'rho.final', 0) },
     alpha: c.positive(o.alpha, 'alpha') < 2 ? (o.alpha as number) : c.bad('alpha', `is ${show(o.alpha)}, expected a number in (0, 2)`),
+    acceleration: acc && {
+      method: c.oneOf(acc.method, 'acceleration.method', ['anderson'] as const),
+      memory: c.int(acc.memory, 'acceleration.memory', 1),
+      extrapolated: c.int(acc.extrapolated, 'acceleration.extrapolated'),
+      rejected: c.int(acc.rejected, 'acceleration.rejected'),
+    },
     sgd: sgd && { batchSize: c.int(sgd.batchSize, 'sgd.batchSize', 1), lr: c.positive(sgd.lr, 'sgd.lr'), lrDecay: c.num(sgd.lrDecay, 'sgd.lrDecay', 0) },
     rounds: c.int(o.rounds, 'rounds'),
     reason,

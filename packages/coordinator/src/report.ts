@@ -59,6 +59,8 @@ export interface Summary {
   lambda: number;
   rho: { initial: number; final: number };
   alpha: number;
+  /** Anderson acceleration of the ADMM rounds (docs/rho.md): its memory, and how many extrapolated points were kept and rejected; absent without it. */
+  acceleration?: Acceleration;
   rounds: number;
   reason: StopReason;
   converged: boolean;
@@ -97,6 +99,13 @@ export interface Summary {
   research?: string;
   /** The coordinator's peak resident memory when the job ended, in bytes (each party logs its own with 'model written'). */
   peakMemoryBytes: number;
+}
+
+export interface Acceleration {
+  method: 'anderson';
+  memory: number;
+  extrapolated: number;
+  rejected: number;
 }
 
 /** How rows were aligned: always the private set intersection (docs/privacy.md, section 11). */
@@ -228,6 +237,7 @@ export function buildSummary({ cfg, job, result: r, participation, parties, traf
     rho: r.rho,
     alpha: cfg.variant === 'exact' ? cfg.alpha : 1,
     ...(job.setup.algorithm === 'sgd' ? { sgd: cfg.sgd } : {}),
+    ...(r.acceleration ? { acceleration: { method: 'anderson' as const, memory: r.acceleration.memory, extrapolated: r.acceleration.extrapolated, rejected: r.acceleration.rejected } } : {}),
     rounds: r.rounds,
     reason: r.reason,
     converged: r.reason === 'converged',
