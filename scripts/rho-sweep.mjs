@@ -24,7 +24,7 @@ function roundsTo(gap, set, lambda, rhoN, fStar, anderson) {
   const N = y.length;
   const parties = cuts.slice(0, -1).map((c, i) => new RidgeXUpdate(csrSliceColumns(X, c, cuts[i + 1]), lambda, false));
   const co = new AdmmCoordinator({ variant: 'exact', loss: logistic, y, parties: parties.length, lambda, rho: rhoN / N, alpha: 1.6, tolerance: { abs: 0, rel: 0 }, anderson });
-  co.step(parties.map((p) => p.share));
+  co.step(parties.map((p) => p.share), true);
   for (let r = 1; r <= MAX; r++) {
     parties.forEach((p, m) => p.updateFromBroadcast(co.cFor(m), co.rho));
     co.step(parties.map((p) => p.share));

@@ -96,7 +96,7 @@ export class AdmmLoop {
     if (from) {
       this.admm.restore(from.admm);
       this.last = { round: from.round, ...from.last, epsilonSpent: { ...from.last.epsilonSpent } };
-    } else this.admm.step(d.parties.list.map(() => new Float64Array(job.n))); // z and dual from x = 0, so round 1 already moves
+    } else this.admm.step(d.parties.list.map(() => new Float64Array(job.n)), true); // z and dual from x = 0, so round 1 already moves
     this.replay = new ReplayLog(d.parties.list.length, job.n, job.setup.rho, from?.replay);
   }
 

@@ -131,8 +131,12 @@ export class AdmmCoordinator {
     return this.anderson ? { ...this.anderson.counts } : undefined;
   }
 
-  /** One coordinator step after every party pushed its share (from zero shares: the initial step). */
-  step(shares: readonly Float64Array[]): RoundStats {
+  /**
+   * One coordinator step after every party pushed its share. `initial`: the step from zero
+   * shares before round 1; Anderson acceleration starts its memory after it (the jump from
+   * the zero state says little about the iteration; measured, docs/rho.md).
+   */
+  step(shares: readonly Float64Array[], initial = false): RoundStats {
     const { n, opts, sum, prevSum, z, prevZ, a, t, slope, curvature, weight, dualVar: dual, c } = this;
     const M = opts.parties;
     if (shares.length !== M) throw new RangeError(`expected ${M} shares, got ${shares.length}`);
@@ -215,12 +219,12 @@ export class AdmmCoordinator {
       epsPrimal: Math.sqrt(dim) * abs + rel * Math.sqrt(Math.max(normS, normZ)),
       epsDual: Math.sqrt(dim) * abs + rel * Math.sqrt(normDual),
       rho,
-      ...(this.anderson ? { acceleration: this.accelerate(shares) } : {}),
+      ...(this.anderson ? { acceleration: this.accelerate(shares, initial) } : {}),
     };
   }
 
   /** F(v) from the step just taken, handed to Anderson; the next z, u and each party's vector from its point. */
-  private accelerate(shares: readonly Float64Array[]): AndersonStep {
+  private accelerate(shares: readonly Float64Array[], initial: boolean): AndersonStep {
     const { n, c, z, dualVar, packed, cs } = this;
     const anderson = this.anderson!;
     const M = shares.length;
@@ -231,7 +235,9 @@ export class AdmmCoordinator {
     }
     packed.set(z, M * n);
     packed.set(dualVar, (M + 1) * n);
-    const step = anderson.next(packed);
+    let step: AndersonStep = 'plain';
+    if (initial) anderson.restart(packed);
+    else step = anderson.next(packed);
     const p = anderson.point;
     z.set(p.subarray(M * n, (M + 1) * n));
     dualVar.set(p.subarray((M + 1) * n));

@@ -85,6 +85,14 @@ export class Anderson {
     this.rhs = new Float64Array(memory);
   }
 
+  /** Start (again) at v with an empty memory: the next call extrapolates nothing. */
+  restart(v: Float64Array): void {
+    this.point.set(v);
+    this.order = [];
+    this.havePrev = false;
+    this.extrapolated = false;
+  }
+
   /** f = F(point); afterwards `point` holds the next point to evaluate. */
   next(f: Float64Array): AndersonStep {
     const { dim, point, prevF, prevG, memory, gram, rhs } = this;
@@ -116,10 +124,7 @@ export class Anderson {
     const norm = Math.sqrt(normSq);
     if (this.extrapolated && !(norm <= this.lastNorm)) {
       // Rejected: back to the plain step from the last point kept; start the memory afresh.
-      point.set(prevF);
-      this.order = [];
-      this.havePrev = false;
-      this.extrapolated = false;
+      this.restart(prevF);
       this.counts.rejected++;
       return 'rejected';
     }

@@ -137,7 +137,7 @@ test('exact ADMM with Anderson acceleration (each party its own c): the central 
   const roundsTo = (anderson: number) => {
     const parties = blocks.map((b) => party(b, lambda, rho));
     const co = coordinator(y, blocks.length, lambda, rho, anderson);
-    co.step(parties.map((p) => p.share));
+    co.step(parties.map((p) => p.share), true);
     for (let r = 1; r <= 3000; r++) {
       parties.forEach((p, m) => p.update(co.cFor(m)));
       co.step(parties.map((p) => p.share));
@@ -167,7 +167,7 @@ test('a checkpoint keeps Anderson acceleration: the restored coordinator sends e
   const M = blocks.length;
   const parties = blocks.map((b) => party(b, lambda, rho));
   const co = coordinator(y, M, lambda, rho, 4);
-  co.step(parties.map((p) => p.share));
+  co.step(parties.map((p) => p.share), true);
   for (let r = 1; r <= 8; r++) {
     parties.forEach((p, m) => p.update(co.cFor(m)));
     co.step(parties.map((p) => p.share));
