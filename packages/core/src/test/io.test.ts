@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   type Csr,
+  CsrBuilder,
   DataError,
   MAX_ABS_VALUE,
   binaryLabels,
@@ -462,6 +463,36 @@ test("binaryLabels: '0x1' is not the number 1 (a string class of its own)", () =
   assert.deepEqual(Array.from(b.y), [1, -1, 1]);
   // Two numbers beyond MAX_ABS_VALUE still compare as numbers: labels only become +-1.
   assert.deepEqual(Array.from(binaryLabels({ ...t, raw: ['1e200', '-1e200', '1e200'] }).y), [1, -1, 1]);
+});
+
+// ---------------------------------------------------------------------------------------
+// CsrBuilder (the readers' matrix builder)
+// ---------------------------------------------------------------------------------------
+
+test('CsrBuilder: entries over many blocks come out in order, zeros are not stored, build() once', () => {
+  const b = new CsrBuilder();
+  const indptr = [0];
+  const indices: number[] = [];
+  const values: number[] = [];
+  // 150 000 entries (more than two blocks of 65 536), rows of 1..12 entries, every 5th value 0.
+  let e = 0;
+  for (let i = 0; e < 150_000; i++) {
+    for (let j = 0; j < (i % 12) + 1; j++, e++) {
+      const v = e % 5 === 0 ? 0 : e + 0.5;
+      b.push(3 * j, v);
+      if (v !== 0) {
+        indices.push(3 * j);
+        values.push(v);
+      }
+    }
+    b.endRow();
+    indptr.push(indices.length);
+  }
+  const X = b.build();
+  assert.deepEqual(plain(X), { rows: indptr.length - 1, cols: 34, indptr, indices, values });
+  assert.equal(X.indices.length, X.indices.buffer.byteLength / 4, 'exact-size arrays');
+  assert.throws(() => b.build(), /twice/);
+  assert.throws(() => new CsrBuilder(2).build(1), RangeError);
 });
 
 // ---------------------------------------------------------------------------------------
