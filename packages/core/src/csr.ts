@@ -16,34 +16,92 @@ export function assertLength(name: string, v: ArrayLike<number>, n: number): voi
   if (v.length !== n) throw new RangeError(`${name} has length ${v.length}, expected ${n}`);
 }
 
-/** Incremental builder: push the entries of one row, then `endRow()`. */
+/**
+ * Entries per block of a growing CSR array. A builder fills blocks of this size and copies them
+ * once into exact-size arrays in `build()`, so loading needs about twice the final arrays at
+ * the peak (the blocks and the result), never the 1.5x-growth copies of one big array (or the
+ * 8 bytes per index of a plain `number[]`). 64 Ki entries are 0.5 MiB of doubles.
+ */
+const BLOCK = 1 << 16;
+/** Largest number of stored entries: `indptr` is an Int32Array. */
+const MAX_NNZ = 2 ** 31 - 1;
+
+/** An append-only typed array kept in blocks (the first one grows from small up to BLOCK). */
+class Appender<A extends Int32Array | Float64Array> {
+  private full: A[] = [];
+  private cur: A;
+  private pos = 0;
+  constructor(private readonly make: (n: number) => A) {
+    this.cur = make(16);
+  }
+
+  get length(): number {
+    return this.full.length * BLOCK + this.pos;
+  }
+
+  push(v: number): void {
+    if (this.pos === this.cur.length) {
+      if (this.cur.length < BLOCK) {
+        const bigger = this.make(Math.min(BLOCK, this.cur.length * 4));
+        bigger.set(this.cur);
+        this.cur = bigger;
+      } else {
+        this.full.push(this.cur);
+        this.cur = this.make(BLOCK);
+        this.pos = 0;
+      }
+    }
+    this.cur[this.pos++] = v;
+  }
+
+  /** The values as one exact-size array; the blocks are let go as they are copied. */
+  take(): A {
+    const out = this.make(this.length);
+    let o = 0;
+    for (let i = 0; i < this.full.length; i++) {
+      (out as Float64Array).set(this.full[i], o);
+      o += BLOCK;
+      (this.full as (A | undefined)[])[i] = undefined;
+    }
+    (out as Float64Array).set(this.cur.subarray(0, this.pos), o);
+    this.full = [];
+    this.cur = this.make(0);
+    this.pos = 0;
+    return out;
+  }
+}
+
+/** Incremental builder: push the entries of one row, then `endRow()`; `build()` once at the end. */
 export class CsrBuilder {
-  private indptr: number[] = [0];
-  private indices: number[] = [];
-  private values: number[] = [];
-  constructor(private cols = 0) {}
+  private readonly indptr = new Appender((n) => new Int32Array(n));
+  private readonly indices = new Appender((n) => new Int32Array(n));
+  private readonly values = new Appender((n) => new Float64Array(n));
+  private nnz = 0;
+  private built = false;
+  constructor(private cols = 0) {
+    this.indptr.push(0);
+  }
 
   push(col: number, value: number): void {
     if (value === 0) return;
+    if (this.nnz === MAX_NNZ) throw new RangeError(`more than ${MAX_NNZ} stored entries`);
     this.indices.push(col);
     this.values.push(value);
+    this.nnz++;
     if (col + 1 > this.cols) this.cols = col + 1;
   }
 
   endRow(): void {
-    this.indptr.push(this.indices.length);
+    this.indptr.push(this.nnz);
   }
 
   build(cols?: number): Csr {
+    if (this.built) throw new Error('CsrBuilder.build() called twice');
     const c = cols ?? this.cols;
     if (c < this.cols) throw new RangeError(`matrix has a column ${this.cols - 1}, more than the ${c} declared`);
-    return {
-      rows: this.indptr.length - 1,
-      cols: c,
-      indptr: Int32Array.from(this.indptr),
-      indices: Int32Array.from(this.indices),
-      values: Float64Array.from(this.values),
-    };
+    const rows = this.indptr.length - 1;
+    this.built = true;
+    return { rows, cols: c, indptr: this.indptr.take(), indices: this.indices.take(), values: this.values.take() };
   }
 }
 

@@ -1,7 +1,9 @@
-import { closeSync, fsyncSync, openSync, readFileSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
+import { type Options as CsvOptions, Parser as CsvParser } from 'csv-parse';
 import { type Csr, CsrBuilder } from './csr.js';
-import { DataError } from './errors.js';
+import { DataError, InternalError } from './errors.js';
 
 /**
  * Where a row's sample id comes from.
@@ -26,6 +28,8 @@ export interface ReadOptions {
   idColumn?: string;
   /** Number of feature columns; an index beyond it is an error. Default: the largest index seen. */
   features?: number;
+  /** Bytes read from the file at a time (default READ_CHUNK_BYTES); tests set it small. */
+  chunkBytes?: number;
 }
 
 export interface FeatureTable {
@@ -44,14 +48,128 @@ export function detectFormat(path: string, format: FileFormat = 'auto'): Exclude
   return /\.csv$/i.test(path) ? 'csv' : 'libsvm';
 }
 
-function readText(path: string): string {
+/**
+ * Bytes read from a data file at a time. Files are parsed chunk by chunk as they are read, so
+ * loading never holds a whole file (as bytes or as text): memory stays close to the matrix and
+ * the ids being built. 1 MiB makes the per-read cost negligible.
+ */
+export const READ_CHUNK_BYTES = 1 << 20;
+
+const UTF8_BOM = [0xef, 0xbb, 0xbf];
+
+function cannotRead(path: string, err: unknown): DataError {
+  const e = err as NodeJS.ErrnoException;
+  return new DataError(path, undefined, `cannot read file (${e.code ?? e.message})`);
+}
+
+function chunkSize(n: number | undefined): number {
+  const size = n ?? READ_CHUNK_BYTES;
+  if (!(Number.isInteger(size) && size >= 1)) throw new RangeError(`chunkBytes must be a positive integer, got ${size}`);
+  return size;
+}
+
+/** Reads into `buf` until it is full or the file ends; the number of bytes read. */
+function fill(fd: number, buf: Buffer): number {
+  let n = 0;
+  while (n < buf.length) {
+    const got = readSync(fd, buf, n, buf.length - n, null);
+    if (got === 0) break;
+    n += got;
+  }
+  return n;
+}
+
+/**
+ * Calls `each` with the file's bytes in order, `chunkBytes` at a time (the last chunk shorter),
+ * without a leading UTF-8 byte order mark (it is not data). Each chunk is a fresh buffer:
+ * csv-parse keeps a view of the bytes of an unfinished record.
+ */
+function readChunks(path: string, chunkBytes: number, each: (chunk: Buffer) => void): void {
+  let fd: number;
   try {
-    const text = readFileSync(path, 'utf8');
-    // A UTF-8 byte order mark is not data (and is no longer trimmed as whitespace below).
-    return text.charCodeAt(0) === 0xfeff ? text.slice(1) : text;
+    fd = openSync(path, 'r');
   } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    throw new DataError(path, undefined, `cannot read file (${e.code ?? e.message})`);
+    throw cannotRead(path, err);
+  }
+  try {
+    // The first chunk holds at least the 3 bytes of a byte order mark, so it is never split.
+    let buf = Buffer.allocUnsafe(Math.max(chunkBytes, UTF8_BOM.length));
+    let first = true;
+    for (;;) {
+      let n: number;
+      try {
+        n = fill(fd, buf);
+      } catch (err) {
+        throw cannotRead(path, err);
+      }
+      let chunk = buf.subarray(0, n);
+      if (first && n >= 3 && UTF8_BOM.every((b, i) => chunk[i] === b)) chunk = chunk.subarray(UTF8_BOM.length);
+      first = false;
+      if (chunk.length > 0) each(chunk);
+      if (n < buf.length) return;
+      buf = Buffer.allocUnsafe(chunkBytes);
+    }
+  } finally {
+    closeSync(fd);
+  }
+}
+
+/**
+ * Calls `each(line, lineNo)` for every line of a UTF-8 text file (split at '\n', so a CRLF
+ * line keeps its '\r'; the text after the last '\n' is a last line, empty when the file ends
+ * with one), reading it in chunks. The decoder holds back the bytes of a character split
+ * across two chunks, and a line split across chunks is joined before it is passed on.
+ */
+function forEachLine(path: string, chunkBytes: number, each: (line: string, lineNo: number) => void): void {
+  const decoder = new StringDecoder('utf8');
+  /** The start of the current line, from earlier chunks. */
+  let pending: string[] = [];
+  let lineNo = 0;
+  readChunks(path, chunkBytes, (chunk) => {
+    const text = decoder.write(chunk);
+    let start = 0;
+    for (let nl = text.indexOf('\n'); nl >= 0; nl = text.indexOf('\n', start)) {
+      let line = text.slice(start, nl);
+      if (pending.length > 0) {
+        pending.push(line);
+        line = pending.join('');
+        pending = [];
+      }
+      each(line, ++lineNo);
+      start = nl + 1;
+    }
+    if (start < text.length) pending.push(text.slice(start));
+  });
+  pending.push(decoder.end());
+  each(pending.join(''), ++lineNo);
+}
+
+/**
+ * A copy of `s` that shares no memory with the string it was cut from. V8 keeps a slice of 13
+ * or more characters as a view of its parent (SlicedString::kMinLength), so an id cut from a
+ * line would keep that line's whole chunk of the file alive, and over a file all of them, for
+ * as long as the ids live. A JSON round trip builds a new flat string (of any content); it was
+ * the fastest and smallest of the copies tried (concatenating and slicing again keeps a view).
+ */
+function detach(s: string): string {
+  return s.length < 13 ? s : (JSON.parse(JSON.stringify(s)) as string);
+}
+
+/**
+ * Distinct labels shared rather than stored once per row: a binary label file has two, so a
+ * million rows hold two strings. Regression labels are mostly distinct; past this many, new
+ * ones are stored as they come.
+ */
+const MAX_SHARED_LABELS = 1024;
+
+class SharedLabels {
+  private readonly map = new Map<string, string>();
+  /** `s`, or an equal string seen before; `s` must not be a view of a larger string (see detach). */
+  get(s: string): string {
+    const prev = this.map.get(s);
+    if (prev !== undefined) return prev;
+    if (this.map.size < MAX_SHARED_LABELS) this.map.set(s, s);
+    return s;
   }
 }
 
@@ -80,8 +198,9 @@ const DECIMAL_RE = /^[+-]?(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?$/;
  */
 export const MAX_ABS_VALUE = 1e100;
 
-/** Separators within a line: spaces and tabs only (other whitespace ends up in a token, and is rejected). */
-const BLANKS_RE = /[ \t]+/;
+const SPACE = 0x20;
+const TAB = 0x09;
+const CR = 0x0d;
 const trimBlanks = (s: string): string => s.replace(/^[ \t]+|[ \t]+$/g, '');
 
 /**
@@ -102,24 +221,53 @@ export function parseDataNumber(text: string): number | string {
  */
 export const MAX_FEATURES = 1 << 24;
 
+/**
+ * Splits `line` at spaces and tabs into `out` (cleared first), ignoring one trailing '\r' (CRLF)
+ * and blanks at either end. Other whitespace stays inside a token (and is rejected there).
+ */
+function splitBlanks(line: string, out: string[]): void {
+  out.length = 0;
+  let end = line.length;
+  if (end > 0 && line.charCodeAt(end - 1) === CR) end--;
+  let i = 0;
+  while (i < end) {
+    let c = line.charCodeAt(i);
+    if (c === SPACE || c === TAB) {
+      i++;
+      continue;
+    }
+    const start = i;
+    do c = line.charCodeAt(++i);
+    while (i < end && c !== SPACE && c !== TAB);
+    out.push(line.slice(start, i));
+  }
+}
+
 export function readLibsvm(path: string, opts: ReadOptions = {}): FeatureTable {
-  const text = readText(path);
-  const lines = text.split('\n');
+  return scanLibsvm(path, opts, true);
+}
+
+/** readLibsvm; with `keepFeatures` false every token is still checked, but no matrix is built (X is 0 x 0). */
+function scanLibsvm(path: string, opts: ReadOptions, keepFeatures: boolean): FeatureTable {
   let mode = opts.ids ?? 'auto';
   const ids: string[] = [];
   const firstTokens: string[] = [];
+  const labels = new SharedLabels();
   const lineNos: number[] = [];
   const b = new CsrBuilder(opts.features ?? 0);
   const seen = new Map<string, number>();
+  const tokens: string[] = [];
+  // One row's entries, reused from row to row.
+  const cols: number[] = [];
+  const vals: number[] = [];
+  const order: number[] = [];
   let row = 0;
-  for (let ln = 0; ln < lines.length; ln++) {
-    const line = trimBlanks(lines[ln].replace(/\r$/, ''));
-    if (line === '' || line.startsWith('#')) continue;
-    const lineNo = ln + 1;
+  forEachLine(path, chunkSize(opts.chunkBytes), (text, lineNo) => {
+    splitBlanks(text, tokens);
+    if (tokens.length === 0 || tokens[0].startsWith('#')) return;
     const fail = (detail: string): never => {
       throw new DataError(path, lineNo, detail);
     };
-    const tokens = line.split(BLANKS_RE);
     let t = 1;
     if (mode === 'auto') mode = tokens.length > 1 && tokens[1].startsWith('qid:') ? 'qid' : 'row';
     row++;
@@ -127,23 +275,29 @@ export function readLibsvm(path: string, opts: ReadOptions = {}): FeatureTable {
     if (mode === 'first') {
       id = tokens[0];
       if (id.includes(':')) fail(`expected a sample id as the first token, found '${id}'`);
+      id = detach(id);
     } else if (mode === 'qid') {
       if (tokens.length < 2 || !tokens[1].startsWith('qid:')) fail(`expected 'qid:ID' as the second token`);
-      id = tokens[1].slice(4);
+      id = detach(tokens[1].slice(4));
       if (id === '') fail(`empty qid`);
       t = 2;
-      firstTokens.push(tokens[0]);
+      firstTokens.push(labels.get(detach(tokens[0])));
     } else {
       id = String(row);
-      firstTokens.push(tokens[0]);
+      firstTokens.push(labels.get(detach(tokens[0])));
     }
     if (tokens[0].includes(':')) fail(`first token '${tokens[0]}' looks like index:value; a label or id must come first`);
-    const prev = seen.get(id);
-    if (prev !== undefined) fail(`duplicate sample id '${id}' (first seen on line ${prev})`);
-    seen.set(id, lineNo);
+    // Row numbers are distinct by construction.
+    if (mode !== 'row') {
+      const prev = seen.get(id);
+      if (prev !== undefined) fail(`duplicate sample id '${id}' (first seen on line ${prev})`);
+      seen.set(id, lineNo);
+    }
     ids.push(id);
     lineNos.push(lineNo);
-    const entries: [number, number][] = [];
+    cols.length = 0;
+    vals.length = 0;
+    let sorted = true;
     for (; t < tokens.length; t++) {
       const tok = tokens[t];
       const colon = tok.indexOf(':');
@@ -158,95 +312,188 @@ export function readLibsvm(path: string, opts: ReadOptions = {}): FeatureTable {
         fail(`token ${t + 1} '${tok}': index ${idx} exceeds the ${opts.features} features declared`);
       const val = parseDataNumber(valText);
       if (typeof val === 'string') fail(`token ${t + 1} '${tok}': value ${val}`);
-      else entries.push([idx - 1, val]);
+      if (cols.length > 0 && idx - 1 <= cols[cols.length - 1]) sorted = false;
+      cols.push(idx - 1);
+      vals.push(val as number);
     }
-    entries.sort((a, c) => a[0] - c[0]);
-    for (let k = 0; k < entries.length; k++) {
-      if (k > 0 && entries[k][0] === entries[k - 1][0]) fail(`feature index ${entries[k][0] + 1} appears twice`);
-      b.push(entries[k][0], entries[k][1]);
+    // Files usually list a row's indices in increasing order; sort only when they are not.
+    order.length = cols.length;
+    for (let k = 0; k < cols.length; k++) order[k] = k;
+    if (!sorted) order.sort((p, q) => cols[p] - cols[q]);
+    for (let k = 0; k < order.length; k++) {
+      const j = cols[order[k]];
+      if (k > 0 && j === cols[order[k - 1]]) fail(`feature index ${j + 1} appears twice`);
+      if (keepFeatures) b.push(j, vals[order[k]]);
     }
-    b.endRow();
-  }
+    if (keepFeatures) b.endRow();
+  });
   if (row === 0) throw new DataError(path, undefined, 'no data rows');
-  const X = b.build(opts.features);
+  const X = keepFeatures ? b.build(opts.features) : { rows: 0, cols: 0, indptr: new Int32Array(1), indices: new Int32Array(0), values: new Float64Array(0) };
   const featureNames = Array.from({ length: X.cols }, (_, j) => String(j + 1));
   return { file: path, ids, X, featureNames, firstTokens: mode === 'first' ? undefined : firstTokens, lines: lineNos };
 }
 
-function splitCsvLine(line: string, path: string, lineNo: number): string[] {
-  if (line.includes('"')) throw new DataError(path, lineNo, 'quoted CSV fields are not supported');
-  return line.split(',').map(trimBlanks);
+/**
+ * The csv-parse options: RFC 4180 quoting ('"' quotes a field, '""' is a quote inside one), and
+ * a record ends at '\n' or '\r\n' (a quoted field may hold either). The rest is done here
+ * rather than by csv-parse: blanks around a field are trimmed (spaces and tabs only; csv-parse's
+ * trim would also take no-break spaces and form feeds, which are rejected as data), blank lines
+ * are skipped, the field count is compared with the header, and readChunks drops the byte order
+ * mark.
+ */
+const CSV_OPTIONS: CsvOptions = {
+  delimiter: ',',
+  quote: '"',
+  escape: '"',
+  record_delimiter: ['\r\n', '\n'],
+  relax_column_count: true,
+  skip_empty_lines: false,
+  bom: false,
+  encoding: 'utf8',
+};
+
+/** The part of a csv-parse Parser used here: its synchronous core (see csvParser). */
+interface CsvCore {
+  parse(buf: Buffer | undefined, end: boolean, push: (record: string[]) => void, close: () => void): Error | undefined;
 }
 
-interface CsvTable {
-  header: string[];
-  headerLine: number;
-  rows: string[][];
-  lines: number[];
+/**
+ * csv-parse's parsing core. Its stream (`Parser`) and callback APIs are asynchronous and its
+ * sync API takes the whole file as one string; the stream's `api` object is the core they
+ * all share, which parses one buffer at a time synchronously and returns (not throws) a
+ * malformed-CSV error. Checked here, so an upgrade that moves it fails loudly (every CSV test
+ * goes through it).
+ */
+function csvParser(): CsvCore {
+  const api = (new CsvParser(CSV_OPTIONS) as unknown as { api?: Partial<CsvCore> }).api;
+  if (typeof api?.parse !== 'function') throw new InternalError('setting up the CSV reader', 'csv-parse no longer offers Parser.api.parse');
+  return api as CsvCore;
 }
 
-function readCsv(path: string): CsvTable {
-  const text = readText(path);
-  const lines = text.split('\n');
-  let header: string[] | undefined;
-  let headerLine = 0;
-  const rows: string[][] = [];
-  const lineNos: number[] = [];
-  for (let ln = 0; ln < lines.length; ln++) {
-    const line = lines[ln].replace(/\r$/, '');
-    if (trimBlanks(line) === '') continue;
-    const fields = splitCsvLine(line, path, ln + 1);
-    if (header === undefined) {
-      header = fields;
-      headerLine = ln + 1;
-      const dup = header.find((h, i) => header!.indexOf(h) !== i);
-      if (dup !== undefined) throw new DataError(path, ln + 1, `column '${dup}' appears twice in the header`);
-      continue;
-    }
-    if (fields.length !== header.length)
-      throw new DataError(path, ln + 1, `${fields.length} fields, but the header has ${header.length}`);
-    rows.push(fields);
-    lineNos.push(ln + 1);
+/** A malformed-CSV error from csv-parse as a DataError on the line where the record starts. */
+function csvDataError(path: string, line: number, err: Error): DataError {
+  const e = err as Error & { code?: string; column?: unknown };
+  const field = typeof e.column === 'number' ? `field ${e.column + 1}: ` : '';
+  switch (e.code) {
+    case 'INVALID_OPENING_QUOTE':
+      return new DataError(path, line, `${field}a quote inside an unquoted field (a quoted field starts with the quote, with no blanks before it, and a quote inside it is written twice: "")`);
+    case 'CSV_INVALID_CLOSING_QUOTE':
+      return new DataError(path, line, `${field}a closing quote followed by something other than a comma or the end of the line (a quote inside a quoted field is written twice: "")`);
+    case 'CSV_QUOTE_NOT_CLOSED':
+      return new DataError(path, line, `${field}a quoted field that is never closed (the file ends inside it)`);
+    default:
+      return new DataError(path, line, `not valid CSV: ${e.message}`);
   }
-  if (header === undefined) throw new DataError(path, undefined, 'empty file: expected a header line');
-  if (rows.length === 0) throw new DataError(path, undefined, 'no data rows after the header');
-  return { header, headerLine, rows, lines: lineNos };
 }
 
-function columnIndex(t: CsvTable, path: string, name: string): number {
-  const i = t.header.indexOf(name);
-  if (i < 0) throw new DataError(path, t.headerLine, `no column named '${name}' in the header (columns: ${t.header.join(', ')})`);
+/**
+ * Calls `each(fields, line)` for every record of a CSV file that is not blank, in file order,
+ * with its fields trimmed of blanks; `line` is the physical line the record starts on (a quoted
+ * field may span lines). The file is read and parsed in chunks.
+ */
+function forEachCsvRecord(path: string, chunkBytes: number, each: (fields: string[], line: number) => void): void {
+  const parser = csvParser();
+  /** Line of the record being parsed. */
+  let line = 1;
+  const push = (record: string[]): void => {
+    const start = line;
+    // The line break ending the record, and any inside quoted fields (unquoted ones cannot hold one).
+    line++;
+    for (let i = 0; i < record.length; i++) {
+      const f = record[i];
+      for (let k = f.indexOf('\n'); k >= 0; k = f.indexOf('\n', k + 1)) line++;
+      record[i] = trimBlanks(f);
+    }
+    if (record.length === 1 && record[0] === '') return;
+    each(record, start);
+  };
+  const close = (): void => undefined;
+  readChunks(path, chunkBytes, (chunk) => {
+    const err = parser.parse(chunk, false, push, close);
+    if (err !== undefined) throw csvDataError(path, line, err);
+  });
+  const err = parser.parse(undefined, true, push, close);
+  if (err !== undefined) throw csvDataError(path, line, err);
+}
+
+interface CsvHeader {
+  names: string[];
+  line: number;
+}
+
+/**
+ * Reads a CSV file record by record: the first record is the header, which `onHeader` checks
+ * and answers with the handler of the data rows; every data row has as many fields as the header.
+ */
+function readCsv(path: string, chunkBytes: number, onHeader: (h: CsvHeader) => (fields: string[], line: number) => void): void {
+  let header: CsvHeader | undefined;
+  let onRow: ((fields: string[], line: number) => void) | undefined;
+  let rows = 0;
+  forEachCsvRecord(path, chunkBytes, (fields, line) => {
+    if (header === undefined) {
+      const names = new Set<string>();
+      for (const h of fields) {
+        if (names.has(h)) throw new DataError(path, line, `column '${h}' appears twice in the header`);
+        names.add(h);
+      }
+      header = { names: fields, line };
+      onRow = onHeader(header);
+      return;
+    }
+    if (fields.length !== header.names.length) throw new DataError(path, line, `${fields.length} fields, but the header has ${header.names.length}`);
+    rows++;
+    onRow!(fields, line);
+  });
+  if (header === undefined) throw new DataError(path, undefined, 'empty file: expected a header line');
+  if (rows === 0) throw new DataError(path, undefined, 'no data rows after the header');
+}
+
+function columnIndex(h: CsvHeader, path: string, name: string): number {
+  const i = h.names.indexOf(name);
+  if (i < 0) throw new DataError(path, h.line, `no column named '${name}' in the header (columns: ${h.names.join(', ')})`);
   return i;
 }
 
-function uniqueIds(raw: string[], lines: number[], path: string): void {
-  const seen = new Map<string, number>();
-  raw.forEach((id, i) => {
-    if (id === '') throw new DataError(path, lines[i], 'empty sample id');
-    const prev = seen.get(id);
-    if (prev !== undefined) throw new DataError(path, lines[i], `duplicate sample id '${id}' (first seen on line ${prev})`);
-    seen.set(id, lines[i]);
-  });
+/** Sample ids in file order, each non-empty and unique, with the line of each. */
+class IdList {
+  readonly ids: string[] = [];
+  readonly lines: number[] = [];
+  private readonly seen = new Map<string, number>();
+  constructor(private readonly path: string) {}
+
+  add(id: string, line: number): void {
+    if (id === '') throw new DataError(this.path, line, 'empty sample id');
+    const prev = this.seen.get(id);
+    if (prev !== undefined) throw new DataError(this.path, line, `duplicate sample id '${id}' (first seen on line ${prev})`);
+    this.seen.set(id, line);
+    this.ids.push(id);
+    this.lines.push(line);
+  }
 }
 
 export function readCsvFeatures(path: string, opts: ReadOptions = {}): FeatureTable {
-  const t = readCsv(path);
-  const idCol = columnIndex(t, path, opts.idColumn ?? 'id');
-  const featureCols = t.header.map((_, i) => i).filter((i) => i !== idCol);
-  if (opts.features !== undefined && opts.features !== featureCols.length)
-    throw new DataError(path, t.headerLine, `header has ${featureCols.length} feature columns, ${opts.features} declared`);
-  const b = new CsrBuilder(featureCols.length);
-  const ids = t.rows.map((r) => r[idCol]);
-  uniqueIds(ids, t.lines, path);
-  t.rows.forEach((r, i) => {
-    featureCols.forEach((c, j) => {
-      const v = parseDataNumber(r[c]);
-      if (typeof v === 'string') throw new DataError(path, t.lines[i], `column '${t.header[c]}': ${v}`);
-      b.push(j, v);
-    });
-    b.endRow();
+  const ids = new IdList(path);
+  let table: { b: CsrBuilder; featureNames: string[] } | undefined;
+  readCsv(path, chunkSize(opts.chunkBytes), (h) => {
+    const idCol = columnIndex(h, path, opts.idColumn ?? 'id');
+    const featureCols = h.names.map((_, i) => i).filter((i) => i !== idCol);
+    if (opts.features !== undefined && opts.features !== featureCols.length)
+      throw new DataError(path, h.line, `header has ${featureCols.length} feature columns, ${opts.features} declared`);
+    const b = new CsrBuilder(featureCols.length);
+    table = { b, featureNames: featureCols.map((c) => h.names[c]) };
+    return (r, line) => {
+      ids.add(r[idCol], line);
+      for (let j = 0; j < featureCols.length; j++) {
+        const c = featureCols[j];
+        const v = parseDataNumber(r[c]);
+        if (typeof v === 'string') throw new DataError(path, line, `column '${h.names[c]}': ${v}`);
+        b.push(j, v);
+      }
+      b.endRow();
+    };
   });
-  return { file: path, ids, X: b.build(featureCols.length), featureNames: featureCols.map((c) => t.header[c]), lines: t.lines };
+  const { b, featureNames } = table!;
+  return { file: path, ids: ids.ids, X: b.build(featureNames.length), featureNames, lines: ids.lines };
 }
 
 export interface LabelTable {
@@ -259,31 +506,41 @@ export interface LabelTable {
 /** Labels with sample ids: CSV with id and label columns, or the first token of a LIBSVM file. */
 export function readLabelFile(
   path: string,
-  opts: { format?: FileFormat; ids?: IdMode; idColumn?: string; labelColumn?: string } = {},
+  opts: { format?: FileFormat; ids?: IdMode; idColumn?: string; labelColumn?: string; chunkBytes?: number } = {},
 ): LabelTable {
   if (detectFormat(path, opts.format) === 'csv') {
-    const t = readCsv(path);
-    const idCol = columnIndex(t, path, opts.idColumn ?? 'id');
-    const labelCol = columnIndex(t, path, opts.labelColumn ?? 'label');
-    const ids = t.rows.map((r) => r[idCol]);
-    uniqueIds(ids, t.lines, path);
-    return { file: path, ids, raw: t.rows.map((r) => r[labelCol]), lines: t.lines };
+    const ids = new IdList(path);
+    const labels = new SharedLabels();
+    const raw: string[] = [];
+    readCsv(path, chunkSize(opts.chunkBytes), (h) => {
+      const idCol = columnIndex(h, path, opts.idColumn ?? 'id');
+      const labelCol = columnIndex(h, path, opts.labelColumn ?? 'label');
+      return (r, line) => {
+        ids.add(r[idCol], line);
+        raw.push(labels.get(r[labelCol]));
+      };
+    });
+    return { file: path, ids: ids.ids, raw, lines: ids.lines };
   }
   if (opts.ids === 'first') throw new DataError(path, undefined, "a LIBSVM labels file needs its labels first: use ids 'row' or 'qid'");
-  const f = readLibsvm(path, { ids: opts.ids ?? 'auto' });
+  const f = scanLibsvm(path, { ids: opts.ids ?? 'auto', chunkBytes: opts.chunkBytes }, false);
   return { file: path, ids: f.ids, raw: f.firstTokens!, lines: f.lines };
 }
 
 /** The ids of a file of rows to score: a CSV's id column, or a LIBSVM file's ids (its features are ignored). */
-export function readIdFile(path: string, opts: { format?: FileFormat; ids?: IdMode; idColumn?: string } = {}): { file: string; ids: string[] } {
+export function readIdFile(
+  path: string,
+  opts: { format?: FileFormat; ids?: IdMode; idColumn?: string; chunkBytes?: number } = {},
+): { file: string; ids: string[] } {
   if (detectFormat(path, opts.format) === 'csv') {
-    const t = readCsv(path);
-    const idCol = columnIndex(t, path, opts.idColumn ?? 'id');
-    const ids = t.rows.map((r) => r[idCol]);
-    uniqueIds(ids, t.lines, path);
-    return { file: path, ids };
+    const ids = new IdList(path);
+    readCsv(path, chunkSize(opts.chunkBytes), (h) => {
+      const idCol = columnIndex(h, path, opts.idColumn ?? 'id');
+      return (r, line) => ids.add(r[idCol], line);
+    });
+    return { file: path, ids: ids.ids };
   }
-  return { file: path, ids: readLibsvm(path, { ids: opts.ids ?? 'auto' }).ids };
+  return { file: path, ids: scanLibsvm(path, { ids: opts.ids ?? 'auto', chunkBytes: opts.chunkBytes }, false).ids };
 }
 
 /** A raw label as a class: decimal numbers by value ('1', '+1' and '1.0' are one class), anything else as text. */

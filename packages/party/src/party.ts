@@ -12,7 +12,7 @@ import { ledgerPath, readPartyModel, writeModelFiles } from './model-file.js';
 import { type PrivacyConfig, DEFAULT_BX, Privacy, normaliseRows, validatePrivacyConfig } from './privacy.js';
 import { PartyPsi } from './psi.js';
 import { type ScoringPrivacyConfig, DEFAULT_SCORE_CLIP, Scorer, ScoringPrivacy, scoringLedgerPath } from './scoring.js';
-import { type Outcome, type SessionEnv, connectionLost, connectionOpened, handle, newSession, validationContext } from './session.js';
+import { type Outcome, type SessionEnv, type SessionRows, connectionLost, connectionOpened, handle, newSession, validationContext } from './session.js';
 
 export { privacyReportPath } from './model-file.js';
 
@@ -121,8 +121,8 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
     intercept: config.intercept,
     token: config.token,
     role: config.role,
-    train,
-    test,
+    train: sessionRows(train),
+    test: test && sessionRows(test),
     features,
     privacy,
     ledgerPath: ledgerPath(config.model),
@@ -164,7 +164,7 @@ export function startScoring(config: ScoringConfig, deps: { logger: Logger }): P
     intercept: model.preprocessing.intercept,
     token: config.token,
     role: model.role,
-    train: data,
+    train: sessionRows(data),
     test: undefined,
     features: model.features,
     privacy: new Privacy({ mechanism: 'none', bx: DEFAULT_BX }),
@@ -175,6 +175,11 @@ export function startScoring(config: ScoringConfig, deps: { logger: Logger }): P
     log,
   };
   return run({ ...config, model: config.model, data: config.data, intercept: env.intercept, role: env.role, privacy: { mechanism: 'none', bx: DEFAULT_BX }, releaseTestScores: false }, env, 0);
+}
+
+/** The part of a loaded file the session needs (see SessionRows); the rest can be freed. */
+function sessionRows(t: FeatureTable): SessionRows {
+  return { ids: t.ids, X: t.X, featureNames: t.featureNames };
 }
 
 /**

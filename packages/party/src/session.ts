@@ -84,6 +84,13 @@ export function newSession(): SessionState {
   return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined, psiSets: new Set(), scored: 0 };
 }
 
+/**
+ * What a session keeps of a loaded file, for as long as the process lives: the reader's line
+ * numbers (for its error messages) and a LIBSVM file's first tokens (labels, which a party
+ * ignores) are let go once the file is loaded.
+ */
+export type SessionRows = Pick<FeatureTable, 'ids' | 'X' | 'featureNames'>;
+
 /** What the session reads and never changes: this party's configuration, data and privacy. */
 export interface SessionEnv {
   partyId: string;
@@ -94,8 +101,8 @@ export interface SessionEnv {
   token: string | undefined;
   /** active: the label holder's own organisation (gets the labels, sends no noise); passive otherwise. */
   role: Role;
-  train: FeatureTable;
-  test: FeatureTable | undefined;
+  train: SessionRows;
+  test: SessionRows | undefined;
   /** d_m, fixed by the training file. */
   features: number;
   privacy: Privacy;

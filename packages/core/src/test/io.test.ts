@@ -5,16 +5,19 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import {
   type Csr,
+  CsrBuilder,
   DataError,
   MAX_ABS_VALUE,
+  READ_CHUNK_BYTES,
   binaryLabels,
   numericLabels,
   readCsvFeatures,
+  readIdFile,
   readLabelFile,
   readLibsvm,
   writeFileAtomic,
 } from '../index.js';
-import { tempDir } from './support.js';
+import { seeded, tempDir } from './support.js';
 
 const dir = tempDir({ after }, 'admm-core-io-');
 
@@ -462,6 +465,247 @@ test("binaryLabels: '0x1' is not the number 1 (a string class of its own)", () =
   assert.deepEqual(Array.from(b.y), [1, -1, 1]);
   // Two numbers beyond MAX_ABS_VALUE still compare as numbers: labels only become +-1.
   assert.deepEqual(Array.from(binaryLabels({ ...t, raw: ['1e200', '-1e200', '1e200'] }).y), [1, -1, 1]);
+});
+
+// ---------------------------------------------------------------------------------------
+// CSV quoting (csv-parse), reading in chunks
+// ---------------------------------------------------------------------------------------
+
+/**
+ * Chunk sizes for the readers: small ones put a chunk boundary inside every multi-byte
+ * character, CRLF, doubled quote and byte order mark somewhere in a file; undefined is the default.
+ */
+const CHUNKS = [1, 2, 3, 4, 5, 7, 13, 64, 4096, undefined];
+
+/** CSR arrays of dense rows, built directly (not with CsrBuilder): zeros are not stored. */
+function csrOf(dense: readonly (readonly number[])[], cols: number) {
+  const indptr = [0];
+  const indices: number[] = [];
+  const values: number[] = [];
+  for (const r of dense) {
+    r.forEach((v, j) => {
+      if (v !== 0) {
+        indices.push(j);
+        values.push(v);
+      }
+    });
+    indptr.push(indices.length);
+  }
+  return { rows: dense.length, cols, indptr, indices, values };
+}
+
+test('readCsvFeatures: quoted fields hold commas and doubled quotes, in ids and in header names', () => {
+  const p = file('"id","f,1","say ""hi""",plain\n"a,b",1,"2",0\n"""q""",-1.5,0,"3"\nplain,"0","4e0",5\n', '.csv');
+  for (const chunkBytes of CHUNKS) {
+    const t = readCsvFeatures(p, { chunkBytes });
+    assert.deepEqual(t.ids, ['a,b', '"q"', 'plain']);
+    assert.deepEqual(t.featureNames, ['f,1', 'say "hi"', 'plain']);
+    assert.deepEqual(t.lines, [2, 3, 4]);
+    assert.deepEqual(plain(t.X), csrOf([[1, 2, 0], [-1.5, 0, 3], [0, 4, 5]], 3));
+  }
+  // The id column may itself be a quoted name with a comma.
+  const q = file('x,"sample, id"\n1,"s,1"\n', '.csv');
+  assert.deepEqual(readCsvFeatures(q, { idColumn: 'sample, id' }).ids, ['s,1']);
+});
+
+test('readCsvFeatures: CRLF line ends after quoted and unquoted fields and inside a quoted field, no final line end', () => {
+  const p = file('id,a\r\n"x",1\r\n\r\ny,"2"\r\n"z\r\nw",3\r\nv,4', '.csv');
+  for (const chunkBytes of CHUNKS) {
+    const t = readCsvFeatures(p, { chunkBytes });
+    assert.deepEqual(t.ids, ['x', 'y', 'z\r\nw', 'v']);
+    // Line 3 is blank; the record of 'z\r\nw' takes lines 5 and 6.
+    assert.deepEqual(t.lines, [2, 4, 5, 7]);
+    assert.deepEqual(Array.from(t.X.values), [1, 2, 3, 4]);
+  }
+});
+
+test('readCsvFeatures: a quoted field spanning lines; later rows and errors keep their physical line numbers', () => {
+  const good = 'id,a\n"two\nlines",1\nr2,2\n"three\n\nlines",3\n';
+  for (const chunkBytes of CHUNKS) {
+    const t = readCsvFeatures(file(good, '.csv'), { chunkBytes });
+    assert.deepEqual(t.ids, ['two\nlines', 'r2', 'three\n\nlines']);
+    assert.deepEqual(t.lines, [2, 4, 5]);
+    const late = file(good + 'r4,x\n', '.csv');
+    throwsData(() => readCsvFeatures(late, { chunkBytes }), late, 8, /column 'a': 'x' is not a decimal number/);
+    // An error in a record that spans lines names the line where the record starts.
+    const inside = file('id,a\n"two\nlines",1\n"three\n\nlines",abc\n', '.csv');
+    throwsData(() => readCsvFeatures(inside, { chunkBytes }), inside, 4, /'abc'/);
+    const count = file('id,a\n"two\nlines",1\n"three\n\nlines",3,4\n', '.csv');
+    throwsData(() => readCsvFeatures(count, { chunkBytes }), count, 4, /3 fields, but the header has 2/);
+  }
+});
+
+test('readCsvFeatures malformed: bad quoting is a DataError naming the file and the line where the record starts', () => {
+  const cases: [string, number, RegExp][] = [
+    ['id,a\nx,1\ny,2"\n', 3, /:3: field 2: a quote inside an unquoted field/],
+    ['id,a\nx,1\n"y"z,2\n', 3, /:3: field 1: a closing quote followed by something other than a comma/],
+    ['id,a\nx, "1"\n', 2, /:2: field 2: a quote inside an unquoted field .*no blanks before it/],
+    ['id,a\nx,1\n"y,2\nz,3\n', 3, /:3: field 1: a quoted field that is never closed/],
+    ['id,a\n"x\ny",1\n"z\n\nw" ,2\n', 4, /:4: field 1: a closing quote followed by/],
+    ['"id,a\nx,1\n', 1, /:1: field 1: a quoted field that is never closed/],
+  ];
+  for (const [text, line, detail] of cases) {
+    const p = file(text, '.csv');
+    for (const chunkBytes of CHUNKS) {
+      throwsData(() => readCsvFeatures(p, { chunkBytes }), p, line, detail);
+      // One line of our own words, not csv-parse's error (or its stack).
+      assert.throws(() => readCsvFeatures(p, { chunkBytes }), (e: Error) => !e.message.includes('\n') && !/Invalid|Quote Not Closed/.test(e.message));
+    }
+  }
+  const labels = file('id,label\n"a,1",+1\nb",-1\n', '.csv');
+  throwsData(() => readLabelFile(labels), labels, 3, /a quote inside an unquoted field/);
+});
+
+test('readLabelFile and readIdFile (CSV): quoted ids with commas and doubled quotes', () => {
+  const p = file('"label",id\n+1,"a,1"\n"-1","b ""2"""\n+1,c\n', '.csv');
+  for (const chunkBytes of CHUNKS) {
+    const t = readLabelFile(p, { chunkBytes });
+    assert.deepEqual(t.ids, ['a,1', 'b "2"', 'c']);
+    assert.deepEqual(t.raw, ['+1', '-1', '+1']);
+    assert.deepEqual(t.lines, [2, 3, 4]);
+    assert.deepEqual(readIdFile(p, { chunkBytes }).ids, ['a,1', 'b "2"', 'c']);
+  }
+  const dup = file('id\n"a,1"\nb\n"a,1"\n', '.csv');
+  throwsData(() => readIdFile(dup), dup, 4, /duplicate sample id 'a,1' \(first seen on line 2\)/);
+});
+
+test('byte order mark: dropped before a quoted CSV header and a LIBSVM line, also when a chunk boundary splits it', () => {
+  const csv = file('\ufeff"id",a\r\nx,1\r\n', '.csv');
+  const svm = file('\ufeffs1 2:1\n');
+  for (const chunkBytes of CHUNKS) {
+    const t = readCsvFeatures(csv, { chunkBytes });
+    assert.deepEqual([t.ids, t.featureNames], [['x'], ['a']]);
+    assert.deepEqual(readLibsvm(svm, { ids: 'first', chunkBytes }).ids, ['s1']);
+  }
+  // Only a leading one: further on, U+FEFF is part of the data.
+  assert.deepEqual(readLibsvm(file('s1 1:1\n\ufeffs2 1:1\n'), { ids: 'first' }).ids, ['s1', '\ufeffs2']);
+});
+
+test('reading in chunks: every chunk size gives the rows the file was written from (lines and multi-byte ids across chunk boundaries)', () => {
+  const rand = seeded('io-chunks');
+  const n = 80;
+  const d = 6;
+  // 2-, 3- and 4-byte UTF-8 characters, some ids longer than a small chunk.
+  const stems = ['é', '€', '𝄞', 'plain', 'ünïcödé-€-𝄞-a-much-longer-identifier'];
+  const ids = Array.from({ length: n }, (_, i) => `${stems[i % stems.length]}${i}`);
+  const dense = ids.map(() => Array.from({ length: d }, () => (rand() < 0.4 ? 0 : Math.round((rand() * 2 - 1) * 1e4) / 1e3)));
+  const want = csrOf(dense, d);
+
+  // LIBSVM, ids first: CRLF on every third line, comments and blank lines in between, entries in
+  // a shuffled order on some lines.
+  let svm = '# written by the test\n';
+  let line = 2;
+  const svmLines: number[] = [];
+  dense.forEach((r, i) => {
+    if (i % 7 === 3) {
+      svm += '\n  # a comment\n';
+      line += 2;
+    }
+    const entries = r.map((v, j) => (v === 0 ? '' : `${j + 1}:${v}`)).filter((e) => e !== '');
+    if (i % 4 === 1) entries.reverse();
+    svm += `${ids[i]}\t${entries.join(' ')}${i % 3 === 0 ? '\r\n' : '\n'}`;
+    svmLines.push(line++);
+  });
+  const svmPath = file(svm);
+  // CSV: every fifth id quoted with a comma, a doubled quote and a line break in it.
+  const csvIds = ids.map((id, i) => (i % 5 === 2 ? `${id}, "quoted"\nsecond line` : id));
+  let csv = `id,${Array.from({ length: d }, (_, j) => `"f ${j + 1}"`).join(',')}\r\n`;
+  line = 2;
+  const csvLines: number[] = [];
+  dense.forEach((r, i) => {
+    const id = i % 5 === 2 ? `"${csvIds[i].replace(/"/g, '""')}"` : csvIds[i];
+    csv += `${id},${r.join(',')}\r\n`;
+    csvLines.push(line);
+    line += i % 5 === 2 ? 2 : 1;
+  });
+  const csvPath = file(csv, '.csv');
+  const bad = file(svm + '€x 1:1 2:zz\n');
+
+  for (const chunkBytes of [...CHUNKS, 6, 8, 9, 10, 11]) {
+    const s = readLibsvm(svmPath, { ids: 'first', features: d, chunkBytes });
+    assert.deepEqual(s.ids, ids, `chunkBytes ${chunkBytes}`);
+    assert.deepEqual(s.lines, svmLines);
+    assert.deepEqual(plain(s.X), want);
+    const c = readCsvFeatures(csvPath, { chunkBytes });
+    assert.deepEqual(c.ids, csvIds, `chunkBytes ${chunkBytes}`);
+    assert.deepEqual(c.lines, csvLines);
+    assert.deepEqual(plain(c.X), want);
+    // A bad line after the rows is reported on its physical line.
+    throwsData(() => readLibsvm(bad, { ids: 'first', chunkBytes }), bad, svmLines[n - 1] + 1, /'2:zz'/);
+  }
+});
+
+test('reading in chunks: a file of several default-size chunks, with a line longer than a chunk', () => {
+  // Row i has entries (j, i + j) for j = 1..4, except row 3, which has one entry for each of
+  // the first `wide` columns (value j % 9 + 1): its line alone is longer than a chunk.
+  const wide = 200_000;
+  const rows = Math.ceil((2.5 * READ_CHUNK_BYTES) / 40);
+  const parts: string[] = [];
+  for (let i = 0; i < rows; i++) {
+    if (i === 3) {
+      const e: string[] = [];
+      for (let j = 1; j <= wide; j++) e.push(`${j}:${(j % 9) + 1}`);
+      parts.push(`row-number-${i} ${e.join(' ')}`);
+    } else parts.push(`row-number-${i} 1:${i + 1} 2:${i + 2} 3:${i + 3} 4:${i + 4}`);
+  }
+  const text = parts.join('\n') + '\n';
+  assert.ok(Buffer.byteLength(text) > 3 * READ_CHUNK_BYTES && parts[3].length > READ_CHUNK_BYTES);
+  const t = readLibsvm(file(text), { ids: 'first' });
+  assert.equal(t.X.rows, rows);
+  assert.equal(t.X.cols, wide);
+  assert.equal(t.X.values.length, 4 * (rows - 1) + wide);
+  for (const i of [0, 1, 2, 4, Math.floor(rows / 2), rows - 1]) {
+    assert.equal(t.ids[i], `row-number-${i}`);
+    assert.equal(t.lines[i], i + 1);
+    const k = t.X.indptr[i];
+    assert.deepEqual([t.X.indptr[i + 1] - k, ...t.X.indices.subarray(k, k + 4)], [4, 0, 1, 2, 3]);
+    assert.deepEqual(Array.from(t.X.values.subarray(k, k + 4)), [i + 1, i + 2, i + 3, i + 4]);
+  }
+  const k3 = t.X.indptr[3];
+  assert.equal(t.X.indptr[4] - k3, wide);
+  for (const j of [1, 2, 9, 10, 65_536, 65_537, wide]) assert.equal(t.X.values[k3 + j - 1], (j % 9) + 1);
+});
+
+test('readLabelFile (LIBSVM) checks the feature tokens it does not keep', () => {
+  const p = file('+1 1:1\n-1 2:x\n');
+  throwsData(() => readLabelFile(p), p, 2, /'2:x'/);
+  const q = file('+1 2:1 2:3\n');
+  throwsData(() => readIdFile(q), q, 1, /index 2 appears twice/);
+});
+
+test('chunkBytes must be a positive integer', () => {
+  const p = file('1 1:1\n');
+  for (const bad of [0, -1, 1.5, NaN]) assert.throws(() => readLibsvm(p, { chunkBytes: bad }), RangeError);
+});
+
+// ---------------------------------------------------------------------------------------
+// CsrBuilder (the readers' matrix builder)
+// ---------------------------------------------------------------------------------------
+
+test('CsrBuilder: entries over many blocks come out in order, zeros are not stored, build() once', () => {
+  const b = new CsrBuilder();
+  const indptr = [0];
+  const indices: number[] = [];
+  const values: number[] = [];
+  // 150 000 entries (more than two blocks of 65 536), rows of 1..12 entries, every 5th value 0.
+  let e = 0;
+  for (let i = 0; e < 150_000; i++) {
+    for (let j = 0; j < (i % 12) + 1; j++, e++) {
+      const v = e % 5 === 0 ? 0 : e + 0.5;
+      b.push(3 * j, v);
+      if (v !== 0) {
+        indices.push(3 * j);
+        values.push(v);
+      }
+    }
+    b.endRow();
+    indptr.push(indices.length);
+  }
+  const X = b.build();
+  assert.deepEqual(plain(X), { rows: indptr.length - 1, cols: 34, indptr, indices, values });
+  assert.equal(X.indices.length, X.indices.buffer.byteLength / 4, 'exact-size arrays');
+  assert.throws(() => b.build(), /twice/);
+  assert.throws(() => new CsrBuilder(2).build(1), RangeError);
 });
 
 // ---------------------------------------------------------------------------------------
