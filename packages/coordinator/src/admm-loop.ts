@@ -148,7 +148,7 @@ export class AdmmLoop {
         // the update itself is wrong; then the job fails here, not at the parties that refuse c.
         // (c is what is sent; z and the dual reach it, so one pass over c covers them; with
         // Anderson acceleration each party's own vector is what is sent.)
-        if (this.admm.accelerationCounts) this.d.parties.list.forEach((p, m) => assertFinite(`round ${t}`, `the vector for ${p.id}`, this.admm.cFor(m)));
+        if (this.admm.accelerated) this.d.parties.list.forEach((p, m) => assertFinite(`round ${t}`, `the vector for ${p.id}`, this.admm.cFor(m)));
         else assertFinite(`round ${t}`, 'c', this.admm.c);
         const converged = stats.primal <= stats.epsPrimal && stats.dual <= stats.epsDual;
         const now = performance.now();
@@ -195,14 +195,12 @@ export class AdmmLoop {
     const rho = this.admm.rho;
     // The vectors are kept as they were sent (the step overwrites them in place). Without
     // acceleration every party gets the same one, encoded once.
-    const shared = this.admm.accelerationCounts ? undefined : this.admm.c.slice();
+    const shared = this.admm.accelerated ? undefined : this.admm.c.slice();
     const cs = parties.list.map((_, m) => shared ?? this.admm.cFor(m).slice());
-    const requests = parties.requestEach(
-      (m) => ({ type: 'round', jobId: job.jobId, round: t, rho, c: cs[m] }),
-      shared !== undefined,
-      ['share', 'exhausted'],
-      () => ({ jobId: job.jobId, n: job.n, round: t }),
-    );
+    const round = (c: Float64Array) => ({ type: 'round' as const, jobId: job.jobId, round: t, rho, c });
+    const types = ['share', 'exhausted'] as const;
+    const ctx = () => ({ jobId: job.jobId, n: job.n, round: t });
+    const requests = shared ? parties.requestAll(round(shared), types, ctx) : parties.requestEach((m) => round(cs[m]), types, ctx);
     return requests.map((r, m) =>
       r.then((reply) => {
         if (reply.type === 'share') this.replay.record(m, t, rho, cs[m], reply.share);

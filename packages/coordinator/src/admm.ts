@@ -39,8 +39,8 @@ export interface AdmmSnapshot {
   slope: Float64Array;
   curvature: Float64Array;
   prevShares: Float64Array[];
-  /** With Anderson acceleration: its state and each party's next vector. */
-  anderson?: { memory: number; state: AndersonSnapshot; cs: Float64Array[] };
+  /** With Anderson acceleration: its memory and state (each party's next vector follows from the state and prevShares). */
+  anderson?: { memory: number; state: AndersonSnapshot };
 }
 
 export interface RoundStats {
@@ -124,6 +124,11 @@ export class AdmmCoordinator {
   /** What party m is sent for the next round: c, or its own vector under Anderson acceleration. */
   cFor(m: number): Float64Array {
     return this.anderson ? this.cs[m] : this.c;
+  }
+
+  /** Whether each party gets its own vector (Anderson acceleration). */
+  get accelerated(): boolean {
+    return this.anderson !== undefined;
   }
 
   /** Extrapolated points kept and rejected so far (undefined without acceleration). */
@@ -225,7 +230,7 @@ export class AdmmCoordinator {
 
   /** F(v) from the step just taken, handed to Anderson; the next z, u and each party's vector from its point. */
   private accelerate(shares: readonly Float64Array[], initial: boolean): AndersonStep {
-    const { n, c, z, dualVar, packed, cs } = this;
+    const { n, c, z, dualVar, packed } = this;
     const anderson = this.anderson!;
     const M = shares.length;
     for (let m = 0; m < M; m++) {
@@ -238,7 +243,15 @@ export class AdmmCoordinator {
     let step: AndersonStep = 'plain';
     if (initial) anderson.restart(packed);
     else step = anderson.next(packed);
-    const p = anderson.point;
+    this.unpack(shares);
+    return step;
+  }
+
+  /** z, u and each party's vector from Anderson's point: party m's target released_m - c_m is the point's w_m. */
+  private unpack(shares: readonly Float64Array[]): void {
+    const { n, z, dualVar, cs } = this;
+    const M = shares.length;
+    const p = this.anderson!.point;
     z.set(p.subarray(M * n, (M + 1) * n));
     dualVar.set(p.subarray((M + 1) * n));
     for (let m = 0; m < M; m++) {
@@ -247,13 +260,12 @@ export class AdmmCoordinator {
       const off = m * n;
       for (let i = 0; i < n; i++) out[i] = s[i] - p[off + i];
     }
-    return step;
   }
 
   /** Everything the next steps depend on, for a checkpoint. */
   snapshot(): AdmmSnapshot {
     const { rho, c, z, dualVar, sum, prevSum, prevZ, a, t, slope, curvature, prevShares } = this;
-    return { rho, c, z, dualVar, sum, prevSum, prevZ, a, t, slope, curvature, prevShares, ...(this.anderson ? { anderson: { memory: this.anderson.memory, state: this.anderson.snapshot(), cs: this.cs } } : {}) };
+    return { rho, c, z, dualVar, sum, prevSum, prevZ, a, t, slope, curvature, prevShares, ...(this.anderson ? { anderson: { memory: this.anderson.memory, state: this.anderson.snapshot() } } : {}) };
   }
 
   /** Continue from a snapshot of the same problem (same N and parties). */
@@ -265,7 +277,8 @@ export class AdmmCoordinator {
     if (Boolean(snap.anderson) !== Boolean(this.anderson)) throw new RangeError(`checkpoint was written ${snap.anderson ? 'with' : 'without'} Anderson acceleration; this job runs ${this.anderson ? 'with' : 'without'} it`);
     if (snap.anderson && this.anderson) {
       this.anderson.restore(snap.anderson.state);
-      snap.anderson.cs.forEach((v, m) => this.cs[m].set(v));
+      // The last step's shares are prevShares; the same arithmetic as after that step.
+      this.unpack(this.prevShares);
     }
   }
 

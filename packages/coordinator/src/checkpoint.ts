@@ -97,7 +97,6 @@ export function validateCheckpoint(value: unknown, path: string): Checkpoint {
     const cnt = obj(st.counts, 'admm.anderson.state.counts');
     return {
       memory,
-      cs: f64s(x.cs, 'admm.anderson.cs', M, n),
       state: {
         point: f64(st.point, 'admm.anderson.state.point', dim),
         prevF: f64(st.prevF, 'admm.anderson.state.prevF', dim),

@@ -142,18 +142,13 @@ export class Parties {
 
   /** The same request to every party, encoded once; replies in job order. */
   requestAll<T extends PartyMessageType>(msg: CoordinatorMessage, types: readonly T[], ctx: (p: PartyConnection) => Parameters<PartyConnection['request']>[2]): Promise<Reply<T>>[] {
-    return this.requestEach(() => msg, true, types, ctx);
+    const bytes = encode(msg);
+    return this.list.map((p) => p.request(bytes, types, ctx(p)));
   }
 
-  /** Party m is sent msgFor(m); `same`: every party's message is the same, encoded once. */
-  requestEach<T extends PartyMessageType>(
-    msgFor: (m: number) => CoordinatorMessage,
-    same: boolean,
-    types: readonly T[],
-    ctx: (p: PartyConnection) => Parameters<PartyConnection['request']>[2],
-  ): Promise<Reply<T>>[] {
-    const once = same ? encode(msgFor(0)) : undefined;
-    return this.list.map((p, m) => p.request(once ?? encode(msgFor(m)), types, ctx(p)));
+  /** Party m (in job order) is sent msgFor(m); replies in job order. */
+  requestEach<T extends PartyMessageType>(msgFor: (m: number) => CoordinatorMessage, types: readonly T[], ctx: (p: PartyConnection) => Parameters<PartyConnection['request']>[2]): Promise<Reply<T>>[] {
+    return this.list.map((p, m) => p.request(encode(msgFor(m)), types, ctx(p)));
   }
 
   /** The job's last message; resolves when every party has closed after it (or after `graceMs` for connected ones). */
