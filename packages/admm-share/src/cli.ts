@@ -95,8 +95,12 @@ async function main(): Promise<void> {
           .option('bw', { type: 'number', describe: 'gaussian-share clip of the target (party default 3 bx + 1/(N rho))' })
           .option('b1', { type: 'number', default: 1, describe: 'paper mechanism: Lemma 1 bound b1' })
           .option('c1', { type: 'number', default: 1, describe: 'paper mechanism: Lemma 1 bound c1' })
-          .option('baselines', { type: 'boolean', default: true, describe: 'also train centrally on all features and on party 1\'s only' }),
+          .option('baselines', { type: 'boolean', default: true, describe: 'also train centrally on all features and on party 1\'s only' })
+          .option('dashboard', { type: 'boolean', default: false, describe: "serve the coordinator's live dashboard and metrics on 127.0.0.1 and print its address" })
+          .option('dashboard-port', { type: 'number', default: 0, describe: 'the dashboard\'s port (0: a free one)' })
+          .option('dashboard-linger', { type: 'number', default: 0, describe: 'seconds the dashboard stays up after the job ends' }),
       async (a) => {
+        if (!a.dashboard && (a['dashboard-linger'] !== 0 || a['dashboard-port'] !== 0)) throw new ConfigError('--dashboard-port and --dashboard-linger need --dashboard');
         await simulate({
           dataset: a.dataset,
           rows: a.rows === undefined ? undefined : requireInteger('rows', a.rows, 10),
@@ -120,6 +124,9 @@ async function main(): Promise<void> {
           privacy: simulatePrivacy(a),
           labelPrivacy: a['label-epsilon'] === undefined ? undefined : { epsilon: requirePositive('label-epsilon', a['label-epsilon']), ...(a.seed !== undefined ? { seed: a.seed } : {}) },
           activeParty: activePartyFlag(a['active-party'], a.epsilon !== undefined && (a.mechanism === undefined || a.mechanism === 'score-release')),
+          ...(a.dashboard
+            ? { dashboard: { port: requireInteger('dashboard-port', a['dashboard-port'], 0), lingerSeconds: requireNonNegative('dashboard-linger', a['dashboard-linger']) } }
+            : {}),
         });
       },
     )

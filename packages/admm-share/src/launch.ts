@@ -28,6 +28,8 @@ export interface LaunchOptions {
   privacy: SimulatePrivacy;
   /** The party of the label holder's organisation (--active-party / --role active), or none. */
   activeParty?: string;
+  /** The coordinator's HTTP port (its dashboard): the port (0: a free one) and the seconds it stays open after the job. */
+  dashboard?: { port: number; lingerSeconds: number };
   /** Label privacy at the coordinator (--label-epsilon; with --seed S, flips seeded by `S/labels`). */
   labelPrivacy?: { epsilon: number; seed?: string };
 }
@@ -135,8 +137,12 @@ export function coordinatorArgs(opts: LaunchOptions, job: Job): string[] {
     ...(opts.rho !== undefined ? ['--rho', String(opts.rho)] : []),
     ...(opts.labelPrivacy ? ['--label-epsilon', String(opts.labelPrivacy.epsilon)] : []),
     ...(opts.labelPrivacy?.seed !== undefined ? ['--label-seed', `${opts.labelPrivacy.seed}/labels`] : []),
+    ...(opts.dashboard ? ['--http-port', String(opts.dashboard.port), '--http-linger', String(opts.dashboard.lingerSeconds)] : []),
   ];
 }
+
+/** The coordinator's log record when the job has completed and its HTTP port stays open (--http-linger). */
+const LINGERING = (rec: Record<string, unknown>) => rec.msg === 'job ended; the HTTP port stays open' && rec.job === 'done';
 
 /** Party m's flags: its files and token, its model file, the intercept at party 1, the privacy flags. */
 export function partyArgs(opts: LaunchOptions, job: Job, p: PartyFiles, m: number, port: number): string[] {
@@ -163,17 +169,27 @@ export function modelPath(job: Job, party: string): string {
  * Start the coordinator, wait for its port, start one party per block, and wait until every
  * process has exited. Each child is in `children` while it runs (the caller kills what is
  * left on a signal or an error). Resolves when all exited with 0, with each party's peak
- * memory (bytes) from its 'model written' log line.
+ * memory (bytes) from its 'model written' log line; with a dashboard, once the job has
+ * completed and while the coordinator keeps its HTTP port open (`lingering`: its exit).
+ * `onDashboard` gets the dashboard's address as soon as the coordinator listens on it.
  */
-export async function runJob(opts: LaunchOptions, job: Job, children: Set<Child>, progress: Progress): Promise<Record<string, number>> {
+export async function runJob(
+  opts: LaunchOptions,
+  job: Job,
+  children: Set<Child>,
+  progress: Progress,
+  onDashboard?: (url: string) => void,
+): Promise<{ peaks: Record<string, number>; lingering: Promise<void> | undefined }> {
   const peaks: Record<string, number> = {};
-  await runProcesses(
+  const { lingering } = await runProcesses(
     {
       args: coordinatorArgs(opts, job),
       log: join(job.logDir, 'coordinator.log'),
       onRecord: (rec) => {
         if (rec.msg === 'round' && typeof rec.round === 'number') progress.update(rec.round, Number(rec.maxRounds), Number(rec.objective));
+        if (rec.msg === 'http listening' && typeof rec.httpPort === 'number') onDashboard?.(`http://${urlHost(String(rec.httpHost))}:${rec.httpPort}/`);
       },
+      lingers: LINGERING,
     },
     (port) => {
       progress.message(`coordinator listening on port ${port}; starting ${job.files.parties.length} parties`);
@@ -188,7 +204,11 @@ export async function runJob(opts: LaunchOptions, job: Job, children: Set<Child>
     },
     children,
   );
-  return peaks;
+  return { peaks, lingering };
+}
+
+function urlHost(host: string): string {
+  return host.includes(':') ? `[${host}]` : host;
 }
 
 /** A process to start: admm-coordinator or admm-party with these arguments, its output to `log`. */
@@ -196,19 +216,28 @@ export interface Launch {
   args: string[];
   log: string;
   onRecord?: (rec: Record<string, unknown>) => void;
+  /** A record saying the process's work is done though it stays up a while (the coordinator's --http-linger). */
+  lingers?: (rec: Record<string, unknown>) => boolean;
 }
 
 /**
  * Start admm-coordinator with `coordinator`, wait for its port, start the parties `parties`
- * gives for it, and wait until every process has exited; the first to fail decides the error
- * and the rest are stopped.
+ * gives for it, and wait until every process has exited (or the coordinator says it lingers:
+ * then `lingering` is its exit); the first to fail decides the error and the rest are stopped.
  */
-export async function runProcesses(coordinator: Launch, parties: (port: number) => (Launch & { name: string })[], children: Set<Child>): Promise<void> {
+export async function runProcesses(
+  coordinator: Launch,
+  parties: (port: number) => (Launch & { name: string })[],
+  children: Set<Child>,
+): Promise<{ lingering: Promise<void> | undefined }> {
   let resolvePort!: (p: number) => void;
   const portKnown = new Promise<number>((r) => (resolvePort = r));
+  let lingers!: () => void;
+  const lingering = new Promise<void>((r) => (lingers = r));
   const c = spawnNode('coordinator', binPath('coordinator', 'admm-coordinator'), coordinator.args, coordinator.log, (rec) => {
     if (rec.msg === 'listening' && typeof rec.port === 'number') resolvePort(rec.port);
     coordinator.onRecord?.(rec);
+    if (coordinator.lingers?.(rec)) lingers();
   });
   children.add(c);
   const port = await Promise.race([
@@ -222,16 +251,17 @@ export async function runProcesses(coordinator: Launch, parties: (port: number) 
     children.add(child);
     return child;
   });
-  await Promise.all(
-    [c, ...started].map(async (child) => {
-      const e = await child.exited;
-      children.delete(child);
-      if (e.code !== 0) {
-        killAll(children);
-        throw failure(child, e.code);
-      }
-    }),
-  );
+  const [coordinatorExit, ...partyExits] = [c, ...started].map(async (child) => {
+    const e = await child.exited;
+    children.delete(child);
+    if (e.code !== 0) {
+      killAll(children);
+      throw failure(child, e.code);
+    }
+  });
+  coordinatorExit.catch(() => undefined); // awaited below, or by the caller as `lingering`
+  await Promise.all([...partyExits, Promise.race([coordinatorExit, lingering])]);
+  return { lingering: children.has(c) ? coordinatorExit : undefined };
 }
 
 /** A failed child as an error naming it, with the last line of its stderr; its 64 / 65 pass on, anything else is 69. */

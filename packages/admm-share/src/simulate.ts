@@ -24,6 +24,9 @@ export interface SimulateOptions extends DataOptions, LaunchOptions {
   baselines: boolean;
 }
 
+/** What `simulate` prints when the coordinator's dashboard listens (the line scripts and tests look for). */
+export const DASHBOARD_LINE = /^dashboard: (http:\/\/\S+)$/m;
+
 export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = process.stdout): Promise<SimulateSummary> {
   const started = performance.now();
   const dir = resolve(opts.out ?? join('runs', new Date().toISOString().replace(/[:.]/g, '-')));
@@ -53,11 +56,18 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
   process.once('SIGTERM', onSignal);
 
   try {
-    const partyPeaks = await runJob(opts, job, children, progress);
+    const { peaks, lingering } = await runJob(opts, job, children, progress, (url) => {
+      progress.done();
+      out.write(`dashboard: ${url}\n`);
+    });
     progress.done();
-    const result = completeSummary(job, data, opts, progress, started, partyPeaks);
+    const result = completeSummary(job, data, opts, progress, started, peaks);
     out.write(formatTable(result));
     out.write(writtenTo(dir));
+    if (lingering) {
+      out.write(`the dashboard stays up for ${opts.dashboard?.lingerSeconds} s (--dashboard-linger; Ctrl-C ends it)\n`);
+      await lingering;
+    }
     return result;
   } finally {
     progress.done();

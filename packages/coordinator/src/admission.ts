@@ -63,6 +63,8 @@ export interface AdmissionOptions {
   warnings: WarningLimiter;
   /** Authenticate and take the socket over; throws a ProtocolError to refuse. */
   onHello(ws: WebSocket, hello: Hello, nonce: Uint8Array, log: Logger): void;
+  /** A connection was refused with this close code (the job's monitor counts them). */
+  onRefused?(code: number, kind: CloseKind): void;
 }
 
 /** A connection that has not said hello yet. */
@@ -112,6 +114,7 @@ export class Admission {
     const refuse = (kind: CloseKind, detail: string) => {
       settle();
       const code = CloseCodes[kind].code;
+      this.opts.onRefused?.(code, kind);
       warnings.warn(`closing connection ${code}`, log, { close: code, detail }, 'closing connection');
       closeAndDrop(ws, kind, detail);
     };
@@ -173,9 +176,9 @@ export class Admission {
  * through admission, and the warnings unauthenticated peers can cause rate-limited.
  */
 export function listenForParties(
-  opts: Omit<ServerOptions, 'warnings' | 'onConnection'> & Pick<AdmissionOptions, 'helloTimeoutMs' | 'traffic' | 'onHello'>,
+  opts: Omit<ServerOptions, 'warnings' | 'onConnection'> & Pick<AdmissionOptions, 'helloTimeoutMs' | 'traffic' | 'onHello' | 'onRefused'>,
 ): Promise<Server> {
   const warnings = new WarningLimiter(opts.log);
-  const admission = new Admission({ helloTimeoutMs: opts.helloTimeoutMs, log: opts.log, traffic: opts.traffic, warnings, onHello: opts.onHello });
+  const admission = new Admission({ helloTimeoutMs: opts.helloTimeoutMs, log: opts.log, traffic: opts.traffic, warnings, onHello: opts.onHello, onRefused: opts.onRefused });
   return listen({ ...opts, warnings, onConnection: (ws, socket, remote) => admission.accept(ws, socket, remote) });
 }

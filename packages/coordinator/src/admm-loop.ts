@@ -66,6 +66,8 @@ export interface AdmmLoopDeps {
   traffic: Traffic;
   /** The job's identity in a checkpoint (the labels digest). */
   identity: Pick<Checkpoint, 'labelsDigest'>;
+  /** Each round's trace line, as it is written (the job's monitor). */
+  onTrace?: (line: TraceLine) => void;
 }
 
 export class AdmmLoop {
@@ -114,7 +116,7 @@ export class AdmmLoop {
     const { maxRounds } = participation;
     const restoredRound = this.last?.round;
     log.info({ rho: this.admm.rho, variant: cfg.variant, alpha: cfg.alpha, anderson: this.admm.opts.anderson ?? 0, maxRounds, from: restoredRound ?? 0 }, 'training');
-    const trace = new TraceWriter(cfg.out, log, maxRounds, restoredRound === undefined ? undefined : restoredRound - 1);
+    const trace = new TraceWriter(cfg.out, log, maxRounds, restoredRound === undefined ? undefined : restoredRound - 1, this.d.onTrace);
     const trainStart = performance.now();
     let reason: StopReason = this.last?.converged ? 'converged' : 'max-rounds';
     // A resumed job reports its checkpoint's round again (the trace kept the rounds before it).

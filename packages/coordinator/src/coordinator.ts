@@ -26,10 +26,11 @@ import { type Labels, loadLabels } from './labels.js';
 import { type Matched, Parties } from './parties.js';
 import { LabelPsi } from './psi.js';
 import type { Traffic } from './party-connection.js';
-import { ALIGNMENT_METHOD, type Summary, buildSummary, writeSummary } from './report.js';
+import { ALIGNMENT_METHOD, type Summary, type TraceLine, buildSummary, writeSummary } from './report.js';
 import type { Server } from './server.js';
 import { runSgd } from './sgd-loop.js';
 import { type StatusServer, startStatusServer } from './status-server.js';
+import { Monitor } from './monitor.js';
 
 export type { CoordinatorConfig, CoordinatorHandle, HttpConfig, Phase, SgdConfig } from './config.js';
 export type { PartySummary, Summary, TestMetrics, TraceLine } from './report.js';
@@ -62,7 +63,8 @@ class Coordinator {
   private readonly maxRows: number;
   private readonly started = performance.now();
   private server: Server | undefined;
-  /** The HTTP port (--http-port), if any, and what closes it after the job's end. */
+  /** The HTTP port (--http-port), if any, what it shows, and what closes it after the job's end. */
+  private readonly monitor: Monitor | undefined;
   private status: StatusServer | undefined;
   private lingerTimer: NodeJS.Timeout | undefined;
   private stopLinger: (() => void) | undefined;
@@ -137,7 +139,9 @@ class Coordinator {
       log,
       traffic: this.traffic,
       onFailure: (err) => this.fail(err),
+      onReply: (p, msg, ctx, seconds, bytes) => this.monitor?.replied(p, msg, ctx, seconds, bytes),
     });
+    this.monitor = cfg.http ? new Monitor(cfg, this.parties.list, this.traffic, () => this.phase) : undefined;
   }
 
   /** The checkpoint --resume continues from, or a truthful reason why there is none to continue. */
@@ -166,7 +170,7 @@ class Coordinator {
     const maxPayload = Math.max((this.maxRows + labelRows) * POINT_BYTES, labelRows * 8) + ENVELOPE_BYTES;
     // The label side of the intersection starts now, while the parties connect.
     this.alignment.started = performance.now();
-    if (cfg.http) this.status = await startStatusServer(cfg.http, { phase: () => this.phase }, log);
+    if (cfg.http && this.monitor) this.status = await startStatusServer(cfg.http, this.monitor, log);
     for (const set of ['train', 'test'] as const) if (this.psi.counts[set] > 0) this.psi.points(set).catch((err: Error) => this.fail(err));
     try {
       this.server = await this.listen(maxPayload);
@@ -195,6 +199,7 @@ class Coordinator {
       helloTimeoutMs: cfg.helloTimeoutMs,
       traffic: this.traffic,
       onHello: (ws, hello, nonce, connLog) => this.parties.onHello(ws, hello, nonce, connLog),
+      onRefused: (code, kind) => this.monitor?.refused(code, kind),
       onError: (err) => this.fail(new PeerError(`server error: ${err.message}`)),
     });
   }
@@ -203,10 +208,13 @@ class Coordinator {
   private async closeHttpAfterJob(): Promise<void> {
     const status = this.status;
     if (!status) return;
-    await this.done.catch(() => undefined);
+    const outcome = await this.done.then(
+      () => 'done',
+      () => 'failed',
+    );
     const lingerMs = this.cfg.http?.lingerMs ?? 0;
     if (lingerMs > 0 && !this.stopped) {
-      this.log.info({ httpPort: status.port, lingerSeconds: lingerMs / 1000 }, 'job ended; the HTTP port stays open');
+      this.log.info({ httpPort: status.port, lingerSeconds: lingerMs / 1000, job: outcome }, 'job ended; the HTTP port stays open');
       await new Promise<void>((resolve) => {
         this.stopLinger = resolve;
         this.lingerTimer = setTimeout(resolve, lingerMs);
@@ -222,13 +230,15 @@ class Coordinator {
 
     this.phase = 'training';
     const algorithm = job.setup.algorithm;
+    this.monitor?.jobStarted({ algorithm, rows: job.n, testRows: job.nTest, maxRounds: joined.maxRounds });
     parties.lossPolicy = algorithm === 'sgd' ? 'fatal' : 'may-rejoin';
     if (algorithm === 'admm') this.loop ??= new AdmmLoop(this.loopDeps(job));
+    const onTrace = this.onTrace();
     const result = this.loop
       ? await this.loop.run(joined)
       : algorithm === 'one-shot'
-        ? await this.guard(runOneShot(cfg, job, parties, joined, this.log, this.traffic))
-        : await runSgd(cfg, job, parties, joined, this.log, this.traffic);
+        ? await this.guard(runOneShot(cfg, job, parties, joined, this.log, this.traffic, onTrace))
+        : await runSgd(cfg, job, parties, joined, this.log, this.traffic, onTrace);
 
     this.phase = 'finishing';
     this.finalRounds = result.rounds;
@@ -249,6 +259,7 @@ class Coordinator {
       classes: this.labels.classes ?? null,
     });
     writeSummary(cfg.out, summary);
+    this.monitor?.finished(summary);
     const oneShot = summary.oneShot;
     writeJobFile(cfg.out, {
       jobId: cfg.jobId,
@@ -331,7 +342,13 @@ class Coordinator {
   }
 
   private loopDeps(job: Job) {
-    return { cfg: this.cfg, job, parties: this.parties, log: this.log, traffic: this.traffic, identity: { labelsDigest: this.labelsDigest } };
+    return { cfg: this.cfg, job, parties: this.parties, log: this.log, traffic: this.traffic, identity: { labelsDigest: this.labelsDigest }, onTrace: this.onTrace() };
+  }
+
+  /** What sees each trace line: the monitor, when there is an HTTP port. */
+  private onTrace() {
+    const monitor = this.monitor;
+    return monitor ? (line: TraceLine) => monitor.traced(line) : undefined;
   }
 
   /** Align one set; a party at fault is named and closed, and the job fails. */
@@ -364,6 +381,7 @@ class Coordinator {
       const err = new PeerError(`stopped after round ${round}; checkpoint written to ${join(this.cfg.out, CHECKPOINT_FILE)}`);
       this.parties.goingAway(`coordinator stopping after round ${round}; it can be resumed`, err);
       this.log.warn({ round }, 'stopped: checkpoint written, resume with --resume');
+      this.monitor?.failed(err.message);
       this.rejectFailed(err);
       this.rejectDone(err);
     } else this.fail(new PeerError('coordinator stopped'));
@@ -377,6 +395,7 @@ class Coordinator {
     if (this.phase === 'failed' || this.phase === 'done') return;
     this.phase = 'failed';
     this.log.error({ err: err.message }, 'job failed');
+    this.monitor?.failed(err.message);
     this.parties.abort(err);
     this.rejectFailed(err);
     this.rejectDone(err);

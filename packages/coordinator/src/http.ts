@@ -16,17 +16,20 @@ import { ConfigError } from '@admm-share/core';
 export const MIN_SECRET_CHARS = 16;
 
 /**
- * A check of `Authorization: Bearer TOKEN` against `token` (none: every request passes).
- * Both sides are hashed first, so timingSafeEqual compares equal lengths and the time taken
- * says nothing about the token, not even its length.
+ * A check of a given token against `token` (none: everything passes). Both sides are hashed
+ * first, so timingSafeEqual compares equal lengths and the time taken says nothing about the
+ * token, not even its length.
  */
-export function bearerCheck(token: string | undefined): (req: IncomingMessage) => boolean {
+export function tokenCheck(token: string | undefined): (given: string | undefined) => boolean {
   if (token === undefined) return () => true;
   const expected = createHash('sha256').update(token).digest();
-  return (req) => {
-    const given = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-    return given !== undefined && timingSafeEqual(createHash('sha256').update(given).digest(), expected);
-  };
+  return (given) => given !== undefined && timingSafeEqual(createHash('sha256').update(given).digest(), expected);
+}
+
+/** A check of `Authorization: Bearer TOKEN` against `token` (none: every request passes). */
+export function bearerCheck(token: string | undefined): (req: IncomingMessage) => boolean {
+  const check = tokenCheck(token);
+  return (req) => check(/^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1]);
 }
 
 /** An HTTP server that cuts off a client slow to send its request (Node's defaults allow 60 s for the headers, 300 s for the request). */

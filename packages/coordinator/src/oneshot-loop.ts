@@ -17,7 +17,7 @@ import type { CoordinatorConfig } from './config.js';
 import type { Job, Participation } from './job.js';
 import type { Parties } from './parties.js';
 import type { PartyConnection, Traffic } from './party-connection.js';
-import { type OneShotReport, type TestMetrics, TraceWriter } from './report.js';
+import { type OneShotReport, type TestMetrics, type TraceLine, TraceWriter } from './report.js';
 
 export async function runOneShot(
   cfg: CoordinatorConfig,
@@ -26,6 +26,7 @@ export async function runOneShot(
   participation: Participation,
   log: Logger,
   traffic: Traffic,
+  onTrace?: (line: TraceLine) => void,
 ): Promise<TrainResult & { oneShot: OneShotReport }> {
   const { jobId, n, nTest, y } = job;
   const start = performance.now();
@@ -93,7 +94,7 @@ export async function runOneShot(
 
   const seconds = (performance.now() - start) / 1000;
   const epsilonSpent = Object.fromEntries(parties.list.map((p) => [p.id, released[passive.indexOf(p)]?.epsilonSpent ?? 0]));
-  const trace = new TraceWriter(cfg.out, log, 1);
+  const trace = new TraceWriter(cfg.out, log, 1, undefined, onTrace);
   trace.write({ round: 1, objective, seconds, roundSeconds: seconds, bytes: { toCoordinator: traffic.in, fromCoordinator: traffic.out }, epsilonSpent, ...(metrics ? { test: metrics } : {}) });
   trace.close(true);
   return { reason: 'max-rounds', rounds: 1, objective, residuals: null, metrics, trainingSeconds: seconds, rho: { initial: 0, final: 0 }, epsilonSpent, oneShot };

@@ -24,7 +24,7 @@ import {
 import { type AuthPolicy, admitHello } from './auth.js';
 import { AlignmentError, rowsFor } from './alignment.js';
 import type { LabelPsi } from './psi.js';
-import { type PartyMessageType, type Reply, type Traffic, PartyConnection } from './party-connection.js';
+import { type ConnectionDeps, type PartyMessageType, type Reply, type Traffic, PartyConnection } from './party-connection.js';
 
 /** What a lost connection means: before the job, the party may join again; during it, it may rejoin or the job fails. */
 export type LossPolicy = 'may-join-again' | 'may-rejoin' | 'fatal';
@@ -54,6 +54,8 @@ export interface PartiesOptions {
   onFailure(err: Error): void;
   /** Online scoring: a party's ids, as H(id)^(ab) -> position, once intersected on its current connection. */
   onIndex?(p: PartyConnection, index: Map<string, number>): void;
+  /** Each answered request (the job's monitor). */
+  onReply?: ConnectionDeps['onReply'];
 }
 
 /** One party's intersection with the labels, per set: label row -> position in the party's list, or -1. */
@@ -82,6 +84,7 @@ export class Parties {
       roundTimeoutMs: opts.roundTimeoutMs,
       onFailure: (err: Error) => opts.onFailure(err),
       onClose: (p: PartyConnection, code: number, reason: string) => this.lost(p, code, reason),
+      onReply: opts.onReply,
     };
     this.list = opts.ids.map((id, m) => new PartyConnection(id, m, deps));
     this.heartbeat = setInterval(() => {
@@ -118,6 +121,7 @@ export class Parties {
         if (this.list.every((q) => this.matched.has(q.id))) this.joinWaiter?.();
       });
     } else {
+      p.rejoins++;
       log.info({ party: p.id }, 'party rejoining');
       this.intersect(p, (m) => this.realign(p, m));
     }

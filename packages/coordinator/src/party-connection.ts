@@ -47,6 +47,8 @@ export interface ConnectionDeps {
   onFailure(err: Error): void;
   /** The party's socket closed (after `detach`, this connection has no socket). */
   onClose(conn: PartyConnection, code: number, reason: string): void;
+  /** A request was answered: after how long, and the bytes each way on this connection meanwhile (monitor.ts). */
+  onReply?(conn: PartyConnection, msg: PartyMessage, ctx: ValidationContext, seconds: number, bytes: Traffic): void;
 }
 
 interface Waiting {
@@ -79,6 +81,10 @@ export class PartyConnection {
   fileRows = { train: 0, test: 0 };
   /** The privacy setting its last ready reported. */
   privacy: PrivacyInfo | undefined;
+  /** Bytes in and out on this party's connections (after the hello). */
+  readonly bytes: Traffic = { in: 0, out: 0 };
+  /** Times it rejoined after losing its connection. */
+  rejoins = 0;
   private ws: WebSocket | undefined;
   private alive = true;
   /** The close this side sent, if it closed the connection (the socket is then dropped, so the peer's reply is never read). */
@@ -153,6 +159,7 @@ export class PartyConnection {
       return;
     }
     this.deps.traffic.out += bytes.length;
+    this.bytes.out += bytes.length;
     ws.send(bytes);
   }
 
@@ -162,6 +169,8 @@ export class PartyConnection {
    */
   request<T extends PartyMessageType>(bytes: Uint8Array, types: readonly T[], ctx: ValidationContext): Promise<Reply<T>> {
     if (this.pending) return Promise.reject(new Error(`internal: a second request to party ${this.id} while one is pending`));
+    const sent = performance.now();
+    const before = { in: this.bytes.in, out: this.bytes.out };
     return new Promise((resolve, reject) => {
       const deadline = setTimeout(() => {
         this.pending = undefined;
@@ -176,6 +185,7 @@ export class PartyConnection {
         deliver: (msg) => {
           clearTimeout(deadline);
           this.pending = undefined;
+          this.deps.onReply?.(this, msg, ctx, (performance.now() - sent) / 1000, { in: this.bytes.in - before.in, out: this.bytes.out - before.out });
           if (isReply(msg, types)) resolve(msg);
         },
         fail: (err) => {
@@ -236,6 +246,7 @@ export class PartyConnection {
   private onFrame(data: RawData, isBinary: boolean): void {
     const bytes = toBytes(data);
     this.deps.traffic.in += bytes.length;
+    this.bytes.in += bytes.length;
     // Once a connection is being closed nothing more it says is read, decoded or logged.
     if (this.closing) return;
     try {

@@ -146,12 +146,13 @@ export class TraceWriter {
   private readonly fd: number;
   private readonly partial: string;
 
-  /** `keepUpTo`: a resumed job keeps the lines of the rounds up to its checkpoint. */
+  /** `keepUpTo`: a resumed job keeps the lines of the rounds up to its checkpoint; `onLine` sees each new line (the job's monitor). */
   constructor(
     private readonly dir: string,
     private readonly log: Logger,
     private readonly maxRounds: number,
     keepUpTo?: number,
+    private readonly onLine?: (line: TraceLine) => void,
   ) {
     mkdirSync(dir, { recursive: true });
     this.partial = join(dir, 'trace.jsonl.partial');
@@ -163,6 +164,7 @@ export class TraceWriter {
   write(line: TraceLine): void {
     writeSync(this.fd, JSON.stringify(line) + '\n');
     this.log.info({ ...line, maxRounds: this.maxRounds }, 'round');
+    this.onLine?.(line);
   }
 
   close(complete: boolean): void {

@@ -14,9 +14,17 @@ import { evaluate, evaluatesAt } from './evaluation.js';
 import type { Job, Participation } from './job.js';
 import type { Parties } from './parties.js';
 import type { Traffic } from './party-connection.js';
-import { type TestMetrics, TraceWriter } from './report.js';
+import { type TestMetrics, type TraceLine, TraceWriter } from './report.js';
 
-export async function runSgd(cfg: CoordinatorConfig, job: Job, parties: Parties, participation: Participation, log: Logger, traffic: Traffic): Promise<TrainResult> {
+export async function runSgd(
+  cfg: CoordinatorConfig,
+  job: Job,
+  parties: Parties,
+  participation: Participation,
+  log: Logger,
+  traffic: Traffic,
+  onTrace?: (line: TraceLine) => void,
+): Promise<TrainResult> {
   const { batchSize, lr: lr0, lrDecay } = cfg.sgd;
   const maxEpochs = participation.maxRounds;
   const { n, y, jobId } = job;
@@ -29,7 +37,7 @@ export async function runSgd(cfg: CoordinatorConfig, job: Job, parties: Parties,
   let objective = NaN;
   let metrics: TestMetrics | undefined;
   log.info({ algorithm: 'sgd', batchSize, lr: lr0, lrDecay, maxEpochs }, 'training');
-  const trace = new TraceWriter(cfg.out, log, maxEpochs);
+  const trace = new TraceWriter(cfg.out, log, maxEpochs, undefined, onTrace);
   const trainStart = performance.now();
   let completed = false;
   try {

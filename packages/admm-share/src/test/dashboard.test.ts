@@ -1,0 +1,172 @@
+// The dashboard in a real browser: `admm-share simulate --dashboard` on the spam corpus, and
+// headless Chromium (Debian's chromium package, driven by puppeteer-core) opens the page it
+// prints. The page must show the round counter rising while the job runs, draw the objective
+// chart (uPlot's canvas holds the series' pixels), show every party connected during training
+// and gone after it, and end on the numbers of the run's own summary.json and trace.jsonl. A
+// screenshot is saved as test-artifacts/dashboard.png. Chromium missing is a failure, not a
+// skip: .ci/run installs it.
+import { after, test } from 'node:test';
+import assert from 'node:assert/strict';
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import puppeteer, { type Browser } from 'puppeteer-core';
+import { DASHBOARD_LINE } from '../simulate.js';
+import { BIN, type Proc, STACK_LINE, killAll, run, tempDir } from './procs.js';
+
+after(killAll);
+
+/** Test artifacts (git-ignored): the screenshot CI keeps. */
+const ARTIFACTS = fileURLToPath(new URL('../../../../test-artifacts/', import.meta.url));
+
+/** Chromium: $CHROMIUM_PATH, else `chromium` on the PATH (Debian's package; .ci/run installs it). */
+function chromiumPath(): string {
+  const given = process.env.CHROMIUM_PATH;
+  if (given) return given;
+  try {
+    return execFileSync('sh', ['-c', 'command -v chromium'], { encoding: 'utf8' }).trim();
+  } catch {
+    throw new Error("Chromium not found: the dashboard test needs a browser. Install Debian's chromium package (apt-get install chromium; .ci/run does) or set CHROMIUM_PATH");
+  }
+}
+
+/** Resolves with the first match of `re` on the process's stdout (rejects if it exits first). */
+function stdoutMatch(p: Proc, re: RegExp): Promise<RegExpMatchArray> {
+  return new Promise((resolve, reject) => {
+    const check = () => {
+      const m = re.exec(p.stdout());
+      if (m) {
+        p.child.stdout!.off('data', check);
+        resolve(m);
+      }
+    };
+    p.child.stdout!.on('data', check);
+    void p.exit.then(({ code }) => reject(new Error(`process exited (code ${code}) before printing ${re}; stderr: ${p.stderr()}`)));
+    check();
+  });
+}
+
+/**
+ * Installed before the page's own scripts: records every value the round counter and the
+ * party table take, so the test sees what a person watching would have seen, not only where
+ * the page ends.
+ */
+const RECORDER = `
+  window.__seen = { rounds: [], parties: [] };
+  document.addEventListener('DOMContentLoaded', () => {
+    const round = document.getElementById('round');
+    const body = document.querySelector('#parties tbody');
+    new MutationObserver(() => window.__seen.rounds.push({ round: Number(round.textContent), phase: document.getElementById('phase').textContent })).observe(round, { childList: true, characterData: true, subtree: true });
+    new MutationObserver(() => window.__seen.parties.push({ round: Number(round.textContent), states: [...body.querySelectorAll('td[data-state]')].map((td) => td.dataset.state) })).observe(body, { childList: true });
+  });
+`;
+
+/** Pixels of the canvas in `#id` drawn in the colour r,g,b (the series' stroke), counted in the page. */
+const seriesPixels = (id: string, [r, g, b]: [number, number, number]) => `(() => {
+  const c = document.querySelector('#${id} canvas');
+  const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+  let n = 0;
+  for (let i = 0; i < d.length; i += 4) if (Math.abs(d[i] - ${r}) < 40 && Math.abs(d[i + 1] - ${g}) < 40 && Math.abs(d[i + 2] - ${b}) < 40 && d[i + 3] > 128) n++;
+  return n;
+})()`;
+
+test('simulate --dashboard in headless Chromium: the round counter rises, the objective chart draws, the parties are connected then gone, and the page ends on summary.json and trace.jsonl; screenshot saved', async (t) => {
+  const executablePath = chromiumPath();
+  const out = tempDir(t);
+  let browser: Browser | undefined;
+  t.after(() => browser?.close());
+  // Launched first, so that the page is open before training starts.
+  browser = await puppeteer.launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  const page = await browser.newPage();
+  await page.setViewport({ width: 1280, height: 1400 });
+  const problems: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warn') problems.push(`console ${m.type()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${(e as Error).message}`));
+  page.on('requestfailed', (r) => {
+    // The event stream is cut when the coordinator stops; that is not a problem of the page.
+    if (!r.url().endsWith('api/events')) problems.push(`request failed: ${r.url()}`);
+  });
+  await page.evaluateOnNewDocument(RECORDER);
+
+  // Without Anderson acceleration the spam job runs its 100 rounds: long enough to watch.
+  const sim = run(BIN.share, ['simulate', '--dataset', 'spam', '--anderson', '0', '--rounds', '100', '--eval-every', '10', '--dashboard', '--dashboard-linger', '600', '--no-baselines', '--out', out]);
+  const [, url] = await stdoutMatch(sim, DASHBOARD_LINE);
+  assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
+  await page.goto(url);
+  // The page asks for nothing outside the coordinator's port (no CDN): every request is to `url`.
+  page.on('request', (r) => {
+    if (!r.url().startsWith(url) && !r.url().startsWith('data:')) problems.push(`request outside the coordinator: ${r.url()}`);
+  });
+
+  await page.waitForFunction(`document.getElementById('phase').textContent === 'done'`, { timeout: 300_000 });
+  await page.waitForFunction(`!document.getElementById('result').classList.contains('hidden')`);
+  const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+  const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { round: number; objective: number });
+  assert.equal(summary.rounds, 100);
+  assert.equal(trace.length, 100);
+
+  // What was seen while the job ran: the counter went up step by step, never down, and at
+  // least three distinct rounds were on screen before the last one.
+  const seen = (await page.evaluate('window.__seen')) as { rounds: { round: number; phase: string }[]; parties: { round: number; states: string[] }[] };
+  const shown = seen.rounds.map((r) => r.round);
+  for (let i = 1; i < shown.length; i++) assert.ok(shown[i] >= shown[i - 1], `the round counter went back: ${shown.join(', ')}`);
+  const during = [...new Set(seen.rounds.filter((r) => r.phase === 'training' && r.round > 0 && r.round < summary.rounds).map((r) => r.round))];
+  assert.ok(during.length >= 3, `rounds shown during training: ${during.join(', ')}`);
+  // Every party connected while rounds ran, gone at the end.
+  assert.ok(
+    seen.parties.some((s) => s.round > 0 && s.round < summary.rounds && s.states.length === 3 && s.states.every((x) => x === 'connected')),
+    `party states seen: ${JSON.stringify(seen.parties.slice(0, 5))}`,
+  );
+  const finalStates = (await page.$$eval('#parties td[data-state]', (tds) => tds.map((td) => td.textContent))) as string[];
+  assert.deepEqual(finalStates, ['gone', 'gone', 'gone']);
+  const partyIds = (await page.$$eval('#parties tbody tr', (trs) => trs.map((tr) => tr.firstChild?.textContent))) as string[];
+  assert.deepEqual(partyIds, summary.parties.map((p: { id: string }) => p.id));
+
+  // The end state is the run's: its round, its objective curve point for point, its test metrics.
+  assert.equal(await page.$eval('#round', (e) => e.textContent), String(summary.rounds));
+  const chart = (await page.evaluate('(() => { const u = window.dashboard.charts.objective; return { x: u.data[0], y: u.data[1] }; })()')) as { x: number[]; y: number[] };
+  assert.deepEqual(chart.x, trace.map((r) => r.round));
+  assert.deepEqual(chart.y, trace.map((r) => r.objective));
+  const pixels = (await page.evaluate(seriesPixels('chart-objective', [0x17, 0x5c, 0xd3]))) as number;
+  assert.ok(pixels > 100, `the objective line has ${pixels} pixels on the canvas`);
+  const cells = (await page.$$eval('#comparison tbody tr:first-child td', (tds) => tds.map((td) => td.textContent))) as string[];
+  const shownMetric = (k: number) => Number(cells[k]);
+  assert.ok(Math.abs(shownMetric(1) - summary.objective) <= 1e-6, `objective ${cells[1]} vs ${summary.objective}`);
+  assert.ok(Math.abs(shownMetric(2) - summary.test.logLoss) <= 1e-4, `log loss ${cells[2]} vs ${summary.test.logLoss}`);
+  assert.ok(Math.abs(shownMetric(3) - summary.test.accuracy) <= 1e-4, `accuracy ${cells[3]} vs ${summary.test.accuracy}`);
+  assert.ok(Math.abs(shownMetric(4) - summary.test.auc) <= 1e-4, `AUC ${cells[4]} vs ${summary.test.auc}`);
+  // Test metrics were drawn at every evaluation (every 10 rounds).
+  const tested = (await page.evaluate('window.dashboard.charts.test.data[0]')) as number[];
+  assert.deepEqual(tested, [10, 20, 30, 40, 50, 60, 70, 80, 90, 100]);
+
+  mkdirSync(ARTIFACTS, { recursive: true });
+  await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });
+  assert.deepEqual(problems, []);
+
+  // simulate printed its table and keeps the dashboard up (--dashboard-linger) until stopped.
+  assert.match(sim.stdout(), /the dashboard stays up for 600 s/);
+  sim.child.kill('SIGTERM');
+  assert.equal((await sim.exit).code, 130);
+  await assert.rejects(fetch(`${url}healthz`), 'the coordinator was stopped with simulate');
+});
+
+test('simulate --dashboard-linger: the dashboard stays up after the job, then simulate exits 0; the flags need --dashboard', async (t) => {
+  const out = tempDir(t);
+  const sim = run(BIN.share, ['simulate', '--rounds', '5', '--dashboard', '--dashboard-linger', '1', '--no-baselines', '--out', out]);
+  const [, url] = await stdoutMatch(sim, DASHBOARD_LINE);
+  await stdoutMatch(sim, /the dashboard stays up for 1 s/);
+  assert.equal(sim.stdout().match(/^dashboard: /gm)?.length, 1, 'one dashboard line');
+  assert.ok(sim.stdout().indexOf('the dashboard stays up') > sim.stdout().indexOf('written to'), 'the table comes first');
+  assert.equal((await sim.exit).code, 0, sim.stderr());
+  await assert.rejects(fetch(`${url}healthz`), 'closed after the linger');
+
+  for (const flag of [['--dashboard-linger', '5'], ['--dashboard-port', '8080']]) {
+    const p = run(BIN.share, ['simulate', '--rounds', '1', '--out', join(out, 'x'), ...flag]);
+    assert.equal((await p.exit).code, 64);
+    assert.match(p.stderr(), /--dashboard-port and --dashboard-linger need --dashboard/);
+    assert.doesNotMatch(p.stderr(), STACK_LINE);
+  }
+});

@@ -1,0 +1,446 @@
+/**
+ * What the job's HTTP port shows (status-server.ts): the job's status for the dashboard and
+ * its JSON API, and the Prometheus metrics. It is fed by hooks that cost a few field updates
+ * per round (a trace line, each party's answer) and reads everything else (the phase, each
+ * party's state, bytes and rejoins, the traffic) when asked. Only job-level numbers are kept:
+ * the objective, residuals and test metrics of each round, per party its answer times, bytes
+ * and privacy budget; never a vector or a per-sample value.
+ */
+import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import type { PartyMessage, ValidationContext } from '@admm-share/protocol';
+import type { CoordinatorConfig, Phase } from './config.js';
+import type { PartyConnection, Traffic } from './party-connection.js';
+import type { Summary, TestMetrics, TraceLine } from './report.js';
+
+/** How a party stands, as the dashboard and the metrics say it. */
+export const PARTY_STATES = ['waiting', 'connected', 'rejoining', 'gone'] as const;
+export type PartyState = (typeof PARTY_STATES)[number];
+
+const PHASES: readonly Phase[] = ['starting', 'waiting', 'setup', 'training', 'finishing', 'done', 'failed'];
+
+/** Answers to a training request (an ADMM round, an SGD step or epoch, a one-shot release or fit): their latency is a party's round time. */
+const ROUND_REPLIES: ReadonlySet<PartyMessage['type']> = new Set(['share', 'exhausted', 'batchScores', 'released', 'fitted']);
+
+/**
+ * Rounds kept for the charts. Beyond it every other point of the older half is dropped, so a
+ * job of any length keeps its whole curve at a coarser step, in bounded memory.
+ */
+export const MAX_HISTORY_POINTS = 20_000;
+
+/** One round as the charts draw it. */
+export interface RoundPoint {
+  round: number;
+  objective: number;
+  primal?: number;
+  dual?: number;
+  rho?: number;
+  /** Seconds since training began, and this round's. */
+  seconds: number;
+  roundSeconds: number;
+  /** Each party's answer time this round, in job order (null: not measured, e.g. SGD's epochs). */
+  partySeconds: (number | null)[];
+  test?: TestMetrics;
+}
+
+export interface PartyStatus {
+  id: string;
+  role: 'active' | 'passive';
+  state: PartyState;
+  features: number;
+  rows: number;
+  /** Bytes received from and sent to the party, over all its connections since it first said hello. */
+  bytesIn: number;
+  bytesOut: number;
+  /** Its last answer to a training request: seconds and bytes each way. */
+  lastRound: { round: number | null; seconds: number; bytesIn: number; bytesOut: number } | null;
+  rejoins: number;
+  /** Privacy budget: spent so far and the total it reported (null: the party adds no noise). */
+  epsilonSpent: number;
+  epsilonBudget: number | null;
+  mechanism: string | null;
+}
+
+/** The job's outcome and the comparisons the summary holds (the local-only model of a one-shot job). */
+export interface JobResult {
+  reason: Summary['reason'];
+  rounds: number;
+  converged: boolean;
+  objective: number;
+  objectiveFrom: Summary['objectiveFrom'];
+  test: TestMetrics | null;
+  evaluationSkipped: string | null;
+  seconds: Summary['seconds'];
+  local: { party: string; objective: number; test: TestMetrics | null } | null;
+  baseline: TestMetrics | null;
+  warnings: string[];
+}
+
+export interface JobStatus {
+  job: {
+    id: string;
+    algorithm: string;
+    variant: string;
+    loss: string;
+    maxRounds: number;
+    rows: number | null;
+    testRows: number | null;
+    activeParty: string | null;
+    /** Label differential privacy at the coordinator (--label-epsilon), or null. */
+    labelEpsilon: number | null;
+    startedAt: string;
+  };
+  phase: Phase;
+  elapsedSeconds: number;
+  round: number;
+  latest: RoundPoint | null;
+  /** The last evaluation on the test set. */
+  test: { round: number; metrics: TestMetrics } | null;
+  parties: PartyStatus[];
+  bytes: { received: number; sent: number };
+  result: JobResult | null;
+  error: string | null;
+}
+
+export interface JobInfo {
+  algorithm: string;
+  rows: number;
+  testRows: number;
+  maxRounds: number;
+}
+
+interface LastReply {
+  round: number | null;
+  seconds: number;
+  bytesIn: number;
+  bytesOut: number;
+}
+
+export class Monitor {
+  readonly registry = new Registry();
+  private readonly history: RoundPoint[] = [];
+  private readonly startedAt = new Date();
+  private readonly t0 = performance.now();
+  private info: JobInfo;
+  private readonly lastReply: (LastReply | undefined)[];
+  /** Each party's answer time per round, until that round's trace line takes them. */
+  private readonly roundSeconds = new Map<number, (number | null)[]>();
+  private readonly epsilonSpent: number[];
+  private lastTest: { round: number; metrics: TestMetrics } | null = null;
+  private result: JobResult | null = null;
+  private error: string | null = null;
+
+  private readonly m: {
+    rounds: Counter;
+    round: Gauge;
+    objective: Gauge;
+    primal: Gauge;
+    dual: Gauge;
+    rho: Gauge;
+    roundSeconds: Histogram;
+    partyRoundSeconds: Histogram<'party'>;
+    rejected: Counter<'code' | 'reason'>;
+    test: Gauge<'metric'>;
+  };
+
+  constructor(
+    private readonly cfg: CoordinatorConfig,
+    private readonly parties: readonly PartyConnection[],
+    private readonly traffic: Traffic,
+    /** The job's phase now (coordinator.ts). */
+    readonly phase: () => Phase,
+  ) {
+    this.info = { algorithm: cfg.algorithm, rows: NaN, testRows: NaN, maxRounds: cfg.maxRounds };
+    this.lastReply = parties.map(() => undefined);
+    this.epsilonSpent = parties.map(() => 0);
+    const registers = [this.registry];
+    collectDefaultMetrics({ register: this.registry });
+    const self = this;
+    new Gauge({
+      name: 'admm_job_info',
+      help: 'The job: its id, algorithm (auto until the parties have joined), variant and loss; always 1',
+      labelNames: ['job', 'algorithm', 'variant', 'loss'],
+      registers,
+      collect() {
+        this.reset();
+        this.set({ job: cfg.jobId, algorithm: self.info.algorithm, variant: cfg.variant, loss: cfg.loss }, 1);
+      },
+    });
+    new Gauge({
+      name: 'admm_phase',
+      help: 'The job phase: 1 for the current one, 0 for the others',
+      labelNames: ['phase'],
+      registers,
+      collect() {
+        const now = self.phase();
+        for (const phase of PHASES) this.set({ phase }, phase === now ? 1 : 0);
+      },
+    });
+    this.m = {
+      rounds: new Counter({ name: 'admm_rounds_total', help: 'Training rounds completed by this process (SGD: epochs)', registers }),
+      round: new Gauge({ name: 'admm_round', help: 'The last completed round (SGD: epoch)', registers }),
+      objective: new Gauge({ name: 'admm_objective', help: 'The training objective after the last completed round', registers }),
+      primal: new Gauge({ name: 'admm_primal_residual', help: 'ADMM primal residual after the last completed round', registers }),
+      dual: new Gauge({ name: 'admm_dual_residual', help: 'ADMM dual residual after the last completed round', registers }),
+      rho: new Gauge({ name: 'admm_rho', help: 'ADMM penalty rho of the last completed round', registers }),
+      roundSeconds: new Histogram({
+        name: 'admm_round_duration_seconds',
+        help: "Wall time of a training round at the coordinator (sending, every party's answer, the update)",
+        buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
+        registers,
+      }),
+      partyRoundSeconds: new Histogram({
+        name: 'admm_party_round_duration_seconds',
+        help: "Time from sending a party a training request (ADMM round, SGD step, one-shot release or fit) to its answer",
+        labelNames: ['party'],
+        buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+        registers,
+      }),
+      rejected: new Counter({
+        name: 'admm_rejected_connections_total',
+        help: 'Connections to the parties\' port refused before or at their hello, by WebSocket close code',
+        labelNames: ['code', 'reason'],
+        registers,
+      }),
+      test: new Gauge({ name: 'admm_test_metric', help: 'Test-set metrics of the last evaluation (log_loss, accuracy, auc, rmse)', labelNames: ['metric'], registers }),
+    };
+    // No value before the first round (prom-client would say 0, which is no objective).
+    for (const g of [this.m.objective, this.m.primal, this.m.dual, this.m.rho]) g.set(NaN);
+    // Read when scraped: what the connections and the traffic counters hold.
+    const seen = { in: new Map<string, number>(), out: new Map<string, number>(), rejoins: new Map<string, number>(), total: { in: 0, out: 0 } };
+    /** A counter that follows a monotone number read from elsewhere: incremented by what it grew since the last scrape. */
+    const follow = (counter: Counter<string>, last: Map<string, number>, labels: Record<string, string>, key: string, value: number) => {
+      counter.inc(labels, Math.max(0, value - (last.get(key) ?? 0)));
+      last.set(key, Math.max(value, last.get(key) ?? 0));
+    };
+    new Counter({
+      name: 'admm_party_bytes_received_total',
+      help: 'Bytes received from each party (WebSocket frames after its hello)',
+      labelNames: ['party'],
+      registers,
+      collect() {
+        for (const p of parties) follow(this, seen.in, { party: p.id }, p.id, p.bytes.in);
+      },
+    });
+    new Counter({
+      name: 'admm_party_bytes_sent_total',
+      help: 'Bytes sent to each party (WebSocket frames after its hello)',
+      labelNames: ['party'],
+      registers,
+      collect() {
+        for (const p of parties) follow(this, seen.out, { party: p.id }, p.id, p.bytes.out);
+      },
+    });
+    new Counter({
+      name: 'admm_bytes_received_total',
+      help: 'Bytes received on the parties\' port, every connection included',
+      registers,
+      collect() {
+        if (traffic.in > seen.total.in) this.inc(traffic.in - seen.total.in);
+        seen.total.in = traffic.in;
+      },
+    });
+    new Counter({
+      name: 'admm_bytes_sent_total',
+      help: 'Bytes sent on the parties\' port, every connection included',
+      registers,
+      collect() {
+        if (traffic.out > seen.total.out) this.inc(traffic.out - seen.total.out);
+        seen.total.out = traffic.out;
+      },
+    });
+    new Counter({
+      name: 'admm_party_reconnects_total',
+      help: 'Times each party rejoined the job after losing its connection',
+      labelNames: ['party'],
+      registers,
+      collect() {
+        for (const p of parties) follow(this, seen.rejoins, { party: p.id }, p.id, p.rejoins);
+      },
+    });
+    new Gauge({
+      name: 'admm_party_state',
+      help: `Each party's state (${PARTY_STATES.join(', ')}): 1 for the current one, 0 for the others`,
+      labelNames: ['party', 'state'],
+      registers,
+      collect() {
+        for (const p of parties) {
+          const now = self.stateOf(p);
+          for (const state of PARTY_STATES) this.set({ party: p.id, state }, state === now ? 1 : 0);
+        }
+      },
+    });
+    new Gauge({
+      name: 'admm_epsilon_spent',
+      help: 'Privacy budget each party reports spent (0 without noise)',
+      labelNames: ['party'],
+      registers,
+      collect() {
+        parties.forEach((p, m) => this.set({ party: p.id }, self.epsilonSpent[m]));
+      },
+    });
+    new Gauge({
+      name: 'admm_epsilon_budget',
+      help: 'Privacy budget (epsilon) of each party that adds noise, as its ready message reported it',
+      labelNames: ['party'],
+      registers,
+      collect() {
+        this.reset();
+        for (const p of parties) if (p.privacy?.epsilon != null) this.set({ party: p.id }, p.privacy.epsilon);
+      },
+    });
+    if (cfg.labelPrivacy)
+      new Gauge({ name: 'admm_label_epsilon', help: 'Label differential privacy at the coordinator (--label-epsilon)', registers }).set(cfg.labelPrivacy.epsilon);
+  }
+
+  /** The job's algorithm and size, once the parties have joined. */
+  jobStarted(info: JobInfo): void {
+    this.info = info;
+  }
+
+  /** A round's trace line: the charts' point and the round gauges. */
+  traced(line: TraceLine): void {
+    const partySeconds = this.roundSeconds.get(line.round) ?? this.parties.map(() => null);
+    for (const r of this.roundSeconds.keys()) if (r <= line.round) this.roundSeconds.delete(r);
+    const point: RoundPoint = {
+      round: line.round,
+      objective: line.objective,
+      ...(line.primal !== undefined ? { primal: line.primal, dual: line.dual } : {}),
+      ...(line.rho !== undefined ? { rho: line.rho } : {}),
+      seconds: line.seconds,
+      roundSeconds: line.roundSeconds,
+      partySeconds,
+      ...(line.test ? { test: line.test } : {}),
+    };
+    this.history.push(point);
+    if (this.history.length > MAX_HISTORY_POINTS) thin(this.history);
+    const m = this.m;
+    m.rounds.inc();
+    m.round.set(line.round);
+    m.objective.set(line.objective);
+    if (line.primal !== undefined) m.primal.set(line.primal);
+    if (line.dual !== undefined) m.dual.set(line.dual);
+    if (line.rho !== undefined) m.rho.set(line.rho);
+    m.roundSeconds.observe(line.roundSeconds);
+    if (line.test) this.tested(line.round, line.test);
+    if (line.epsilonSpent) this.parties.forEach((p, i) => (this.epsilonSpent[i] = line.epsilonSpent?.[p.id] ?? this.epsilonSpent[i]));
+  }
+
+  /** A party answered a request: its round time (for training requests), bytes, and the budget it reports. */
+  replied(p: PartyConnection, msg: PartyMessage, ctx: ValidationContext, seconds: number, bytes: { in: number; out: number }): void {
+    if ('epsilonSpent' in msg && typeof msg.epsilonSpent === 'number') this.epsilonSpent[p.index] = msg.epsilonSpent;
+    if (!ROUND_REPLIES.has(msg.type)) return;
+    const round = msg.type === 'share' || msg.type === 'exhausted' ? (ctx.round ?? null) : null;
+    this.lastReply[p.index] = { round, seconds, bytesIn: bytes.in, bytesOut: bytes.out };
+    this.m.partyRoundSeconds.observe({ party: p.id }, seconds);
+    if (round !== null) {
+      let row = this.roundSeconds.get(round);
+      if (!row) this.roundSeconds.set(round, (row = this.parties.map(() => null)));
+      row[p.index] = seconds;
+    }
+  }
+
+  /** A connection refused before or at its hello. */
+  refused(code: number, reason: string): void {
+    this.m.rejected.inc({ code: String(code), reason });
+  }
+
+  /** The job completed: its result and the comparisons in its summary. */
+  finished(s: Summary): void {
+    const o = s.oneShot;
+    this.result = {
+      reason: s.reason,
+      rounds: s.rounds,
+      converged: s.converged,
+      objective: s.objective,
+      objectiveFrom: s.objectiveFrom,
+      test: s.test ?? null,
+      evaluationSkipped: s.evaluation?.skipped ?? null,
+      seconds: s.seconds,
+      local: o?.local ? { party: o.local.party, objective: o.local.objective, test: o.local.test ?? null } : null,
+      baseline: o?.baseline ?? null,
+      warnings: [...(o?.warnings ?? []), ...(s.research ? [s.research] : [])],
+    };
+    for (const q of s.privacy) {
+      const m = this.parties.findIndex((p) => p.id === q.party);
+      if (m >= 0) this.epsilonSpent[m] = q.epsilonSpent;
+    }
+    if (s.test) this.tested(s.rounds, s.test);
+  }
+
+  failed(message: string): void {
+    this.error ??= message;
+  }
+
+  private tested(round: number, metrics: TestMetrics): void {
+    this.lastTest = { round, metrics };
+    const names: [keyof TestMetrics, string][] = [['logLoss', 'log_loss'], ['accuracy', 'accuracy'], ['auc', 'auc'], ['rmse', 'rmse']];
+    for (const [k, metric] of names) if (metrics[k] !== undefined) this.m.test.set({ metric }, metrics[k]);
+  }
+
+  stateOf(p: PartyConnection): PartyState {
+    const phase = this.phase();
+    if (p.status === 'connected') return 'connected';
+    if (p.status === 'away') return phase === 'failed' ? 'gone' : 'rejoining';
+    if (p.status === 'closed') return 'gone';
+    return phase === 'failed' || phase === 'done' ? 'gone' : 'waiting';
+  }
+
+  /** The rounds kept for the charts (a copy). */
+  rounds(from = 0): RoundPoint[] {
+    return this.history.filter((r) => r.round > from);
+  }
+
+  get lastRound(): number {
+    return this.history.at(-1)?.round ?? 0;
+  }
+
+  status(): JobStatus {
+    const cfg = this.cfg;
+    const info = this.info;
+    return {
+      job: {
+        id: cfg.jobId,
+        algorithm: info.algorithm,
+        variant: cfg.variant,
+        loss: cfg.loss,
+        maxRounds: info.maxRounds,
+        rows: Number.isNaN(info.rows) ? null : info.rows,
+        testRows: Number.isNaN(info.testRows) ? null : info.testRows,
+        activeParty: cfg.activeParty ?? null,
+        labelEpsilon: cfg.labelPrivacy?.epsilon ?? null,
+        startedAt: this.startedAt.toISOString(),
+      },
+      phase: this.phase(),
+      elapsedSeconds: (performance.now() - this.t0) / 1000,
+      round: this.lastRound,
+      latest: this.history.at(-1) ?? null,
+      test: this.lastTest,
+      parties: this.parties.map((p, m) => ({
+        id: p.id,
+        role: p.id === cfg.activeParty ? 'active' : 'passive',
+        state: this.stateOf(p),
+        features: p.features,
+        rows: p.fileRows.train,
+        bytesIn: p.bytes.in,
+        bytesOut: p.bytes.out,
+        lastRound: this.lastReply[m] ?? null,
+        rejoins: p.rejoins,
+        epsilonSpent: this.epsilonSpent[m],
+        epsilonBudget: p.privacy?.epsilon ?? null,
+        mechanism: p.privacy?.mechanism ?? null,
+      })),
+      bytes: { received: this.traffic.in, sent: this.traffic.out },
+      result: this.result,
+      error: this.error,
+    };
+  }
+}
+
+/** Drop every other point of the older half (the newest half keeps every round). */
+function thin(points: RoundPoint[]): void {
+  const half = Math.floor(points.length / 2);
+  let k = 0;
+  for (let i = 0; i < half; i += 2) points[k++] = points[i];
+  for (let i = half; i < points.length; i++) points[k++] = points[i];
+  points.length = k;
+}
