@@ -75,7 +75,8 @@
           ? { label: yLabel, stroke: '#667085', grid: { stroke: '#eef0f3', filter: decades }, ticks: { filter: decades }, filter: decades, values: axisFmt, size: 60 }
           : { label: yLabel, stroke: '#667085', grid: { stroke: '#eef0f3' }, values: axisFmt, size: 60 },
       ],
-      series: [{ label: 'round' }, ...series.map((s) => ({ spanGaps: true, width: 2, points: { show: false }, ...s }))],
+      // Points only while there are too few to draw a line (a one-shot job has one round).
+      series: [{ label: 'round' }, ...series.map((s) => ({ spanGaps: true, width: 2, points: { show: (u) => u.data[0].length < 3, size: 7 }, ...s }))],
     };
     const u = new uPlot(opts, [[], ...series.map(() => [])], $(id));
     u.yLog = yLog;
@@ -240,7 +241,15 @@
     const r = s.result;
     $('result').classList.toggle('hidden', !r);
     if (!r) return;
-    const how = r.reason === 'converged' ? `converged after ${r.rounds} rounds` : r.reason === 'budget' ? `stopped by a privacy budget after ${r.rounds} rounds` : `ran ${r.rounds} rounds`;
+    const rounds = `${r.rounds} round${r.rounds === 1 ? '' : 's'}`;
+    const how =
+      status.job.algorithm === 'one-shot'
+        ? 'finished (one release per passive party and one fit)'
+        : r.reason === 'converged'
+          ? `converged after ${rounds}`
+          : r.reason === 'budget'
+            ? `stopped by a privacy budget after ${rounds}`
+            : `ran ${rounds}`;
     $('result-line').textContent = `The job ${how} in ${duration(r.seconds.total)} (training ${duration(r.seconds.training)}, ${ms(r.seconds.perRound)} per round); objective ${num(r.objective, 6)}${r.objectiveFrom === 'noisy shares' ? ' (from noisy shares)' : ''}.`;
     const row = (name, objective, t) => {
       const tr = el('tr');
@@ -249,7 +258,7 @@
       return tr;
     };
     const rows = [row('this job\'s model (every party)', r.objective, r.test)];
-    if (r.local) rows.push(row(`party ${r.local.party} alone (local-only model)`, r.local.objective, r.local.test));
+    if (r.local) rows.push(row(`${r.local.party} alone (its local-only model)`, r.local.objective, r.local.test));
     if (r.baseline) rows.push(row('base rate (predict the training labels\' rate)', null, r.baseline));
     $('comparison').tBodies[0].replaceChildren(...rows);
     $('comparison-note').textContent = r.local

@@ -128,6 +128,9 @@ export class Monitor {
   private lastTest: { round: number; metrics: TestMetrics } | null = null;
   private result: JobResult | null = null;
   private error: string | null = null;
+  /** When the job ended (the elapsed time stops there). */
+  private endedAt: number | undefined;
+  private readonly registered = new Set<Gauge>();
 
   private readonly m: {
     rounds: Counter;
@@ -178,10 +181,11 @@ export class Monitor {
     this.m = {
       rounds: new Counter({ name: 'admm_rounds_total', help: 'Training rounds completed by this process (SGD: epochs)', registers }),
       round: new Gauge({ name: 'admm_round', help: 'The last completed round (SGD: epoch)', registers }),
-      objective: new Gauge({ name: 'admm_objective', help: 'The training objective after the last completed round', registers }),
-      primal: new Gauge({ name: 'admm_primal_residual', help: 'ADMM primal residual after the last completed round', registers }),
-      dual: new Gauge({ name: 'admm_dual_residual', help: 'ADMM dual residual after the last completed round', registers }),
-      rho: new Gauge({ name: 'admm_rho', help: 'ADMM penalty rho of the last completed round', registers }),
+      // Registered at their first value (see `set`): before the first round there is no objective, not 0.
+      objective: new Gauge({ name: 'admm_objective', help: 'The training objective after the last completed round', registers: [] }),
+      primal: new Gauge({ name: 'admm_primal_residual', help: 'ADMM primal residual after the last completed round', registers: [] }),
+      dual: new Gauge({ name: 'admm_dual_residual', help: 'ADMM dual residual after the last completed round', registers: [] }),
+      rho: new Gauge({ name: 'admm_rho', help: 'ADMM penalty rho of the last completed round', registers: [] }),
       roundSeconds: new Histogram({
         name: 'admm_round_duration_seconds',
         help: "Wall time of a training round at the coordinator (sending, every party's answer, the update)",
@@ -203,8 +207,6 @@ export class Monitor {
       }),
       test: new Gauge({ name: 'admm_test_metric', help: 'Test-set metrics of the last evaluation (log_loss, accuracy, auc, rmse)', labelNames: ['metric'], registers }),
     };
-    // No value before the first round (prom-client would say 0, which is no objective).
-    for (const g of [this.m.objective, this.m.primal, this.m.dual, this.m.rho]) g.set(NaN);
     // Read when scraped: what the connections and the traffic counters hold.
     const seen = { in: new Map<string, number>(), out: new Map<string, number>(), rejoins: new Map<string, number>(), total: { in: 0, out: 0 } };
     /** A counter that follows a monotone number read from elsewhere: incremented by what it grew since the last scrape. */
@@ -316,13 +318,22 @@ export class Monitor {
     const m = this.m;
     m.rounds.inc();
     m.round.set(line.round);
-    m.objective.set(line.objective);
-    if (line.primal !== undefined) m.primal.set(line.primal);
-    if (line.dual !== undefined) m.dual.set(line.dual);
-    if (line.rho !== undefined) m.rho.set(line.rho);
+    this.set(m.objective, line.objective);
+    if (line.primal !== undefined) this.set(m.primal, line.primal);
+    if (line.dual !== undefined) this.set(m.dual, line.dual);
+    if (line.rho !== undefined) this.set(m.rho, line.rho);
     m.roundSeconds.observe(line.roundSeconds);
     if (line.test) this.tested(line.round, line.test);
     if (line.epsilonSpent) this.parties.forEach((p, i) => (this.epsilonSpent[i] = line.epsilonSpent?.[p.id] ?? this.epsilonSpent[i]));
+  }
+
+  /** A gauge that has no value until its first: it joins the registry then (prom-client would report 0 before). */
+  private set(g: Gauge, v: number): void {
+    if (!this.registered.has(g)) {
+      this.registry.registerMetric(g);
+      this.registered.add(g);
+    }
+    g.set(v);
   }
 
   /** A party answered a request: its round time (for training requests), bytes, and the budget it reports. */
@@ -365,10 +376,12 @@ export class Monitor {
       if (m >= 0) this.epsilonSpent[m] = q.epsilonSpent;
     }
     if (s.test) this.tested(s.rounds, s.test);
+    this.endedAt ??= performance.now();
   }
 
   failed(message: string): void {
     this.error ??= message;
+    this.endedAt ??= performance.now();
   }
 
   private tested(round: number, metrics: TestMetrics): void {
@@ -411,7 +424,7 @@ export class Monitor {
         startedAt: this.startedAt.toISOString(),
       },
       phase: this.phase(),
-      elapsedSeconds: (performance.now() - this.t0) / 1000,
+      elapsedSeconds: ((this.endedAt ?? performance.now()) - this.t0) / 1000,
       round: this.lastRound,
       latest: this.history.at(-1) ?? null,
       test: this.lastTest,

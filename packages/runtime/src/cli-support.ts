@@ -111,7 +111,8 @@ export async function runService<C extends { logLevel: LogLevel }>(
       await handle.close();
     });
     await handle.done;
-    process.exit(EXIT.ok);
+    // A signal that came after the job's end (a coordinator keeping its HTTP port open) still stopped the process.
+    process.exit(stopping ? EXIT.interrupted : EXIT.ok);
   } catch (err) {
     // Stopped by a signal: the job's end is the signal's doing, not an error.
     if (stopping) process.exit(EXIT.interrupted);

@@ -1,6 +1,6 @@
-// The dashboard in a real browser: `admm-share simulate --dashboard` on the spam corpus, and
-// headless Chromium (Debian's chromium package, driven by puppeteer-core) opens the page it
-// prints. The page must show the round counter rising while the job runs, draw the objective
+// The dashboard in a real browser: the README's `admm-share simulate --dashboard` on the spam
+// corpus, and headless Chromium (Debian's chromium package, driven by puppeteer-core) opens the
+// page it prints. The page must show the round counter rising while the job runs, draw the objective
 // chart (uPlot's canvas holds the series' pixels), show every party connected during training
 // and gone after it, and end on the numbers of the run's own summary.json and trace.jsonl. A
 // screenshot is saved as test-artifacts/dashboard.png. Chromium missing is a failure, not a
@@ -14,6 +14,7 @@ import { fileURLToPath } from 'node:url';
 import puppeteer, { type Browser } from 'puppeteer-core';
 import { DASHBOARD_LINE } from '../simulate.js';
 import { BIN, type Proc, STACK_LINE, killAll, run, tempDir } from './procs.js';
+import { README, fencedCommands } from './readme-blocks.js';
 
 after(killAll);
 
@@ -91,8 +92,15 @@ test('simulate --dashboard in headless Chromium: the round counter rises, the ob
   });
   await page.evaluateOnNewDocument(RECORDER);
 
-  // Without Anderson acceleration the spam job runs its 100 rounds: long enough to watch.
-  const sim = run(BIN.share, ['simulate', '--dataset', 'spam', '--anderson', '0', '--rounds', '100', '--eval-every', '10', '--dashboard', '--dashboard-linger', '600', '--no-baselines', '--out', out]);
+  // The README's command, as written, with what a test must add: its own output directory, no
+  // baselines, and without Anderson acceleration 100 rounds, long enough to watch.
+  const commands = fencedCommands(readFileSync(README, 'utf8'), '<!-- readme-test:dashboard');
+  assert.equal(commands.length, 1);
+  const [npx, program, ...args] = commands[0];
+  assert.deepEqual([npx, program, args[0]], ['npx', 'admm-share', 'simulate']);
+  assert.ok(args.includes('--dashboard') && args.includes('--eval-every'), args.join(' '));
+  const linger = args[args.indexOf('--dashboard-linger') + 1];
+  const sim = run(BIN.share, [...args, '--anderson', '0', '--rounds', '100', '--no-baselines', '--out', out]);
   const [, url] = await stdoutMatch(sim, DASHBOARD_LINE);
   assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
   await page.goto(url);
@@ -139,15 +147,16 @@ test('simulate --dashboard in headless Chromium: the round counter rises, the ob
   assert.ok(Math.abs(shownMetric(3) - summary.test.accuracy) <= 1e-4, `accuracy ${cells[3]} vs ${summary.test.accuracy}`);
   assert.ok(Math.abs(shownMetric(4) - summary.test.auc) <= 1e-4, `AUC ${cells[4]} vs ${summary.test.auc}`);
   // Test metrics were drawn at every evaluation (every 10 rounds).
+  const every = Number(args[args.indexOf('--eval-every') + 1]);
   const tested = (await page.evaluate('window.dashboard.charts.test.data[0]')) as number[];
-  assert.deepEqual(tested, [10, 20, 30, 40, 50, 60, 70, 80, 90, 100]);
+  assert.deepEqual(tested, Array.from({ length: 100 / every }, (_, k) => every * (k + 1)));
 
   mkdirSync(ARTIFACTS, { recursive: true });
   await page.screenshot({ path: join(ARTIFACTS, 'dashboard.png'), fullPage: true });
   assert.deepEqual(problems, []);
 
   // simulate printed its table and keeps the dashboard up (--dashboard-linger) until stopped.
-  assert.match(sim.stdout(), /the dashboard stays up for 600 s/);
+  assert.match(sim.stdout(), new RegExp(`the dashboard stays up for ${linger} s`));
   sim.child.kill('SIGTERM');
   assert.equal((await sim.exit).code, 130);
   await assert.rejects(fetch(`${url}healthz`), 'the coordinator was stopped with simulate');
@@ -169,4 +178,59 @@ test('simulate --dashboard-linger: the dashboard stays up after the job, then si
     assert.match(p.stderr(), /--dashboard-port and --dashboard-linger need --dashboard/);
     assert.doesNotMatch(p.stderr(), STACK_LINE);
   }
+});
+
+test('a one-shot private job with label privacy: the page and the API show each passive party\'s budget spent against its total, the label epsilon, and the active party\'s local-only model beside the job\'s, as summary.json has them', async (t) => {
+  const executablePath = chromiumPath();
+  const out = tempDir(t);
+  const sim = run(BIN.share, ['simulate', '--epsilon', '1', '--label-epsilon', '2', '--dashboard', '--dashboard-linger', '600', '--no-baselines', '--out', out]);
+  t.after(() => sim.kill());
+  const [, url] = await stdoutMatch(sim, DASHBOARD_LINE);
+  await stdoutMatch(sim, /the dashboard stays up for 600 s/);
+  const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+  const spent = Object.fromEntries(summary.privacy.map((q: { party: string; epsilonSpent: number }) => [q.party, q.epsilonSpent]));
+  assert.equal(summary.algorithm, 'one-shot');
+  assert.ok(summary.oneShot.local, 'the active party fitted its local-only model');
+
+  type Status = { job: { algorithm: string; labelEpsilon: number }; parties: { id: string; role: string; epsilonSpent: number; epsilonBudget: number | null }[]; result: { local: unknown } };
+  const st = (await (await fetch(`${url}api/status`)).json()) as Status;
+  assert.equal(st.job.algorithm, 'one-shot');
+  assert.equal(st.job.labelEpsilon, 2);
+  assert.deepEqual(st.parties.map((p) => [p.id, p.role, p.epsilonBudget, p.epsilonSpent]), [
+    ['party-1', 'active', null, spent['party-1']],
+    ['party-2', 'passive', 1, spent['party-2']],
+    ['party-3', 'passive', 1, spent['party-3']],
+  ]);
+  assert.deepEqual(st.result.local, { party: 'party-1', objective: summary.oneShot.local.objective, test: summary.oneShot.local.test });
+  const metrics = await (await fetch(`${url}metrics`)).text();
+  const sample = (name: string) => Number(new RegExp(`^${name.replace(/[{}]/g, '\\$&')} (\\S+)$`, 'm').exec(metrics)?.[1]);
+  assert.equal(sample('admm_label_epsilon'), 2);
+  for (const party of ['party-2', 'party-3']) {
+    assert.equal(sample(`admm_epsilon_budget{party="${party}"}`), 1);
+    assert.equal(sample(`admm_epsilon_spent{party="${party}"}`), spent[party]);
+  }
+
+  const browser = await puppeteer.launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  t.after(() => browser.close());
+  const page = await browser.newPage();
+  const problems: string[] = [];
+  page.on('console', (m) => {
+    if (m.type() === 'error' || m.type() === 'warn') problems.push(`console ${m.type()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${(e as Error).message}`));
+  await page.goto(url);
+  await page.waitForFunction(`!document.getElementById('result').classList.contains('hidden')`);
+  const budgets = (await page.$$eval('#parties tbody tr td:last-child', (tds) => tds.map((td) => td.textContent))) as string[];
+  assert.deepEqual(budgets, ['none (active party: no noise)', `${spent['party-2']} / 1 (score-release)`, `${spent['party-3']} / 1 (score-release)`]);
+  assert.match((await page.$eval('#label-privacy', (e) => e.textContent)) ?? '', /label epsilon 2\b/);
+  const rows = (await page.$$eval('#comparison tbody tr', (trs) => trs.map((tr) => [...tr.children].map((td) => td.textContent)))) as string[][];
+  assert.equal(rows.length, 3, 'the job, the local-only model, the base rate');
+  assert.equal(rows[1][0], 'party-1 alone (its local-only model)');
+  assert.ok(Math.abs(Number(rows[1][2]) - summary.oneShot.local.test.logLoss) <= 1e-4, `local log loss ${rows[1][2]}`);
+  assert.ok(Math.abs(Number(rows[0][2]) - summary.test.logLoss) <= 1e-4, `job log loss ${rows[0][2]}`);
+  // Its one round is drawn as a point.
+  assert.ok(((await page.evaluate(seriesPixels('chart-objective', [0x17, 0x5c, 0xd3]))) as number) > 10, 'the objective point is drawn');
+  assert.deepEqual(problems, []);
+  sim.child.kill('SIGTERM');
+  assert.equal((await sim.exit).code, 130);
 });
