@@ -320,7 +320,7 @@ class Coordinator {
 
   /**
    * Stop on a signal. During ADMM training the state of the last completed round is
-   * checkpointed and the parties are told the coordinator is going away (1001), so they keep
+   * checkpointed (after any checkpoint still being written) and the parties are told the coordinator is going away (1001), so they keep
    * trying to rejoin and `--resume` continues the job; otherwise the job is aborted.
    */
   async close(): Promise<void> {
@@ -330,8 +330,13 @@ class Coordinator {
       this.phase = 'failed';
       const err = new PeerError(`stopped after round ${round}; checkpoint written to ${join(this.cfg.out, CHECKPOINT_FILE)}`);
       this.parties.goingAway(`coordinator stopping after round ${round}; it can be resumed`, err);
-      this.log.warn({ round }, 'stopped: checkpoint written, resume with --resume');
       this.rejectFailed(err);
+      // The job ends (and the process exits) once the checkpoint is on disk.
+      const written = await this.loop.flushCheckpoints().then(
+        () => true,
+        (e: Error) => (this.log.error({ err: e.message }, 'stopped: the checkpoint could not be written'), false),
+      );
+      if (written) this.log.warn({ round }, 'stopped: checkpoint written, resume with --resume');
       this.rejectDone(err);
     } else this.fail(new PeerError('coordinator stopped'));
     await this.server?.close();
