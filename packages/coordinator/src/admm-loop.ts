@@ -4,7 +4,7 @@
  *   -> traceRound (round t-1's objective and trace line, while the parties compute)
  *   -> collect the shares (each recorded for replays as it arrives)
  *   -> AdmmCoordinator.step (z-update, dual update, residuals, next c)
- *   -> checkpoint (when due) -> evaluate (when due).
+ *   -> checkpoint (when due; written in the background) -> evaluate (when due).
  * The loop stops at convergence, at the last round, or when a party's budget refuses a round.
  */
 import { join } from 'node:path';
@@ -12,7 +12,7 @@ import type { Logger } from 'pino';
 import { InternalError, PeerError, trainingLoss } from '@admm-share/core';
 import type { Exhausted, Resume, Share, StopReason } from '@admm-share/protocol';
 import { AdmmCoordinator, type RoundStats } from './admm.js';
-import { CHECKPOINT_FILE, type Checkpoint, writeCheckpoint } from './checkpoint.js';
+import { CHECKPOINT_FILE, type Checkpoint, CheckpointWriter } from './checkpoint.js';
 import type { CoordinatorConfig } from './config.js';
 import { evaluate, evaluatesAt } from './evaluation.js';
 import type { Job, Participation } from './job.js';
@@ -75,12 +75,14 @@ export class AdmmLoop {
   private readonly replay: ReplayLog;
   /** The last completed round (the checkpoint's on a resumed job). */
   private last: FinishedRound | undefined;
+  private readonly checkpoints: CheckpointWriter;
 
   constructor(
     private readonly d: AdmmLoopDeps,
     from?: Checkpoint,
   ) {
     const { cfg, job } = d;
+    this.checkpoints = new CheckpointWriter(join(cfg.out, CHECKPOINT_FILE), d.log);
     this.admm = new AdmmCoordinator({
       variant: cfg.variant,
       // With label privacy: the loss corrected for the flips, in the z-update and the objective.
@@ -188,7 +190,17 @@ export class AdmmLoop {
       };
     } finally {
       trace.close(completed);
+      // A checkpoint still being written finishes (a failed job is resumed from it); its own
+      // failure only surfaces if training did not fail first.
+      const flushed = this.checkpoints.flush();
+      if (completed) await flushed;
+      else await flushed.catch(() => undefined);
     }
+  }
+
+  /** Wait until every checkpoint written so far is on disk. */
+  flushCheckpoints(): Promise<void> {
+    return this.checkpoints.flush();
   }
 
   /** Round t's request to every party; each share is recorded for replays the moment it arrives. */
@@ -227,12 +239,12 @@ export class AdmmLoop {
     };
   }
 
-  /** Write the state the job needs to go on after a crash (atomically; see checkpoint.ts). */
+  /** Queue the state the job needs to go on after a crash (written atomically in the background; see checkpoint.ts). */
   checkpoint(): void {
     const last = this.last;
     if (!last) return;
-    const { job, cfg, identity } = this.d;
-    writeCheckpoint(join(cfg.out, CHECKPOINT_FILE), {
+    const { job, identity } = this.d;
+    this.checkpoints.write({
       ...identity,
       jobId: job.jobId,
       round: last.round,
@@ -243,6 +255,5 @@ export class AdmmLoop {
       replay: this.replay.point(last.round),
       last,
     });
-    this.d.log.debug({ round: last.round }, 'checkpoint written');
   }
 }

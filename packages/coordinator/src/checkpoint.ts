@@ -2,12 +2,15 @@
  * What the coordinator needs to continue a job after a crash (`--resume`): written every
  * --checkpoint-every rounds, atomically (write, fsync, rename), as MessagePack so the
  * vectors keep their exact bits, and read back with every field checked like wire data.
+ * The state is encoded at once and written in the background (CheckpointWriter), so the
+ * rounds go on while the file system works.
  * Parties rejoin by themselves and are told the round (with what they need to recompute it).
  */
 import { readFileSync, rmSync } from 'node:fs';
 import { createHash } from 'node:crypto';
 import { Packr } from 'msgpackr';
-import { DataError, writeFileAtomic } from '@admm-share/core';
+import type { Logger } from 'pino';
+import { DataError, writeFileAtomicAsync } from '@admm-share/core';
 import { ALGORITHMS, LOSSES, NAME_RE } from '@admm-share/protocol';
 import type { AdmmSnapshot } from './admm.js';
 import type { FinishedRound } from './admm-loop.js';
@@ -37,8 +40,49 @@ export interface Checkpoint {
 // One configured Packr: typed arrays keep their type and bytes (see the protocol's codec).
 const packr = new Packr({ moreTypes: true, useRecords: false });
 
-export function writeCheckpoint(path: string, cp: Omit<Checkpoint, 'format'>): void {
-  writeFileAtomic(path, packr.pack({ format: FORMAT, ...cp }), 0o600);
+/**
+ * Checkpoints of one job, one after the other. `write` encodes the state at once (it goes on
+ * changing) and queues the bytes; each write goes to disk after the one before it, so the file
+ * only ever moves forward. A write that failed fails the next `write` or `flush`.
+ */
+export class CheckpointWriter {
+  private queue: Promise<void> = Promise.resolve();
+  private failure: Error | undefined;
+
+  constructor(
+    readonly path: string,
+    private readonly log?: Logger,
+  ) {}
+
+  write(cp: Omit<Checkpoint, 'format'>): void {
+    this.throwFailure();
+    const bytes = packr.pack({ format: FORMAT, ...cp });
+    this.queue = this.queue.then(() =>
+      writeFileAtomicAsync(this.path, bytes, 0o600).then(
+        () => this.log?.debug({ round: cp.round }, 'checkpoint written'),
+        (err: NodeJS.ErrnoException) => {
+          this.failure ??= new DataError(this.path, undefined, `cannot write the checkpoint of round ${cp.round} (${err.code ?? err.message})`);
+        },
+      ),
+    );
+  }
+
+  /** Every queued checkpoint is on disk (or the first failure is thrown). */
+  async flush(): Promise<void> {
+    await this.queue;
+    this.throwFailure();
+  }
+
+  private throwFailure(): void {
+    if (this.failure) throw this.failure;
+  }
+}
+
+/** One checkpoint, on disk when the promise resolves. */
+export async function writeCheckpoint(path: string, cp: Omit<Checkpoint, 'format'>): Promise<void> {
+  const writer = new CheckpointWriter(path);
+  writer.write(cp);
+  await writer.flush();
 }
 
 export function removeCheckpoint(path: string): void {

@@ -370,22 +370,28 @@ class Coordinator {
 
   /**
    * Stop on a signal. During ADMM training the state of the last completed round is
-   * checkpointed and the parties are told the coordinator is going away (1001), so they keep
+   * checkpointed (after any checkpoint still being written) and the parties are told the coordinator is going away (1001), so they keep
    * trying to rejoin and `--resume` continues the job; otherwise the job is aborted.
    */
   async close(): Promise<void> {
+    // The HTTP port closes with the process, not --http-linger after it.
+    this.stopped = true;
     if (this.phase === 'training' && this.loop && this.loop.completedRound > 0) {
       const round = this.loop.completedRound;
       this.loop.checkpoint();
       this.phase = 'failed';
       const err = new PeerError(`stopped after round ${round}; checkpoint written to ${join(this.cfg.out, CHECKPOINT_FILE)}`);
       this.parties.goingAway(`coordinator stopping after round ${round}; it can be resumed`, err);
-      this.log.warn({ round }, 'stopped: checkpoint written, resume with --resume');
       this.monitor?.failed(err.message);
       this.rejectFailed(err);
+      // The job ends (and the process exits) once the checkpoint is on disk.
+      const written = await this.loop.flushCheckpoints().then(
+        () => true,
+        (e: Error) => (this.log.error({ err: e.message }, 'stopped: the checkpoint could not be written'), false),
+      );
+      if (written) this.log.warn({ round }, 'stopped: checkpoint written, resume with --resume');
       this.rejectDone(err);
     } else this.fail(new PeerError('coordinator stopped'));
-    this.stopped = true;
     clearTimeout(this.lingerTimer);
     this.stopLinger?.();
     await Promise.all([this.server?.close(), this.status?.close()]);

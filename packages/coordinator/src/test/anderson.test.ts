@@ -160,7 +160,7 @@ test('exact ADMM with Anderson acceleration (each party its own c): the central 
   assert.ok(fast.rounds * 2 <= plain.rounds, `Anderson ${fast.rounds} rounds, plain ${plain.rounds}`);
 });
 
-test('a checkpoint keeps Anderson acceleration: the restored coordinator sends every party the same vectors as the uninterrupted one; a damaged state is refused', (t) => {
+test('a checkpoint keeps Anderson acceleration: the restored coordinator sends every party the same vectors as the uninterrupted one; a damaged state is refused', async (t) => {
   const { N, blocks, y } = problem('anderson-checkpoint');
   const lambda = 1e-3;
   const rho = 0.01 / N;
@@ -185,7 +185,7 @@ test('a checkpoint keeps Anderson acceleration: the restored coordinator sends e
     replay: { round: 8, rho, cs: blocks.map(v), previousShares: blocks.map(v), shares: blocks.map(v) },
     last: { stats: { primal: 0, dual: 0, epsPrimal: 1, epsDual: 1, rho }, penaltySq: 0, converged: false, test: undefined, seconds: 1, roundSeconds: 1, bytes: { toCoordinator: 0, fromCoordinator: 0 }, epsilonSpent: {} },
   };
-  writeCheckpoint(path, cp);
+  await writeCheckpoint(path, cp);
   const restored = coordinator(y, M, lambda, rho, 4);
   restored.restore(readCheckpoint(path).admm);
   // Both continue with the same parties' answers.
@@ -204,6 +204,6 @@ test('a checkpoint keeps Anderson acceleration: the restored coordinator sends e
   // More differences than the memory: refused, naming the field.
   const snap = co.snapshot();
   const state = snap.anderson!.state;
-  writeCheckpoint(path, { ...cp, admm: { ...snap, anderson: { ...snap.anderson!, memory: 1, state: { ...state, dF: [v(), v()].map(() => new Float64Array((M + 2) * N)), dG: [v(), v()].map(() => new Float64Array((M + 2) * N)) } } } });
+  await writeCheckpoint(path, { ...cp, admm: { ...snap, anderson: { ...snap.anderson!, memory: 1, state: { ...state, dF: [v(), v()].map(() => new Float64Array((M + 2) * N)), dG: [v(), v()].map(() => new Float64Array((M + 2) * N)) } } } });
   assert.throws(() => readCheckpoint(path), (err: unknown) => err instanceof DataError && /admm\.anderson\.state holds 2 differences, more than its memory 1/.test(err.message));
 });

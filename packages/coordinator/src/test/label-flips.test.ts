@@ -150,7 +150,7 @@ test('a job on flipped labels: the one-shot setup sends the flipped training lab
   assert.equal(setupFor(plain, 'p2', undefined, { train: Uint32Array.of(0, 1, 2, 3), test: Uint32Array.of(0, 1) }).labels.length, 0, 'ADMM sends no labels');
 });
 
-test('a checkpoint keeps setup.labelFlip; one without it, or with a value outside [0, 0.5), is refused', (t) => {
+test('a checkpoint keeps setup.labelFlip; one without it, or with a value outside [0, 0.5), is refused', async (t) => {
   const dir = tempDir(t);
   const path = join(dir, 'checkpoint.bin');
   const n = 2;
@@ -175,12 +175,12 @@ test('a checkpoint keeps setup.labelFlip; one without it, or with a value outsid
       epsilonSpent: {},
     },
   };
-  writeCheckpoint(path, cp);
+  await writeCheckpoint(path, cp);
   assert.equal(readCheckpoint(path).setup.labelFlip, flipProbability(2));
   const { labelFlip: _, ...old } = cp.setup;
-  writeCheckpoint(path, { ...cp, setup: old as typeof cp.setup });
+  await writeCheckpoint(path, { ...cp, setup: old as typeof cp.setup });
   assert.throws(() => readCheckpoint(path), (err: unknown) => err instanceof DataError && /setup\.labelFlip is undefined/.test(err.message));
-  writeCheckpoint(path, { ...cp, setup: { ...cp.setup, labelFlip: 0.5 } });
+  await writeCheckpoint(path, { ...cp, setup: { ...cp.setup, labelFlip: 0.5 } });
   assert.throws(() => readCheckpoint(path), (err: unknown) => err instanceof DataError && /setup\.labelFlip is 0\.5/.test(err.message));
 });
 

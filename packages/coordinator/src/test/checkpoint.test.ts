@@ -1,0 +1,51 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { DataError } from '@admm-share/core';
+import { tempDir } from '@admm-share/core/test-support';
+import { type Checkpoint, CheckpointWriter, readCheckpoint } from '../checkpoint.js';
+
+/** A valid checkpoint of a one-party job over n samples whose vectors all hold `fill`. */
+function checkpointOf(round: number, fill: number, n = 1000): Omit<Checkpoint, 'format'> {
+  const v = () => new Float64Array(n).fill(fill);
+  return {
+    jobId: 'job-a',
+    round,
+    labelsDigest: 'd',
+    samples: { labelRows: { train: Uint32Array.from({ length: n }, (_, i) => i), test: new Uint32Array(0) }, dropped: { train: 0, test: 0 } },
+    evaluationSkipped: null,
+    setup: { type: 'setup', jobId: 'job-a', lambda: 1e-4, loss: 'logistic', rounds: 100, rho: 0.5, parties: 1, algorithm: 'admm', labelFlip: 0 },
+    admm: { rho: 0.5, c: v(), z: v(), dualVar: v(), sum: v(), prevSum: v(), prevZ: v(), a: v(), t: v(), slope: v(), curvature: v(), prevShares: [v()] },
+    replay: { round, rho: 0.5, cs: [v()], previousShares: [v()], shares: [v()] },
+    last: { stats: { primal: 0, dual: 0, epsPrimal: 1, epsDual: 1, rho: 0.5 }, penaltySq: 0, converged: false, test: undefined, seconds: 1, roundSeconds: 1, bytes: { toCoordinator: 0, fromCoordinator: 0 }, epsilonSpent: {} },
+  };
+}
+
+test('checkpoints written in the background land in order, with the state as it was when each was queued', async (t) => {
+  const dir = tempDir(t);
+  const path = join(dir, 'checkpoint.bin');
+  const writer = new CheckpointWriter(path);
+  const state = checkpointOf(10, 1);
+  writer.write(state);
+  // The caller's vectors go on changing at once: the queued checkpoint keeps round 10's values.
+  state.admm.z.fill(99);
+  await writer.flush();
+  assert.equal(readCheckpoint(path).admm.z[0], 1);
+  for (const r of [20, 30, 40]) writer.write(checkpointOf(r, r));
+  await writer.flush();
+  const cp = readCheckpoint(path);
+  assert.equal(cp.round, 40);
+  assert.equal(cp.admm.z[0], 40);
+  assert.deepEqual(readdirSync(dir), ['checkpoint.bin'], 'no temporary file is left');
+});
+
+test('a checkpoint that cannot be written fails the next write and flush, naming the file and the round', async (t) => {
+  const dir = tempDir(t);
+  const path = join(dir, 'missing-dir', 'checkpoint.bin');
+  const writer = new CheckpointWriter(path);
+  writer.write(checkpointOf(10, 1));
+  const named = (err: unknown) => err instanceof DataError && err.message.includes(path) && /cannot write the checkpoint of round 10 \(ENOENT\)/.test(err.message);
+  await assert.rejects(writer.flush(), named);
+  assert.throws(() => writer.write(checkpointOf(20, 2)), named);
+});
