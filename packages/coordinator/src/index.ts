@@ -9,6 +9,9 @@ export { HELLO_MAX_BYTES, MAX_PENDING_CONNECTIONS, PRE_HELLO_MAX_BYTES, UNAUTHEN
 export { CLOSE_FLUSH_MS } from './drop.js';
 export { HTTP_HEADERS_TIMEOUT_MS, HTTP_REQUEST_TIMEOUT_MS, HTTP_TIMEOUT_CHECK_MS, TLS_HANDSHAKE_TIMEOUT_MS } from './server.js';
 export { WARNINGS_PER_SECOND } from './warnings.js';
+// The job's HTTP port: the dashboard's event stream and the rounds it keeps (docs/operations.md).
+export { EVENT_INTERVAL_MS, MAX_EVENT_CLIENTS } from './status-server.js';
+export { MAX_HISTORY_POINTS, PARTY_STATES, type JobStatus, type PartyState, type RoundPoint } from './monitor.js';
 export { baseRateMetrics, comparisonWarnings } from './oneshot-loop.js';
 export { LabelPsi } from './psi.js';
 export { FLIPS_FILE, type LabelFlips, type LabelPrivacyConfig, type LabelPrivacyReport, readLabelFlips } from './label-flips.js';
