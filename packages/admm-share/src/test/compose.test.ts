@@ -46,15 +46,15 @@ function roles(project: ComposeProject): { coordinator: Service; parties: Servic
   return { coordinator, parties, data };
 }
 
-/** The directories a RUN instruction chowns to `owner` (chown [-flags] OWNER PATH...). */
-function chowned(run: string, owner: string): string[] {
+/** The paths a RUN instruction chowns to `user` (chown [-flags] USER[:GROUP] PATH...). */
+function chowned(run: string, user: string): string[] {
   return run
     .split(/&&|;/)
     .map((c) => c.trim().split(/\s+/))
     .filter((w) => w[0] === 'chown')
     .flatMap((w) => {
       const args = w.slice(1).filter((a) => !a.startsWith('-'));
-      return args[0] === owner ? args.slice(1) : [];
+      return args[0]?.split(':')[0] === user.split(':')[0] ? args.slice(1) : [];
     });
 }
 
