@@ -18,7 +18,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, readdirSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import { binaryLabels, csrHStack, csrSelectRows, fitCentral, logistic, readLabelFile, readLibsvm } from '@admm-share/core';
+import { type IdMode, binaryLabels, csrHStack, csrSelectRows, fitCentral, logistic, readLabelFile, readLibsvm } from '@admm-share/core';
 import { assertNearOptimum, relDiff } from '@admm-share/core/test-support';
 import { type ComposeProject, type Service, composeUp, readCompose, readDockerfile } from './compose-harness.js';
 import { modelScores } from './model-scores.js';
@@ -199,9 +199,11 @@ test('docker compose up, emulated: a party killed mid-training is restarted by i
   const scores = new Float64Array(n);
   let penalty = 0;
   const blocks = parties.map((p) => {
-    const table = readLibsvm(up.hostPath(p.name, p.environment.ADMM_PARTY_DATA), { ids: p.environment.ADMM_PARTY_IDS as 'first' });
+    const table = readLibsvm(up.hostPath(p.name, p.environment.ADMM_PARTY_DATA), { ids: p.environment.ADMM_PARTY_IDS as IdMode });
     const row = new Map(table.ids.map((id, i) => [id, i]));
-    const X = csrSelectRows(table.X, labels.ids.map((id) => row.get(id)!));
+    const rows = labels.ids.map((id) => row.get(id));
+    assert.ok(rows.every((r) => r !== undefined), `${p.name} holds every labelled sample`);
+    const X = csrSelectRows(table.X, rows as number[]);
     const model = JSON.parse(readFileSync(up.hostPath(p.name, p.environment.ADMM_PARTY_MODEL), 'utf8'));
     assert.equal(model.jobId, env.ADMM_COORDINATOR_JOB);
     assert.equal(model.coefficients.length, X.cols, `${p.name}: one coefficient per feature`);
