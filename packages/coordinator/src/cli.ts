@@ -11,6 +11,7 @@ import { MISSING_POLICIES, type PredictConfig, predict, predictLine } from './pr
 import { DEFAULT_ANDERSON, requireAnderson } from './anderson.js';
 import { resultLine } from './report.js';
 import { type ServeConfig, serve } from './serve.js';
+import { MIN_SECRET_CHARS } from './http.js';
 
 const TOOL = 'admm-coordinator';
 
@@ -23,11 +24,13 @@ function readTls(cert?: string, key?: string, clientCa?: string): { cert: string
   return { cert: readFlagFile('tls-cert', cert), key: readFlagFile('tls-key', key), ...(clientCa ? { clientCa: readFlagFile('tls-client-ca', clientCa) } : {}) };
 }
 
-/**
- * Shortest secret accepted in --credentials: 16 characters, 64 bits even as hex, beyond an
- * online guess within --hello-timeout per connection and MAX_PENDING_CONNECTIONS at once.
- */
-const MIN_SECRET_CHARS = 16;
+/** The bearer token in --http-token-file (surrounding white space removed), at least MIN_SECRET_CHARS long. */
+function readHttpToken(file: string | undefined): string | undefined {
+  if (file === undefined) return undefined;
+  const token = readFlagFile('http-token-file', file).trim();
+  if (token.length < MIN_SECRET_CHARS) throw new ConfigError(`--http-token-file ${file}: the token must have at least ${MIN_SECRET_CHARS} characters`);
+  return token;
+}
 
 /** {"party-id": "secret"}: every value a string of at least MIN_SECRET_CHARS characters. */
 function readCredentials(file: string): Record<string, string> {
@@ -96,6 +99,10 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     .option('tls-client-ca', { type: 'string', describe: 'mutual TLS: require client certificates signed by this CA (PEM)' })
     .option('checkpoint-every', { type: 'number', default: 10, describe: 'write out/checkpoint.bin every k completed rounds (0: never)' })
     .option('resume', { type: 'boolean', default: false, describe: 'continue the job checkpointed in --out (parties rejoin by themselves)' })
+    .option('http-port', { type: 'number', describe: 'serve the job\'s health checks on this port (0 picks a free one; see the "http listening" log line); none: no HTTP server' })
+    .option('http-host', { type: 'string', default: '127.0.0.1', describe: 'address of the HTTP port' })
+    .option('http-token-file', { type: 'string', describe: 'file holding the bearer token every HTTP request but /healthz and /readyz must carry (Authorization: Bearer TOKEN)' })
+    .option('http-linger', { type: 'number', default: 0, describe: 'seconds the HTTP port stays open after the job ends' })
     .option('log-level', { choices: LOG_LEVELS, default: 'info' as const })
     .parseSync();
   const parties = a.parties.flatMap((p) => String(p).split(',')).map((p) => p.trim()).filter((p) => p !== '');
@@ -106,6 +113,10 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
   if (a['label-seed'] !== undefined && a['label-epsilon'] === undefined) throw new ConfigError('--label-seed needs --label-epsilon');
   const labelPrivacy = a['label-epsilon'] === undefined ? undefined : { epsilon: requirePositive('label-epsilon', a['label-epsilon']), ...(a['label-seed'] !== undefined ? { seed: a['label-seed'] } : {}) };
   if (alpha >= 2) throw new ConfigError(`--alpha must be in (0, 2), got ${alpha}`);
+  const httpPort = a['http-port'];
+  if (httpPort === undefined && a['http-token-file'] !== undefined) throw new ConfigError('--http-token-file needs --http-port');
+  if (httpPort === undefined && a['http-linger'] !== 0) throw new ConfigError('--http-linger needs --http-port');
+  const httpToken = readHttpToken(a['http-token-file']);
   return {
     host: a.host,
     port: requireInteger('port', a.port, 0),
@@ -143,6 +154,16 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     resume: a.resume,
     jobIdGiven: a.job !== undefined,
     tls: readTls(a['tls-cert'], a['tls-key'], a['tls-client-ca']),
+    ...(httpPort !== undefined
+      ? {
+          http: {
+            host: a['http-host'],
+            port: requireInteger('http-port', httpPort, 0),
+            ...(httpToken !== undefined ? { token: httpToken } : {}),
+            lingerMs: Math.round(1000 * requireNonNegative('http-linger', a['http-linger'])),
+          },
+        }
+      : {}),
     logLevel: a['log-level'],
   };
 }
@@ -150,10 +171,13 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
 /** The coordinator's JSON log ends with one human-readable line saying how the job ended. */
 async function startAndReport(config: CoordinatorConfig, logger: Logger) {
   const handle = await start(config, { logger });
-  const done = handle.done.then((summary) => {
-    process.stdout.write(`${TOOL}: ${resultLine(summary, join(config.out, 'summary.json'))}\n`);
-    return summary;
-  });
+  const done = handle.done
+    .then((summary) => {
+      process.stdout.write(`${TOOL}: ${resultLine(summary, join(config.out, 'summary.json'))}\n`);
+      return summary;
+    })
+    // The process ends when the job has and the HTTP port has closed (--http-linger).
+    .finally(() => handle.httpClosed);
   return { ...handle, done };
 }
 
@@ -237,8 +261,7 @@ export function parseServeArgs(argv: string[]): ServeConfig & { logLevel: LogLev
     .option('request-timeout', { type: 'number', default: 5_000, describe: "ms a party has to answer a request's lookup and score (then 504)" })
     .option('max-party-rows', { type: 'number', default: 10_000_000, describe: 'rows a party may hold (bounds the frame of its ids)' })
     .parseSync();
-  const tokenText = a['http-token-file'] === undefined ? undefined : readFlagFile('http-token-file', a['http-token-file']).trim();
-  if (tokenText !== undefined && tokenText.length < MIN_SECRET_CHARS) throw new ConfigError(`--http-token-file ${a['http-token-file']}: the token must have at least ${MIN_SECRET_CHARS} characters`);
+  const tokenText = readHttpToken(a['http-token-file']);
   return {
     ...scoringNet(a, a['request-timeout']),
     httpHost: a['http-host'],

@@ -8,6 +8,20 @@ import type { LabelPrivacyConfig } from './label-flips.js';
 import type { LabelOptions } from './labels.js';
 import type { Summary } from './report.js';
 
+/** Where a job is (coordinator.ts): before `waiting` the parties' port is not listening yet. */
+export type Phase = 'starting' | 'waiting' | 'setup' | 'training' | 'finishing' | 'done' | 'failed';
+
+/** The job's HTTP port for people and monitoring (status-server.ts). */
+export interface HttpConfig {
+  host: string;
+  /** 0 picks a free port; the `http listening` log line reports it. */
+  port: number;
+  /** Required `Authorization: Bearer <token>` on everything but /healthz and /readyz; none: anyone who can reach the port may look. */
+  token?: string;
+  /** Keep the HTTP port open this long after the job ends (done or failed), to look at the end state. */
+  lingerMs: number;
+}
+
 export interface SgdConfig {
   batchSize: number;
   /** Learning rate of epoch e: lr / (1 + lrDecay (e - 1)). */
@@ -70,10 +84,16 @@ export interface CoordinatorConfig {
   labelPrivacy?: LabelPrivacyConfig;
   /** Serve wss:// with this certificate and key (PEM); with clientCa, require client certificates from that CA. */
   tls?: { cert: string; key: string; clientCa?: string };
+  /** The job's HTTP port (dashboard, metrics, health); none: no HTTP server. */
+  http?: HttpConfig;
 }
 
 export interface CoordinatorHandle {
   port: number;
+  /** The HTTP port (with `http` in the config). */
+  httpPort?: number;
   done: Promise<Summary>;
+  /** Resolves once the HTTP port has closed: at the job's end, or `http.lingerMs` after it (at once without HTTP). */
+  httpClosed: Promise<void>;
   close(): Promise<void>;
 }

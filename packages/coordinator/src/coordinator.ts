@@ -17,7 +17,7 @@ import { listenForParties } from './admission.js';
 import { AdmmLoop } from './admm-loop.js';
 import { type AlignedSet, AlignmentError, alignSet } from './alignment.js';
 import { CHECKPOINT_FILE, type Checkpoint, labelsDigest, readCheckpoint, removeCheckpoint } from './checkpoint.js';
-import type { CoordinatorConfig, CoordinatorHandle } from './config.js';
+import type { CoordinatorConfig, CoordinatorHandle, Phase } from './config.js';
 import { writeJobFile } from './job-file.js';
 import { type Job, buildJob, evaluationSkipReason, participation, resolveAlgorithm, setupFor } from './job.js';
 import { runOneShot } from './oneshot-loop.js';
@@ -29,8 +29,9 @@ import type { Traffic } from './party-connection.js';
 import { ALIGNMENT_METHOD, type Summary, buildSummary, writeSummary } from './report.js';
 import type { Server } from './server.js';
 import { runSgd } from './sgd-loop.js';
+import { type StatusServer, startStatusServer } from './status-server.js';
 
-export type { CoordinatorConfig, CoordinatorHandle, SgdConfig } from './config.js';
+export type { CoordinatorConfig, CoordinatorHandle, HttpConfig, Phase, SgdConfig } from './config.js';
 export type { PartySummary, Summary, TestMetrics, TraceLine } from './report.js';
 export { defaultRho } from './job.js';
 
@@ -39,14 +40,12 @@ const SLACK_ROWS = 1024;
 /** A resumed coordinator waits at least this long for the parties to rejoin, even with --rejoin-timeout 0. */
 const MIN_RESUME_WINDOW_MS = 1000;
 
-type Phase = 'waiting' | 'setup' | 'training' | 'finishing' | 'done' | 'failed';
-
 export async function start(config: CoordinatorConfig, deps: { logger: Logger }): Promise<CoordinatorHandle> {
   return new Coordinator(config, deps.logger).start();
 }
 
 class Coordinator {
-  private phase: Phase = 'waiting';
+  private phase: Phase = 'starting';
   private readonly cfg: CoordinatorConfig;
   private readonly labels: Labels;
   /** The training labels the job trains on: with label privacy the flipped ones, else `labels`. */
@@ -63,6 +62,12 @@ class Coordinator {
   private readonly maxRows: number;
   private readonly started = performance.now();
   private server: Server | undefined;
+  /** The HTTP port (--http-port), if any, and what closes it after the job's end. */
+  private status: StatusServer | undefined;
+  private lingerTimer: NodeJS.Timeout | undefined;
+  private stopLinger: (() => void) | undefined;
+  /** Stopped by close(): the HTTP port closes at once. */
+  private stopped = false;
   private loop: AdmmLoop | undefined;
   /** Rounds of the model the job keeps, once training has ended (a party rejoining then resumes there). */
   private finalRounds: number | undefined;
@@ -161,8 +166,27 @@ class Coordinator {
     const maxPayload = Math.max((this.maxRows + labelRows) * POINT_BYTES, labelRows * 8) + ENVELOPE_BYTES;
     // The label side of the intersection starts now, while the parties connect.
     this.alignment.started = performance.now();
+    if (cfg.http) this.status = await startStatusServer(cfg.http, { phase: () => this.phase }, log);
     for (const set of ['train', 'test'] as const) if (this.psi.counts[set] > 0) this.psi.points(set).catch((err: Error) => this.fail(err));
-    this.server = await listenForParties({
+    try {
+      this.server = await this.listen(maxPayload);
+    } catch (err) {
+      await this.status?.close();
+      throw err;
+    }
+    this.phase = 'waiting';
+    const port = this.server.port;
+    log.info({ port, host: cfg.host, tls: Boolean(cfg.tls), mutualTls: Boolean(cfg.tls?.clientCa), jobId: cfg.jobId, parties: cfg.parties, maxPayload }, 'listening');
+    this.run().then(
+      (summary) => this.resolveDone(summary),
+      (err: Error) => this.fail(err),
+    );
+    return { port, ...(this.status ? { httpPort: this.status.port } : {}), done: this.done, httpClosed: this.closeHttpAfterJob(), close: () => this.close() };
+  }
+
+  private listen(maxPayload: number): Promise<Server> {
+    const { cfg, log } = this;
+    return listenForParties({
       host: cfg.host,
       port: cfg.port,
       tls: cfg.tls,
@@ -173,13 +197,22 @@ class Coordinator {
       onHello: (ws, hello, nonce, connLog) => this.parties.onHello(ws, hello, nonce, connLog),
       onError: (err) => this.fail(new PeerError(`server error: ${err.message}`)),
     });
-    const port = this.server.port;
-    log.info({ port, host: cfg.host, tls: Boolean(cfg.tls), mutualTls: Boolean(cfg.tls?.clientCa), jobId: cfg.jobId, parties: cfg.parties, maxPayload }, 'listening');
-    this.run().then(
-      (summary) => this.resolveDone(summary),
-      (err: Error) => this.fail(err),
-    );
-    return { port, done: this.done, close: () => this.close() };
+  }
+
+  /** The HTTP port stays open --http-linger after the job ends (done or failed), unless the coordinator is stopped. */
+  private async closeHttpAfterJob(): Promise<void> {
+    const status = this.status;
+    if (!status) return;
+    await this.done.catch(() => undefined);
+    const lingerMs = this.cfg.http?.lingerMs ?? 0;
+    if (lingerMs > 0 && !this.stopped) {
+      this.log.info({ httpPort: status.port, lingerSeconds: lingerMs / 1000 }, 'job ended; the HTTP port stays open');
+      await new Promise<void>((resolve) => {
+        this.stopLinger = resolve;
+        this.lingerTimer = setTimeout(resolve, lingerMs);
+      });
+    }
+    await status.close();
   }
 
   private async run(): Promise<Summary> {
@@ -339,7 +372,10 @@ class Coordinator {
       if (written) this.log.warn({ round }, 'stopped: checkpoint written, resume with --resume');
       this.rejectDone(err);
     } else this.fail(new PeerError('coordinator stopped'));
-    await this.server?.close();
+    this.stopped = true;
+    clearTimeout(this.lingerTimer);
+    this.stopLinger?.();
+    await Promise.all([this.server?.close(), this.status?.close()]);
   }
 
   private fail(err: Error): void {

@@ -10,14 +10,14 @@
  * intersected. HTTP: a bearer token (--http-token-file), a body size limit, a cap on the ids
  * per request and on requests in flight; every request is logged.
  */
-import { createHash, timingSafeEqual } from 'node:crypto';
-import { type IncomingMessage, createServer } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
-import { ConfigError, DataError, PeerError } from '@admm-share/core';
+import { DataError, PeerError } from '@admm-share/core';
 import { encode } from '@admm-share/protocol';
 import type { PartyConnection } from './party-connection.js';
 import { type ScoringNetConfig, ScoringNet, planRows, probability, spreadParts } from './predict.js';
 import { combineScores } from './job-file.js';
+import { bearerCheck, closeHttp, httpServer, listenHttp } from './http.js';
 
 export interface ServeConfig extends ScoringNetConfig {
   httpHost: string;
@@ -119,8 +119,8 @@ export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle>
 
   let inFlight = 0;
   let requests = 0;
-  const token = cfg.httpToken === undefined ? undefined : createHash('sha256').update(cfg.httpToken).digest();
-  const http = createServer({ headersTimeout: 5_000, requestTimeout: Math.max(10_000, 2 * cfg.requestTimeoutMs) }, (req, res) => {
+  const authorized = bearerCheck(cfg.httpToken);
+  const http = httpServer({ requestTimeoutMs: Math.max(10_000, 2 * cfg.requestTimeoutMs) }, (req, res) => {
     const id = ++requests;
     const t0 = performance.now();
     const answer = (status: number, body: object) => {
@@ -134,7 +134,7 @@ export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle>
       answer(200, { status: 'ok', modelJob: d.jobId, parties: Object.fromEntries(net.parties.list.map((p) => [p.id, ready(p) ? 'ready' : p.connected ? 'joining' : 'away'])) });
       return;
     }
-    handle(req, token)
+    handle(req)
       .then(async (ids) => {
         if (inFlight >= cfg.maxConcurrent) throw new RequestError(429, `${cfg.maxConcurrent} requests are in flight (--max-concurrent); retry later`);
         inFlight++;
@@ -154,13 +154,10 @@ export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle>
   });
 
   /** Method, path, token, size and shape of a request: its ids, or a RequestError. */
-  async function handle(req: IncomingMessage, expected: Buffer | undefined): Promise<string[]> {
+  async function handle(req: IncomingMessage): Promise<string[]> {
     if (req.url !== '/score') throw new RequestError(404, 'not found: POST /score with {"ids": [...]}');
     if (req.method !== 'POST') throw new RequestError(405, 'use POST /score');
-    if (expected) {
-      const given = /^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1];
-      if (!given || !timingSafeEqual(createHash('sha256').update(given).digest(), expected)) throw new RequestError(401, 'missing or wrong bearer token');
-    }
+    if (!authorized(req)) throw new RequestError(401, 'missing or wrong bearer token');
     const body = await readBody(req, cfg.maxBodyBytes);
     let parsed: unknown;
     try {
@@ -177,19 +174,14 @@ export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle>
   }
 
   const port = await net.listen(0);
-  await new Promise<void>((resolve, reject) => {
-    http.once('error', (err: NodeJS.ErrnoException) => reject(new ConfigError(`--http-port ${cfg.httpPort}: cannot listen on ${cfg.httpHost} (${err.code ?? err.message})`)));
-    http.listen(cfg.httpPort, cfg.httpHost, () => resolve());
-  });
-  const httpPort = (http.address() as { port: number }).port;
-  if (!token) log.warn('no --http-token-file: anyone who can reach the HTTP port can score');
+  const httpPort = await listenHttp(http, cfg.httpHost, cfg.httpPort, '--http-port');
+  if (cfg.httpToken === undefined) log.warn('no --http-token-file: anyone who can reach the HTTP port can score');
   log.info({ httpHost: cfg.httpHost, httpPort, modelJob: d.jobId }, 'serving POST /score');
   let closed = false;
   const close = async () => {
     if (closed) return;
     closed = true;
-    http.close();
-    http.closeAllConnections();
+    await closeHttp(http);
     await net.close('the coordinator stopped serving');
     resolveDone();
   };
