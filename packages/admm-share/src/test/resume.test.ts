@@ -163,14 +163,21 @@ test('--resume refuses a checkpoint made with other labels, with a clear error',
   const out = join(dir, 'job');
   const coord = coordinator(files, out, ['--checkpoint-every', '2']);
   const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
-  // A completed job removes its checkpoint: stop this one as round 5 is sent, so that the
-  // checkpoint of round 4 is left.
+  // A completed job removes its checkpoint: hold round 5 back from party-1 (the job cannot get
+  // past it), wait until the background writer has put a checkpoint on disk, then kill the
+  // coordinator so that the checkpoint is left.
   const relay = await relayTo(t, port);
+  let held!: () => void;
+  const round5 = new Promise<void>((resolve) => (held = resolve));
   relay.before(roundMessage(5), () => {
-    coord.child.kill('SIGKILL');
+    held();
     return 'drop';
   });
   const parties = files.parties.map((_, m) => party(files, m, m === 0 ? `ws://127.0.0.1:${relay.port}` : `ws://127.0.0.1:${port}`, out));
+  await round5;
+  const deadline = Date.now() + 30_000;
+  while (!existsSync(join(out, 'checkpoint.bin')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  coord.child.kill('SIGKILL');
   await coord.exit;
   for (const p of parties) p.kill();
   await Promise.all(parties.map((p) => p.exit));
