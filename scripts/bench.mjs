@@ -9,6 +9,12 @@
 // memory (VmHWM, sampled from /proc while the job runs), and the same rounds computed in one
 // process without the network (the product's RidgeXUpdate and AdmmCoordinator), as a ratio.
 //   npm run bench -- --scale [--scale-rows 1000000] [--rounds 20]
+// --case gisette | spam: a built-in data set through `admm-share simulate` (gisette-shaped:
+// 6000 rows x 5000 dense features, 2000 | 2000 | 1000; spam: 2048 | 4096 | 1024 sparse hashed
+// features): per-round median and p90, set-up seconds, each party's factorisation form and
+// time, each process's peak resident memory against its block's size, and the same rounds in
+// one process (the product's RidgeXUpdate and AdmmCoordinator on the same blocks) as a ratio.
+//   npm run bench -- --case gisette [--rounds 20]
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -22,6 +28,7 @@ const { values } = parseArgs({
     rounds: { type: 'string' },
     scale: { type: 'boolean', default: false },
     'scale-rows': { type: 'string', default: '1000000' },
+    case: { type: 'string' },
   },
 });
 const root = new URL('..', import.meta.url).pathname;
@@ -33,6 +40,14 @@ const quantile = (xs, q) => {
 };
 const WARMUP = 5; // rounds while the JIT compiles the hot loops
 
+if (values.case !== undefined) {
+  if (!['gisette', 'spam'].includes(values.case)) {
+    console.error(`bench: --case must be gisette or spam, got '${values.case}'`);
+    process.exit(64);
+  }
+  await builtIn(values.case, Number(values.rounds ?? 20));
+  process.exit(0);
+}
 if (values.scale) {
   await scale(Number(values['scale-rows']), Number(values.rounds ?? 20));
   process.exit(0);
@@ -147,6 +162,65 @@ async function scale(rows, rounds) {
     }
     const one = quantile(local.slice(warm), 0.5);
     console.log(`in one process: median ${one.toFixed(1)} ms/round, p90 ${quantile(local.slice(warm), 0.9).toFixed(1)} ms; set-up ${setup.toFixed(1)} s; over the network / in one process: ${(net / one).toFixed(2)} per round`);
+  } finally {
+    rmSync(out, { recursive: true, force: true });
+  }
+}
+/** A built-in data set through simulate (real processes), then the same rounds in one process. */
+async function builtIn(name, rounds) {
+  const out = mkdtempSync(join(tmpdir(), `admm-bench-${name}-`));
+  try {
+    const args = [cli, 'simulate', '--dataset', name, '--rounds', String(rounds), '--out', out, '--no-baselines', '--tol-rel', '0', '--tol-abs', '0'];
+    const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+    let stderr = '';
+    let stdout = '';
+    child.stderr.on('data', (d) => (stderr += d));
+    child.stdout.on('data', (d) => (stdout += d));
+    const exited = new Promise((res) => child.on('close', res));
+    const peaks = await watchMemory(child.pid, exited);
+    if ((await exited) !== 0) throw new Error(`simulate failed: ${stderr.slice(-2000)}`);
+    console.log(stdout.split('\n')[0]);
+    const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+    const warm = Math.min(2, trace.length - 1);
+    const ms = trace.slice(warm).map((t) => t.roundSeconds * 1000);
+    const net = quantile(ms, 0.5);
+    console.log(`over the network: median ${net.toFixed(1)} ms/round, p90 ${quantile(ms, 0.9).toFixed(1)} ms (${rounds} rounds, after ${warm} warm-up); setup ${summary.seconds.setup.toFixed(1)} s; objective ${summary.objective.toPrecision(8)}${summary.test ? `, test log loss ${summary.test.logLoss?.toFixed(4)}, accuracy ${summary.test.accuracy?.toFixed(4)}` : ''}`);
+    // Each party's form and factorisation time, from its 'aligned and factorised' log line.
+    for (const f of readdirSync(join(out, 'logs')).filter((f) => f.startsWith('party-')).sort()) {
+      const rec = readFileSync(join(out, 'logs', f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((r) => r.msg === 'aligned and factorised');
+      const id = f.replace(/\.log$/, '');
+      if (rec) console.log(`  ${id}: ${rec.rows} rows, form ${rec.form}${rec.dense ? ' (dense)' : ' (sparse)'}, set-up ${(rec.factorMs / 1000).toFixed(1)} s`);
+    }
+    console.log(`peak resident memory: ${[...peaks].sort().map(([role, b]) => `${role} ${(b / 2 ** 20).toFixed(0)} MB`).join(', ')}`);
+
+    // The same rounds in one process, on the same blocks (the data set is generated or read again).
+    const [{ csrSliceColumns, logistic }, { RidgeXUpdate }, { AdmmCoordinator }, { loadData }] = await Promise.all([
+      import('@admm-share/core'),
+      import('@admm-share/party'),
+      import('@admm-share/coordinator'),
+      import(join(root, 'packages', 'admm-share', 'dist', 'datasets.js')),
+    ]);
+    const data = loadData({ dataset: name, dataSeed: 'admm-share' });
+    let start = 0;
+    const blocks = data.blocks.map((w) => csrSliceColumns(data.train.X, start, (start += w)));
+    const sizes = blocks.map((b) => b.indices.length >= 0.5 * b.rows * b.cols ? b.rows * b.cols * 8 : b.indices.length * 12);
+    console.log(`  each block's data (dense: 8 bytes an entry; sparse: 12 a non-zero): ${sizes.map((b) => `${(b / 2 ** 20).toFixed(0)} MB`).join(', ')}`);
+    const t0 = performance.now();
+    const lambda = summary.lambda ?? 1e-4;
+    const parties = blocks.map((b) => new RidgeXUpdate(b, lambda, false, { rho: summary.rho.initial }));
+    const co = new AdmmCoordinator({ variant: 'exact', loss: logistic, y: data.train.y, parties: parties.length, lambda, rho: summary.rho.initial, alpha: 1.6, tolerance: { abs: 0, rel: 0 } });
+    const setup = (performance.now() - t0) / 1000;
+    co.step(parties.map((p) => p.share));
+    const local = [];
+    for (let r = 1; r <= rounds; r++) {
+      const r0 = performance.now();
+      for (const p of parties) p.updateFromBroadcast(co.c, co.rho);
+      co.step(parties.map((p) => p.share));
+      local.push(performance.now() - r0);
+    }
+    const one = quantile(local.slice(warm), 0.5);
+    console.log(`in one process: median ${one.toFixed(1)} ms/round, p90 ${quantile(local.slice(warm), 0.9).toFixed(1)} ms; set-up ${setup.toFixed(1)} s (forms ${parties.map((p) => p.form).join(', ')}); over the network / in one process: ${(net / one).toFixed(2)} per round`);
   } finally {
     rmSync(out, { recursive: true, force: true });
   }

@@ -29,7 +29,7 @@ export interface LaunchOptions {
   /** The party of the label holder's organisation (--active-party / --role active), or none. */
   activeParty?: string;
   /** The coordinator's HTTP port (its dashboard): the port (0: a free one) and the seconds it stays open after the job. */
-  dashboard?: { port: number; lingerSeconds: number };
+  dashboard?: { port: number; lingerSeconds: number; localBaseline?: string };
   /** Label privacy at the coordinator (--label-epsilon; with --seed S, flips seeded by `S/labels`). */
   labelPrivacy?: { epsilon: number; seed?: string };
 }
@@ -138,6 +138,7 @@ export function coordinatorArgs(opts: LaunchOptions, job: Job): string[] {
     ...(opts.labelPrivacy ? ['--label-epsilon', String(opts.labelPrivacy.epsilon)] : []),
     ...(opts.labelPrivacy?.seed !== undefined ? ['--label-seed', `${opts.labelPrivacy.seed}/labels`] : []),
     ...(opts.dashboard ? ['--http-port', String(opts.dashboard.port), '--http-linger', String(opts.dashboard.lingerSeconds)] : []),
+    ...(opts.dashboard?.localBaseline ? ['--local-baseline', opts.dashboard.localBaseline] : []),
   ];
 }
 

@@ -42,6 +42,12 @@ export function evaluateCentral(train: LabelledSet, test: LabelledSet | undefine
   };
 }
 
+/** Party 1 alone: the central model on its block of columns (the local-only baseline). */
+export function localBaseline(data: SimulationData, job: Job, opts: { lambda: number; intercept: boolean }): Baseline & { party: string } {
+  const first = job.files.parties[0];
+  return { party: first.id, ...evaluateCentral(data.train, data.test, opts.lambda, opts.intercept, [first.columns[0] - 1, first.columns[1]]) };
+}
+
 /** The first line `simulate` prints: the data set, its rows and the parties' blocks. */
 export function describeData({ source, train, test, blocks }: SimulationData): string {
   return `admm-share simulate: ${source}, ${train.ids.length} training rows${test ? `, ${test.ids.length} test rows` : ''}, ` +
@@ -59,6 +65,8 @@ export function completeSummary(
   progress: Progress,
   started: number,
   partyPeaks: Record<string, number>,
+  /** The local-only baseline if it was fitted before the job (for the dashboard). */
+  local?: Baseline & { party: string },
 ): SimulateSummary {
   const { dir, files } = job;
   const summary = readSummary(join(dir, 'summary.json'));
@@ -69,10 +77,9 @@ export function completeSummary(
   };
   if (opts.baselines) {
     progress.message('training the central and party-1-only baselines');
-    const first = files.parties[0];
     result.baselines = {
       central: evaluateCentral(data.train, data.test, opts.lambda, opts.intercept),
-      local: { party: first.id, ...evaluateCentral(data.train, data.test, opts.lambda, opts.intercept, [first.columns[0] - 1, first.columns[1]]) },
+      local: local ?? localBaseline(data, job, opts),
       ...(data.test ? { majority: { objective: NaN, test: baseRateMetrics(data.train.y, data.test.y) } } : {}),
     };
     progress.done();

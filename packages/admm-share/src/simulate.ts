@@ -5,13 +5,13 @@
 // signal, an error or exit.
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { EXIT } from '@admm-share/core';
+import { EXIT, writeFileAtomic } from '@admm-share/core';
 import { FLIPS_FILE } from '@admm-share/coordinator';
 import { type DataOptions, loadData, writePartyFiles } from './datasets.js';
 import { type LaunchOptions, describeLabelPrivacy, describePrivacy, newJob, runJob } from './launch.js';
 import { type Child, killAll } from './processes.js';
 import { Progress } from '@admm-share/runtime';
-import { type SimulateSummary, completeSummary, describeData, formatTable, writtenTo } from './report.js';
+import { type SimulateSummary, completeSummary, describeData, formatTable, localBaseline, writtenTo } from './report.js';
 
 export type { DataOptions } from './datasets.js';
 export { type LaunchOptions, type SimulatePrivacy, describeLabelPrivacy, describePrivacy } from './launch.js';
@@ -23,6 +23,9 @@ export interface SimulateOptions extends DataOptions, LaunchOptions {
   /** Also train the central and party-1-only models. */
   baselines: boolean;
 }
+
+/** The local-only baseline simulate fits before a job with a dashboard, in the run's folder. */
+export const LOCAL_BASELINE_FILE = 'local-baseline.json';
 
 /** What `simulate` prints when the coordinator's dashboard listens (the line scripts and tests look for). */
 export const DASHBOARD_LINE = /^dashboard: (http:\/\/\S+)$/m;
@@ -56,12 +59,24 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
   process.once('SIGTERM', onSignal);
 
   try {
-    const { peaks, lingering } = await runJob(opts, job, children, progress, (url) => {
+    // With a dashboard, party 1's local-only model is fitted first, so that the page can show
+    // it beside the job's at the end (the coordinator reads it with --local-baseline).
+    let local: ReturnType<typeof localBaseline> | undefined;
+    let launch: LaunchOptions = opts;
+    if (opts.dashboard && opts.baselines) {
+      progress.message('training the party-1-only baseline for the dashboard');
+      local = localBaseline(data, job, opts);
+      progress.done();
+      const file = join(dir, LOCAL_BASELINE_FILE);
+      writeFileAtomic(file, JSON.stringify({ party: local.party, objective: local.objective, test: local.test ?? null }) + '\n');
+      launch = { ...opts, dashboard: { ...opts.dashboard, localBaseline: file } };
+    }
+    const { peaks, lingering } = await runJob(launch, job, children, progress, (url) => {
       progress.done();
       out.write(`dashboard: ${url}\n`);
     });
     progress.done();
-    const result = completeSummary(job, data, opts, progress, started, peaks);
+    const result = completeSummary(job, data, opts, progress, started, peaks, local);
     out.write(formatTable(result));
     out.write(writtenTo(dir));
     if (lingering) {

@@ -263,7 +263,7 @@
     $('comparison').tBodies[0].replaceChildren(...rows);
     $('comparison-note').textContent = r.local
       ? ''
-      : 'This job fitted no local-only model (a one-shot job with an active party does; admm-share simulate prints one party alone beside the job).';
+      : 'No local-only model to compare with: a one-shot job with an active party fits one, and otherwise the coordinator shows the one given by --local-baseline (admm-share simulate --dashboard passes party 1 alone).';
     $('warnings').replaceChildren(...r.warnings.map((w) => el('li', `Warning: ${w}`)));
   }
 

@@ -6,7 +6,7 @@ import type { AlgorithmName, LossName } from '@admm-share/protocol';
 import type { Variant } from './admm.js';
 import type { LabelPrivacyConfig } from './label-flips.js';
 import type { LabelOptions } from './labels.js';
-import type { Summary } from './report.js';
+import type { Summary, TestMetrics } from './report.js';
 
 /** Where a job is (coordinator.ts): before `waiting` the parties' port is not listening yet. */
 export type Phase = 'starting' | 'waiting' | 'setup' | 'training' | 'finishing' | 'done' | 'failed';
@@ -20,6 +20,19 @@ export interface HttpConfig {
   token?: string;
   /** Keep the HTTP port open this long after the job ends (done or failed), to look at the end state. */
   lingerMs: number;
+  /**
+   * The local-only model to show beside the job's at its end (--local-baseline): the label
+   * holder's own model on its own features, fitted outside the job (simulate fits it). A
+   * one-shot job's active party fits its own, which takes precedence.
+   */
+  localBaseline?: LocalBaseline;
+}
+
+/** A model on one party's features alone: its training objective and its test metrics. */
+export interface LocalBaseline {
+  party: string;
+  objective: number;
+  test: TestMetrics | null;
 }
 
 export interface SgdConfig {

@@ -32,7 +32,7 @@ import { runSgd } from './sgd-loop.js';
 import { type StatusServer, startStatusServer } from './status-server.js';
 import { Monitor } from './monitor.js';
 
-export type { CoordinatorConfig, CoordinatorHandle, HttpConfig, Phase, SgdConfig } from './config.js';
+export type { CoordinatorConfig, CoordinatorHandle, HttpConfig, LocalBaseline, Phase, SgdConfig } from './config.js';
 export type { PartySummary, Summary, TestMetrics, TraceLine } from './report.js';
 export { defaultRho } from './job.js';
 

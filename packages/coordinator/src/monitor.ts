@@ -367,7 +367,7 @@ export class Monitor {
       test: s.test ?? null,
       evaluationSkipped: s.evaluation?.skipped ?? null,
       seconds: s.seconds,
-      local: o?.local ? { party: o.local.party, objective: o.local.objective, test: o.local.test ?? null } : null,
+      local: o?.local ? { party: o.local.party, objective: o.local.objective, test: o.local.test ?? null } : (this.cfg.http?.localBaseline ?? null),
       baseline: o?.baseline ?? null,
       warnings: [...(o?.warnings ?? []), ...(s.research ? [s.research] : [])],
     };

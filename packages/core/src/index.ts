@@ -4,6 +4,7 @@ export * from './io.js';
 export * from './losses.js';
 export * from './metrics.js';
 export * from './linalg.js';
+export * from './dense.js';
 export * from './hash.js';
 export * from './central.js';
 export * from './synthetic.js';

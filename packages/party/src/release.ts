@@ -235,7 +235,7 @@ export function fitActive(
   lambda: number,
 ): ActiveFit {
   const n = D.rows;
-  const ridge = new RidgeXUpdate(D, 1, true);
+  const ridge = new RidgeXUpdate(D, 1, true, { rhoVaries: true });
   const path = ridge.form === 'cg' ? sketchedPath(D, SKETCH_RANK) : exactPath(ridge);
   const denoising: DenoiseReport[] = [];
   const columns = releases.map((rel) => {

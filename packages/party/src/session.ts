@@ -35,7 +35,7 @@ import type { PartyPsi } from './psi.js';
 import { type ActiveFit, PassiveModel, fitInWorker, releaseTarget } from './release.js';
 import { replayRound } from './replay.js';
 import { SgdModel } from './sgd.js';
-import { FACTOR_LIMIT, RidgeXUpdate } from './xupdate.js';
+import { CHOLESKY_LIMIT, RidgeXUpdate } from './xupdate.js';
 
 export type Phase = 'connecting' | 'challenge' | 'welcome' | 'setup' | 'training' | 'done';
 
@@ -349,9 +349,9 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
       model = { kind: 'passive', passive, rows: trainRows };
     }
   } else {
-    const x = new RidgeXUpdate(D, msg.lambda, env.intercept);
+    const x = new RidgeXUpdate(D, msg.lambda, env.intercept, { rho: msg.rho });
     if (privacy.enabled && x.form === 'cg')
-      throw new ConfigError(`privacy needs a factorised x-update, and this block (${D.rows} rows x ${D.cols} features) is too large for one (limit ${FACTOR_LIMIT} on the smaller side)`);
+      throw new ConfigError(`privacy needs a factorised x-update, and this block (${D.rows} rows x ${D.cols} features) is too large for one (limit ${CHOLESKY_LIMIT} on the smaller side)`);
     model = { kind: 'admm', x };
   }
   s.testX = testX;
@@ -369,6 +369,7 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
       algorithm: msg.algorithm,
       role: msg.role,
       form: model.kind === 'admm' ? model.x.form : undefined,
+      dense: model.kind === 'admm' ? model.x.dense : undefined,
       factorMs: Math.round(performance.now() - t0),
     },
     'aligned and factorised',

@@ -1,19 +1,36 @@
 import {
   type Csc,
   type Csr,
+  type Dense,
   cscMatTVec,
   csrToCsc,
   assertLength,
+  choleskyInPlace,
+  choleskySolveInPlace,
   csrColumnMeans,
   csrGram,
   csrMatVec,
   csrOuterGram,
+  csrToDense,
+  denseGram,
+  denseMatTVec,
+  denseMatVec,
+  denseOuterGram,
   dot,
   matTVec,
   matVec,
   predictScores,
+  preferDense,
   symmetricEigen,
 } from '@admm-share/core';
+
+/**
+ * How the x-update solves its system: an eigendecomposition of the Gram matrix (`primal`, d x d,
+ * or `dual`, N x N: any rho at the cost of two dense products), a Cholesky factorisation of
+ * lambda I + rho times it (`cholesky`: two triangular solves, refactored only if rho changes),
+ * or conjugate gradients every round (`cg`: blocks too large to factor).
+ */
+export type XUpdateForm = 'primal' | 'dual' | 'cholesky' | 'cg';
 
 /**
  * The party's x-update for R(x) = ||x||^2 / 2, in the form both ADMM variants share:
@@ -23,16 +40,27 @@ import {
  * (exact sharing: Boyd et al. 2011 eq. 7.12 with c = mean(s) - zbar + u; the paper's
  * Algorithm 1 eq. 7 with c = sum(s) - z + y/rho). b is an optional unpenalised intercept.
  *
- * The factorisation is computed once: an eigendecomposition of the (column-centred, with
- * an intercept) Gram matrix D^T D, d x d, or of D D^T, N x N, when d > N. With it the
- * solve costs two dense products per round for any rho, so rho can adapt without
- * refactoring. Eliminating b: b = mean(w - D x), and x solves the ridge problem on the
+ * The factorisation is computed once, of the (column-centred, with an intercept) Gram matrix
+ * D^T D, d x d, or of D D^T, N x N, when d > N: with k = min(d, N) up to `eigenLimit`, an
+ * eigendecomposition (the solve costs two dense products per round for any rho, which the
+ * ball of the privacy mechanisms and the one-shot fits' penalty path use); above it, with
+ * lambda > 0 and k up to `choleskyLimit`, a Cholesky factorisation of lambda I + rho times the
+ * Gram matrix (two triangular solves per round; rho is fixed in a job, and a new rho
+ * refactors); beyond that, or when rho varies, conjugate gradients. A block with at least
+ * half its entries non-zero is kept dense (row-major) and multiplied as such; a sparse one as
+ * CSR and CSC. Eliminating b: b = mean(w - D x), and x solves the ridge problem on the
  * centred matrix D~ = D - 1 mu^T and centred target w~.
  */
 export class RidgeXUpdate {
   readonly n: number;
   readonly d: number;
-  readonly form: 'primal' | 'dual' | 'cg';
+  readonly form: XUpdateForm;
+  /** Which Gram matrix is factored: D^T D (primal) or D D^T (dual); cg: primal. */
+  readonly side: 'primal' | 'dual';
+  /** Whether the block is kept dense (row-major) rather than as CSR and CSC. */
+  readonly dense: boolean;
+  /** cholesky form: milliseconds of the last factorisation (Gram matrix and Cholesky). */
+  factorMs = 0;
   /** Coefficients (without the intercept). */
   readonly x: Float64Array;
   intercept = 0;
@@ -50,8 +78,14 @@ export class RidgeXUpdate {
   private readonly colSq: Float64Array;
   /** cg form: conjugate gradient iterations of the last solve. */
   lastIterations = 0;
-  /** D by columns, for the D^T w product of every round. */
-  private readonly Dc: Csc;
+  /** A sparse block: by rows (D x) and by columns (D^T w). */
+  private readonly Dr: Csr | undefined;
+  private readonly Dc: Csc | undefined;
+  /** A dense block, row-major. */
+  private readonly Dd: Dense | undefined;
+  /** cholesky form: the lower triangle holds L, L L^T = lambda I + rho times the Gram matrix, for cholRho. */
+  private chol: Float64Array | undefined;
+  private cholRho = NaN;
   private readonly q: Float64Array;
   private readonly ev: Float64Array;
   private readonly k: number;
@@ -60,44 +94,52 @@ export class RidgeXUpdate {
   private readonly tmp: Float64Array;
 
   constructor(
-    private readonly D: Csr,
+    D: Csr,
     private readonly lambda: number,
     readonly withIntercept: boolean,
-    opts: { factorLimit?: number } = {},
+    opts: {
+      /** Largest min(d, N) factored by an eigendecomposition (EIGEN_LIMIT). */
+      eigenLimit?: number;
+      /** Largest min(d, N) factored by Cholesky above it (CHOLESKY_LIMIT). */
+      choleskyLimit?: number;
+      /** The solves use many values of rho (a penalty path): no Cholesky form. */
+      rhoVaries?: boolean;
+      /** Factor for this rho at once (the job's), so that set-up does the work rather than round 1. */
+      rho?: number;
+      /** Keep the block dense or sparse (default: dense when at least half its entries are non-zero). */
+      dense?: boolean;
+    } = {},
   ) {
     if (!(lambda >= 0)) throw new RangeError(`lambda must be >= 0, got ${lambda}`);
     this.n = D.rows;
     this.d = D.cols;
-    this.form = Math.min(this.d, this.n) > (opts.factorLimit ?? FACTOR_LIMIT) ? 'cg' : this.d <= this.n ? 'primal' : 'dual';
+    const k = Math.min(this.d, this.n);
+    this.side = this.d <= this.n ? 'primal' : 'dual';
+    this.form =
+      k <= (opts.eigenLimit ?? EIGEN_LIMIT)
+        ? this.side
+        : !opts.rhoVaries && lambda > 0 && k <= (opts.choleskyLimit ?? CHOLESKY_LIMIT)
+          ? 'cholesky'
+          : 'cg';
+    if (this.form === 'cg') this.side = 'primal';
+    this.dense = opts.dense ?? preferDense(D);
     this.mu = withIntercept ? csrColumnMeans(D) : undefined;
-    this.Dc = csrToCsc(D);
-    if (this.form === 'cg') {
-      // Too large to factor in this process: conjugate gradients per round instead
-      // (see solveCg), preconditioned by the diagonal of lambda I + rho D~^T D~.
-      this.k = 0;
+    if (this.dense) this.Dd = csrToDense(D);
+    else {
+      this.Dr = D;
+      this.Dc = csrToCsc(D);
+    }
+    if (this.form === 'cg' || this.form === 'cholesky') {
+      // cg: preconditioned by the diagonal of lambda I + rho D~^T D~; cholesky: the same
+      // conjugate gradients find the ball's multiplier when the ball binds (solveBall).
+      this.k = this.form === 'cholesky' ? (this.side === 'primal' ? this.d : this.n) : 0;
       this.q = new Float64Array(0);
       this.ev = new Float64Array(0);
-      this.colSq = new Float64Array(this.d);
-      for (let j = 0; j < this.d; j++) {
-        let sq = 0;
-        for (let p = this.Dc.colptr[j]; p < this.Dc.colptr[j + 1]; p++) sq += this.Dc.values[p] ** 2;
-        this.colSq[j] = sq - (this.mu ? this.n * this.mu[j] * this.mu[j] : 0);
-      }
+      this.colSq = this.columnSquares();
+      if (this.form === 'cholesky' && opts.rho !== undefined) this.factor(opts.rho);
     } else {
-      let gram: Float64Array;
-      if (this.form === 'primal') {
-        this.k = this.d;
-        gram = csrGram(D);
-        if (this.mu) {
-          // (D - 1 mu^T)^T (D - 1 mu^T) = D^T D - N mu mu^T
-          const { mu, n, d } = this;
-          for (let i = 0; i < d; i++) for (let j = 0; j < d; j++) gram[i * d + j] -= n * mu[i] * mu[j];
-        }
-      } else {
-        this.k = this.n;
-        gram = csrOuterGram(D);
-        if (this.mu) centreSymmetric(gram, this.n);
-      }
+      this.k = k;
+      const gram = this.centredGram();
       const { values, vectors } = symmetricEigen(gram, this.k);
       const top = values.reduce((a, v) => Math.max(a, v), 0);
       // Rounding leaves eigenvalues of a PSD matrix slightly negative or tiny positive;
@@ -112,6 +154,59 @@ export class RidgeXUpdate {
     this.wc = new Float64Array(this.n);
     this.t = new Float64Array(this.k);
     this.tmp = new Float64Array(this.k);
+  }
+
+  /** out = D v (length N). */
+  private mulD(out: Float64Array, v: Float64Array): Float64Array {
+    return this.Dd ? denseMatVec(out, this.Dd, v) : csrMatVec(out, this.Dr!, v);
+  }
+
+  /** out = D^T w (length d). */
+  private mulDT(out: Float64Array, w: Float64Array): Float64Array {
+    return this.Dd ? denseMatTVec(out, this.Dd, w) : cscMatTVec(out, this.Dc!, w);
+  }
+
+  /** The side's Gram matrix of the centred block: D~^T D~ (d x d) or D~ D~^T (N x N), row-major. */
+  private centredGram(): Float64Array {
+    const { mu, n, d } = this;
+    if (this.side === 'primal') {
+      const gram = this.Dd ? denseGram(this.Dd) : csrGram(this.Dr!);
+      // (D - 1 mu^T)^T (D - 1 mu^T) = D^T D - N mu mu^T
+      if (mu) for (let i = 0; i < d; i++) for (let j = 0; j < d; j++) gram[i * d + j] -= n * mu[i] * mu[j];
+      return gram;
+    }
+    const gram = this.Dd ? denseOuterGram(this.Dd) : csrOuterGram(this.Dr!);
+    if (mu) centreSymmetric(gram, n);
+    return gram;
+  }
+
+  /** Squared norms of the centred columns. */
+  private columnSquares(): Float64Array {
+    const { n, d, mu } = this;
+    const sq = new Float64Array(d);
+    if (this.Dd) {
+      const data = this.Dd.data;
+      for (let i = 0; i < n; i++) for (let j = 0, r = i * d; j < d; j++) sq[j] += data[r + j] * data[r + j];
+    } else {
+      const Dc = this.Dc!;
+      for (let j = 0; j < d; j++) for (let p = Dc.colptr[j]; p < Dc.colptr[j + 1]; p++) sq[j] += Dc.values[p] ** 2;
+    }
+    if (mu) for (let j = 0; j < d; j++) sq[j] -= n * mu[j] * mu[j];
+    return sq;
+  }
+
+  /** cholesky form: factor lambda I + rho G~ for this rho (the Gram matrix is formed again; it is not kept). */
+  private factor(rho: number): void {
+    const t0 = performance.now();
+    this.chol = undefined; // the old factor can go before the new one is formed
+    const a = this.centredGram();
+    const k = this.k;
+    for (let i = 0; i < k * k; i++) a[i] *= rho;
+    for (let i = 0; i < k; i++) a[i * k + i] += this.lambda;
+    if (!choleskyInPlace(a, k)) throw new RangeError(`the x-update's system (${k} x ${k}, lambda ${this.lambda}, rho ${rho}) is not positive definite to working precision`);
+    this.chol = a;
+    this.cholRho = rho;
+    this.factorMs = performance.now() - t0;
   }
 
   /** Back to the state before round 1: x = 0, b = 0, and a zero share. */
@@ -151,7 +246,7 @@ export class RidgeXUpdate {
     assertLength('w', w, this.n);
     if (!(rho > 0)) throw new RangeError(`rho must be > 0, got ${rho}`);
     if (!(radius > 0)) throw new RangeError(`radius must be > 0, got ${radius}`);
-    const { n, x, mu, D } = this;
+    const { n, x, mu } = this;
     let wm = 0;
     if (mu) {
       for (let i = 0; i < n; i++) wm += w[i];
@@ -159,8 +254,9 @@ export class RidgeXUpdate {
       for (let i = 0; i < n; i++) w[i] -= wm;
     }
     if (this.form === 'cg') this.solveCg(w, rho, radius);
+    else if (this.form === 'cholesky') this.solveCholesky(w, rho, radius);
     else this.solveFactored(w, rho, radius);
-    csrMatVec(this.share, D, x);
+    this.mulD(this.share, x);
     if (mu) {
       this.intercept = wm - dot(mu, x);
       for (let i = 0; i < n; i++) this.share[i] += this.intercept;
@@ -172,7 +268,7 @@ export class RidgeXUpdate {
     // t: the right-hand side in the eigenbasis, rho Q^T D^T w (primal) or Q^T w (dual).
     // With a centred w, D~^T w = D^T w because 1^T w = 0.
     if (this.form === 'primal') {
-      cscMatTVec(tmp, this.Dc, w);
+      this.mulDT(tmp, w);
       matTVec(t, q, k, k, tmp);
     } else matTVec(t, q, k, k, w);
     const muBall = Number.isFinite(radius) ? this.ballMultiplier(rho, radius) : 0;
@@ -181,7 +277,7 @@ export class RidgeXUpdate {
     else {
       // x = rho D~^T (lambda I + rho D~ D~^T)^-1 w~
       matVec(tmp, q, k, k, t);
-      cscMatTVec(x, this.Dc, tmp);
+      this.mulDT(x, tmp);
       if (mu) {
         let sa = 0;
         for (let i = 0; i < n; i++) sa += tmp[i];
@@ -191,17 +287,57 @@ export class RidgeXUpdate {
   }
 
   /**
+   * The cholesky form of solve: primal, x = (lambda I + rho D~^T D~)^-1 rho D~^T w~; dual,
+   * x = rho D~^T (lambda I + rho D~ D~^T)^-1 w~. Outside the ball, the ball's multiplier as in
+   * the cg form (solveBall), warm-started from the unconstrained x.
+   */
+  private solveCholesky(w: Float64Array, rho: number, radius: number): void {
+    const { n, d, x, mu } = this;
+    if (rho !== this.cholRho) this.factor(rho);
+    const chol = this.chol!;
+    if (this.side === 'primal') {
+      this.mulDT(x, w); // w is centred, so D~^T w = D^T w
+      for (let j = 0; j < d; j++) x[j] *= rho;
+      choleskySolveInPlace(chol, d, x);
+    } else {
+      const a = this.tmp;
+      a.set(w);
+      choleskySolveInPlace(chol, n, a);
+      this.mulDT(x, a);
+      let sa = 0;
+      if (mu) for (let i = 0; i < n; i++) sa += a[i];
+      for (let j = 0; j < d; j++) x[j] = rho * (x[j] - (mu ? mu[j] * sa : 0));
+    }
+    this.lastIterations = Number.isFinite(radius) && dot(x, x) > radius * radius ? this.solveBall(this.rhsOf(w, rho), rho, radius) : 0;
+  }
+
+  /** rho D~^T w~ (w centred), the right-hand side of the d x d system. */
+  private rhsOf(w: Float64Array, rho: number): Float64Array {
+    const rhs = this.cgRhs ?? (this.cgRhs = new Float64Array(this.d));
+    this.mulDT(rhs, w); // w is centred, so D~^T w = D^T w
+    for (let j = 0; j < this.d; j++) rhs[j] *= rho;
+    return rhs;
+  }
+
+  /**
    * The cg form of solve: rho D~^T w~ as the right-hand side, x from conjugate gradients
-   * (warm-started from the previous x). Outside the ball, Newton's method on
-   * 1/||x(m)|| - 1/radius as in ballMultiplier, with ||x(m)||^2 and its derivative
-   * -2 x^T ((lambda + m) I + rho D~^T D~)^-1 x each from one more solve.
+   * (warm-started from the previous x), then the ball (solveBall).
    */
   private solveCg(w: Float64Array, rho: number, radius: number): void {
+    const rhs = this.rhsOf(w, rho);
+    const iterations = this.cg(this.x, rhs, 0, rho);
+    this.lastIterations = iterations + (Number.isFinite(radius) ? this.solveBall(rhs, rho, radius) : 0);
+  }
+
+  /**
+   * x (the unconstrained minimiser on entry) kept in the ball: outside it, Newton's method on
+   * 1/||x(m)|| - 1/radius as in ballMultiplier, with ||x(m)||^2 and its derivative
+   * -2 x^T ((lambda + m) I + rho D~^T D~)^-1 x each from one conjugate gradient solve.
+   * Returns the iterations.
+   */
+  private solveBall(rhs: Float64Array, rho: number, radius: number): number {
     const { d, x } = this;
-    const rhs = this.cgRhs ?? (this.cgRhs = new Float64Array(d));
-    cscMatTVec(rhs, this.Dc, w); // w is centred, so D~^T w = D^T w
-    for (let j = 0; j < d; j++) rhs[j] *= rho;
-    let iterations = this.cg(x, rhs, 0, rho);
+    let iterations = 0;
     let f = dot(x, x);
     if (f > radius * radius) {
       const y = new Float64Array(d);
@@ -222,7 +358,7 @@ export class RidgeXUpdate {
         for (let j = 0; j < d; j++) x[j] *= scale;
       }
     }
-    this.lastIterations = iterations;
+    return iterations;
   }
 
   /**
@@ -232,17 +368,17 @@ export class RidgeXUpdate {
    * Returns the iterations.
    */
   private cg(out: Float64Array, rhs: Float64Array, shift: number, rho: number): number {
-    const { n, d, mu, D, colSq } = this;
+    const { n, d, mu, colSq } = this;
     const diag = this.lambda + shift;
     const scratchN = this.wcg ?? (this.wcg = new Float64Array(n));
     const [r, z, p, ap] = this.cgVectors ?? (this.cgVectors = [0, 1, 2, 3].map(() => new Float64Array(d)) as [Float64Array, Float64Array, Float64Array, Float64Array]);
     const apply = (res: Float64Array, v: Float64Array) => {
-      csrMatVec(scratchN, D, v);
+      this.mulD(scratchN, v);
       if (mu) {
         const centre = dot(mu, v);
         for (let i = 0; i < n; i++) scratchN[i] -= centre;
       }
-      cscMatTVec(res, this.Dc, scratchN); // 1^T D~ v = 0, so no mu correction here
+      this.mulDT(res, scratchN); // 1^T D~ v = 0, so no mu correction here
       for (let j = 0; j < d; j++) res[j] = rho * res[j] + diag * v[j];
     };
     const bNorm = Math.sqrt(dot(rhs, rhs));
@@ -326,24 +462,37 @@ export class RidgeXUpdate {
    * sampled through the cached eigendecomposition D^T D = Q diag(ev) Q^T as
    * xi = sigma Q diag(ev^-1/2) u (directions with ev = 0 get none: the pseudo-inverse).
    * In the N x N form, D xi = sigma sum_j q_j u_j over the non-zero eigenvalues of D D^T.
-   * Without an intercept only.
+   * Without an eigendecomposition (cholesky and cg forms), the same distribution as D xi =
+   * sigma P u, u ~ N(0, I_N), P = D (D^T D)^+ D^T the projection on D's column space (its
+   * covariance is sigma^2 P, as D (D^T D)^+ D^T is): y solves D^T D y = D^T u by conjugate
+   * gradients (consistent, so they converge), and D y = P u. Without an intercept only.
    */
   addModelNoise(sigma: number, normal: (out: Float64Array, sigma: number) => void): void {
     if (this.mu) throw new RangeError('the paper mechanism is not defined with an intercept');
-    const { k, q, ev } = this;
+    const { k, q, ev, n } = this;
+    if (this.form === 'cholesky' || this.form === 'cg') {
+      const u = new Float64Array(n);
+      normal(u, sigma);
+      const rhs = this.mulDT(new Float64Array(this.d), u);
+      const y = new Float64Array(this.d);
+      this.cg(y, rhs, -this.lambda, 1); // (lambda - lambda) I + 1 D^T D
+      const py = this.mulD(new Float64Array(n), y);
+      for (let i = 0; i < n; i++) this.released[i] += py[i];
+      return;
+    }
     const u = new Float64Array(k);
     normal(u, sigma);
     if (this.form === 'primal') {
       for (let j = 0; j < k; j++) u[j] = ev[j] > 0 ? u[j] / Math.sqrt(ev[j]) : 0;
       const xi = new Float64Array(k);
       matVec(xi, q, k, k, u);
-      const dxi = csrMatVec(new Float64Array(this.n), this.D, xi);
-      for (let i = 0; i < this.n; i++) this.released[i] += dxi[i];
+      const dxi = this.mulD(new Float64Array(n), xi);
+      for (let i = 0; i < n; i++) this.released[i] += dxi[i];
     } else {
       for (let j = 0; j < k; j++) if (ev[j] === 0) u[j] = 0;
-      const dxi = new Float64Array(this.n);
+      const dxi = new Float64Array(n);
       matVec(dxi, q, k, k, u);
-      for (let i = 0; i < this.n; i++) this.released[i] += dxi[i];
+      for (let i = 0; i < n; i++) this.released[i] += dxi[i];
     }
   }
 
@@ -352,7 +501,7 @@ export class RidgeXUpdate {
    * share, sum_j rho ev_j / (lambda + rho ev_j), plus 1 for the intercept (factorised forms only).
    */
   hatTrace(rho: number): number {
-    if (this.form === 'cg') throw new RangeError('hatTrace needs a factorisation');
+    if (this.form === 'cg' || this.form === 'cholesky') throw new RangeError('hatTrace needs an eigendecomposition');
     let t = this.mu ? 1 : 0;
     for (let j = 0; j < this.k; j++) t += (rho * this.ev[j]) / (this.lambda + rho * this.ev[j]);
     return t;
@@ -370,11 +519,17 @@ export class RidgeXUpdate {
 }
 
 /**
- * Largest min(d, N) this process factors: the eigendecomposition costs min(d, N)^3 (about
- * 3 s at 600 and 13 s at 1000 on a 2-core machine); larger blocks solve each round by
- * conjugate gradients.
+ * Largest min(d, N) factored by an eigendecomposition: it costs min(d, N)^3 (about 3 s at 600
+ * and 13 s at 1000 on a 2-core machine), and pays where rho varies (the privacy ball's
+ * multiplier, the one-shot fits' penalty path) or the block is small.
  */
-export const FACTOR_LIMIT = 600;
+export const EIGEN_LIMIT = 600;
+/**
+ * Largest min(d, N) factored by Cholesky: min(d, N)^2 doubles (50 MB at 2500) and, to form and
+ * factor, N d^2 / 2 + d^3 / 3 multiply-adds (a few seconds at 2000; docs/scaling.md). Larger
+ * blocks solve each round by conjugate gradients.
+ */
+export const CHOLESKY_LIMIT = 2500;
 const CG_TOLERANCE = 1e-12;
 const CG_MAX_ITERATIONS = 2000;
 

@@ -11,7 +11,7 @@ import { execFileSync } from 'node:child_process';
 import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import puppeteer, { type Browser } from 'puppeteer-core';
+import puppeteer, { type Browser, type Page } from 'puppeteer-core';
 import { DASHBOARD_LINE } from '../simulate.js';
 import { BIN, type Proc, STACK_LINE, killAll, run, tempDir } from './procs.js';
 import { README, fencedCommands } from './readme-blocks.js';
@@ -63,6 +63,20 @@ const RECORDER = `
   });
 `;
 
+/**
+ * What goes wrong in the page: console errors and warnings and uncaught errors, as a list the
+ * test expects empty. Chromium's advice to set willReadFrequently follows the test's own
+ * second canvas readback (seriesPixels), not anything the page does.
+ */
+function pageProblems(page: Page): string[] {
+  const problems: string[] = [];
+  page.on('console', (m) => {
+    if ((m.type() === 'error' || m.type() === 'warn') && !m.text().includes('willReadFrequently')) problems.push(`console ${m.type()}: ${m.text()}`);
+  });
+  page.on('pageerror', (e) => problems.push(`page error: ${(e as Error).message}`));
+  return problems;
+}
+
 /** Pixels of the canvas in `#id` drawn in the colour r,g,b (the series' stroke), counted in the page. */
 const seriesPixels = (id: string, [r, g, b]: [number, number, number]) => `(() => {
   const c = document.querySelector('#${id} canvas');
@@ -81,36 +95,50 @@ test('simulate --dashboard in headless Chromium: the round counter rises, the ob
   browser = await puppeteer.launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
   const page = await browser.newPage();
   await page.setViewport({ width: 1280, height: 1400 });
-  const problems: string[] = [];
-  page.on('console', (m) => {
-    if (m.type() === 'error' || m.type() === 'warn') problems.push(`console ${m.type()}: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => problems.push(`page error: ${(e as Error).message}`));
+  const problems = pageProblems(page);
   page.on('requestfailed', (r) => {
     // The event stream is cut when the coordinator stops; that is not a problem of the page.
     if (!r.url().endsWith('api/events')) problems.push(`request failed: ${r.url()}`);
   });
   await page.evaluateOnNewDocument(RECORDER);
 
-  // The README's command, as written, with what a test must add: its own output directory, no
-  // baselines, and without Anderson acceleration 100 rounds, long enough to watch.
+  // The page asks for nothing outside the coordinator's port (no CDN): every request, from the
+  // first, is to the address simulate printed.
+  let url = '';
+  page.on('request', (r) => {
+    if (!r.url().startsWith(url) && !r.url().startsWith('data:')) problems.push(`request outside the coordinator: ${r.url()}`);
+  });
+
+  // The README's command, as written, with what a test must add: its own output directory, and
+  // without Anderson acceleration 100 rounds, long enough to watch.
   const commands = fencedCommands(readFileSync(README, 'utf8'), '<!-- readme-test:dashboard');
   assert.equal(commands.length, 1);
   const [npx, program, ...args] = commands[0];
   assert.deepEqual([npx, program, args[0]], ['npx', 'admm-share', 'simulate']);
   assert.ok(args.includes('--dashboard') && args.includes('--eval-every'), args.join(' '));
   const linger = args[args.indexOf('--dashboard-linger') + 1];
-  const sim = run(BIN.share, [...args, '--anderson', '0', '--rounds', '100', '--no-baselines', '--out', out]);
-  const [, url] = await stdoutMatch(sim, DASHBOARD_LINE);
+  const sim = run(BIN.share, [...args, '--anderson', '0', '--rounds', '100', '--out', out]);
+  url = (await stdoutMatch(sim, DASHBOARD_LINE))[1];
   assert.match(url, /^http:\/\/127\.0\.0\.1:\d+\/$/);
   await page.goto(url);
-  // The page asks for nothing outside the coordinator's port (no CDN): every request is to `url`.
-  page.on('request', (r) => {
-    if (!r.url().startsWith(url) && !r.url().startsWith('data:')) problems.push(`request outside the coordinator: ${r.url()}`);
-  });
+
+  // While the job runs (phase training, round 5 or later, the job not finished), the objective
+  // chart already has its line on the canvas.
+  await page.waitForFunction(`document.getElementById('phase').textContent === 'training' && Number(document.getElementById('round').textContent) >= 5`, { timeout: 300_000 });
+  const live = (await page.evaluate(`({ phase: document.getElementById('phase').textContent, round: Number(document.getElementById('round').textContent), pixels: ${seriesPixels('chart-objective', [0x17, 0x5c, 0xd3])} })`)) as { phase: string; round: number; pixels: number };
+  assert.equal(live.phase, 'training', 'measured while the job runs');
+  assert.ok(live.round < 100 && live.pixels > 20, `at round ${live.round} the objective line has ${live.pixels} pixels on the canvas`);
+  // What the page reads holds no per-sample values: no list in the status API is as long as the
+  // training or the test set (a share, a score vector or the labels would be).
+  const status = (await (await fetch(`${url}api/status`)).json()) as { job: { rows: number; testRows: number } };
+  const longest = (v: unknown): number => (Array.isArray(v) ? Math.max(v.length, ...v.map(longest)) : v && typeof v === 'object' ? Math.max(0, ...Object.values(v).map(longest)) : 0);
+  assert.ok(status.job.rows > 100 && status.job.testRows > 100, JSON.stringify(status.job));
+  assert.ok(longest(status) < Math.min(status.job.rows, status.job.testRows), `a list of ${longest(status)} values in /api/status`);
 
   await page.waitForFunction(`document.getElementById('phase').textContent === 'done'`, { timeout: 300_000 });
   await page.waitForFunction(`!document.getElementById('result').classList.contains('hidden')`);
+  // simulate completes summary.json (its baselines) before it says the dashboard stays up.
+  await stdoutMatch(sim, /the dashboard stays up for/);
   const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
   const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { round: number; objective: number });
   assert.equal(summary.rounds, 100);
@@ -146,6 +174,15 @@ test('simulate --dashboard in headless Chromium: the round counter rises, the ob
   assert.ok(Math.abs(shownMetric(2) - summary.test.logLoss) <= 1e-4, `log loss ${cells[2]} vs ${summary.test.logLoss}`);
   assert.ok(Math.abs(shownMetric(3) - summary.test.accuracy) <= 1e-4, `accuracy ${cells[3]} vs ${summary.test.accuracy}`);
   assert.ok(Math.abs(shownMetric(4) - summary.test.auc) <= 1e-4, `AUC ${cells[4]} vs ${summary.test.auc}`);
+  // Beside it, party 1's local-only model: the baseline simulate fitted before the job and
+  // printed in its table (summary.json's baselines.local).
+  const local = (await page.$$eval('#comparison tbody tr:nth-child(2) td', (tds) => tds.map((td) => td.textContent))) as string[];
+  const b = summary.baselines.local;
+  assert.equal(local[0], `${b.party} alone (its local-only model)`);
+  assert.ok(Math.abs(Number(local[1]) - b.objective) <= 1e-6, `local objective ${local[1]} vs ${b.objective}`);
+  assert.ok(Math.abs(Number(local[2]) - b.test.logLoss) <= 1e-4, `local log loss ${local[2]} vs ${b.test.logLoss}`);
+  assert.ok(Math.abs(Number(local[3]) - b.test.accuracy) <= 1e-4, `local accuracy ${local[3]} vs ${b.test.accuracy}`);
+  assert.ok(b.test.logLoss > summary.test.logLoss, 'party 1 alone is worse than the joint model');
   // Test metrics were drawn at every evaluation (every 10 rounds).
   const every = Number(args[args.indexOf('--eval-every') + 1]);
   const tested = (await page.evaluate('window.dashboard.charts.test.data[0]')) as number[];
@@ -213,11 +250,7 @@ test('a one-shot private job with label privacy: the page and the API show each 
   const browser = await puppeteer.launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
   t.after(() => browser.close());
   const page = await browser.newPage();
-  const problems: string[] = [];
-  page.on('console', (m) => {
-    if (m.type() === 'error' || m.type() === 'warn') problems.push(`console ${m.type()}: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => problems.push(`page error: ${(e as Error).message}`));
+  const problems = pageProblems(page);
   await page.goto(url);
   await page.waitForFunction(`!document.getElementById('result').classList.contains('hidden')`);
   const budgets = (await page.$$eval('#parties tbody tr td:last-child', (tds) => tds.map((td) => td.textContent))) as string[];

@@ -49,8 +49,8 @@ test('reset returns to the state before round 1', () => {
 
 test('the factor limit is inclusive: min(d, N) equal to it is still factored', () => {
   const D = csrFromDense([[1, 0, 0], [0, 1, 0], [0, 0, 1], [1, 1, 1], [1, 0, 1]]);
-  assert.equal(new RidgeXUpdate(D, 0.1, false, { factorLimit: 3 }).form, 'primal');
-  assert.equal(new RidgeXUpdate(D, 0.1, false, { factorLimit: 2 }).form, 'cg');
+  assert.equal(new RidgeXUpdate(D, 0.1, false, { eigenLimit: 3 }).form, 'primal');
+  assert.equal(new RidgeXUpdate(D, 0.1, false, { eigenLimit: 2, choleskyLimit: 0 }).form, 'cg');
 });
 
 /** N x d with zero-mean, mutually orthogonal columns of very different norms, plus `shift` in every entry of column j. */
@@ -69,7 +69,7 @@ test('conjugate gradients: the Jacobi preconditioner is exact for orthogonal (ce
   const w = Float64Array.of(1, -2, 0.5, 3);
   for (const [intercept, shift] of [[false, [0, 0, 0]], [true, [2, -7, 0.05]]] as const) {
     const D = csrFromDense(orthogonalColumns([...shift]));
-    const cg = new RidgeXUpdate(D, 0.3, intercept, { factorLimit: 1 });
+    const cg = new RidgeXUpdate(D, 0.3, intercept, { eigenLimit: 1, choleskyLimit: 0 });
     assert.equal(cg.form, 'cg');
     cg.solve(w.slice(), 0.9);
     assert.equal(cg.lastIterations, 1, `intercept ${intercept}: one iteration with an exact preconditioner`);
@@ -81,7 +81,7 @@ test('conjugate gradients: the Jacobi preconditioner is exact for orthogonal (ce
 
 test('conjugate gradients: a zero target gives x = 0 at once, whatever the warm start', () => {
   const D = csrFromDense(orthogonalColumns([0, 0, 0]).map((r, i) => r.map((v) => v + i * 0.1)));
-  const cg = new RidgeXUpdate(D, 0.3, false, { factorLimit: 1 });
+  const cg = new RidgeXUpdate(D, 0.3, false, { eigenLimit: 1, choleskyLimit: 0 });
   cg.solve(Float64Array.of(1, -2, 0.5, 3), 0.9);
   assert.ok(cg.penaltySq() > 0);
   cg.solve(new Float64Array(4), 0.9);
@@ -173,7 +173,7 @@ test('conjugate gradients on columns of very different scales: the factored solu
   for (const intercept of [false, true]) {
     const exact = new RidgeXUpdate(D, 1e-2, intercept);
     for (const size of [1, 1e-6, 1e6]) {
-      const cg = new RidgeXUpdate(D, 1e-2, intercept, { factorLimit: 5 });
+      const cg = new RidgeXUpdate(D, 1e-2, intercept, { eigenLimit: 5, choleskyLimit: 0 });
       const target = w.map((v) => v * size);
       exact.solve(target.slice(), 0.5);
       cg.solve(target.slice(), 0.5);

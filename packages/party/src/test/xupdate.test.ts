@@ -282,7 +282,7 @@ test('conjugate-gradient form (blocks too large to factor) gives the factored so
       const rows = Array.from({ length: n }, () => Array.from({ length: d }, () => (rand() < 0.7 ? 0 : rand() - 0.3)));
       const D = csrFromDense(rows, d);
       const exact = new RidgeXUpdate(D, 1e-3, intercept);
-      const cg = new RidgeXUpdate(D, 1e-3, intercept, { factorLimit: 10 });
+      const cg = new RidgeXUpdate(D, 1e-3, intercept, { eigenLimit: 10, choleskyLimit: 0 });
       assert.equal(cg.form, 'cg');
       for (const rho of [0.5, 2, 0.01]) {
         const c = Float64Array.from({ length: n }, () => rand() * 4 - 2);
@@ -305,4 +305,70 @@ test('conjugate-gradient form (blocks too large to factor) gives the factored so
       }
     }
   }
+});
+
+test('Cholesky form (blocks above the eigendecomposition limit) gives the eigen form\'s solution: primal and dual, dense and sparse, with and without intercept, a new rho, and in the ball', () => {
+  const rand = seeded(5151);
+  for (const intercept of [false, true]) {
+    for (const [n, d, zeros] of [[70, 30, 0.1], [30, 70, 0.1], [70, 30, 0.8], [30, 70, 0.8]]) {
+      const rows = Array.from({ length: n }, () => Array.from({ length: d }, () => (rand() < zeros ? 0 : rand() - 0.3)));
+      const D = csrFromDense(rows, d);
+      const exact = new RidgeXUpdate(D, 1e-2, intercept);
+      const chol = new RidgeXUpdate(D, 1e-2, intercept, { eigenLimit: 10, rho: 0.5 });
+      const what = `${n} x ${d}, ${zeros} zeros, intercept ${intercept}`;
+      assert.equal(chol.form, 'cholesky', what);
+      assert.equal(chol.side, d <= n ? 'primal' : 'dual', what);
+      assert.equal(chol.dense, zeros < 0.5, what);
+      for (const rho of [0.5, 0.5, 2, 0.01]) {
+        const c = Float64Array.from({ length: n }, () => rand() * 4 - 2);
+        exact.updateFromBroadcast(c, rho);
+        chol.updateFromBroadcast(c, rho);
+        for (let j = 0; j < d; j++) assert.ok(Math.abs(exact.x[j] - chol.x[j]) <= 1e-9 * (1 + Math.abs(exact.x[j])), `${what}, rho ${rho}: x[${j}] ${chol.x[j]} vs ${exact.x[j]}`);
+        for (let i = 0; i < n; i++) assert.ok(Math.abs(exact.share[i] - chol.share[i]) <= 1e-9 * (1 + Math.abs(exact.share[i])), `${what}: share[${i}]`);
+        assert.ok(Math.abs(exact.intercept - chol.intercept) <= 1e-9 * (1 + Math.abs(exact.intercept)));
+        assert.equal(chol.lastIterations, 0, 'no conjugate gradients outside the ball');
+      }
+      for (const radius of [0.05, 0.5, 1e3]) {
+        const w = Float64Array.from({ length: n }, () => rand() * 4 - 2);
+        exact.solve(w.slice(), 0.7, radius);
+        chol.solve(w.slice(), 0.7, radius);
+        assert.ok(chol.penaltySq() <= radius * radius * (1 + 1e-12), `${what}: in the ball of ${radius}`);
+        for (let j = 0; j < d; j++) assert.ok(Math.abs(exact.x[j] - chol.x[j]) <= 1e-7 * (1 + Math.abs(exact.x[j])), `${what}, radius ${radius}: x[${j}] ${chol.x[j]} vs ${exact.x[j]}`);
+      }
+    }
+  }
+});
+
+test('Cholesky form: no factorisation without lambda > 0 or when rho varies, and the paper\'s noise D xi lies in the column space of D with E||D xi||^2 = sigma^2 rank(D)', () => {
+  const rand = seeded(5252);
+  const [n, d] = [40, 12];
+  const rows = Array.from({ length: n }, () => Array.from({ length: d }, () => rand() - 0.5));
+  const D = csrFromDense(rows, d);
+  assert.equal(new RidgeXUpdate(D, 0, false, { eigenLimit: 5 }).form, 'cg');
+  assert.equal(new RidgeXUpdate(D, 1, false, { eigenLimit: 5, rhoVaries: true }).form, 'cg');
+  assert.equal(new RidgeXUpdate(D, 1, false, { eigenLimit: 5, choleskyLimit: 11 }).form, 'cg');
+  const chol = new RidgeXUpdate(D, 1, false, { eigenLimit: 5 });
+  assert.equal(chol.form, 'cholesky');
+  assert.throws(() => chol.hatTrace(1), /hatTrace needs an eigendecomposition/);
+  // The noise from many draws: each in span(D) (its least-squares residual on D is zero), and
+  // its mean squared norm sigma^2 d (the projection has rank d).
+  const A = new Matrix(rows);
+  const sigma = 0.7;
+  const draws = 400;
+  let sq = 0;
+  const g = gaussian(seeded(5353));
+  for (let t = 0; t < draws; t++) {
+    chol.released.fill(0);
+    chol.addModelNoise(sigma, (out, s) => {
+      for (let i = 0; i < out.length; i++) out[i] = s * g();
+    });
+    const v = Matrix.columnVector(Array.from(chol.released));
+    const coef = solve(A, v, true);
+    const residual = v.clone().sub(A.mmul(coef));
+    assert.ok(residual.norm() <= 1e-8 * (1 + v.norm()), `draw ${t}: residual ${residual.norm()} off span(D)`);
+    sq += v.norm() ** 2;
+  }
+  const mean = sq / draws;
+  // sd of ||v||^2 / sigma^2 is sqrt(2 d): the mean of 400 draws is within 4 sd / 20 of d.
+  assert.ok(Math.abs(mean / sigma ** 2 - d) <= (4 * Math.sqrt(2 * d)) / Math.sqrt(draws), `mean ||D xi||^2 / sigma^2 = ${mean / sigma ** 2}, rank ${d}`);
 });
