@@ -170,7 +170,7 @@ async function scale(rows, rounds) {
 async function builtIn(name, rounds) {
   const out = mkdtempSync(join(tmpdir(), `admm-bench-${name}-`));
   try {
-    const args = [cli, 'simulate', '--dataset', name, '--rounds', String(rounds), '--out', out, '--no-baselines', '--tol-rel', '0', '--tol-abs', '0'];
+    const args = [cli, 'simulate', '--dataset', name, '--rounds', String(rounds), '--out', out, '--no-baselines'];
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     let stdout = '';

@@ -9,6 +9,7 @@ import {
   type LabelledSet,
   ConfigError,
   binaryLabels,
+  gisetteLikeDataset,
   readLibsvm,
   writeFileAtomic,
 } from '@admm-share/core';
@@ -19,11 +20,14 @@ import { type SweepRow, privacySweep } from './sweep.js';
 /**
  * `admm-share experiment paper`: the paper's experiments on this system's real processes.
  * (a) training objective and test log loss per epoch for ADMM (exact sharing form), ADMM
- * (the paper's Algorithm 1) and SGD, on a9a (66 | 57) and on the SpamAssassin set
- * (headers | body | links); (b) test log loss under increasing noise for both privacy
+ * (the paper's Algorithm 1) and SGD, on a9a (66 | 57), on the SpamAssassin set
+ * (headers | body | links) and on the gisette-shaped set (2000 | 2000 | 1000 dense); (b) test log loss under increasing noise for both privacy
  * mechanisms (a9a); (c) the central model and every party's local-only model. Writes CSV
  * files, SVG plots (vega-lite) and report.md.
  */
+/** Training rows of the gisette-shaped set with --quick. */
+const GISETTE_QUICK_ROWS = 120;
+
 export interface ExperimentOptions {
   out: string;
   /** Directory holding a9a/a9a and a9a/a9a.t. */
@@ -133,6 +137,8 @@ export async function paperExperiment(o: ExperimentOptions, log: (line: string) 
   const lambda = 1e-4;
   const a9a = loadA9a(o.dataDir, out, o.quick ?? false);
   const spam = spamDataset({ limit: o.quick ? 600 : undefined });
+  // The same rows simulate generates for --dataset gisette (datasets.ts): seed 'gisette', a sixth as many test rows.
+  const gisette = gisetteLikeDataset({ seed: 'gisette', ...(o.quick ? { trainRows: GISETTE_QUICK_ROWS, testRows: GISETTE_QUICK_ROWS / 6 } : {}) });
   const datasets: { name: string; base: SimulateOptions; blocks: number[]; names: string[]; train: LabelledSet; test: LabelledSet; intercept: boolean }[] = [
     {
       name: 'a9a',
@@ -151,6 +157,16 @@ export async function paperExperiment(o: ExperimentOptions, log: (line: string) 
       train: spam.train,
       test: spam.test,
       intercept: true,
+    },
+    {
+      // The paper's many-features case (gisette: 6000 rows x 5000 dense features), seeded.
+      name: 'gisette',
+      base: { dataset: 'gisette', rows: o.quick ? GISETTE_QUICK_ROWS : undefined } as SimulateOptions,
+      blocks: gisette.blocks,
+      names: ['party-1 (features 1-2000)', 'party-2 (features 2001-4000)', 'party-3 (features 4001-5000)'],
+      train: gisette.train,
+      test: gisette.test,
+      intercept: false,
     },
   ];
   const curves: Curve[] = [];

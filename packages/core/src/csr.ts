@@ -132,6 +132,23 @@ export function csrMatTVec(out: Float64Array, a: Csr, w: Float64Array): Float64A
   return out;
 }
 
+/** out = A^T A v in one pass over the rows (each row's dot product with v, then added back scaled). */
+export function csrGramVec(out: Float64Array, a: Csr, v: Float64Array): Float64Array {
+  assertLength('v', v, a.cols);
+  assertLength('out', out, a.cols);
+  out.fill(0);
+  const { indptr, indices, values } = a;
+  for (let i = 0; i < a.rows; i++) {
+    const s = indptr[i];
+    const e = indptr[i + 1];
+    let acc = 0;
+    for (let k = s; k < e; k++) acc += values[k] * v[indices[k]];
+    if (acc === 0) continue;
+    for (let k = s; k < e; k++) out[indices[k]] += values[k] * acc;
+  }
+  return out;
+}
+
 /** Compressed sparse columns: the same matrix stored by column, for fast A^T w. */
 export interface Csc {
   readonly rows: number;

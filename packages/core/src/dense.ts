@@ -30,6 +30,33 @@ export function csrToDense(a: Csr): Dense {
   return { rows: a.rows, cols: a.cols, data };
 }
 
+/** Rows `order[0], order[1], ...` of a CSR matrix as a dense matrix (no CSR copy in between). */
+export function csrSelectRowsDense(a: Csr, order: ArrayLike<number>): Dense {
+  const { cols } = a;
+  const data = new Float64Array(order.length * cols);
+  for (let r = 0; r < order.length; r++) {
+    const i = order[r];
+    if (!(i >= 0 && i < a.rows)) throw new RangeError(`row ${i} out of range [0, ${a.rows})`);
+    const off = r * cols;
+    for (let p = a.indptr[i]; p < a.indptr[i + 1]; p++) data[off + a.indices[p]] = a.values[p];
+  }
+  return { rows: order.length, cols, data };
+}
+
+/** Column means (length cols). */
+export function denseColumnMeans(a: Dense): Float64Array {
+  const { rows, cols, data } = a;
+  const m = new Float64Array(cols);
+  for (let i = 0; i < rows; i++) for (let j = 0, r = i * cols; j < cols; j++) m[j] += data[r + j];
+  for (let j = 0; j < cols; j++) m[j] /= rows;
+  return m;
+}
+
+/** Whether a matrix is dense (as opposed to CSR). */
+export function isDense(a: Csr | Dense): a is Dense {
+  return 'data' in a;
+}
+
 /** out = A x (length rows). */
 export function denseMatVec(out: Float64Array, a: Dense, x: Float64Array): Float64Array {
   const { rows, cols, data } = a;

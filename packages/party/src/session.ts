@@ -5,7 +5,7 @@
 // what the connection should do next, so a session runs without a socket (tests feed it).
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { type Csr, type FeatureTable, type LossName, ConfigError, csrSelectRows, helloProof, predictScores } from '@admm-share/core';
+import { type Csr, type FeatureTable, type LossName, ConfigError, csrSelectRows, csrSelectRowsDense, helloProof, preferDense, predictScores } from '@admm-share/core';
 import {
   type Challenge,
   type CoordinatorMessage,
@@ -326,15 +326,15 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
   // The coordinator names rows by their position in the order this party sent its ids.
   const trainRows = env.psi.fileRows('train', msg.trainRows);
   const testRows = env.psi.fileRows('test', msg.testRows);
-  let D = csrSelectRows(env.train.X, trainRows);
+  const n = trainRows.length;
   let testX = env.test && testRows.length > 0 ? csrSelectRows(env.test.X, testRows) : undefined;
   let model: Model;
   let bw: number | undefined;
   if (msg.algorithm === 'sgd') {
-    model = { kind: 'sgd', sgd: new SgdModel(D, msg.lambda, env.intercept), step: 0, rows: new Uint32Array(0) };
+    model = { kind: 'sgd', sgd: new SgdModel(csrSelectRows(env.train.X, trainRows), msg.lambda, env.intercept), step: 0, rows: new Uint32Array(0) };
   } else if (msg.algorithm === 'one-shot') {
     // The bounds of the one-shot models are for rows of norm <= 1 (docs/privacy.md, section 9).
-    D = normaliseRows(D).X;
+    const D = normaliseRows(csrSelectRows(env.train.X, trainRows)).X;
     testX = testX && normaliseRows(testX).X;
     // With label privacy the labels are the coordinator's flipped ones: the active party fits
     // with the loss corrected for their flip probability; the passive target is the flipped
@@ -349,13 +349,15 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
       model = { kind: 'passive', passive, rows: trainRows };
     }
   } else {
-    const x = new RidgeXUpdate(D, msg.lambda, env.intercept, { rho: msg.rho });
+    // A dense block is selected straight into its dense form (no CSR copy of the aligned rows).
+    const X = env.train.X;
+    const x = new RidgeXUpdate(preferDense(X) ? csrSelectRowsDense(X, trainRows) : csrSelectRows(X, trainRows), msg.lambda, env.intercept, { rho: msg.rho });
     if (privacy.enabled && x.form === 'cg')
-      throw new ConfigError(`privacy needs a factorised x-update, and this block (${D.rows} rows x ${D.cols} features) is too large for one (limit ${CHOLESKY_LIMIT} on the smaller side)`);
+      throw new ConfigError(`privacy needs a factorised x-update, and this block (${n} rows x ${X.cols} features) is too large for one (limit ${CHOLESKY_LIMIT} on the smaller side)`);
     model = { kind: 'admm', x };
   }
   s.testX = testX;
-  const info = privacy.calibrate({ lambda: msg.lambda, rho: msg.rho, rounds: msg.rounds, parties: msg.parties, features: env.features, n: D.rows, algorithm: msg.algorithm, bw });
+  const info = privacy.calibrate({ lambda: msg.lambda, rho: msg.rho, rounds: msg.rounds, parties: msg.parties, features: env.features, n, algorithm: msg.algorithm, bw });
   s.model = model;
   // A fresh model is x = 0: that of round 0. A rejoin past round 0 waits for resume to recompute it.
   s.current = s.round === 0;
@@ -363,8 +365,8 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
   s.phase = 'training';
   env.log.info(
     {
-      rows: D.rows,
-      droppedRows: env.train.ids.length - D.rows,
+      rows: n,
+      droppedRows: env.train.ids.length - n,
       testRows: s.testX?.rows ?? 0,
       algorithm: msg.algorithm,
       role: msg.role,

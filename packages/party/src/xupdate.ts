@@ -9,14 +9,17 @@ import {
   choleskySolveInPlace,
   csrColumnMeans,
   csrGram,
+  csrGramVec,
   csrMatVec,
   csrOuterGram,
   csrToDense,
+  denseColumnMeans,
   denseGram,
   denseMatTVec,
   denseMatVec,
   denseOuterGram,
   dot,
+  isDense,
   matTVec,
   matVec,
   predictScores,
@@ -94,7 +97,7 @@ export class RidgeXUpdate {
   private readonly tmp: Float64Array;
 
   constructor(
-    D: Csr,
+    D: Csr | Dense,
     private readonly lambda: number,
     readonly withIntercept: boolean,
     opts: {
@@ -106,7 +109,7 @@ export class RidgeXUpdate {
       rhoVaries?: boolean;
       /** Factor for this rho at once (the job's), so that set-up does the work rather than round 1. */
       rho?: number;
-      /** Keep the block dense or sparse (default: dense when at least half its entries are non-zero). */
+      /** Keep a CSR block dense or sparse (default: dense when at least half its entries are non-zero); a Dense one stays dense. */
       dense?: boolean;
     } = {},
   ) {
@@ -122,13 +125,14 @@ export class RidgeXUpdate {
           ? 'cholesky'
           : 'cg';
     if (this.form === 'cg') this.side = 'primal';
-    this.dense = opts.dense ?? preferDense(D);
-    this.mu = withIntercept ? csrColumnMeans(D) : undefined;
-    if (this.dense) this.Dd = csrToDense(D);
+    this.dense = isDense(D) || (opts.dense ?? preferDense(D));
+    if (isDense(D)) this.Dd = D;
+    else if (this.dense) this.Dd = csrToDense(D);
     else {
       this.Dr = D;
       this.Dc = csrToCsc(D);
     }
+    this.mu = withIntercept ? (this.Dd ? denseColumnMeans(this.Dd) : csrColumnMeans(this.Dr!)) : undefined;
     if (this.form === 'cg' || this.form === 'cholesky') {
       // cg: preconditioned by the diagonal of lambda I + rho D~^T D~; cholesky: the same
       // conjugate gradients find the ball's multiplier when the ball binds (solveBall).
@@ -373,12 +377,21 @@ export class RidgeXUpdate {
     const scratchN = this.wcg ?? (this.wcg = new Float64Array(n));
     const [r, z, p, ap] = this.cgVectors ?? (this.cgVectors = [0, 1, 2, 3].map(() => new Float64Array(d)) as [Float64Array, Float64Array, Float64Array, Float64Array]);
     const apply = (res: Float64Array, v: Float64Array) => {
-      this.mulD(scratchN, v);
-      if (mu) {
-        const centre = dot(mu, v);
-        for (let i = 0; i < n; i++) scratchN[i] -= centre;
+      if (this.Dr) {
+        // D~^T D~ v = D^T D v - N (mu^T v) mu, one pass over the rows.
+        csrGramVec(res, this.Dr, v);
+        if (mu) {
+          const centre = n * dot(mu, v);
+          for (let j = 0; j < d; j++) res[j] -= centre * mu[j];
+        }
+      } else {
+        this.mulD(scratchN, v);
+        if (mu) {
+          const centre = dot(mu, v);
+          for (let i = 0; i < n; i++) scratchN[i] -= centre;
+        }
+        this.mulDT(res, scratchN); // 1^T D~ v = 0, so no mu correction here
       }
-      this.mulDT(res, scratchN); // 1^T D~ v = 0, so no mu correction here
       for (let j = 0; j < d; j++) res[j] = rho * res[j] + diag * v[j];
     };
     const bNorm = Math.sqrt(dot(rhs, rhs));

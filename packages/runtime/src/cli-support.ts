@@ -160,7 +160,18 @@ export function onSignals(logger: Logger, stop: () => Promise<void>): void {
   process.once('SIGTERM', handler);
 }
 
-/** This process's peak resident memory so far, in bytes (getrusage's maxrss). */
+/**
+ * This process's peak resident memory so far, in bytes: VmHWM from /proc/self/status where
+ * there is one (Linux), else getrusage's maxrss. On Linux maxrss is not this program's own:
+ * it survives fork and exec, so a process started by a large parent (simulate, which holds
+ * the whole data set) reports the parent's peak.
+ */
 export function peakMemoryBytes(): number {
+  try {
+    const hwm = /^VmHWM:\s+(\d+) kB/m.exec(readFileSync('/proc/self/status', 'utf8'));
+    if (hwm) return Number(hwm[1]) * 1024;
+  } catch {
+    /* no procfs: fall back */
+  }
   return process.resourceUsage().maxRSS * 1024;
 }

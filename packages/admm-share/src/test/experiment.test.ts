@@ -16,15 +16,16 @@ test('admm-share experiment paper --quick writes curves, baselines, plots and a 
   const curves = readFileSync(join(out, 'curves.csv'), 'utf8').trim().split('\n');
   assert.equal(curves[0], 'dataset,algorithm,epoch,objective,test_log_loss,test_accuracy,test_auc');
   const keys = new Set(curves.slice(1).map((l) => l.split(',').slice(0, 2).join(' / ')));
-  for (const ds of ['a9a', 'spam'])
+  for (const ds of ['a9a', 'spam', 'gisette'])
     for (const alg of ['ADMM (exact sharing)', 'ADMM (Algorithm 1 of the paper)', 'SGD (FDML)']) assert.ok(keys.has(`${ds} / ${alg}`), `${ds} / ${alg}`);
-  assert.equal(curves.length - 1, 2 * 3 * 4, 'one row per dataset, algorithm and epoch');
+  assert.equal(curves.length - 1, 3 * 3 * 4, 'one row per dataset, algorithm and epoch');
   const baselines = readFileSync(join(out, 'baselines.csv'), 'utf8').trim().split('\n').slice(1).map((l) => l.split(',')[1]);
   assert.deepEqual(baselines, [
     'central (all features)', 'party-1 (features 1-66) only', 'party-2 (features 67-123) only',
     'central (all features)', 'party-1 (headers) only', 'party-2 (body) only', 'party-3 (links) only',
+    'central (all features)', 'party-1 (features 1-2000) only', 'party-2 (features 2001-4000) only', 'party-3 (features 4001-5000) only',
   ]);
-  for (const svg of ['a9a-curves.svg', 'spam-curves.svg', 'noise/sweep.svg']) assert.match(readFileSync(join(out, svg), 'utf8'), /^<svg/);
+  for (const svg of ['a9a-curves.svg', 'spam-curves.svg', 'gisette-curves.svg', 'noise/sweep.svg']) assert.match(readFileSync(join(out, svg), 'utf8'), /^<svg/);
   const report = readFileSync(join(out, 'report.md'), 'utf8');
   assert.match(report, /!\[a9a: objective and test log loss per epoch\]\(a9a-curves\.svg\)/);
   assert.match(report, /## Test log loss under noise \(a9a\)/);
