@@ -117,7 +117,7 @@ async function scale(rows, rounds) {
   const dir = join(root, 'runs', 'bench-scale');
   mkdirSync(dir, { recursive: true });
   const data = join(dir, `train-${rows}.libsvm`);
-  let t0 = performance.now();
+  const t0 = performance.now();
   await writeRows(data, rows, 11);
   console.log(`${rows.toLocaleString('en')} rows x 4 parties of 100 sparse features (~6 non-zeros per party and row), ${rounds} rounds, lambda 1e-4, node ${process.version}; data ready in ${((performance.now() - t0) / 1000).toFixed(1)} s (${data})`);
   const out = mkdtempSync(join(tmpdir(), 'admm-bench-scale-'));
@@ -141,27 +141,11 @@ async function scale(rows, rounds) {
     console.log(`peak resident memory: ${[...peaks].sort().map(([role, b]) => `${role} ${(b / 2 ** 20).toFixed(0)} MB`).join(', ')}`);
 
     // The same rounds in one process: the product's update code, no network.
-    const [{ binaryLabels, csrSliceColumns, logistic, readLibsvm }, { RidgeXUpdate }, { AdmmCoordinator }] = await Promise.all([
-      import('@admm-share/core'),
-      import('@admm-share/party'),
-      import('@admm-share/coordinator'),
-    ]);
+    const { binaryLabels, csrSliceColumns, readLibsvm } = await import('@admm-share/core');
     const t = readLibsvm(data, { features: 400 });
     const y = binaryLabels({ file: data, ids: t.ids, raw: t.firstTokens, lines: t.lines }).y;
-    t0 = performance.now();
-    const parties = [0, 1, 2, 3].map((m) => new RidgeXUpdate(csrSliceColumns(t.X, 100 * m, 100 * (m + 1)), 1e-4, false));
-    const co = new AdmmCoordinator({ variant: 'exact', loss: logistic, y, parties: 4, lambda: 1e-4, rho: summary.rho.initial, alpha: 1.6, tolerance: { abs: 0, rel: 0 } });
-    const setup = (performance.now() - t0) / 1000;
-    co.step(parties.map((p) => p.share));
-    const local = [];
-    for (let r = 1; r <= rounds; r++) {
-      const r0 = performance.now();
-      for (const p of parties) p.updateFromBroadcast(co.c, co.rho);
-      co.step(parties.map((p) => p.share));
-      local.push(performance.now() - r0);
-    }
-    const one = quantile(local.slice(warm), 0.5);
-    console.log(`in one process: median ${one.toFixed(1)} ms/round, p90 ${quantile(local.slice(warm), 0.9).toFixed(1)} ms; set-up ${setup.toFixed(1)} s; over the network / in one process: ${(net / one).toFixed(2)} per round`);
+    const blocks = [0, 1, 2, 3].map((m) => csrSliceColumns(t.X, 100 * m, 100 * (m + 1)));
+    await oneProcess(blocks, y, 1e-4, summary.rho.initial, rounds, warm, net);
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
@@ -195,33 +179,37 @@ async function builtIn(name, rounds) {
     console.log(`peak resident memory: ${[...peaks].sort().map(([role, b]) => `${role} ${(b / 2 ** 20).toFixed(0)} MB`).join(', ')}`);
 
     // The same rounds in one process, on the same blocks (the data set is generated or read again).
-    const [{ csrSliceColumns, logistic }, { RidgeXUpdate }, { AdmmCoordinator }, { loadData }] = await Promise.all([
-      import('@admm-share/core'),
-      import('@admm-share/party'),
-      import('@admm-share/coordinator'),
-      import(join(root, 'packages', 'admm-share', 'dist', 'datasets.js')),
-    ]);
+    const [{ csrSliceColumns }, { loadData }] = await Promise.all([import('@admm-share/core'), import(join(root, 'packages', 'admm-share', 'dist', 'datasets.js'))]);
     const data = loadData({ dataset: name, dataSeed: 'admm-share' });
     let start = 0;
     const blocks = data.blocks.map((w) => csrSliceColumns(data.train.X, start, (start += w)));
     const sizes = blocks.map((b) => b.indices.length >= 0.5 * b.rows * b.cols ? b.rows * b.cols * 8 : b.indices.length * 12);
     console.log(`  each block's data (dense: 8 bytes an entry; sparse: 12 a non-zero): ${sizes.map((b) => `${(b / 2 ** 20).toFixed(0)} MB`).join(', ')}`);
-    const t0 = performance.now();
-    const lambda = summary.lambda ?? 1e-4;
-    const parties = blocks.map((b) => new RidgeXUpdate(b, lambda, false, { rho: summary.rho.initial }));
-    const co = new AdmmCoordinator({ variant: 'exact', loss: logistic, y: data.train.y, parties: parties.length, lambda, rho: summary.rho.initial, alpha: 1.6, tolerance: { abs: 0, rel: 0 } });
-    const setup = (performance.now() - t0) / 1000;
-    co.step(parties.map((p) => p.share));
-    const local = [];
-    for (let r = 1; r <= rounds; r++) {
-      const r0 = performance.now();
-      for (const p of parties) p.updateFromBroadcast(co.c, co.rho);
-      co.step(parties.map((p) => p.share));
-      local.push(performance.now() - r0);
-    }
-    const one = quantile(local.slice(warm), 0.5);
-    console.log(`in one process: median ${one.toFixed(1)} ms/round, p90 ${quantile(local.slice(warm), 0.9).toFixed(1)} ms; set-up ${setup.toFixed(1)} s (forms ${parties.map((p) => p.form).join(', ')}); over the network / in one process: ${(net / one).toFixed(2)} per round`);
+    await oneProcess(blocks, data.train.y, summary.lambda, summary.rho.initial, rounds, warm, net);
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
+}
+
+/**
+ * The same rounds in one process, without the network: the product's RidgeXUpdate per block
+ * (factored for the job's rho at set-up) and AdmmCoordinator, one party after the other.
+ * Prints the median against `net`, the median over the network.
+ */
+async function oneProcess(blocks, y, lambda, rho, rounds, warm, net) {
+  const [{ logistic }, { RidgeXUpdate }, { AdmmCoordinator }] = await Promise.all([import('@admm-share/core'), import('@admm-share/party'), import('@admm-share/coordinator')]);
+  const t0 = performance.now();
+  const parties = blocks.map((b) => new RidgeXUpdate(b, lambda, false, { rho }));
+  const co = new AdmmCoordinator({ variant: 'exact', loss: logistic, y, parties: parties.length, lambda, rho, alpha: 1.6, tolerance: { abs: 0, rel: 0 } });
+  const setup = (performance.now() - t0) / 1000;
+  co.step(parties.map((p) => p.share));
+  const local = [];
+  for (let r = 1; r <= rounds; r++) {
+    const r0 = performance.now();
+    for (const p of parties) p.updateFromBroadcast(co.c, co.rho);
+    co.step(parties.map((p) => p.share));
+    local.push(performance.now() - r0);
+  }
+  const one = quantile(local.slice(warm), 0.5);
+  console.log(`in one process: median ${one.toFixed(1)} ms/round, p90 ${quantile(local.slice(warm), 0.9).toFixed(1)} ms; set-up ${setup.toFixed(1)} s (forms ${parties.map((p) => p.form).join(', ')}); over the network / in one process: ${(net / one).toFixed(2)} per round`);
 }
