@@ -21,8 +21,17 @@ export function preferDense(a: Csr): boolean {
   return a.rows > 0 && a.cols > 0 && a.indices.length >= DENSE_DENSITY * a.rows * a.cols;
 }
 
+/**
+ * A zeroed Float64Array in shared memory: a worker thread given it (the x-update's
+ * factorisation) reads the same memory instead of a copy of a matrix of hundreds of MB.
+ */
+export function sharedFloat64(length: number): Float64Array {
+  return new Float64Array(new SharedArrayBuffer(length * Float64Array.BYTES_PER_ELEMENT));
+}
+
+/** The matrix dense, in shared memory. */
 export function csrToDense(a: Csr): Dense {
-  const data = new Float64Array(a.rows * a.cols);
+  const data = sharedFloat64(a.rows * a.cols);
   for (let i = 0; i < a.rows; i++) {
     const row = i * a.cols;
     for (let p = a.indptr[i]; p < a.indptr[i + 1]; p++) data[row + a.indices[p]] = a.values[p];
@@ -30,10 +39,10 @@ export function csrToDense(a: Csr): Dense {
   return { rows: a.rows, cols: a.cols, data };
 }
 
-/** Rows `order[0], order[1], ...` of a CSR matrix as a dense matrix (no CSR copy in between). */
+/** Rows `order[0], order[1], ...` of a CSR matrix as a dense matrix in shared memory (no CSR copy in between). */
 export function csrSelectRowsDense(a: Csr, order: ArrayLike<number>): Dense {
   const { cols } = a;
-  const data = new Float64Array(order.length * cols);
+  const data = sharedFloat64(order.length * cols);
   for (let r = 0; r < order.length; r++) {
     const i = order[r];
     if (!(i >= 0 && i < a.rows)) throw new RangeError(`row ${i} out of range [0, ${a.rows})`);

@@ -64,8 +64,9 @@ export class PassiveModel {
     target: Float64Array,
     readonly bounds: ReleaseBounds,
   ) {
-    // A block too large to factor is solved by conjugate gradients to 1e-12 (RidgeXUpdate).
-    const fit = new RidgeXUpdate(D, bounds.kappa, false);
+    // A block above the eigendecomposition limit is solved by conjugate gradients to 1e-12: for
+    // one solve they cost less than forming and factoring (so no Cholesky form).
+    const fit = new RidgeXUpdate(D, bounds.kappa, false, { choleskyLimit: 0 });
     fit.solve(target.slice(), 1, bounds.bx);
     this.x = fit.x;
     this.iterations = fit.lastIterations;

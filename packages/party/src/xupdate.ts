@@ -1,3 +1,4 @@
+import { Worker } from 'node:worker_threads';
 import {
   type Csc,
   type Csr,
@@ -172,16 +173,12 @@ export class RidgeXUpdate {
 
   /** The side's Gram matrix of the centred block: D~^T D~ (d x d) or D~ D~^T (N x N), row-major. */
   private centredGram(): Float64Array {
-    const { mu, n, d } = this;
-    if (this.side === 'primal') {
-      const gram = this.Dd ? denseGram(this.Dd) : csrGram(this.Dr!);
-      // (D - 1 mu^T)^T (D - 1 mu^T) = D^T D - N mu mu^T
-      if (mu) for (let i = 0; i < d; i++) for (let j = 0; j < d; j++) gram[i * d + j] -= n * mu[i] * mu[j];
-      return gram;
-    }
-    const gram = this.Dd ? denseOuterGram(this.Dd) : csrOuterGram(this.Dr!);
-    if (mu) centreSymmetric(gram, n);
-    return gram;
+    return centredGram(this.source(), this.side, this.mu);
+  }
+
+  /** The block as the factorisation needs it (a dense block's array is shared with a worker thread, not copied). */
+  private source(): BlockSource {
+    return this.Dd ? { dense: this.Dd } : { csr: this.Dr! };
   }
 
   /** Squared norms of the centred columns. */
@@ -203,12 +200,28 @@ export class RidgeXUpdate {
   private factor(rho: number): void {
     const t0 = performance.now();
     this.chol = undefined; // the old factor can go before the new one is formed
-    const a = this.centredGram();
-    const k = this.k;
-    for (let i = 0; i < k * k; i++) a[i] *= rho;
-    for (let i = 0; i < k; i++) a[i * k + i] += this.lambda;
-    if (!choleskyInPlace(a, k)) throw new RangeError(`the x-update's system (${k} x ${k}, lambda ${this.lambda}, rho ${rho}) is not positive definite to working precision`);
-    this.chol = a;
+    this.chol = factorSystem({ ...this.source(), side: this.side, mu: this.mu, lambda: this.lambda, rho });
+    this.cholRho = rho;
+    this.factorMs = performance.now() - t0;
+  }
+
+  /**
+   * cholesky form: the factorisation for `rho` in a worker thread, so that the event loop
+   * keeps answering the coordinator's heartbeats for the seconds it takes (a dense block is in
+   * shared memory, so it is not copied; a sparse one is). Other forms: nothing to do.
+   */
+  async factorInWorker(rho: number): Promise<void> {
+    if (this.form !== 'cholesky' || rho === this.cholRho) return;
+    const t0 = performance.now();
+    this.chol = undefined;
+    const input: FactorInput = { ...this.source(), side: this.side, mu: this.mu, lambda: this.lambda, rho };
+    this.chol = await new Promise<Float64Array>((resolve, reject) => {
+      const worker = new Worker(new URL('./factor-worker.js', import.meta.url), { workerData: input });
+      let result: Float64Array | undefined;
+      worker.once('message', (f: Float64Array) => (result = f));
+      worker.once('error', reject);
+      worker.once('exit', (code) => (result ? resolve(result) : reject(new Error(`the factorisation's worker thread exited with code ${code} without a result`))));
+    });
     this.cholRho = rho;
     this.factorMs = performance.now() - t0;
   }
@@ -529,6 +542,38 @@ export class RidgeXUpdate {
   scores(X: Csr): Float64Array {
     return predictScores(X, this.x, this.intercept);
   }
+}
+
+/** A party's block: dense (row-major) or CSR. */
+export type BlockSource = { dense: Dense; csr?: undefined } | { csr: Csr; dense?: undefined };
+
+/** What the Cholesky factorisation needs, as it crosses to a worker thread. */
+export type FactorInput = BlockSource & { side: 'primal' | 'dual'; mu: Float64Array | undefined; lambda: number; rho: number };
+
+/** The side's Gram matrix of the centred block: D~^T D~ (d x d) or D~ D~^T (N x N), row-major. */
+function centredGram(src: BlockSource, side: 'primal' | 'dual', mu: Float64Array | undefined): Float64Array {
+  const n = src.dense ? src.dense.rows : src.csr.rows;
+  const d = src.dense ? src.dense.cols : src.csr.cols;
+  if (side === 'primal') {
+    const gram = src.dense ? denseGram(src.dense) : csrGram(src.csr);
+    // (D - 1 mu^T)^T (D - 1 mu^T) = D^T D - N mu mu^T
+    if (mu) for (let i = 0; i < d; i++) for (let j = 0; j < d; j++) gram[i * d + j] -= n * mu[i] * mu[j];
+    return gram;
+  }
+  const gram = src.dense ? denseOuterGram(src.dense) : csrOuterGram(src.csr);
+  if (mu) centreSymmetric(gram, n);
+  return gram;
+}
+
+/** The Cholesky factor (lower triangle) of lambda I + rho G~, G~ the side's centred Gram matrix. */
+export function factorSystem(input: FactorInput): Float64Array {
+  const { side, mu, lambda, rho } = input;
+  const a = centredGram(input, side, mu);
+  const k = Math.sqrt(a.length);
+  for (let i = 0; i < k * k; i++) a[i] *= rho;
+  for (let i = 0; i < k; i++) a[i * k + i] += lambda;
+  if (!choleskyInPlace(a, k)) throw new RangeError(`the x-update's system (${k} x ${k}, lambda ${lambda}, rho ${rho}) is not positive definite to working precision`);
+  return a;
 }
 
 /**

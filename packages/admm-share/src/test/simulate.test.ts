@@ -4,7 +4,7 @@
 // that reports one (an objective computed wrongly) fails as surely as one that stops short.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { binaryLabels, fitCentral, logistic, readLibsvm, syntheticDataset } from '@admm-share/core';
 import { BELOW_OPTIMUM_RTOL, assertNearOptimum } from '@admm-share/core/test-support';
@@ -128,4 +128,40 @@ test('simulate --algorithm sgd: mini-batch SGD over the same processes approache
   assert.ok(trace[14].steps === 15 * (Math.ceil(2000 / 128) + 1), `steps ${trace[14].steps}`);
   const model = JSON.parse(readFileSync(join(out, 'model-party-1.json'), 'utf8'));
   assert.equal(model.hyperParameters.variant, 'sgd');
+});
+
+test('simulate with two dense blocks of 700 features: each party factors its block by Cholesky in a worker thread, and the job reaches the central optimum', async (t) => {
+  const dir = tempDir(t);
+  // 1500 rows x 1400 dense features, labels from a logistic model on a few of them (seeded).
+  const rand = (() => {
+    let x = 12345;
+    return () => ((x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  })();
+  const [n, d] = [1500, 1400];
+  const lines: string[] = [];
+  const rows: number[][] = [];
+  for (let i = 0; i < n; i++) {
+    const row = Array.from({ length: d }, () => Math.round((rand() * 2 - 1) * 1000) / 1000);
+    const score = row[0] * 3 - row[800] * 2 + row[5] - row[1300];
+    rows.push(row);
+    lines.push(`${rand() < 1 / (1 + Math.exp(-score)) ? 1 : -1} ${row.map((v, j) => `${j + 1}:${v}`).join(' ')}`);
+  }
+  const data = join(dir, 'dense.libsvm');
+  writeFileSync(data, lines.join('\n') + '\n');
+  const out = join(dir, 'run');
+  const lambda = 1e-2;
+  const p = run(BIN.share, ['simulate', '--data', data, '--split', '700,700', '--lambda', String(lambda), '--rounds', '300', '--out', out, '--no-baselines']);
+  const { code } = await p.exit;
+  assert.equal(code, 0, p.stderr());
+  for (const id of ['party-1', 'party-2']) {
+    const setup = readFileSync(join(out, 'logs', `${id}.log`), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((r) => r.msg === 'aligned and factorised');
+    assert.equal(setup?.form, 'cholesky', `${id}: ${JSON.stringify(setup)}`);
+    assert.equal(setup?.dense, true);
+  }
+  const t0 = readLibsvm(data, { features: d });
+  const { y } = binaryLabels({ file: data, ids: t0.ids, raw: t0.firstTokens!, lines: t0.lines });
+  const central = fitCentral(t0.X, y, logistic, lambda, { intercept: false });
+  const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+  assertNearOptimum(summary.objective, central.objective, 1e-6, 'final objective');
+  assertNeverBelow(readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)), central.objective);
 });

@@ -372,3 +372,23 @@ test('Cholesky form: no factorisation without lambda > 0 or when rho varies, and
   // sd of ||v||^2 / sigma^2 is sqrt(2 d): the mean of 400 draws is within 4 sd / 20 of d.
   assert.ok(Math.abs(mean / sigma ** 2 - d) <= (4 * Math.sqrt(2 * d)) / Math.sqrt(draws), `mean ||D xi||^2 / sigma^2 = ${mean / sigma ** 2}, rank ${d}`);
 });
+
+test('Cholesky form: the factor computed in a worker thread is the one computed in place (dense, in shared memory, and sparse)', async () => {
+  const rand = seeded(5454);
+  for (const zeros of [0.1, 0.8]) {
+    const rows = Array.from({ length: 50 }, () => Array.from({ length: 20 }, () => (rand() < zeros ? 0 : rand() - 0.3)));
+    const D = csrFromDense(rows, 20);
+    const inPlace = new RidgeXUpdate(D, 1e-2, true, { eigenLimit: 5, rho: 0.3 });
+    const inWorker = new RidgeXUpdate(D, 1e-2, true, { eigenLimit: 5 });
+    await inWorker.factorInWorker(0.3);
+    assert.ok(inWorker.factorMs > 0);
+    const w = Float64Array.from({ length: 50 }, () => rand() * 2 - 1);
+    inPlace.solve(w.slice(), 0.3);
+    inWorker.solve(w.slice(), 0.3);
+    assert.deepEqual(inWorker.x, inPlace.x, `${zeros} zeros`);
+    assert.deepEqual(inWorker.share, inPlace.share);
+    const ms = inWorker.factorMs;
+    inWorker.solve(w.slice(), 0.3);
+    assert.equal(inWorker.factorMs, ms, 'the same rho is not factored again');
+  }
+});
