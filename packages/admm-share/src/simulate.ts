@@ -68,7 +68,9 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
       local = localBaseline(data, job, opts);
       progress.done();
       const file = join(dir, LOCAL_BASELINE_FILE);
-      writeFileAtomic(file, JSON.stringify({ party: local.party, objective: local.objective, test: local.test ?? null }) + '\n');
+      // Only finite metrics (the AUC of a one-class test set is NaN, which JSON cannot hold).
+      const test = local.test ? Object.fromEntries(Object.entries(local.test).filter(([, v]) => Number.isFinite(v))) : null;
+      writeFileAtomic(file, JSON.stringify({ party: local.party, objective: local.objective, test }) + '\n');
       launch = { ...opts, dashboard: { ...opts.dashboard, localBaseline: file } };
     }
     const { peaks, lingering } = await runJob(launch, job, children, progress, (url) => {

@@ -2,7 +2,15 @@
 // main thread: forming the Gram matrix and factoring it takes seconds on a block of a few
 // thousand columns, during which the main thread keeps answering the coordinator's heartbeats.
 import { parentPort, workerData } from 'node:worker_threads';
+import { ConfigError } from '@admm-share/core';
 import { type FactorInput, factorSystem } from './xupdate.js';
 
-const factor = factorSystem(workerData as FactorInput);
-parentPort!.postMessage(factor, [factor.buffer as ArrayBuffer]);
+try {
+  const factor = factorSystem(workerData as FactorInput);
+  parentPort!.postMessage(factor, [factor.buffer as ArrayBuffer]);
+} catch (err) {
+  // A system that is not positive definite is the data's (a ConfigError); it crosses the
+  // thread as its message. Anything else is a bug and crashes the worker.
+  if (!(err instanceof ConfigError)) throw err;
+  parentPort!.postMessage({ error: err.message });
+}

@@ -353,21 +353,26 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
     const X = env.train.X;
     const x = new RidgeXUpdate(preferDense(X) ? csrSelectRowsDense(X, trainRows) : csrSelectRows(X, trainRows), msg.lambda, env.intercept);
     if (privacy.enabled && x.form === 'cg')
-      throw new ConfigError(`privacy needs a factorised x-update, and this block (${n} rows x ${X.cols} features) is too large for one (limit ${CHOLESKY_LIMIT} on the smaller side)`);
+      throw new ConfigError(
+        msg.lambda > 0
+          ? `privacy needs a factorised x-update, and this block (${n} rows x ${X.cols} features) is too large for one (limit ${CHOLESKY_LIMIT} on the smaller side)`
+          : `privacy needs a factorised x-update, and this block (${n} rows x ${X.cols} features) is factorised only with lambda > 0`,
+      );
     if (x.form === 'cholesky') {
       // Seconds of work on a large block: in a worker thread, then the rest of the set-up (unless
       // the connection was lost meanwhile: a rejoin sets up again).
       const connection = s.connection;
-      const work = x.factorInWorker(msg.rho).then((): Outcome => (s.connection !== connection ? reply() : ready(s, env, msg, { kind: 'admm', x }, testX, n, undefined, t0)));
+      // Lost meanwhile: the phase left 'setup' (and a new connection has another number).
+      const work = x.factorInWorker(msg.rho).then((): Outcome => (s.connection !== connection || s.phase !== 'setup' ? reply() : ready(s, env, msg, { kind: 'admm', x }, testX, n, undefined, t0, 'worker')));
       return { kind: 'later', work };
     }
     model = { kind: 'admm', x };
   }
-  return ready(s, env, msg, model, testX, n, bw, t0);
+  return ready(s, env, msg, model, testX, n, bw, t0, 'main');
 }
 
 /** The end of the set-up: the model in place, the privacy calibrated and `ready` sent. */
-function ready(s: SessionState, env: SessionEnv, msg: Setup, model: Model, testX: Csr | undefined, n: number, bw: number | undefined, t0: number): Outcome {
+function ready(s: SessionState, env: SessionEnv, msg: Setup, model: Model, testX: Csr | undefined, n: number, bw: number | undefined, t0: number, thread: 'main' | 'worker'): Outcome {
   const { privacy } = env;
   s.testX = testX;
   const info = privacy.calibrate({ lambda: msg.lambda, rho: msg.rho, rounds: msg.rounds, parties: msg.parties, features: env.features, n, algorithm: msg.algorithm, bw });
@@ -386,6 +391,7 @@ function ready(s: SessionState, env: SessionEnv, msg: Setup, model: Model, testX
       form: model.kind === 'admm' ? model.x.form : undefined,
       dense: model.kind === 'admm' ? model.x.dense : undefined,
       factorMs: Math.round(performance.now() - t0),
+      factorThread: thread,
     },
     'aligned and factorised',
   );

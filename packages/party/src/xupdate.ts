@@ -5,6 +5,7 @@ import {
   type Dense,
   cscMatTVec,
   csrToCsc,
+  ConfigError,
   assertLength,
   choleskyInPlace,
   choleskySolveInPlace,
@@ -200,6 +201,7 @@ export class RidgeXUpdate {
   private factor(rho: number): void {
     const t0 = performance.now();
     this.chol = undefined; // the old factor can go before the new one is formed
+    this.cholRho = NaN;
     this.chol = factorSystem({ ...this.source(), side: this.side, mu: this.mu, lambda: this.lambda, rho });
     this.cholRho = rho;
     this.factorMs = performance.now() - t0;
@@ -214,11 +216,13 @@ export class RidgeXUpdate {
     if (this.form !== 'cholesky' || rho === this.cholRho) return;
     const t0 = performance.now();
     this.chol = undefined;
+    this.cholRho = NaN;
     const input: FactorInput = { ...this.source(), side: this.side, mu: this.mu, lambda: this.lambda, rho };
     this.chol = await new Promise<Float64Array>((resolve, reject) => {
       const worker = new Worker(new URL('./factor-worker.js', import.meta.url), { workerData: input });
       let result: Float64Array | undefined;
-      worker.once('message', (f: Float64Array) => (result = f));
+      // The worker answers with the factor, or with the message of a system that is not positive definite.
+      worker.once('message', (m: Float64Array | { error: string }) => (m instanceof Float64Array ? (result = m) : reject(new ConfigError(m.error))));
       worker.once('error', reject);
       worker.once('exit', (code) => (result ? resolve(result) : reject(new Error(`the factorisation's worker thread exited with code ${code} without a result`))));
     });
@@ -501,7 +505,11 @@ export class RidgeXUpdate {
       normal(u, sigma);
       const rhs = this.mulDT(new Float64Array(this.d), u);
       const y = new Float64Array(this.d);
-      this.cg(y, rhs, -this.lambda, 1); // (lambda - lambda) I + 1 D^T D
+      // (lambda - lambda) I + 1 D^T D: the squared condition number of D, singular when D's
+      // columns are dependent (the system is consistent, so conjugate gradients still converge
+      // where rounding allows). Not converged is refused: D y would miss part of the noise.
+      if (this.cg(y, rhs, -this.lambda, 1) >= CG_MAX_ITERATIONS)
+        throw new ConfigError(`the paper mechanism's noise D xi, xi ~ N(0, sigma^2 (D^T D)^-1), did not converge in ${CG_MAX_ITERATIONS} conjugate gradient iterations on this ${this.n} x ${this.d} block (D^T D is too ill-conditioned): use --mechanism gaussian-share`);
       const py = this.mulD(new Float64Array(n), y);
       for (let i = 0; i < n; i++) this.released[i] += py[i];
       return;
@@ -572,7 +580,8 @@ export function factorSystem(input: FactorInput): Float64Array {
   const k = Math.sqrt(a.length);
   for (let i = 0; i < k * k; i++) a[i] *= rho;
   for (let i = 0; i < k; i++) a[i * k + i] += lambda;
-  if (!choleskyInPlace(a, k)) throw new RangeError(`the x-update's system (${k} x ${k}, lambda ${lambda}, rho ${rho}) is not positive definite to working precision`);
+  if (!choleskyInPlace(a, k))
+    throw new ConfigError(`the x-update's system (${k} x ${k}, lambda ${lambda}, rho ${rho}) is not positive definite to working precision: lambda is too small for the scale of this block's features (raise --lambda, or scale the features)`);
   return a;
 }
 

@@ -157,6 +157,7 @@ test('simulate with two dense blocks of 700 features: each party factors its blo
     const setup = readFileSync(join(out, 'logs', `${id}.log`), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((r) => r.msg === 'aligned and factorised');
     assert.equal(setup?.form, 'cholesky', `${id}: ${JSON.stringify(setup)}`);
     assert.equal(setup?.dense, true);
+    assert.equal(setup?.factorThread, 'worker');
   }
   const t0 = readLibsvm(data, { features: d });
   const { y } = binaryLabels({ file: data, ids: t0.ids, raw: t0.firstTokens!, lines: t0.lines });

@@ -339,7 +339,7 @@ test('Cholesky form (blocks above the eigendecomposition limit) gives the eigen 
   }
 });
 
-test('Cholesky form: no factorisation without lambda > 0 or when rho varies, and the paper\'s noise D xi lies in the column space of D with E||D xi||^2 = sigma^2 rank(D)', () => {
+test('Cholesky form: no factorisation without lambda > 0 or when rho varies, and the paper\'s noise D xi has the covariance sigma^2 P of D xi, xi ~ N(0, sigma^2 (D^T D)^-1)', () => {
   const rand = seeded(5252);
   const [n, d] = [40, 12];
   const rows = Array.from({ length: n }, () => Array.from({ length: d }, () => rand() - 0.5));
@@ -347,30 +347,46 @@ test('Cholesky form: no factorisation without lambda > 0 or when rho varies, and
   assert.equal(new RidgeXUpdate(D, 0, false, { eigenLimit: 5 }).form, 'cg');
   assert.equal(new RidgeXUpdate(D, 1, false, { eigenLimit: 5, rhoVaries: true }).form, 'cg');
   assert.equal(new RidgeXUpdate(D, 1, false, { eigenLimit: 5, choleskyLimit: 11 }).form, 'cg');
-  const chol = new RidgeXUpdate(D, 1, false, { eigenLimit: 5 });
-  assert.equal(chol.form, 'cholesky');
-  assert.throws(() => chol.hatTrace(1), /hatTrace needs an eigendecomposition/);
-  // The noise from many draws: each in span(D) (its least-squares residual on D is zero), and
-  // its mean squared norm sigma^2 d (the projection has rank d).
-  const A = new Matrix(rows);
+  assert.equal(new RidgeXUpdate(D, 1, false, { eigenLimit: 5, choleskyLimit: 12 }).form, 'cholesky', 'the limit is inclusive');
+  assert.throws(() => new RidgeXUpdate(D, 1, false, { eigenLimit: 5 }).hatTrace(1), /hatTrace needs an eigendecomposition/);
+  // P = A (A^T A)^-1 A^T (primal: D has full column rank), or I (dual: 12 rows of 40 features,
+  // full row rank). Along a unit vector q the noise's variance is sigma^2 q^T P q: checked along
+  // a column of D (q^T P q = 1), a random direction (in between) and, on the primal side, a
+  // direction orthogonal to D's columns (0).
   const sigma = 0.7;
-  const draws = 400;
-  let sq = 0;
-  const g = gaussian(seeded(5353));
-  for (let t = 0; t < draws; t++) {
-    chol.released.fill(0);
-    chol.addModelNoise(sigma, (out, s) => {
-      for (let i = 0; i < out.length; i++) out[i] = s * g();
+  const draws = 600;
+  const wide = Array.from({ length: 12 }, () => Array.from({ length: 36 }, () => rand() - 0.5));
+  for (const A of [new Matrix(rows), new Matrix(wide)]) {
+    const [m, k] = [A.rows, A.columns];
+    const chol = new RidgeXUpdate(csrFromDense(A.to2DArray(), k), 1, false, { eigenLimit: 5 });
+    assert.equal(chol.form, 'cholesky');
+    const P = k <= m ? A.mmul(solve(A.transpose().mmul(A), A.transpose())) : Matrix.eye(m);
+    const unit = (v: number[]) => {
+      const norm = Math.hypot(...v);
+      return v.map((x) => x / norm);
+    };
+    const along = [unit(A.getColumn(0)), unit(Array.from({ length: m }, () => rand() - 0.5))];
+    if (k < m) {
+      // A random vector minus its projection on D's columns.
+      const r = Matrix.columnVector(Array.from({ length: m }, () => rand() - 0.5));
+      along.push(unit(r.sub(P.mmul(r)).getColumn(0)));
+    }
+    const sums = along.map(() => 0);
+    const g = gaussian(seeded(5353 + k));
+    for (let t = 0; t < draws; t++) {
+      chol.released.fill(0);
+      chol.addModelNoise(sigma, (out, s) => {
+        for (let i = 0; i < out.length; i++) out[i] = s * g();
+      });
+      along.forEach((q, a) => (sums[a] += q.reduce((acc, qi, i) => acc + qi * chol.released[i], 0) ** 2));
+    }
+    along.forEach((q, a) => {
+      const expected = sigma ** 2 * Matrix.rowVector(q).mmul(P).mmul(Matrix.columnVector(q)).get(0, 0);
+      const seen = sums[a] / draws;
+      // The mean of 600 squared normals is within 5 sd (sqrt(2 / 600)) of its expectation.
+      assert.ok(Math.abs(seen - expected) <= 5 * Math.sqrt(2 / draws) * sigma ** 2 + 1e-12, `${m} x ${k}, direction ${a}: variance ${seen} against ${expected}`);
     });
-    const v = Matrix.columnVector(Array.from(chol.released));
-    const coef = solve(A, v, true);
-    const residual = v.clone().sub(A.mmul(coef));
-    assert.ok(residual.norm() <= 1e-8 * (1 + v.norm()), `draw ${t}: residual ${residual.norm()} off span(D)`);
-    sq += v.norm() ** 2;
   }
-  const mean = sq / draws;
-  // sd of ||v||^2 / sigma^2 is sqrt(2 d): the mean of 400 draws is within 4 sd / 20 of d.
-  assert.ok(Math.abs(mean / sigma ** 2 - d) <= (4 * Math.sqrt(2 * d)) / Math.sqrt(draws), `mean ||D xi||^2 / sigma^2 = ${mean / sigma ** 2}, rank ${d}`);
 });
 
 test('Cholesky form: the factor computed in a worker thread is the one computed in place (dense, in shared memory, and sparse)', async () => {
@@ -381,14 +397,13 @@ test('Cholesky form: the factor computed in a worker thread is the one computed 
     const inPlace = new RidgeXUpdate(D, 1e-2, true, { eigenLimit: 5, rho: 0.3 });
     const inWorker = new RidgeXUpdate(D, 1e-2, true, { eigenLimit: 5 });
     await inWorker.factorInWorker(0.3);
-    assert.ok(inWorker.factorMs > 0);
+    const ms = inWorker.factorMs;
+    assert.ok(ms > 0);
     const w = Float64Array.from({ length: 50 }, () => rand() * 2 - 1);
     inPlace.solve(w.slice(), 0.3);
     inWorker.solve(w.slice(), 0.3);
+    assert.equal(inWorker.factorMs, ms, 'the solve used the worker\'s factor (nothing factored again)');
     assert.deepEqual(inWorker.x, inPlace.x, `${zeros} zeros`);
     assert.deepEqual(inWorker.share, inPlace.share);
-    const ms = inWorker.factorMs;
-    inWorker.solve(w.slice(), 0.3);
-    assert.equal(inWorker.factorMs, ms, 'the same rho is not factored again');
   }
 });
