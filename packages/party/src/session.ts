@@ -78,10 +78,12 @@ export interface SessionState {
   psiSets: Set<SampleSet>;
   /** Scoring: `score` requests answered so far. */
   scored: number;
+  /** A set-up's factorisation under way in a worker thread (stopped if the connection is lost). */
+  factoring: RidgeXUpdate | undefined;
 }
 
 export function newSession(): SessionState {
-  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined, psiSets: new Set(), scored: 0 };
+  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined, psiSets: new Set(), scored: 0, factoring: undefined };
 }
 
 /**
@@ -155,6 +157,9 @@ export function connectionOpened(s: SessionState): void {
 /** The connection broke: nothing is expected until a new one opens. */
 export function connectionLost(s: SessionState): void {
   s.phase = 'connecting';
+  // A set-up abandoned: its factorisation stops (a rejoin sets up again).
+  s.factoring?.cancelFactor();
+  s.factoring = undefined;
 }
 
 /** What the next message from the coordinator is checked against, from the session's state only. */
@@ -362,8 +367,12 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
       // Seconds of work on a large block: in a worker thread, then the rest of the set-up (unless
       // the connection was lost meanwhile: a rejoin sets up again).
       const connection = s.connection;
+      s.factoring = x;
       // Lost meanwhile: the phase left 'setup' (and a new connection has another number).
-      const work = x.factorInWorker(msg.rho).then((): Outcome => (s.connection !== connection || s.phase !== 'setup' ? reply() : ready(s, env, msg, { kind: 'admm', x }, testX, n, undefined, t0, 'worker')));
+      const work = x.factorInWorker(msg.rho).then((): Outcome => {
+        if (s.factoring === x) s.factoring = undefined;
+        return s.connection !== connection || s.phase !== 'setup' ? reply() : ready(s, env, msg, { kind: 'admm', x }, testX, n, undefined, t0, 'worker');
+      });
       return { kind: 'later', work };
     }
     model = { kind: 'admm', x };

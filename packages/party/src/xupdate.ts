@@ -218,16 +218,38 @@ export class RidgeXUpdate {
     this.chol = undefined;
     this.cholRho = NaN;
     const input: FactorInput = { ...this.source(), side: this.side, mu: this.mu, lambda: this.lambda, rho };
-    this.chol = await new Promise<Float64Array>((resolve, reject) => {
-      const worker = new Worker(new URL('./factor-worker.js', import.meta.url), { workerData: input });
+    const worker = new Worker(new URL('./factor-worker.js', import.meta.url), { workerData: input });
+    this.factoring = worker;
+    const factor = await new Promise<Float64Array | undefined>((resolve, reject) => {
       let result: Float64Array | undefined;
       // The worker answers with the factor, or with the message of a system that is not positive definite.
       worker.once('message', (m: Float64Array | { error: string }) => (m instanceof Float64Array ? (result = m) : reject(new ConfigError(m.error))));
       worker.once('error', reject);
-      worker.once('exit', (code) => (result ? resolve(result) : reject(new Error(`the factorisation's worker thread exited with code ${code} without a result`))));
+      worker.once('exit', (code) => {
+        if (result) resolve(result);
+        else if (this.factoring !== worker) resolve(undefined); // cancelled
+        else reject(new Error(`the factorisation's worker thread exited with code ${code} without a result`));
+      });
+    }).finally(() => {
+      if (this.factoring === worker) this.factoring = undefined;
     });
+    if (!factor) return;
+    this.chol = factor;
     this.cholRho = rho;
     this.factorMs = performance.now() - t0;
+  }
+
+  /** The factorisation under way in a worker thread, if any. */
+  private factoring: Worker | undefined;
+
+  /**
+   * Stop a factorisation under way (its set-up was abandoned: the connection was lost). Its
+   * promise resolves with nothing factored; a later solve factors again.
+   */
+  cancelFactor(): void {
+    const worker = this.factoring;
+    this.factoring = undefined;
+    void worker?.terminate();
   }
 
   /** Back to the state before round 1: x = 0, b = 0, and a zero share. */

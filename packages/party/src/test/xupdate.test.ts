@@ -407,3 +407,20 @@ test('Cholesky form: the factor computed in a worker thread is the one computed 
     assert.deepEqual(inWorker.share, inPlace.share);
   }
 });
+
+test('Cholesky form: a factorisation cancelled in its worker thread resolves with nothing factored, and the next solve factors in place', async () => {
+  const rand = seeded(5555);
+  const rows = Array.from({ length: 400 }, () => Array.from({ length: 300 }, () => rand() - 0.5));
+  const D = csrFromDense(rows, 300);
+  const x = new RidgeXUpdate(D, 1e-2, false, { eigenLimit: 5 });
+  const reference = new RidgeXUpdate(D, 1e-2, false, { eigenLimit: 5, rho: 0.3 });
+  const pending = x.factorInWorker(0.3);
+  x.cancelFactor();
+  await pending;
+  assert.equal(x.factorMs, 0, 'nothing was factored');
+  const w = Float64Array.from({ length: 400 }, () => rand() * 2 - 1);
+  x.solve(w.slice(), 0.3);
+  reference.solve(w.slice(), 0.3);
+  assert.ok(x.factorMs > 0, 'factored in place by the solve');
+  assert.deepEqual(x.x, reference.x);
+});
