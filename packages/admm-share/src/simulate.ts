@@ -68,9 +68,8 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
       local = localBaseline(data, job, opts);
       progress.done();
       const file = join(dir, LOCAL_BASELINE_FILE);
-      // Only finite metrics (the AUC of a one-class test set is NaN, which JSON cannot hold).
-      const test = local.test ? Object.fromEntries(Object.entries(local.test).filter(([, v]) => Number.isFinite(v))) : null;
-      writeFileAtomic(file, JSON.stringify({ party: local.party, objective: local.objective, test }) + '\n');
+      // A NaN metric (the AUC of a one-class test set) is written as null and read back as NaN.
+      writeFileAtomic(file, JSON.stringify({ party: local.party, objective: local.objective, test: local.test ?? null }) + '\n');
       launch = { ...opts, dashboard: { ...opts.dashboard, localBaseline: file } };
     }
     const { peaks, lingering } = await runJob(launch, job, children, progress, (url) => {

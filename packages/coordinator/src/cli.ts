@@ -9,8 +9,8 @@ import type { Logger } from 'pino';
 import { type CoordinatorConfig, start } from './coordinator.js';
 import { MISSING_POLICIES, type PredictConfig, predict, predictLine } from './predict.js';
 import { DEFAULT_ANDERSON, requireAnderson } from './anderson.js';
-import { type TestMetrics, resultLine } from './report.js';
-import type { LocalBaseline } from './config.js';
+import { resultLine } from './report.js';
+import { readLocalBaseline } from './report-read.js';
 import { type ServeConfig, serve } from './serve.js';
 import { MIN_SECRET_CHARS } from './http.js';
 
@@ -32,38 +32,6 @@ function readHttpToken(file: string | undefined): string | undefined {
   if (token.length < MIN_SECRET_CHARS) throw new ConfigError(`--http-token-file ${file}: the token must have at least ${MIN_SECRET_CHARS} characters`);
   return token;
 }
-
-/**
- * --local-baseline: {"party": ID, "objective": number, "test": {"logLoss"?, "accuracy"?, "auc"?,
- * "rmse"?} | null}, the figures of a model on the label holder's own features.
- */
-function readLocalBaseline(file: string | undefined): LocalBaseline | undefined {
-  if (file === undefined) return undefined;
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(readFlagFile('local-baseline', file));
-  } catch (err) {
-    if (err instanceof ConfigError) throw err;
-    throw new DataError(file, undefined, `not JSON (${(err as Error).message})`);
-  }
-  const bad = (what: string) => new DataError(file, undefined, `--local-baseline: ${what}`);
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw bad('expected a JSON object {"party": ID, "objective": number, "test": {...}}');
-  const { party, objective, test, ...rest } = parsed as Record<string, unknown>;
-  const extra = Object.keys(rest);
-  if (extra.length) throw bad(`unknown field '${extra[0]}'`);
-  if (typeof party !== 'string' || !NAME_RE.test(party)) throw bad('"party" must be a valid party id');
-  if (typeof objective !== 'number' || !Number.isFinite(objective)) throw bad('"objective" must be a finite number');
-  if (test === null || test === undefined) return { party, objective, test: null };
-  if (typeof test !== 'object' || Array.isArray(test)) throw bad('"test" must be an object of test metrics or null');
-  const metrics: TestMetrics = {};
-  for (const [k, v] of Object.entries(test)) {
-    if (!TEST_METRICS.includes(k as keyof TestMetrics)) throw bad(`unknown test metric '${k}' (known: ${TEST_METRICS.join(', ')})`);
-    if (typeof v !== 'number' || !Number.isFinite(v)) throw bad(`test metric '${k}' must be a finite number`);
-    metrics[k as keyof TestMetrics] = v;
-  }
-  return { party, objective, test: metrics };
-}
-const TEST_METRICS: readonly (keyof TestMetrics)[] = ['logLoss', 'accuracy', 'auc', 'rmse'];
 
 /** {"party-id": "secret"}: every value a string of at least MIN_SECRET_CHARS characters. */
 function readCredentials(file: string): Record<string, string> {
@@ -151,7 +119,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
   if (httpPort === undefined && a['http-token-file'] !== undefined) throw new ConfigError('--http-token-file needs --http-port');
   if (httpPort === undefined && a['http-linger'] !== 0) throw new ConfigError('--http-linger needs --http-port');
   if (httpPort === undefined && a['local-baseline'] !== undefined) throw new ConfigError('--local-baseline needs --http-port (it is shown on the dashboard)');
-  const localBaseline = readLocalBaseline(a['local-baseline']);
+  const localBaseline = a['local-baseline'] === undefined ? undefined : readLocalBaseline(a['local-baseline']);
   const httpToken = readHttpToken(a['http-token-file']);
   return {
     host: a.host,

@@ -7,6 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { DataError } from '@admm-share/core';
 import { ACCOUNTANT_NAMES, ALGORITHMS, LOSSES, MECHANISMS, NAME_RE, STOP_REASONS, VARIANTS } from '@admm-share/protocol';
+import type { LocalBaseline } from './config.js';
 import { ALIGNMENT_METHOD, type Summary, type TestMetrics, type TraceLine } from './report.js';
 
 type Obj = Record<string, unknown>;
@@ -73,6 +74,16 @@ function parseJson(text: string, path: string, line?: number): unknown {
   } catch (err) {
     throw new DataError(path, line, `not JSON (${(err as Error).message})`);
   }
+}
+
+/**
+ * --local-baseline: {"party": ID, "objective": number, "test": {"logLoss", "accuracy", "auc",
+ * "rmse" (any of them)} or null}, the figures of a model on the label holder's own features.
+ */
+export function readLocalBaseline(path: string): LocalBaseline {
+  const c = checkers(path, undefined, 'local baseline');
+  const o = c.obj(parseJson(readText(path, 'local baseline'), path), '', ['party', 'objective'], ['test']);
+  return { party: c.name(o.party, 'party'), objective: c.num(o.objective, 'objective'), test: o.test == null ? null : c.metrics(o.test, 'test') };
 }
 
 export function readSummary(path: string): Summary {

@@ -29,16 +29,6 @@ export function sharedFloat64(length: number): Float64Array {
   return new Float64Array(new SharedArrayBuffer(length * Float64Array.BYTES_PER_ELEMENT));
 }
 
-/** The matrix dense, in shared memory. */
-export function csrToDense(a: Csr): Dense {
-  const data = sharedFloat64(a.rows * a.cols);
-  for (let i = 0; i < a.rows; i++) {
-    const row = i * a.cols;
-    for (let p = a.indptr[i]; p < a.indptr[i + 1]; p++) data[row + a.indices[p]] = a.values[p];
-  }
-  return { rows: a.rows, cols: a.cols, data };
-}
-
 /** Rows `order[0], order[1], ...` of a CSR matrix as a dense matrix in shared memory (no CSR copy in between). */
 export function csrSelectRowsDense(a: Csr, order: ArrayLike<number>): Dense {
   const { cols } = a;
@@ -50,6 +40,11 @@ export function csrSelectRowsDense(a: Csr, order: ArrayLike<number>): Dense {
     for (let p = a.indptr[i]; p < a.indptr[i + 1]; p++) data[off + a.indices[p]] = a.values[p];
   }
   return { rows: order.length, cols, data };
+}
+
+/** The matrix dense, in shared memory. */
+export function csrToDense(a: Csr): Dense {
+  return csrSelectRowsDense(a, Uint32Array.from({ length: a.rows }, (_, i) => i));
 }
 
 /** Column means (length cols). */

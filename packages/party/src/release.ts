@@ -13,6 +13,7 @@
 import { Worker } from 'node:worker_threads';
 import { type Csr, type Loss, type LossName, csrColumnMeans, csrMatTVec, csrMatVec, csrWithColumns, denoiseRelease, dot, fitCentral, predictScores, seededNoise, symmetricEigen } from '@admm-share/core';
 import { RidgeXUpdate } from './xupdate.js';
+import { workerExit } from './worker.js';
 
 /** The passive model's bounds: public constants, never read off the data (docs/privacy.md, 9.2). */
 export interface ReleaseBounds {
@@ -236,7 +237,8 @@ export function fitActive(
   lambda: number,
 ): ActiveFit {
   const n = D.rows;
-  const ridge = new RidgeXUpdate(D, 1, true, { rhoVaries: true });
+  // A penalty path: many values of rho, which the eigendecomposition serves and Cholesky does not.
+  const ridge = new RidgeXUpdate(D, 1, true, { choleskyLimit: 0 });
   const path = ridge.form === 'cg' ? sketchedPath(D, SKETCH_RANK) : exactPath(ridge);
   const denoising: DenoiseReport[] = [];
   const columns = releases.map((rel) => {
@@ -280,12 +282,8 @@ export interface FitInput {
  * fitActive in a worker thread, so that a long fit (tens of seconds on a block too large to
  * factor) does not stop the party from answering heartbeats. Deterministic like fitActive.
  */
-export function fitInWorker(input: FitInput): Promise<ActiveFit> {
-  return new Promise((resolve, reject) => {
-    const worker = new Worker(new URL('./fit-worker.js', import.meta.url), { workerData: input });
-    let result: ActiveFit | undefined;
-    worker.once('message', (fit: ActiveFit) => (result = fit));
-    worker.once('error', reject);
-    worker.once('exit', (code) => (result ? resolve(result) : reject(new Error(`the fit's worker thread exited with code ${code} without a result`))));
-  });
+export async function fitInWorker(input: FitInput): Promise<ActiveFit> {
+  const { message, code } = await workerExit<ActiveFit>(new Worker(new URL('./fit-worker.js', import.meta.url), { workerData: input }));
+  if (!message) throw new Error(`the fit's worker thread exited with code ${code} without a result`);
+  return message;
 }

@@ -28,6 +28,7 @@ import {
   preferDense,
   symmetricEigen,
 } from '@admm-share/core';
+import { workerExit } from './worker.js';
 
 /**
  * How the x-update solves its system: an eigendecomposition of the Gram matrix (`primal`, d x d,
@@ -107,12 +108,8 @@ export class RidgeXUpdate {
       eigenLimit?: number;
       /** Largest min(d, N) factored by Cholesky above it (CHOLESKY_LIMIT). */
       choleskyLimit?: number;
-      /** The solves use many values of rho (a penalty path): no Cholesky form. */
-      rhoVaries?: boolean;
       /** Factor for this rho at once (the job's), so that set-up does the work rather than round 1. */
       rho?: number;
-      /** Keep a CSR block dense or sparse (default: dense when at least half its entries are non-zero); a Dense one stays dense. */
-      dense?: boolean;
     } = {},
   ) {
     if (!(lambda >= 0)) throw new RangeError(`lambda must be >= 0, got ${lambda}`);
@@ -123,11 +120,12 @@ export class RidgeXUpdate {
     this.form =
       k <= (opts.eigenLimit ?? EIGEN_LIMIT)
         ? this.side
-        : !opts.rhoVaries && lambda > 0 && k <= (opts.choleskyLimit ?? CHOLESKY_LIMIT)
+        : lambda > 0 && k <= (opts.choleskyLimit ?? CHOLESKY_LIMIT)
           ? 'cholesky'
           : 'cg';
     if (this.form === 'cg') this.side = 'primal';
-    this.dense = isDense(D) || (opts.dense ?? preferDense(D));
+    // A CSR block with at least half its entries non-zero is kept dense too.
+    this.dense = isDense(D) || preferDense(D);
     if (isDense(D)) this.Dd = D;
     else if (this.dense) this.Dd = csrToDense(D);
     else {
@@ -145,7 +143,7 @@ export class RidgeXUpdate {
       if (this.form === 'cholesky' && opts.rho !== undefined) this.factor(opts.rho);
     } else {
       this.k = k;
-      const gram = this.centredGram();
+      const gram = centredGram(this.source(), this.side, this.mu);
       const { values, vectors } = symmetricEigen(gram, this.k);
       const top = values.reduce((a, v) => Math.max(a, v), 0);
       // Rounding leaves eigenvalues of a PSD matrix slightly negative or tiny positive;
@@ -172,14 +170,14 @@ export class RidgeXUpdate {
     return this.Dd ? denseMatTVec(out, this.Dd, w) : cscMatTVec(out, this.Dc!, w);
   }
 
-  /** The side's Gram matrix of the centred block: D~^T D~ (d x d) or D~ D~^T (N x N), row-major. */
-  private centredGram(): Float64Array {
-    return centredGram(this.source(), this.side, this.mu);
-  }
-
   /** The block as the factorisation needs it (a dense block's array is shared with a worker thread, not copied). */
   private source(): BlockSource {
     return this.Dd ? { dense: this.Dd } : { csr: this.Dr! };
+  }
+
+  /** What factorSystem needs for `rho`. */
+  private factorInput(rho: number): FactorInput {
+    return { ...this.source(), side: this.side, mu: this.mu, lambda: this.lambda, rho };
   }
 
   /** Squared norms of the centred columns. */
@@ -202,7 +200,7 @@ export class RidgeXUpdate {
     const t0 = performance.now();
     this.chol = undefined; // the old factor can go before the new one is formed
     this.cholRho = NaN;
-    this.chol = factorSystem({ ...this.source(), side: this.side, mu: this.mu, lambda: this.lambda, rho });
+    this.chol = factorSystem(this.factorInput(rho));
     this.cholRho = rho;
     this.factorMs = performance.now() - t0;
   }
@@ -217,24 +215,18 @@ export class RidgeXUpdate {
     const t0 = performance.now();
     this.chol = undefined;
     this.cholRho = NaN;
-    const input: FactorInput = { ...this.source(), side: this.side, mu: this.mu, lambda: this.lambda, rho };
-    const worker = new Worker(new URL('./factor-worker.js', import.meta.url), { workerData: input });
+    const worker = new Worker(new URL('./factor-worker.js', import.meta.url), { workerData: this.factorInput(rho) });
     this.factoring = worker;
-    const factor = await new Promise<Float64Array | undefined>((resolve, reject) => {
-      let result: Float64Array | undefined;
-      // The worker answers with the factor, or with the message of a system that is not positive definite.
-      worker.once('message', (m: Float64Array | { error: string }) => (m instanceof Float64Array ? (result = m) : reject(new ConfigError(m.error))));
-      worker.once('error', reject);
-      worker.once('exit', (code) => {
-        if (result) resolve(result);
-        else if (this.factoring !== worker) resolve(undefined); // cancelled
-        else reject(new Error(`the factorisation's worker thread exited with code ${code} without a result`));
-      });
-    }).finally(() => {
-      if (this.factoring === worker) this.factoring = undefined;
-    });
-    if (!factor) return;
-    this.chol = factor;
+    // The worker answers with the factor, or with the message of a system that is not positive definite.
+    const { message, code } = await workerExit<Float64Array | { error: string }>(worker);
+    const cancelled = this.factoring !== worker;
+    this.factoring = undefined;
+    if (message && !(message instanceof Float64Array)) throw new ConfigError(message.error);
+    if (!message) {
+      if (cancelled) return;
+      throw new Error(`the factorisation's worker thread exited with code ${code} without a result`);
+    }
+    this.chol = message;
     this.cholRho = rho;
     this.factorMs = performance.now() - t0;
   }

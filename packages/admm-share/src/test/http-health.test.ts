@@ -112,14 +112,14 @@ test('bad HTTP flags are refused with a message naming them', async (t) => {
     assert.doesNotMatch(p.stderr(), STACK_LINE);
   }
   // --local-baseline: a usage error without the HTTP port, a data error (65) naming the file and
-  // the field when its content is wrong.
+  // the field when it cannot be read or its content is wrong.
   const file = (name: string, text: string) => (writeFileSync(join(dir, name), text), join(dir, name));
   const baselines: [string[], number, RegExp][] = [
     [['--local-baseline', file('ok.json', '{"party": "party-1", "objective": 0.5, "test": null}')], 64, /--local-baseline needs --http-port/],
-    [['--http-port', '0', '--local-baseline', join(dir, 'absent.json')], 64, /--local-baseline .*absent\.json: cannot read it \(ENOENT\)/],
+    [['--http-port', '0', '--local-baseline', join(dir, 'absent.json')], 65, /absent\.json: cannot read the local baseline \(ENOENT\)/],
     [['--http-port', '0', '--local-baseline', file('bad.json', '{"party": "party-1",')], 65, /bad\.json: not JSON/],
-    [['--http-port', '0', '--local-baseline', file('nan.json', '{"party": "party-1", "objective": "low", "test": null}')], 65, /nan\.json.*"objective" must be a finite number/],
-    [['--http-port', '0', '--local-baseline', file('metric.json', '{"party": "party-1", "objective": 1, "test": {"f1": 0.5}}')], 65, /metric\.json.*unknown test metric 'f1'/],
+    [['--http-port', '0', '--local-baseline', file('nan.json', '{"party": "party-1", "objective": "low", "test": null}')], 65, /nan\.json: not a valid local baseline: objective is 'low', expected a finite number/],
+    [['--http-port', '0', '--local-baseline', file('metric.json', '{"party": "party-1", "objective": 1, "test": {"f1": 0.5}}')], 65, /metric\.json: not a valid local baseline: test\.f1 is not expected/],
   ];
   for (const [extra, want, message] of baselines) {
     const p = run(BIN.coordinator, [...base, ...extra]);

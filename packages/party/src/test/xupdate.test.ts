@@ -339,13 +339,13 @@ test('Cholesky form (blocks above the eigendecomposition limit) gives the eigen 
   }
 });
 
-test('Cholesky form: no factorisation without lambda > 0 or when rho varies, and the paper\'s noise D xi has the covariance sigma^2 P of D xi, xi ~ N(0, sigma^2 (D^T D)^-1)', () => {
+test('Cholesky form: no factorisation without lambda > 0 or above its limit (0: never), and the paper\'s noise D xi has the covariance sigma^2 P of D xi, xi ~ N(0, sigma^2 (D^T D)^-1)', () => {
   const rand = seeded(5252);
   const [n, d] = [40, 12];
   const rows = Array.from({ length: n }, () => Array.from({ length: d }, () => rand() - 0.5));
   const D = csrFromDense(rows, d);
   assert.equal(new RidgeXUpdate(D, 0, false, { eigenLimit: 5 }).form, 'cg');
-  assert.equal(new RidgeXUpdate(D, 1, false, { eigenLimit: 5, rhoVaries: true }).form, 'cg');
+  assert.equal(new RidgeXUpdate(D, 1, false, { eigenLimit: 5, choleskyLimit: 0 }).form, 'cg');
   assert.equal(new RidgeXUpdate(D, 1, false, { eigenLimit: 5, choleskyLimit: 11 }).form, 'cg');
   assert.equal(new RidgeXUpdate(D, 1, false, { eigenLimit: 5, choleskyLimit: 12 }).form, 'cholesky', 'the limit is inclusive');
   assert.throws(() => new RidgeXUpdate(D, 1, false, { eigenLimit: 5 }).hatTrace(1), /hatTrace needs an eigendecomposition/);
