@@ -10,7 +10,7 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { InternalError, PeerError, trainingLoss } from '@admm-share/core';
-import type { Exhausted, Resume, Share, StopReason } from '@admm-share/protocol';
+import type { Exhausted, Resume, Share, SolverStats, StopReason } from '@admm-share/protocol';
 import { AdmmCoordinator, type RoundStats } from './admm.js';
 import { CHECKPOINT_FILE, type Checkpoint, CheckpointWriter } from './checkpoint.js';
 import type { CoordinatorConfig } from './config.js';
@@ -45,6 +45,12 @@ export function assertFinite(where: string, name: string, v: Float64Array): void
     if (!Number.isFinite(v[i])) throw new InternalError(`in ${where}`, `the coordinator's update produced ${name}[${i}] = ${v[i]}; nothing was sent`);
 }
 
+/** Each party's conjugate gradient solve of the round, by id; undefined when no party reported one. */
+function solverStats(answers: readonly (Share | Exhausted)[], parties: readonly { id: string }[]): Record<string, SolverStats> | undefined {
+  const entries = answers.flatMap((r, m) => (r.type === 'share' && r.solver ? [[parties[m].id, r.solver] as const] : []));
+  return entries.length > 0 ? Object.fromEntries(entries) : undefined;
+}
+
 /** A completed round: what its trace line and a checkpoint need. */
 export interface FinishedRound {
   round: number;
@@ -56,6 +62,8 @@ export interface FinishedRound {
   roundSeconds: number;
   bytes: { toCoordinator: number; fromCoordinator: number };
   epsilonSpent: Record<string, number>;
+  /** The conjugate gradient solves of the parties that reported one (not kept in a checkpoint). */
+  solver?: Record<string, SolverStats>;
 }
 
 export interface AdmmLoopDeps {
@@ -166,6 +174,7 @@ export class AdmmLoop {
           roundSeconds: (now - roundStart) / 1000,
           bytes: { toCoordinator: this.d.traffic.in - before.in, fromCoordinator: this.d.traffic.out - before.out },
           epsilonSpent,
+          solver: solverStats(answers, this.d.parties.list),
         };
         if (converged) reason = 'converged';
         if (cfg.checkpointEvery > 0 && t % cfg.checkpointEvery === 0) this.checkpoint();
@@ -235,6 +244,7 @@ export class AdmmLoop {
       roundSeconds: r.roundSeconds,
       bytes: r.bytes,
       ...(noisy ? { epsilonSpent: r.epsilonSpent } : {}),
+      ...(r.solver ? { solver: r.solver } : {}),
       ...(r.test ? { test: r.test } : {}),
     };
   }

@@ -224,7 +224,7 @@ export function readTrace(path: string): TraceLine[] {
 /** Rebuild one trace line (as either training loop writes it) from a parsed value, checking every field. */
 export function parseTraceLine(value: unknown, path: string, line: number): TraceLine {
   const c = checkers(path, line, 'trace line');
-  const o = c.obj(value, '', ['round', 'objective', 'seconds', 'roundSeconds', 'bytes'], ['primal', 'dual', 'rho', 'epoch', 'lr', 'steps', 'epsilonSpent', 'test']);
+  const o = c.obj(value, '', ['round', 'objective', 'seconds', 'roundSeconds', 'bytes'], ['primal', 'dual', 'rho', 'epoch', 'lr', 'steps', 'epsilonSpent', 'solver', 'test']);
   const opt = <T>(k: string, f: (v: unknown, field: string) => T): T | undefined => (o[k] === undefined ? undefined : f(o[k], k));
   return defined({
     round: c.int(o.round, 'round', 1),
@@ -241,6 +241,16 @@ export function parseTraceLine(value: unknown, path: string, line: number): Trac
     epsilonSpent: opt('epsilonSpent', (v, f) => {
       const spent = c.obj(v, f, [], 'any');
       return Object.fromEntries(Object.keys(spent).map((party) => [c.name(party, `${f} key`), c.num(spent[party], `${f}.${party}`, 0)]));
+    }),
+    solver: opt('solver', (v, f) => {
+      const by = c.obj(v, f, [], 'any');
+      return Object.fromEntries(
+        Object.keys(by).map((party) => {
+          const g = `${f}.${party}`;
+          const s = c.obj(by[party], g, ['iterations', 'residual']);
+          return [c.name(party, `${f} key`), { iterations: c.int(s.iterations, `${g}.iterations`), residual: c.num(s.residual, `${g}.residual`, 0) }];
+        }),
+      );
     }),
     test: opt('test', c.metrics),
   });

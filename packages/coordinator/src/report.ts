@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { writeFileAtomic } from '@admm-share/core';
 import { peakMemoryBytes } from '@admm-share/runtime';
-import type { AlgorithmName, Classes, LossName, PrivacyInfo, StopReason } from '@admm-share/protocol';
+import type { AlgorithmName, Classes, LossName, PrivacyInfo, SolverStats, StopReason } from '@admm-share/protocol';
 import type { Variant } from './admm.js';
 import type { TrainResult } from './admm-loop.js';
 import type { CoordinatorConfig, SgdConfig } from './config.js';
@@ -135,6 +135,8 @@ export interface TraceLine {
   lr?: number;
   steps?: number;
   epsilonSpent?: Record<string, number>;
+  /** Per party id: the x-update's conjugate gradient iterations and final relative residual (blocks too large to factor, no privacy). */
+  solver?: Record<string, SolverStats>;
   test?: TestMetrics;
 }
 

@@ -456,7 +456,9 @@ function onRound(s: SessionState, env: SessionEnv, msg: Round): Outcome {
   privacy.release(x);
   refuseNonFinite(overflowed, x.released);
   if (privacy.enabled) privacy.saveLedger(env.ledgerPath, s.jobId!);
-  return reply({ type: 'share', jobId: s.jobId!, round: msg.round, share: x.released, penaltySq, epsilonSpent: privacy.spent });
+  // The solver's iterations depend on the data and are not noised either: sent without privacy only.
+  const solver = x.form === 'cg' && !privacy.enabled ? { iterations: x.lastIterations, residual: x.lastResidual } : null;
+  return reply({ type: 'share', jobId: s.jobId!, round: msg.round, share: x.released, penaltySq, epsilonSpent: privacy.spent, solver });
 }
 
 /** Test-set scores of the current model (the request's round is the coordinator's bookkeeping). */
@@ -485,7 +487,7 @@ function onSgd(s: SessionState, msg: Sgd): Outcome {
     const share = m.sgd.share();
     const penaltySq = m.sgd.penaltySq();
     refuseNonFinite(overflowed, share, penaltySq);
-    return reply({ type: 'share', jobId: s.jobId!, round: msg.epoch, share, penaltySq, epsilonSpent: 0 });
+    return reply({ type: 'share', jobId: s.jobId!, round: msg.epoch, share, penaltySq, epsilonSpent: 0, solver: null });
   }
   m.rows = msg.rows;
   const scores = m.sgd.scoresFor(msg.rows);

@@ -84,6 +84,8 @@ export class RidgeXUpdate {
   private readonly colSq: Float64Array;
   /** cg form: conjugate gradient iterations of the last solve. */
   lastIterations = 0;
+  /** cg form: the last conjugate gradient solve's relative residual ||b - A x|| / ||b|| at its end. */
+  lastResidual = 0;
   /** A sparse block: by rows (D x) and by columns (D^T w). */
   private readonly Dr: Csr | undefined;
   private readonly Dc: Csc | undefined;
@@ -428,6 +430,7 @@ export class RidgeXUpdate {
     const bNorm = Math.sqrt(dot(rhs, rhs));
     if (bNorm === 0) {
       out.fill(0);
+      this.lastResidual = 0;
       return 0;
     }
     apply(ap, out);
@@ -457,6 +460,7 @@ export class RidgeXUpdate {
       rz = rzNew;
       for (let j = 0; j < d; j++) p[j] = z[j] + beta * p[j];
     }
+    this.lastResidual = Math.sqrt(dot(r, r)) / bNorm;
     return it;
   }
   private cgRhs: Float64Array | undefined;

@@ -5,7 +5,7 @@
  */
 import type { AccountantName, AlgorithmName, LossName, MechanismName, Role, SampleSet, StopReason } from './names.js';
 
-export const PROTOCOL_VERSION = 9;
+export const PROTOCOL_VERSION = 10;
 
 /** Bytes of a point of the private set intersection: an X25519 u-coordinate (RFC 7748), as core's POINT_BYTES. */
 export const POINT_BYTES = 32;
@@ -214,6 +214,15 @@ export interface Share {
   penaltySq: number;
   /** Privacy budget spent after this round (0 without noise). */
   epsilonSpent: number;
+  /** The x-update's conjugate gradients (a block too large to factor), null otherwise and with privacy on. */
+  solver: SolverStats | null;
+}
+
+/** One round's conjugate gradient solve at a party. */
+export interface SolverStats {
+  iterations: number;
+  /** Relative residual ||b - A x|| / ||b|| at the end (the recurrence's). */
+  residual: number;
 }
 
 /** The party refuses round `round`: running it would overspend its privacy budget. */

@@ -13,6 +13,7 @@ import {
   POINT_BYTES,
   PROOF_BYTES,
   type PrivacyInfo,
+  type SolverStats,
 } from './messages.js';
 import {
   ACCOUNTANT_NAMES,
@@ -115,6 +116,16 @@ function count(o: Obj, type: string, key: string, min = 0): number {
   if (typeof v !== 'number' || !Number.isSafeInteger(v) || v < min)
     invalid(`${type}.${key}: expected an integer >= ${min}, got ${typeof v === 'number' ? v : describe(v)}`);
   return v;
+}
+
+/** share.solver: null, or a conjugate gradient solve's iterations and final relative residual. */
+function solverStats(v: unknown): SolverStats | null {
+  if (v === null) return null;
+  const o = asObject(v);
+  exactKeys(o, 'share.solver', ['iterations', 'residual']);
+  const residual = finite(o, 'share.solver', 'residual');
+  if (residual < 0) invalid(`share.solver.residual: ${residual} is negative`);
+  return { iterations: count(o, 'share.solver', 'iterations'), residual };
 }
 
 function finite(o: Obj, type: string, key: string, positive = false): number {
@@ -272,7 +283,7 @@ export function validatePartyMessage(value: unknown, ctx: ValidationContext = {}
       return { type, jobId, privacy };
     }
     case 'share': {
-      exactKeys(o, type, ['type', 'jobId', 'round', 'share', 'penaltySq', 'epsilonSpent']);
+      exactKeys(o, type, ['type', 'jobId', 'round', 'share', 'penaltySq', 'epsilonSpent', 'solver']);
       const jobId = job(o, type, ctx);
       const r = round(o, type, ctx);
       const penaltySq = finite(o, type, 'penaltySq');
@@ -280,7 +291,7 @@ export function validatePartyMessage(value: unknown, ctx: ValidationContext = {}
       if (penaltySq > MAX_PENALTY_SQ) invalid(`share.penaltySq: ${penaltySq} exceeds the bound ${MAX_PENALTY_SQ}`);
       const epsilonSpent = finite(o, type, 'epsilonSpent');
       if (epsilonSpent < 0) invalid(`share.epsilonSpent: ${epsilonSpent} is negative`);
-      return { type, jobId, round: r, share: vector(o, type, 'share', ctx.n, MAX_SHARE_MAGNITUDE), penaltySq, epsilonSpent };
+      return { type, jobId, round: r, share: vector(o, type, 'share', ctx.n, MAX_SHARE_MAGNITUDE), penaltySq, epsilonSpent, solver: solverStats(o.solver) };
     }
     case 'batchScores': {
       exactKeys(o, type, ['type', 'jobId', 'step', 'scores']);

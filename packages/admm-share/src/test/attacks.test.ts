@@ -391,7 +391,7 @@ test('a party that sends a finite but huge share (1.7e308) is named and closed w
       jobId = setup.jobId;
       ws.send(encode({ type: 'ready', jobId, privacy: NO_PRIVACY }));
     },
-    onRound: (ws, round, n) => ws.send(encode({ type: 'share', jobId, round, share: new Float64Array(n).fill(1.7e308), penaltySq: 0, epsilonSpent: 0 })),
+    onRound: (ws, round, n) => ws.send(encode({ type: 'share', jobId, round, share: new Float64Array(n).fill(1.7e308), penaltySq: 0, epsilonSpent: 0, solver: null })),
   });
   const closed = await hostile.closed;
   assert.equal(closed.code, CloseCodes.invalid.code, closed.reason);
@@ -427,8 +427,8 @@ test('a share sent after ready but before round 1 asked for it, and one of the w
       const n = setup.trainRows.length;
       ws.send(encode({ type: 'ready', jobId: setup.jobId, privacy: NO_PRIVACY }));
       sentAt = performance.now();
-      ws.send(encode({ type: 'share', jobId: setup.jobId, round: 77, share: new Float64Array(n), penaltySq: 0, epsilonSpent: 0 }));
-      ws.send(encode({ type: 'share', jobId: setup.jobId, round: 1, share: new Float64Array(n + 1), penaltySq: 0, epsilonSpent: 0 }));
+      ws.send(encode({ type: 'share', jobId: setup.jobId, round: 77, share: new Float64Array(n), penaltySq: 0, epsilonSpent: 0, solver: null }));
+      ws.send(encode({ type: 'share', jobId: setup.jobId, round: 1, share: new Float64Array(n + 1), penaltySq: 0, epsilonSpent: 0, solver: null }));
     },
   });
   const closed = await hostile.closed;

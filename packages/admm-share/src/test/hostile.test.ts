@@ -50,8 +50,8 @@ test('a flood of silent connections and a client that reads nothing: bounded mem
     rssBefore = rssKiB(pid);
     // Clients that send every kind of bad frame instead of a hello...
     const bad: (Buffer | string)[][] = [
-      [encode({ type: 'share', jobId: 'x', round: 1, share: Float64Array.of(Number.NaN), penaltySq: 0, epsilonSpent: 0 })],
-      [encode({ type: 'share', jobId: 'x', round: 999, share: Float64Array.of(Infinity, 1), penaltySq: -1, epsilonSpent: 0 })],
+      [encode({ type: 'share', jobId: 'x', round: 1, share: Float64Array.of(Number.NaN), penaltySq: 0, epsilonSpent: 0, solver: null })],
+      [encode({ type: 'share', jobId: 'x', round: 999, share: Float64Array.of(Infinity, 1), penaltySq: -1, epsilonSpent: 0, solver: null })],
       [encode({ type: 'scores', jobId: 'x', round: 0, scores: new Float64Array(3) })],
       [encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'party-1', jobId: null, features: 3, trainRows: 1e12, testRows: 0, proof: null, noise: false, model: null })],
       [encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'party-1', jobId: null, features: 3, trainRows: 10, testRows: 0, proof: null, noise: false, model: null }).subarray(0, 20)],

@@ -145,7 +145,7 @@ test('a party that refuses a round ends the job cleanly with the model of the ro
       } else if (msg.type === 'setup') {
         ws.send(encode({ type: 'ready', jobId, privacy: { mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, rounds: 20, sigma: 3, sensitivity: 1, accountant: 'exact', seeded: false } }));
       } else if (msg.type === 'round') {
-        if (msg.round < 3) ws.send(encode({ type: 'share', jobId, round: msg.round, share: new Float64Array(n), penaltySq: 0, epsilonSpent: 0.4 * msg.round }));
+        if (msg.round < 3) ws.send(encode({ type: 'share', jobId, round: msg.round, share: new Float64Array(n), penaltySq: 0, epsilonSpent: 0.4 * msg.round, solver: null }));
         else ws.send(encode({ type: 'exhausted', jobId, round: msg.round, epsilonSpent: 0.8 }));
       } else if (msg.type === 'done') {
         assert.equal(msg.reason, 'budget');

@@ -166,3 +166,38 @@ test('simulate with two dense blocks of 700 features: each party factors its blo
   assertNearOptimum(summary.objective, central.objective, 1e-6, 'final objective');
   assertNeverBelow(readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)), central.objective);
 });
+
+test('simulate with blocks too large to factor (650 features each, lambda 0): conjugate gradients, with their iterations and residual in the trace', async (t) => {
+  const dir = tempDir(t);
+  // 900 rows x 1300 sparse features (about 20 non-zeros per row), labels from a few of them (seeded).
+  const rand = (() => {
+    let x = 777;
+    return () => ((x = (Math.imul(x, 1103515245) + 12345) >>> 0) / 2 ** 32);
+  })();
+  const lines: string[] = [];
+  for (let i = 0; i < 900; i++) {
+    const cols = [...new Set(Array.from({ length: 20 }, () => 1 + Math.floor(rand() * 1300)))].sort((a, b) => a - b);
+    const vals = cols.map(() => Math.round((rand() * 2 - 1) * 100) / 100);
+    const score = cols.reduce((s, j, k) => s + (j % 97 === 0 ? 3 * vals[k] : 0), 0);
+    lines.push(`${rand() < 1 / (1 + Math.exp(-score)) ? 1 : -1} ${cols.map((j, k) => `${j}:${vals[k]}`).join(' ')}`);
+  }
+  const data = join(dir, 'sparse.libsvm');
+  writeFileSync(data, lines.join('\n') + '\n');
+  const out = join(dir, 'run');
+  const p = run(BIN.share, ['simulate', '--data', data, '--features', '1300', '--split', '650,650', '--lambda', '0', '--rounds', '6', '--out', out, '--no-baselines']);
+  const { code } = await p.exit;
+  assert.equal(code, 0, p.stderr());
+  for (const id of ['party-1', 'party-2']) {
+    const setup = readFileSync(join(out, 'logs', `${id}.log`), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((r) => r.msg === 'aligned and factorised');
+    assert.equal(setup?.form, 'cg', `${id}: ${JSON.stringify(setup)}`);
+  }
+  const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  assert.equal(trace.length, 6);
+  for (const line of trace) {
+    assert.deepEqual(Object.keys(line.solver).sort(), ['party-1', 'party-2'], JSON.stringify(line));
+    for (const s of Object.values(line.solver) as { iterations: number; residual: number }[]) {
+      assert.ok(Number.isInteger(s.iterations) && s.iterations >= 1 && s.iterations < 2000, JSON.stringify(s));
+      assert.ok(s.residual <= 1e-12, `residual ${s.residual}`);
+    }
+  }
+});

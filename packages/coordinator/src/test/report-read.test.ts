@@ -63,7 +63,7 @@ delete sgdSummary.test;
 
 const trace: TraceLine[] = [
   { round: 1, objective: 0.69, primal: 0.1, dual: 0.2, rho: 1, seconds: 0.1, roundSeconds: 0.1, bytes: { toCoordinator: 10, fromCoordinator: 20 }, epsilonSpent: { p1: 0.1, p2: 0 } },
-  { round: 2, objective: 0.5, primal: 0.01, dual: 0.02, rho: 0.5, seconds: 0.2, roundSeconds: 0.1, bytes: { toCoordinator: 10, fromCoordinator: 20 }, test: { logLoss: 0.4, accuracy: 0.8, auc: NaN } },
+  { round: 2, objective: 0.5, primal: 0.01, dual: 0.02, rho: 0.5, seconds: 0.2, roundSeconds: 0.1, bytes: { toCoordinator: 10, fromCoordinator: 20 }, solver: { p2: { iterations: 23, residual: 4.5e-13 } }, test: { logLoss: 0.4, accuracy: 0.8, auc: NaN } },
   { round: 3, epoch: 3, objective: 0.45, lr: 0.05, steps: 6, seconds: 0.3, roundSeconds: 0.1, bytes: { toCoordinator: 0, fromCoordinator: 0 }, test: { rmse: 1.5 } },
 ];
 
@@ -150,6 +150,9 @@ test('readTrace: a malformed line is a DataError naming the file, its line numbe
     [l2.replace('"accuracy":0.8', '"accuracy":"0.8"'), /:3: .*test\.accuracy is '0\.8'/],
     [l1.replace('"p2":0', '"p2":-1'), /:3: .*epsilonSpent\.p2 is -1, expected a finite number >= 0/],
     [l1.replace('"p2":0', '"bad party":0'), /:3: .*epsilonSpent key is 'bad party', not a valid name/],
+    [l2.replace('"iterations":23', '"iterations":2.5'), /:3: .*solver\.p2\.iterations is 2\.5/],
+    [l2.replace('"residual":4.5e-13', '"residual":-1'), /:3: .*solver\.p2\.residual is -1/],
+    [l2.replace(',"residual":4.5e-13', ''), /:3: .*solver\.p2\.residual is missing/],
     ['[1, 2]', /:3: not a valid trace line: the line is an array/],
   ];
   for (const [line, message] of cases) {

@@ -160,7 +160,7 @@ test('round trip: share with vectors of length 0, 1 and 70000 and awkward values
   for (const n of LENGTHS) {
     const share = awkwardVector(n, n + 1, MAX_SHARE_MAGNITUDE);
     for (const penaltySq of [0, 1e-300, MAX_PENALTY_SQ, 1.5]) {
-      const out = roundTrip({ type: 'share', jobId: JOB, round: 17, share, penaltySq, epsilonSpent: 0 }, { jobId: JOB, n, round: 17 });
+      const out = roundTrip({ type: 'share', jobId: JOB, round: 17, share, penaltySq, epsilonSpent: 0, solver: null }, { jobId: JOB, n, round: 17 });
       assert.ok(out.type === 'share' && out.share !== share, 'decoded vector is a new array');
     }
   }
@@ -257,7 +257,7 @@ test('round trip: done with every stop reason', () => {
 
 test('decode accepts a plain Uint8Array (not only a Buffer) and copies vectors out of it', () => {
   const share = awkwardVector(1000, 42, MAX_SHARE_MAGNITUDE);
-  const buf = encode({ type: 'share', jobId: JOB, round: 1, share, penaltySq: 2, epsilonSpent: 0 });
+  const buf = encode({ type: 'share', jobId: JOB, round: 1, share, penaltySq: 2, epsilonSpent: 0, solver: null });
   const plain = new Uint8Array(buf); // a copy in a fresh ArrayBuffer
   const out = validatePartyMessage(decode(plain), { n: 1000 });
   assert.ok(out.type === 'share');
@@ -360,7 +360,7 @@ function sampleMessages(): Message[] {
     { type: 'hello', protocolVersion: 1, partyId: 'p1', jobId: null, features: 3, trainRows: 10, testRows: 4, proof: null, noise: false, model: null },
     { type: 'ids', jobId: JOB, set: 'train', points: hashes(3, 1, 32), labelPoints: hashes(2, 5, 32) },
     { type: 'ready', jobId: JOB, privacy: NO_PRIVACY },
-    { type: 'share', jobId: JOB, round: 4, share: awkwardVector(5, 1, MAX_SHARE_MAGNITUDE), penaltySq: 0.25, epsilonSpent: 0 },
+    { type: 'share', jobId: JOB, round: 4, share: awkwardVector(5, 1, MAX_SHARE_MAGNITUDE), penaltySq: 0.25, epsilonSpent: 0, solver: { iterations: 23, residual: 4.5e-13 } },
     { type: 'scores', jobId: JOB, round: 4, scores: awkwardVector(2, 1, MAX_SHARE_MAGNITUDE) },
     { type: 'welcome', protocolVersion: 1, jobId: JOB },
     { type: 'psi', jobId: JOB, set: 'train', points: hashes(4, 2, 32) },
@@ -479,7 +479,7 @@ function randomMessage(rnd: () => number): Message {
     case 2:
       return { type: 'ready', jobId: JOB, privacy: NO_PRIVACY };
     case 3:
-      return { type: 'share', jobId: JOB, round, share: vec(), penaltySq: rnd() * 10, epsilonSpent: rnd() };
+      return { type: 'share', jobId: JOB, round, share: vec(), penaltySq: rnd() * 10, epsilonSpent: rnd(), solver: rnd() < 0.5 ? null : { iterations: randInt(rnd, 2000), residual: rnd() * 1e-12 } };
     case 4:
       return { type: 'scores', jobId: JOB, round, scores: vec() };
     case 5:

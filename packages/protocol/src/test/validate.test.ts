@@ -52,7 +52,7 @@ function base(): Record<string, Obj> {
     exhausted: { type: 'exhausted', jobId: JOB, round: ROUND, epsilonSpent: 0.75 },
     batchScores: { type: 'batchScores', jobId: JOB, step: 7, scores: new Float64Array([0.5, -1, 2]) },
     sgd: { type: 'sgd', jobId: JOB, step: 7, epoch: 2, lr: 0.5, gradient: new Float64Array([0.1, -0.2, 0.3]), rows: new Uint32Array([3, 0, 2]), full: false },
-    share: { type: 'share', jobId: JOB, round: ROUND, share: new Float64Array([1, -0, 1e-300, -1.5]), penaltySq: 2.5, epsilonSpent: 0 },
+    share: { type: 'share', jobId: JOB, round: ROUND, share: new Float64Array([1, -0, 1e-300, -1.5]), penaltySq: 2.5, epsilonSpent: 0, solver: { iterations: 7, residual: 3e-13 } },
     scores: { type: 'scores', jobId: JOB, round: ROUND, scores: new Float64Array([0.5, -2, MAX_SHARE_MAGNITUDE]) },
     welcome: { type: 'welcome', protocolVersion: 1, jobId: JOB },
     psi: { type: 'psi', jobId: JOB, set: 'train', points: new Uint8Array(32 * 5).fill(3) },
@@ -545,10 +545,27 @@ test('done.params with a missing key, an extra key or of the wrong shape is inva
   rejects('done', { reason: 'crashed' }, 'invalid');
 });
 
+test('share.solver is null or exactly {iterations, residual}: an integer >= 0 and a finite number >= 0', () => {
+  assert.equal(validatePartyMessage(wire({ ...base().share, solver: null }), CTX).type, 'share');
+  for (const [solver, message] of [
+    [{ iterations: -1, residual: 0 }, /share\.solver\.iterations: expected an integer >= 0, got -1/],
+    [{ iterations: 1.5, residual: 0 }, /share\.solver\.iterations/],
+    [{ iterations: 3, residual: -1e-13 }, /share\.solver\.residual: -1e-13 is negative/],
+    [{ iterations: 3, residual: Number.NaN }, /share\.solver\.residual: expected a finite number/],
+    [{ iterations: 3 }, /share\.solver: missing field 'residual'/],
+    [{ iterations: 3, residual: 0, extra: 1 }, /share\.solver: unexpected field 'extra'/],
+    [[3, 0], /expected a map, got an array/],
+    [7, /expected a map/],
+  ] as const)
+    rejects('share', { solver }, 'invalid', CTX, message);
+  rejects('share', { solver: undefined }, 'invalid', CTX, /missing field 'solver'/);
+});
+
 test('validators return exactly the message fields with the checked values', () => {
   const out = validatePartyMessage(wire(base().share), CTX);
   assert.ok(out.type === 'share');
-  assert.deepEqual(Object.keys(out).sort(), ['epsilonSpent', 'jobId', 'penaltySq', 'round', 'share', 'type']);
+  assert.deepEqual(Object.keys(out).sort(), ['epsilonSpent', 'jobId', 'penaltySq', 'round', 'share', 'solver', 'type']);
+  assert.deepEqual(out.solver, { iterations: 7, residual: 3e-13 });
   assert.equal(out.round, ROUND);
   assert.equal(out.penaltySq, 2.5);
   assert.ok(out.share instanceof Float64Array && Object.is(out.share[1], -0));
