@@ -21,22 +21,33 @@ export function assertLength(name: string, v: ArrayLike<number>, n: number): voi
  * once into exact-size arrays in `build()`, so loading needs about twice the final arrays at
  * the peak (the blocks and the result), never the 1.5x-growth copies of one big array (or the
  * 8 bytes per index of a plain `number[]`). 64 Ki entries are 0.5 MiB of doubles.
+ *
+ * With a capacity (an upper bound on the entries, e.g. from a file's size) the entries go into
+ * one array of that length instead and `build()` returns a view of its filled part: no copy and
+ * no second set of arrays. A large typed array is zero pages until written (calloc, then mmap),
+ * so the unused tail costs address space, not memory.
  */
 const BLOCK = 1 << 16;
 /** Largest number of stored entries: `indptr` is an Int32Array. */
 const MAX_NNZ = 2 ** 31 - 1;
+/** Largest capacity taken up front (12 bytes of address space each); beyond it, blocks. */
+export const MAX_CSR_CAPACITY = 2 ** 27;
 
-/** An append-only typed array kept in blocks (the first one grows from small up to BLOCK). */
+/** An append-only typed array kept in blocks (the first one grows from small up to BLOCK), or in one array of a given capacity. */
 class Appender<A extends Int32Array | Float64Array> {
   private full: A[] = [];
+  private fullLength = 0;
   private cur: A;
   private pos = 0;
-  constructor(private readonly make: (n: number) => A) {
-    this.cur = make(16);
+  constructor(
+    private readonly make: (n: number) => A,
+    capacity = 0,
+  ) {
+    this.cur = make(Math.max(16, Math.min(capacity, MAX_CSR_CAPACITY)));
   }
 
   get length(): number {
-    return this.full.length * BLOCK + this.pos;
+    return this.fullLength + this.pos;
   }
 
   push(v: number): void {
@@ -47,6 +58,7 @@ class Appender<A extends Int32Array | Float64Array> {
         this.cur = bigger;
       } else {
         this.full.push(this.cur);
+        this.fullLength += this.cur.length;
         this.cur = this.make(BLOCK);
         this.pos = 0;
       }
@@ -54,31 +66,46 @@ class Appender<A extends Int32Array | Float64Array> {
     this.cur[this.pos++] = v;
   }
 
-  /** The values as one exact-size array; the blocks are let go as they are copied. */
+  /** The values as one array: a view when they fit in the first array, else an exact-size copy (the blocks let go as they are copied). */
   take(): A {
+    if (this.full.length === 0) {
+      const out = this.cur.subarray(0, this.pos) as A;
+      this.cur = this.make(0);
+      this.pos = 0;
+      return out;
+    }
     const out = this.make(this.length);
     let o = 0;
     for (let i = 0; i < this.full.length; i++) {
       (out as Float64Array).set(this.full[i], o);
-      o += BLOCK;
+      o += this.full[i].length;
       (this.full as (A | undefined)[])[i] = undefined;
     }
     (out as Float64Array).set(this.cur.subarray(0, this.pos), o);
     this.full = [];
+    this.fullLength = 0;
     this.cur = this.make(0);
     this.pos = 0;
     return out;
   }
 }
 
-/** Incremental builder: push the entries of one row, then `endRow()`; `build()` once at the end. */
+/**
+ * Incremental builder: push the entries of one row, then `endRow()`; `build()` once at the end.
+ * `capacity`: an upper bound on the entries (see BLOCK); a wrong one costs only a copy.
+ */
 export class CsrBuilder {
   private readonly indptr = new Appender((n) => new Int32Array(n));
-  private readonly indices = new Appender((n) => new Int32Array(n));
-  private readonly values = new Appender((n) => new Float64Array(n));
+  private readonly indices: Appender<Int32Array>;
+  private readonly values: Appender<Float64Array>;
   private nnz = 0;
   private built = false;
-  constructor(private cols = 0) {
+  constructor(
+    private cols = 0,
+    capacity = 0,
+  ) {
+    this.indices = new Appender((n) => new Int32Array(n), capacity);
+    this.values = new Appender((n) => new Float64Array(n), capacity);
     this.indptr.push(0);
   }
 

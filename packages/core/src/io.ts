@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, openSync, readSync, renameSync, unlinkSync, writeSync } from 'node:fs';
+import { closeSync, fsyncSync, openSync, readSync, renameSync, statSync, unlinkSync, writeSync } from 'node:fs';
 import { open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
@@ -174,6 +174,19 @@ class SharedLabels {
   }
 }
 
+/**
+ * An upper bound on the stored entries of a data file, for CsrBuilder's capacity: every entry
+ * takes at least `bytesPerEntry` bytes of text with its separator. 0 (no bound) if the file
+ * cannot be read; reading it then reports the error.
+ */
+function entryBound(path: string, bytesPerEntry: number): number {
+  try {
+    return Math.ceil(statSync(path).size / bytesPerEntry);
+  } catch {
+    return 0;
+  }
+}
+
 export function readFeatureFile(path: string, opts: ReadOptions = {}): FeatureTable {
   return detectFormat(path, opts.format) === 'csv' ? readCsvFeatures(path, opts) : readLibsvm(path, opts);
 }
@@ -255,7 +268,8 @@ function scanLibsvm(path: string, opts: ReadOptions, keepFeatures: boolean): Fea
   const firstTokens: string[] = [];
   const labels = new SharedLabels();
   const lineNos: number[] = [];
-  const b = new CsrBuilder(opts.features ?? 0);
+  // An entry is at least 'j:v' and a blank before it.
+  const b = new CsrBuilder(opts.features ?? 0, keepFeatures ? entryBound(path, 4) : 0);
   const seen = new Map<string, number>();
   const tokens: string[] = [];
   // One row's entries, reused from row to row.
@@ -480,7 +494,8 @@ export function readCsvFeatures(path: string, opts: ReadOptions = {}): FeatureTa
     const featureCols = h.names.map((_, i) => i).filter((i) => i !== idCol);
     if (opts.features !== undefined && opts.features !== featureCols.length)
       throw new DataError(path, h.line, `header has ${featureCols.length} feature columns, ${opts.features} declared`);
-    const b = new CsrBuilder(featureCols.length);
+    // A field is at least one character and a comma or line end.
+    const b = new CsrBuilder(featureCols.length, entryBound(path, 2));
     table = { b, featureNames: featureCols.map((c) => h.names[c]) };
     return (r, line) => {
       ids.add(r[idCol], line);

@@ -746,3 +746,33 @@ test('writeFileAtomic: the mode applies even over a temporary file left behind b
   assert.equal(readFileSync(target, 'utf8'), 'new\n');
   assert.deepEqual(readdirSync(sub), ['secret.token']);
 });
+
+test('CsrBuilder: with a capacity, with one too small (the overflow is copied) and without, the same matrix; within capacity the arrays are views, not copies', () => {
+  const rnd = seeded('csr-capacity');
+  const rows = Array.from({ length: 300 }, () => Array.from({ length: 700 }, () => (rnd() < 0.5 ? 0 : Math.round(rnd() * 100) - 50)));
+  const expected = csrOf(rows, 700);
+  const nnz = expected.values.length;
+  for (const capacity of [0, 1, 15, nnz - 1, nnz, nnz + 1, 4 * nnz]) {
+    const b = new CsrBuilder(700, capacity);
+    for (const r of rows) {
+      r.forEach((v, j) => b.push(j, v));
+      b.endRow();
+    }
+    const X = b.build();
+    assert.deepEqual(plain(X), expected, `capacity ${capacity}`);
+    if (capacity >= nnz) assert.equal(X.values.buffer.byteLength, capacity * 8, `capacity ${capacity}: a view of the first array`);
+    if (capacity > 0 && capacity < nnz) assert.equal(X.values.buffer.byteLength, nnz * 8, `capacity ${capacity}: an exact copy`);
+  }
+});
+
+test('readLibsvm and readCsvFeatures: the densest files (1-character entries) fit the capacity taken from the file size', () => {
+  const entries = (n: number) => Array.from({ length: n }, (_, j) => `${(j % 9) + 1}:1`);
+  const lib = file(`1 ${entries(9).join(' ')}\n0 ${entries(9).join(' ')}\n`);
+  const t = readLibsvm(lib);
+  assert.equal(t.X.values.length, 18);
+  assert.equal(t.X.values.buffer.byteLength, Math.ceil(statSync(lib).size / 4) * 8, 'one array sized from the file, no copy');
+  const csv = file(`id,${entries(9).map((_, j) => `f${j}`).join(',')}\nx,1,2,3,4,5,6,7,8,9\ny,9,8,7,6,5,4,3,2,1\n`, '.csv');
+  const c = readCsvFeatures(csv);
+  assert.equal(c.X.values.length, 18);
+  assert.equal(c.X.values.buffer.byteLength, Math.ceil(statSync(csv).size / 2) * 8);
+});
