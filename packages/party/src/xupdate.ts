@@ -144,15 +144,19 @@ export class RidgeXUpdate {
     }
     this.mu = withIntercept ? (this.Dd ? denseColumnMeans(this.Dd) : csrColumnMeans(this.Dr!)) : undefined;
     if (this.form === 'cg' || this.form === 'cholesky') {
-      // cg: preconditioned by the diagonal of lambda I + rho D~^T D~; cholesky: the same
-      // conjugate gradients find the ball's multiplier when the ball binds (solveBall).
+      // cg: preconditioned by deflation (or the diagonal of lambda I + rho D~^T D~); cholesky:
+      // Jacobi-preconditioned conjugate gradients find the ball's multiplier when the ball binds (solveBall).
       this.k = this.form === 'cholesky' ? (this.side === 'primal' ? this.d : this.n) : 0;
       this.q = new Float64Array(0);
       this.ev = new Float64Array(0);
       this.colSq = this.columnSquares();
       if (this.form === 'cholesky' && opts.rho !== undefined) this.factor(opts.rho);
+      // cg: the deflation preconditioner when the block is wide enough for it and its set-up
+      // (on this thread, before the party answers setup) stays within DEFLATION_BUDGET.
       const rank = opts.deflationRank ?? DEFLATION_RANK;
-      if (this.form === 'cg' && rank > 0 && this.d >= 2 * (rank + DEFLATION_OVERSAMPLING)) this.deflation = this.topEigenvectors(rank);
+      const gramCost = this.Dr ? 2 * this.Dr.values.length : 2 * this.n * this.d;
+      if (this.form === 'cg' && rank > 0 && this.d >= 2 * (rank + DEFLATION_OVERSAMPLING) && (DEFLATION_POWER + 1) * (rank + DEFLATION_OVERSAMPLING) * gramCost <= DEFLATION_BUDGET)
+        this.deflation = this.topEigenvectors(rank);
     } else {
       this.k = k;
       const gram = centredGram(this.source(), this.side, this.mu);
@@ -409,7 +413,7 @@ export class RidgeXUpdate {
   }
 
   /**
-   * ((lambda + shift) I + rho D~^T D~) out = rhs by Jacobi-preconditioned conjugate gradients,
+   * ((lambda + shift) I + rho D~^T D~) out = rhs by preconditioned conjugate gradients (deflation or Jacobi),
    * warm-started from `out`, until the residual is below 1e-12 of the right-hand side
    * (numerically the exact solution). D~ v = D v - (mu^T v) 1 is applied implicitly.
    * Returns the iterations.
@@ -721,6 +725,12 @@ export const CHOLESKY_LIMIT = 2500;
 export const DEFLATION_RANK = 50;
 const DEFLATION_OVERSAMPLING = 10;
 const DEFLATION_POWER = 2;
+/**
+ * Largest set-up for the deflation preconditioner, in multiply-adds of its products with the
+ * Gram matrix (spam's body: 2.5e8, 0.6 s). It runs on the party's main thread, so a larger
+ * block keeps Jacobi rather than stop answering heartbeats for seconds.
+ */
+const DEFLATION_BUDGET = 1e9;
 const CG_TOLERANCE = 1e-12;
 const CG_MAX_ITERATIONS = 2000;
 
