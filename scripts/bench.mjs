@@ -193,20 +193,21 @@ async function builtIn(name, rounds) {
 
 /**
  * The same rounds in one process, without the network: the product's RidgeXUpdate per block
- * (factored for the job's rho at set-up) and AdmmCoordinator, one party after the other.
+ * (factored for the job's rho at set-up) and AdmmCoordinator with the default Anderson acceleration, one party after the other.
  * Prints the median against `net`, the median over the network.
  */
 async function oneProcess(blocks, y, lambda, rho, rounds, warm, net) {
-  const [{ logistic }, { RidgeXUpdate }, { AdmmCoordinator }] = await Promise.all([import('@admm-share/core'), import('@admm-share/party'), import('@admm-share/coordinator')]);
+  const [{ logistic }, { RidgeXUpdate }, { AdmmCoordinator, DEFAULT_ANDERSON }] = await Promise.all([import('@admm-share/core'), import('@admm-share/party'), import('@admm-share/coordinator')]);
   const t0 = performance.now();
   const parties = blocks.map((b) => new RidgeXUpdate(b, lambda, false, { rho }));
-  const co = new AdmmCoordinator({ variant: 'exact', loss: logistic, y, parties: parties.length, lambda, rho, alpha: 1.6, tolerance: { abs: 0, rel: 0 } });
+  // As the coordinator runs a job by default: with Anderson acceleration, each party its own vector.
+  const co = new AdmmCoordinator({ variant: 'exact', loss: logistic, y, parties: parties.length, lambda, rho, alpha: 1.6, anderson: DEFAULT_ANDERSON, tolerance: { abs: 0, rel: 0 } });
   const setup = (performance.now() - t0) / 1000;
-  co.step(parties.map((p) => p.share));
+  co.step(parties.map((p) => new Float64Array(p.share.length)), true);
   const local = [];
   for (let r = 1; r <= rounds; r++) {
     const r0 = performance.now();
-    for (const p of parties) p.updateFromBroadcast(co.c, co.rho);
+    parties.forEach((p, m) => p.updateFromBroadcast(co.cFor(m), co.rho));
     co.step(parties.map((p) => p.share));
     local.push(performance.now() - r0);
   }

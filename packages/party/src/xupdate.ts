@@ -1,11 +1,8 @@
 import { Worker } from 'node:worker_threads';
 import seedrandom from 'seedrandom';
 import {
-  type Csc,
   type Csr,
   type Dense,
-  cscMatTVec,
-  csrToCsc,
   ConfigError,
   assertLength,
   choleskyInPlace,
@@ -13,6 +10,7 @@ import {
   csrColumnMeans,
   csrGram,
   csrGramVec,
+  csrMatTVec,
   csrMatVec,
   csrOuterGram,
   csrToDense,
@@ -92,9 +90,8 @@ export class RidgeXUpdate {
   private readonly deflation: { U: Float64Array; lam: Float64Array } | undefined;
   /** cg form: the last conjugate gradient solve's relative residual ||b - A x|| / ||b|| at its end. */
   lastResidual = 0;
-  /** A sparse block: by rows (D x) and by columns (D^T w). */
+  /** A sparse block, by rows: D x gathers and D^T w scatters over the same arrays (no column copy). */
   private readonly Dr: Csr | undefined;
-  private readonly Dc: Csc | undefined;
   /** A dense block, row-major. */
   private readonly Dd: Dense | undefined;
   /** cholesky form: the lower triangle holds L, L L^T = lambda I + rho times the Gram matrix, for cholRho. */
@@ -138,10 +135,7 @@ export class RidgeXUpdate {
     this.dense = isDense(D) || preferDense(D);
     if (isDense(D)) this.Dd = D;
     else if (this.dense) this.Dd = csrToDense(D);
-    else {
-      this.Dr = D;
-      this.Dc = csrToCsc(D);
-    }
+    else this.Dr = D;
     this.mu = withIntercept ? (this.Dd ? denseColumnMeans(this.Dd) : csrColumnMeans(this.Dr!)) : undefined;
     if (this.form === 'cg' || this.form === 'cholesky') {
       // cg: preconditioned by deflation (or the diagonal of lambda I + rho D~^T D~); cholesky:
@@ -183,7 +177,7 @@ export class RidgeXUpdate {
 
   /** out = D^T w (length d). */
   private mulDT(out: Float64Array, w: Float64Array): Float64Array {
-    return this.Dd ? denseMatTVec(out, this.Dd, w) : cscMatTVec(out, this.Dc!, w);
+    return this.Dd ? denseMatTVec(out, this.Dd, w) : csrMatTVec(out, this.Dr!, w);
   }
 
   /** The block as the factorisation needs it (a dense block's array is shared with a worker thread, not copied). */
@@ -204,8 +198,8 @@ export class RidgeXUpdate {
       const data = this.Dd.data;
       for (let i = 0; i < n; i++) for (let j = 0, r = i * d; j < d; j++) sq[j] += data[r + j] * data[r + j];
     } else {
-      const Dc = this.Dc!;
-      for (let j = 0; j < d; j++) for (let p = Dc.colptr[j]; p < Dc.colptr[j + 1]; p++) sq[j] += Dc.values[p] ** 2;
+      const { indices, values } = this.Dr!;
+      for (let p = 0; p < values.length; p++) sq[indices[p]] += values[p] ** 2;
     }
     if (mu) for (let j = 0; j < d; j++) sq[j] -= n * mu[j] * mu[j];
     return sq;
