@@ -57,9 +57,9 @@ export class Anderson {
   readonly point: Float64Array;
   private readonly prevF: Float64Array;
   private readonly prevG: Float64Array;
-  /** Ring of differences; slot order is kept in `order` (oldest first). */
-  private readonly dF: Float64Array[];
-  private readonly dG: Float64Array[];
+  /** Ring of differences, in single precision; slot order is kept in `order` (oldest first). */
+  private readonly dF: Float32Array[];
+  private readonly dG: Float32Array[];
   private order: number[] = [];
   /** Gram matrix of the dG slots, memory x memory, by slot. */
   private readonly gram: Float64Array;
@@ -80,8 +80,8 @@ export class Anderson {
     this.point = new Float64Array(dim);
     this.prevF = new Float64Array(dim);
     this.prevG = new Float64Array(dim);
-    this.dF = Array.from({ length: memory }, () => new Float64Array(dim));
-    this.dG = Array.from({ length: memory }, () => new Float64Array(dim));
+    this.dF = Array.from({ length: memory }, () => new Float32Array(dim));
+    this.dG = Array.from({ length: memory }, () => new Float32Array(dim));
     this.gram = new Float64Array(memory * memory);
     this.rhs = new Float64Array(memory);
   }
@@ -116,7 +116,8 @@ export class Anderson {
         const gi = fi - point[i];
         normSq += gi * gi;
         dFs[i] = fi - prevF[i];
-        const dg = gi - prevG[i];
+        // The stored (single-precision) difference, so that the Gram matrix is that of the stored vectors.
+        const dg = Math.fround(gi - prevG[i]);
         dGs[i] = dg;
         newRhs += dg * gi;
         newSq += dg * dg;
@@ -150,15 +151,7 @@ export class Anderson {
     }
     const gamma = this.order.length > 0 ? this.coefficients() : undefined;
     // Pass 2: f and g become the previous ones; the next point is f - sum_j gamma_j dF_j.
-    for (let i = 0; i < dim; i++) prevG[i] = f[i] - point[i];
-    prevF.set(f);
-    point.set(f);
-    if (gamma)
-      subtractCombination(
-        point,
-        this.order.map((j) => this.dF[j]),
-        gamma,
-      );
+    nextPoint(point, prevF, prevG, f, gamma ? this.order.map((j) => this.dF[j]) : [], gamma);
     this.havePrev = true;
     this.extrapolated = gamma !== undefined;
     return gamma ? 'extrapolated' : 'plain';
@@ -188,8 +181,8 @@ export class Anderson {
       point: this.point,
       prevF: this.prevF,
       prevG: this.prevG,
-      dF: this.order.map((s) => this.dF[s]),
-      dG: this.order.map((s) => this.dG[s]),
+      dF: this.order.map((s) => Float64Array.from(this.dF[s])),
+      dG: this.order.map((s) => Float64Array.from(this.dG[s])),
       gram: Float64Array.from(this.order.flatMap((r) => this.order.map((c) => this.gram[r * this.memory + c]))),
       rhs: Float64Array.from(this.order, (r) => this.rhs[r]),
       havePrev: this.havePrev,
@@ -252,11 +245,13 @@ function solveSpd(A: Float64Array, b: Float64Array, m: number): Float64Array | u
  * product waits on the adder every element; these go two vectors per pass, each with two
  * sums (four chains in flight), and read the shared vector once. With pass 1 computing the
  * new difference's own square and the copies done by memcpy (set), one call of `next` on
- * a9a's state (130k elements, memory 5) went from about 4.7 ms to about 2 ms.
+ * a9a's state (130k elements, memory 5) went from about 4.7 ms to about 2 ms; the copies now
+ * ride along with the first pair of the combination (nextPoint), and the differences are
+ * single precision.
  */
 
 /** out[r] += a . b_r, two vectors at a time. */
-function addDots(out: Float64Array, a: Float64Array, bs: readonly Float64Array[]): void {
+function addDots(out: Float64Array, a: Float32Array, bs: readonly Float32Array[]): void {
   const n = a.length;
   const end = n - (n & 1);
   let r = 0;
@@ -300,20 +295,49 @@ function addDots(out: Float64Array, a: Float64Array, bs: readonly Float64Array[]
   }
 }
 
-/** v -= sum_r gamma_r d_r, two vectors per pass. */
-function subtractCombination(v: Float64Array, ds: readonly Float64Array[], gamma: Float64Array): void {
-  const n = v.length;
-  let r = 0;
+/**
+ * prevG = f - point, prevF = f and point = f - sum_r gamma_r d_r in one pass with the first two
+ * differences, then two more per pass (the same arithmetic, in the same order, as copying f
+ * and subtracting pair by pair).
+ */
+function nextPoint(point: Float64Array, prevF: Float64Array, prevG: Float64Array, f: Float64Array, ds: readonly Float32Array[], gamma: Float64Array | undefined): void {
+  const n = f.length;
+  if (!gamma || ds.length === 0) {
+    for (let i = 0; i < n; i++) prevG[i] = f[i] - point[i];
+    prevF.set(f);
+    point.set(f);
+    return;
+  }
+  const a = ds[0];
+  const ga = gamma[0];
+  if (ds.length === 1) {
+    for (let i = 0; i < n; i++) {
+      const fi = f[i];
+      prevG[i] = fi - point[i];
+      prevF[i] = fi;
+      point[i] = fi - ga * a[i];
+    }
+    return;
+  }
+  const b = ds[1];
+  const gb = gamma[1];
+  for (let i = 0; i < n; i++) {
+    const fi = f[i];
+    prevG[i] = fi - point[i];
+    prevF[i] = fi;
+    point[i] = fi - (ga * a[i] + gb * b[i]);
+  }
+  let r = 2;
   for (; r + 1 < ds.length; r += 2) {
-    const a = ds[r];
-    const b = ds[r + 1];
-    const ga = gamma[r];
-    const gb = gamma[r + 1];
-    for (let i = 0; i < n; i++) v[i] -= ga * a[i] + gb * b[i];
+    const c = ds[r];
+    const d = ds[r + 1];
+    const gc = gamma[r];
+    const gd = gamma[r + 1];
+    for (let i = 0; i < n; i++) point[i] -= gc * c[i] + gd * d[i];
   }
   if (r < ds.length) {
-    const a = ds[r];
-    const ga = gamma[r];
-    for (let i = 0; i < n; i++) v[i] -= ga * a[i];
+    const c = ds[r];
+    const gc = gamma[r];
+    for (let i = 0; i < n; i++) point[i] -= gc * c[i];
   }
 }

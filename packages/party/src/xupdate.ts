@@ -87,7 +87,7 @@ export class RidgeXUpdate {
    * cg form: the leading eigenvectors of D~^T D~ (column-major, d each) and their eigenvalues,
    * for the deflation preconditioner (see cg); undefined for a small d or when turned off.
    */
-  private readonly deflation: { U: Float64Array; lam: Float64Array } | undefined;
+  private readonly deflation: { U: Float32Array; lam: Float64Array } | undefined;
   /** cg form: the last conjugate gradient solve's relative residual ||b - A x|| / ||b|| at its end. */
   lastResidual = 0;
   /** A sparse block, by rows: D x gathers and D^T w scatters over the same arrays (no column copy). */
@@ -435,7 +435,9 @@ export class RidgeXUpdate {
     // subspace iteration, see topEigenvectors). Otherwise Jacobi: the diagonal of the system.
     const nu = diag / rho;
     const r0 = deflation ? deflation.lam[deflation.lam.length - 1] + nu : 0;
-    const theta = deflation && r0 > 0 ? Float64Array.from(deflation.lam, (l) => r0 / (l + nu) - 1) : undefined;
+    // theta >= -1 + 1e-5 keeps P^-1 positive definite although the single-precision U is
+    // orthonormal only to about 1e-7 (it binds only past a 1e5 spread of the eigenvalues).
+    const theta = deflation && r0 > 0 ? Float64Array.from(deflation.lam, (l) => Math.max(r0 / (l + nu) - 1, -1 + 1e-5)) : undefined;
     const coef = theta ? new Float64Array(theta.length) : undefined;
     const precondition = () => {
       if (theta && coef) {
@@ -506,7 +508,7 @@ export class RidgeXUpdate {
    * always gets the same preconditioner. Independent of lambda and rho. Set-up cost:
    * (DEFLATION_POWER + 1) (rank + oversampling) products with G~ (0.6 s for spam's 4096-feature body).
    */
-  private topEigenvectors(rank: number): { U: Float64Array; lam: Float64Array } {
+  private topEigenvectors(rank: number): { U: Float32Array; lam: Float64Array } {
     const { d } = this;
     const k = rank + DEFLATION_OVERSAMPLING;
     const rng = seedrandom('admm-share deflation');
@@ -538,7 +540,9 @@ export class RidgeXUpdate {
         for (let j = 0; j < d; j++) U[pos * d + j] += v * Q[c * d + j];
       }
     });
-    return { U, lam: Float64Array.from(order, (e) => Math.max(values[e], 0)) };
+    // Single precision halves the preconditioner's traffic each iteration; any fixed U gives a
+    // symmetric positive definite preconditioner, so the solution is as exact as before.
+    return { U: Float32Array.from(U), lam: Float64Array.from(order, (e) => Math.max(values[e], 0)) };
   }
 
   private cgRhs: Float64Array | undefined;
