@@ -18,7 +18,7 @@ import type { Samples, SetupParams } from './job.js';
 import type { ReplayPoint } from './replay.js';
 
 export const CHECKPOINT_FILE = 'checkpoint.bin';
-const FORMAT = 'admm-share-checkpoint/4';
+const FORMAT = 'admm-share-checkpoint/5';
 
 export interface Checkpoint {
   format: typeof FORMAT;

@@ -25,7 +25,9 @@ export function assertLength(name: string, v: ArrayLike<number>, n: number): voi
  * With a capacity (an upper bound on the entries, e.g. from a file's size) the entries go into
  * one array of that length instead and `build()` returns a view of its filled part: no copy and
  * no second set of arrays. A large typed array is zero pages until written (calloc, then mmap),
- * so the unused tail costs address space, not memory.
+ * so the unused tail costs address space, not memory. Such a view must not be structured-cloned
+ * (workerData, postMessage) or written by its `.buffer`: that would copy the whole array. The
+ * party only ever hands a worker thread rows it selected into new arrays (csrSelectRows).
  */
 const BLOCK = 1 << 16;
 /** Largest number of stored entries: `indptr` is an Int32Array. */
@@ -43,7 +45,13 @@ class Appender<A extends Int32Array | Float64Array> {
     private readonly make: (n: number) => A,
     capacity = 0,
   ) {
-    this.cur = make(Math.max(16, Math.min(capacity, MAX_CSR_CAPACITY)));
+    const size = Math.max(16, Math.min(capacity, MAX_CSR_CAPACITY));
+    try {
+      this.cur = make(size);
+    } catch {
+      // Address space refused (a ulimit -v, a 32-bit build): blocks, as without a capacity.
+      this.cur = make(16);
+    }
   }
 
   get length(): number {

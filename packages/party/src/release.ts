@@ -238,7 +238,7 @@ export function fitActive(
 ): ActiveFit {
   const n = D.rows;
   // A penalty path: many values of rho, which the eigendecomposition serves and Cholesky does not.
-  const ridge = new RidgeXUpdate(D, 1, true, { choleskyLimit: 0 });
+  const ridge = new RidgeXUpdate(D, 1, true, { choleskyLimit: 0, deflationRank: 0 }); // cg: only its form is used (the sketched path)
   const path = ridge.form === 'cg' ? sketchedPath(D, SKETCH_RANK) : exactPath(ridge);
   const denoising: DenoiseReport[] = [];
   const columns = releases.map((rel) => {

@@ -53,7 +53,7 @@ export type XUpdateForm = 'primal' | 'dual' | 'cholesky' | 'cg';
  * Gram matrix (two triangular solves per round; rho is fixed in a job, and a new rho
  * refactors); beyond that, or when rho varies, conjugate gradients. A block with at least
  * half its entries non-zero is kept dense (row-major) and multiplied as such; a sparse one as
- * CSR and CSC. Eliminating b: b = mean(w - D x), and x solves the ridge problem on the
+ * CSR only (D^T w scatters over its rows). Eliminating b: b = mean(w - D x), and x solves the ridge problem on the
  * centred matrix D~ = D - 1 mu^T and centred target w~.
  */
 export class RidgeXUpdate {
@@ -62,7 +62,7 @@ export class RidgeXUpdate {
   readonly form: XUpdateForm;
   /** Which Gram matrix is factored: D^T D (primal) or D D^T (dual); cg: primal. */
   readonly side: 'primal' | 'dual';
-  /** Whether the block is kept dense (row-major) rather than as CSR and CSC. */
+  /** Whether the block is kept dense (row-major) rather than as CSR. */
   readonly dense: boolean;
   /** cholesky form: milliseconds of the last factorisation (Gram matrix and Cholesky). */
   factorMs = 0;
@@ -88,6 +88,8 @@ export class RidgeXUpdate {
    * for the deflation preconditioner (see cg); undefined for a small d or when turned off.
    */
   private readonly deflation: { U: Float32Array; lam: Float64Array } | undefined;
+  /** A deflated solve needed more than DEFLATION_GIVE_UP iterations: Jacobi from then on. */
+  private deflationFailed = false;
   /** cg form: the last conjugate gradient solve's relative residual ||b - A x|| / ||b|| at its end. */
   lastResidual = 0;
   /** A sparse block, by rows: D x gathers and D^T w scatters over the same arrays (no column copy). */
@@ -148,9 +150,7 @@ export class RidgeXUpdate {
       // cg: the deflation preconditioner when the block is wide enough for it and its set-up
       // (on this thread, before the party answers setup) stays within DEFLATION_BUDGET.
       const rank = opts.deflationRank ?? DEFLATION_RANK;
-      const gramCost = this.Dr ? 2 * this.Dr.values.length : 2 * this.n * this.d;
-      if (this.form === 'cg' && rank > 0 && this.d >= 2 * (rank + DEFLATION_OVERSAMPLING) && (DEFLATION_POWER + 1) * (rank + DEFLATION_OVERSAMPLING) * gramCost <= DEFLATION_BUDGET)
-        this.deflation = this.topEigenvectors(rank);
+      if (this.form === 'cg' && rank > 0 && this.deflationPays(rank)) this.deflation = this.topEigenvectors(rank);
     } else {
       this.k = k;
       const gram = centredGram(this.source(), this.side, this.mu);
@@ -413,6 +413,18 @@ export class RidgeXUpdate {
    * Returns the iterations.
    */
   private cg(out: Float64Array, rhs: Float64Array, shift: number, rho: number): number {
+    if (!this.deflation || this.deflationFailed) return this.pcg(out, rhs, shift, rho, false, CG_MAX_ITERATIONS);
+    // Deflation alone does not scale the columns: on badly scaled features it can need far
+    // more iterations than Jacobi. Past DEFLATION_GIVE_UP it is dropped for good and the solve
+    // goes on from where it is with Jacobi.
+    const it = this.pcg(out, rhs, shift, rho, true, DEFLATION_GIVE_UP);
+    if (this.lastResidual <= CG_TOLERANCE) return it;
+    this.deflationFailed = true;
+    return it + this.pcg(out, rhs, shift, rho, false, CG_MAX_ITERATIONS);
+  }
+
+  /** One preconditioned conjugate gradient solve (see cg), at most `maxIterations`. */
+  private pcg(out: Float64Array, rhs: Float64Array, shift: number, rho: number, useDeflation: boolean, maxIterations: number): number {
     const { d, colSq, deflation } = this;
     const diag = this.lambda + shift;
     const [r, z, p, ap] = this.cgVectors ?? (this.cgVectors = [0, 1, 2, 3].map(() => new Float64Array(d)) as [Float64Array, Float64Array, Float64Array, Float64Array]);
@@ -435,9 +447,10 @@ export class RidgeXUpdate {
     // subspace iteration, see topEigenvectors). Otherwise Jacobi: the diagonal of the system.
     const nu = diag / rho;
     const r0 = deflation ? deflation.lam[deflation.lam.length - 1] + nu : 0;
-    // theta >= -1 + 1e-5 keeps P^-1 positive definite although the single-precision U is
-    // orthonormal only to about 1e-7 (it binds only past a 1e5 spread of the eigenvalues).
-    const theta = deflation && r0 > 0 ? Float64Array.from(deflation.lam, (l) => Math.max(r0 / (l + nu) - 1, -1 + 1e-5)) : undefined;
+    // theta >= -1 + floor keeps P^-1 positive definite although the single-precision U is
+    // orthonormal only to about rank * 2^-24 (the floor binds only past a 1e5 spread).
+    const floor = deflation ? Math.max(1e-5, 4 * deflation.lam.length * 2 ** -24) : 0;
+    const theta = useDeflation && deflation && r0 > 0 ? Float64Array.from(deflation.lam, (l) => Math.max(r0 / (l + nu) - 1, -1 + floor)) : undefined;
     const coef = theta ? new Float64Array(theta.length) : undefined;
     const precondition = () => {
       if (theta && coef) {
@@ -461,7 +474,7 @@ export class RidgeXUpdate {
       rz += r[j] * z[j];
     }
     let it = 0;
-    for (; it < CG_MAX_ITERATIONS; it++) {
+    for (; it < maxIterations; it++) {
       if (Math.sqrt(dot(r, r)) <= CG_TOLERANCE * bNorm) break;
       apply(ap, p);
       const alpha = rz / dot(p, ap);
@@ -478,6 +491,19 @@ export class RidgeXUpdate {
     this.lastResidual = Math.sqrt(dot(r, r)) / bNorm;
     return it;
   }
+  /**
+   * Whether the deflation preconditioner is worth building: the block is wide enough, applying
+   * it (2 rank d multiply-adds) costs no more than a product with G~, and its set-up (the
+   * products, the orthonormalisations, Q^T G~ Q and U) stays within DEFLATION_BUDGET.
+   */
+  private deflationPays(rank: number): boolean {
+    const { d } = this;
+    const k = rank + DEFLATION_OVERSAMPLING;
+    const gramCost = this.Dr ? 2 * this.Dr.values.length : 2 * this.n * d;
+    const setup = (DEFLATION_POWER + 1) * (k * gramCost + 2 * k * k * d) + k * k * d + rank * k * d;
+    return d >= 2 * k && 2 * rank * d <= gramCost && setup <= DEFLATION_BUDGET;
+  }
+
   /** res = D~^T D~ v (length d), D~ v = D v - (mu^T v) 1 applied implicitly. */
   private gramTimes(res: Float64Array, v: Float64Array): void {
     const { n, d, mu } = this;
@@ -540,8 +566,9 @@ export class RidgeXUpdate {
         for (let j = 0; j < d; j++) U[pos * d + j] += v * Q[c * d + j];
       }
     });
-    // Single precision halves the preconditioner's traffic each iteration; any fixed U gives a
-    // symmetric positive definite preconditioner, so the solution is as exact as before.
+    // Single precision halves the preconditioner's traffic each iteration. U is then
+    // orthonormal only to about rank * 2^-24, which the clamp on theta in cg allows for, so the
+    // preconditioner stays symmetric positive definite and the solution is as exact as before.
     return { U: Float32Array.from(U), lam: Float64Array.from(order, (e) => Math.max(values[e], 0)) };
   }
 
@@ -608,7 +635,8 @@ export class RidgeXUpdate {
       // (lambda - lambda) I + 1 D^T D: the squared condition number of D, singular when D's
       // columns are dependent (the system is consistent, so conjugate gradients still converge
       // where rounding allows). Not converged is refused: D y would miss part of the noise.
-      if (this.cg(y, rhs, -this.lambda, 1) >= CG_MAX_ITERATIONS)
+      this.cg(y, rhs, -this.lambda, 1);
+      if (!(this.lastResidual <= CG_TOLERANCE))
         throw new ConfigError(`the paper mechanism's noise D xi, xi ~ N(0, sigma^2 (D^T D)^-1), did not converge in ${CG_MAX_ITERATIONS} conjugate gradient iterations on this ${this.n} x ${this.d} block (D^T D is too ill-conditioned): use --mechanism gaussian-share`);
       const py = this.mulD(new Float64Array(n), y);
       for (let i = 0; i < n; i++) this.released[i] += py[i];
@@ -729,6 +757,8 @@ const DEFLATION_POWER = 2;
  * block keeps Jacobi rather than stop answering heartbeats for seconds.
  */
 const DEFLATION_BUDGET = 1e9;
+/** Iterations after which a deflated solve gives way to Jacobi (spam's body needs 8-26). */
+const DEFLATION_GIVE_UP = 200;
 const CG_TOLERANCE = 1e-12;
 const CG_MAX_ITERATIONS = 2000;
 

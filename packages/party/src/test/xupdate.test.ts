@@ -301,6 +301,26 @@ test('the deflation preconditioner: the exact solution to the tolerance, in unde
   assert.equal(fewer, 6, 'the deflated solve takes fewer than half the iterations every round (about 75 against 195 here)');
 });
 
+test('deflation on badly scaled columns (three orders of magnitude): when a deflated solve needs more than 200 iterations, Jacobi takes over, and the solution is still exact', () => {
+  const rand = seeded(31337);
+  const [n, d] = [400, 200];
+  const scale = Array.from({ length: d }, () => 10 ** (rand() * 3 - 1.5));
+  // Half the entries non-zero, so that applying the 50 eigenvectors costs less than a product with the block.
+  const rows = Array.from({ length: n }, () => Array.from({ length: d }, (_, j) => (rand() < 0.5 ? 0 : (rand() - 0.5) * scale[j])));
+  const D = csrFromDense(rows, d);
+  const deflated = new RidgeXUpdate(D, 1e-6, false, { eigenLimit: 10, choleskyLimit: 0 });
+  const jacobi = new RidgeXUpdate(D, 1e-6, false, { eigenLimit: 10, choleskyLimit: 0, deflationRank: 0 });
+  const exact = new RidgeXUpdate(D, 1e-6, false);
+  for (let round = 0; round < 4; round++) {
+    const c = Float64Array.from({ length: n }, () => rand() * 2 - 1);
+    for (const u of [deflated, jacobi, exact]) u.updateFromBroadcast(c, 1);
+    assertCloseVec(deflated.share, exact.share, 1e-9, `round ${round}: share`);
+    assert.ok(deflated.lastResidual <= 1e-12, `round ${round}: residual ${deflated.lastResidual}`);
+    if (round === 0) assert.ok(deflated.lastIterations > 200, `round 0: ${deflated.lastIterations} iterations (the deflated solve should give up here)`);
+    else assert.ok(deflated.lastIterations <= jacobi.lastIterations + 3, `round ${round}: ${deflated.lastIterations} against Jacobi's ${jacobi.lastIterations}`);
+  }
+});
+
 test('conjugate-gradient form (blocks too large to factor) gives the factored solution, with and without intercept, also in the ball', () => {
   const rand = seeded(4242);
   for (const intercept of [false, true]) {
