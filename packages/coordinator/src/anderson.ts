@@ -46,9 +46,9 @@ export interface AndersonSnapshot {
   point: Float64Array;
   prevF: Float64Array;
   prevG: Float64Array;
-  /** Differences, oldest first. */
-  dF: Float64Array[];
-  dG: Float64Array[];
+  /** Differences, oldest first, in single precision as kept. */
+  dF: Float32Array[];
+  dG: Float32Array[];
   /** Their Gram matrix (row-major, in the same order) and dG . g: kept, not recomputed, so a restored iteration continues bit for bit. */
   gram: Float64Array;
   rhs: Float64Array;
@@ -189,8 +189,8 @@ export class Anderson {
       point: this.point,
       prevF: this.prevF,
       prevG: this.prevG,
-      dF: this.order.map((s) => Float64Array.from(this.dF[s])),
-      dG: this.order.map((s) => Float64Array.from(this.dG[s])),
+      dF: this.order.map((s) => this.dF[s]),
+      dG: this.order.map((s) => this.dG[s]),
       gram: Float64Array.from(this.order.flatMap((r) => this.order.map((c) => this.gram[r * this.memory + c]))),
       rhs: Float64Array.from(this.order, (r) => this.rhs[r]),
       havePrev: this.havePrev,

@@ -126,6 +126,15 @@ export function validateCheckpoint(value: unknown, path: string): Checkpoint {
     if (!Array.isArray(v) || v.length !== count) return bad(`${what} is not a list of ${count} vectors`);
     return v.map((x, m) => f64(x, `${what}[${m}]`, n));
   };
+  const f32s = (v: unknown, what: string, count: number, n: number): Float32Array[] => {
+    if (!Array.isArray(v) || v.length !== count) return bad(`${what} is not a list of ${count} vectors`);
+    return v.map((x, m) => {
+      if (!(x instanceof Float32Array)) return bad(`${what}[${m}] is not a Float32Array`);
+      if (x.length !== n) bad(`${what}[${m}] has ${x.length} values, expected ${n}`);
+      for (let i = 0; i < x.length; i++) if (!Number.isFinite(x[i])) bad(`${what}[${m}][${i}] is ${x[i]}`);
+      return x;
+    });
+  };
   const rows = (v: unknown, what: string): Uint32Array => (v instanceof Uint32Array ? v : bad(`${what} is not a Uint32Array`));
   const oneOf = <T extends string>(v: unknown, what: string, options: readonly T[]): T => (options.find((o) => o === v) ?? bad(`${what} is ${String(v)}`));
 
@@ -145,8 +154,8 @@ export function validateCheckpoint(value: unknown, path: string): Checkpoint {
         point: f64(st.point, 'admm.anderson.state.point', dim),
         prevF: f64(st.prevF, 'admm.anderson.state.prevF', dim),
         prevG: f64(st.prevG, 'admm.anderson.state.prevG', dim),
-        dF: f64s(st.dF, 'admm.anderson.state.dF', count, dim),
-        dG: f64s(st.dG, 'admm.anderson.state.dG', count, dim),
+        dF: f32s(st.dF, 'admm.anderson.state.dF', count, dim),
+        dG: f32s(st.dG, 'admm.anderson.state.dG', count, dim),
         gram: f64(st.gram, 'admm.anderson.state.gram', count * count),
         rhs: f64(st.rhs, 'admm.anderson.state.rhs', count),
         havePrev: bool(st.havePrev, 'admm.anderson.state.havePrev'),
