@@ -324,7 +324,8 @@ test('deflation on badly scaled columns (three orders of magnitude): when a defl
 test('conjugate-gradient form (blocks too large to factor) gives the factored solution, with and without intercept, also in the ball', () => {
   const rand = seeded(4242);
   for (const intercept of [false, true]) {
-    // 25 and 60 features: Jacobi; 150 and 200: the deflation preconditioner (d >= 2 (50 + 10)).
+    // 25 and 60 features: Jacobi; 150 (300 rows): the deflation preconditioner; 200 (130 rows): too
+    // few non-zeros for applying 50 eigenvectors to cost less than a product with the block, so Jacobi.
     for (const [n, d] of [[60, 25], [25, 60], [300, 150], [130, 200]]) {
       const rows = Array.from({ length: n }, () => Array.from({ length: d }, () => (rand() < 0.7 ? 0 : rand() - 0.3)));
       const D = csrFromDense(rows, d);
