@@ -316,19 +316,11 @@ function nextPoint(point: Float64Array, prevF: Float64Array, prevG: Float64Array
     point.set(f);
     return;
   }
+  // With one difference the second term is 0 * a[i], which adds an exact zero.
   const a = ds[0];
   const ga = gamma[0];
-  if (ds.length === 1) {
-    for (let i = 0; i < n; i++) {
-      const fi = f[i];
-      prevG[i] = fi - point[i];
-      prevF[i] = fi;
-      point[i] = fi - ga * a[i];
-    }
-    return;
-  }
-  const b = ds[1];
-  const gb = gamma[1];
+  const b = ds.length > 1 ? ds[1] : a;
+  const gb = ds.length > 1 ? gamma[1] : 0;
   for (let i = 0; i < n; i++) {
     const fi = f[i];
     prevG[i] = fi - point[i];

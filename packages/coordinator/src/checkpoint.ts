@@ -116,24 +116,17 @@ export function validateCheckpoint(value: unknown, path: string): Checkpoint {
   const num = (v: unknown, what: string, ok: (x: number) => boolean = Number.isFinite): number => (typeof v === 'number' && ok(v) ? v : bad(`${what} is ${String(v)}`));
   const int = (v: unknown, what: string, min = 0) => num(v, what, (x) => Number.isSafeInteger(x) && x >= min);
   const str = (v: unknown, what: string): string => (typeof v === 'string' ? v : bad(`${what} is not a string`));
-  const f64 = (v: unknown, what: string, n: number): Float64Array => {
-    if (!(v instanceof Float64Array)) return bad(`${what} is not a Float64Array`);
+  /** A vector of `n` finite values of the given kind (doubles, or the single-precision Anderson differences). */
+  const floats = <A extends Float64Array | Float32Array>(kind: new (n: number) => A, v: unknown, what: string, n: number): A => {
+    if (!(v instanceof kind)) return bad(`${what} is not a ${kind.name}`);
     if (v.length !== n) bad(`${what} has ${v.length} values, expected ${n}`);
     for (let i = 0; i < v.length; i++) if (!Number.isFinite(v[i])) bad(`${what}[${i}] is ${v[i]}`);
     return v;
   };
-  const f64s = (v: unknown, what: string, count: number, n: number): Float64Array[] => {
+  const f64 = (v: unknown, what: string, n: number): Float64Array => floats(Float64Array, v, what, n);
+  const lists = <A extends Float64Array | Float32Array>(kind: new (n: number) => A, v: unknown, what: string, count: number, n: number): A[] => {
     if (!Array.isArray(v) || v.length !== count) return bad(`${what} is not a list of ${count} vectors`);
-    return v.map((x, m) => f64(x, `${what}[${m}]`, n));
-  };
-  const f32s = (v: unknown, what: string, count: number, n: number): Float32Array[] => {
-    if (!Array.isArray(v) || v.length !== count) return bad(`${what} is not a list of ${count} vectors`);
-    return v.map((x, m) => {
-      if (!(x instanceof Float32Array)) return bad(`${what}[${m}] is not a Float32Array`);
-      if (x.length !== n) bad(`${what}[${m}] has ${x.length} values, expected ${n}`);
-      for (let i = 0; i < x.length; i++) if (!Number.isFinite(x[i])) bad(`${what}[${m}][${i}] is ${x[i]}`);
-      return x;
-    });
+    return v.map((x, m) => floats(kind, x, `${what}[${m}]`, n));
   };
   const rows = (v: unknown, what: string): Uint32Array => (v instanceof Uint32Array ? v : bad(`${what} is not a Uint32Array`));
   const oneOf = <T extends string>(v: unknown, what: string, options: readonly T[]): T => (options.find((o) => o === v) ?? bad(`${what} is ${String(v)}`));
@@ -154,8 +147,8 @@ export function validateCheckpoint(value: unknown, path: string): Checkpoint {
         point: f64(st.point, 'admm.anderson.state.point', dim),
         prevF: f64(st.prevF, 'admm.anderson.state.prevF', dim),
         prevG: f64(st.prevG, 'admm.anderson.state.prevG', dim),
-        dF: f32s(st.dF, 'admm.anderson.state.dF', count, dim),
-        dG: f32s(st.dG, 'admm.anderson.state.dG', count, dim),
+        dF: lists(Float32Array, st.dF, 'admm.anderson.state.dF', count, dim),
+        dG: lists(Float32Array, st.dG, 'admm.anderson.state.dG', count, dim),
         gram: f64(st.gram, 'admm.anderson.state.gram', count * count),
         rhs: f64(st.rhs, 'admm.anderson.state.rhs', count),
         havePrev: bool(st.havePrev, 'admm.anderson.state.havePrev'),
@@ -211,7 +204,7 @@ export function validateCheckpoint(value: unknown, path: string): Checkpoint {
     t: f64(a.t, 'admm.t', n),
     slope: f64(a.slope, 'admm.slope', n),
     curvature: f64(a.curvature, 'admm.curvature', n),
-    prevShares: f64s(a.prevShares, 'admm.prevShares', M, n),
+    prevShares: lists(Float64Array, a.prevShares, 'admm.prevShares', M, n),
     ...(a.anderson === undefined || a.anderson === null ? {} : { anderson: andersonState(a.anderson) }),
   };
 
@@ -220,9 +213,9 @@ export function validateCheckpoint(value: unknown, path: string): Checkpoint {
   const replay: ReplayPoint = {
     round: int(r.round, 'replay.round', 1),
     rho: num(r.rho, 'replay.rho', (x) => Number.isFinite(x) && x > 0),
-    cs: f64s(r.cs, 'replay.cs', M, n),
-    previousShares: f64s(r.previousShares, 'replay.previousShares', M, n),
-    shares: f64s(r.shares, 'replay.shares', M, n),
+    cs: lists(Float64Array, r.cs, 'replay.cs', M, n),
+    previousShares: lists(Float64Array, r.previousShares, 'replay.previousShares', M, n),
+    shares: lists(Float64Array, r.shares, 'replay.shares', M, n),
   };
   if (replay.round !== round) bad(`replay.round ${replay.round} is not the checkpoint's round ${round}`);
 

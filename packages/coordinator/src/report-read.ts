@@ -52,7 +52,12 @@ function checkers(path: string, line: number | undefined, what: string) {
     const metric = (k: (typeof METRICS)[number], max?: number) => (o[k] === undefined ? undefined : o[k] === null ? NaN : num(o[k], `${field}.${k}`, 0, max));
     return defined({ logLoss: metric('logLoss'), accuracy: metric('accuracy', 1), auc: metric('auc', 1), rmse: metric('rmse') });
   };
-  return { bad, obj, num, positive, int, str, name, bool, oneOf, bytes, metrics };
+  /** A map from party id to a value, each checked by `each` (as `field.id`). */
+  const byParty = <T>(v: unknown, field: string, each: (x: unknown, field: string) => T): Record<string, T> => {
+    const o = obj(v, field, [], 'any');
+    return Object.fromEntries(Object.keys(o).map((party) => [name(party, `${field} key`), each(o[party], `${field}.${party}`)]));
+  };
+  return { bad, obj, num, positive, int, str, name, bool, oneOf, bytes, metrics, byParty };
 }
 
 /** `x` without its undefined entries: optional fields that were absent stay absent. */
@@ -238,20 +243,13 @@ export function parseTraceLine(value: unknown, path: string, line: number): Trac
     epoch: opt('epoch', (v, f) => c.int(v, f, 1)),
     lr: opt('lr', c.positive),
     steps: opt('steps', (v, f) => c.int(v, f)),
-    epsilonSpent: opt('epsilonSpent', (v, f) => {
-      const spent = c.obj(v, f, [], 'any');
-      return Object.fromEntries(Object.keys(spent).map((party) => [c.name(party, `${f} key`), c.num(spent[party], `${f}.${party}`, 0)]));
-    }),
-    solver: opt('solver', (v, f) => {
-      const by = c.obj(v, f, [], 'any');
-      return Object.fromEntries(
-        Object.keys(by).map((party) => {
-          const g = `${f}.${party}`;
-          const s = c.obj(by[party], g, ['iterations', 'residual']);
-          return [c.name(party, `${f} key`), { iterations: c.int(s.iterations, `${g}.iterations`), residual: c.num(s.residual, `${g}.residual`, 0) }];
-        }),
-      );
-    }),
+    epsilonSpent: opt('epsilonSpent', (v, f) => c.byParty(v, f, (x, g) => c.num(x, g, 0))),
+    solver: opt('solver', (v, f) =>
+      c.byParty(v, f, (x, g) => {
+        const s = c.obj(x, g, ['iterations', 'residual']);
+        return { iterations: c.int(s.iterations, `${g}.iterations`), residual: c.num(s.residual, `${g}.residual`, 0) };
+      }),
+    ),
     test: opt('test', c.metrics),
   });
 }

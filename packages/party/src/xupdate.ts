@@ -210,7 +210,12 @@ export class RidgeXUpdate {
     const t0 = performance.now();
     this.chol = undefined; // the old factor can go before the new one is formed
     this.cholRho = NaN;
-    this.chol = factorSystem(this.factorInput(rho));
+    this.factored(factorSystem(this.factorInput(rho)), rho, t0);
+  }
+
+  /** cholesky form: `chol` is the factor for `rho`, begun at `t0`. */
+  private factored(chol: Float64Array, rho: number, t0: number): void {
+    this.chol = chol;
     this.cholRho = rho;
     this.factorMs = performance.now() - t0;
   }
@@ -236,9 +241,7 @@ export class RidgeXUpdate {
       if (cancelled) return;
       throw new Error(`the factorisation's worker thread exited with code ${code} without a result`);
     }
-    this.chol = message;
-    this.cholRho = rho;
-    this.factorMs = performance.now() - t0;
+    this.factored(message, rho, t0);
   }
 
   /** The factorisation under way in a worker thread, if any. */
@@ -445,12 +448,7 @@ export class RidgeXUpdate {
     // factor, i.e. z = r + U theta U^T r with theta_k = (lam_r + nu) / (lam_k + nu) - 1: it
     // takes the top of the spectrum down to lam_r (deflation; the eigenvectors come from
     // subspace iteration, see topEigenvectors). Otherwise Jacobi: the diagonal of the system.
-    const nu = diag / rho;
-    const r0 = deflation ? deflation.lam[deflation.lam.length - 1] + nu : 0;
-    // theta >= -1 + floor keeps P^-1 positive definite although the single-precision U is
-    // orthonormal only to about rank * 2^-24 (the floor binds only past a 1e5 spread).
-    const floor = deflation ? Math.max(1e-5, 4 * deflation.lam.length * 2 ** -24) : 0;
-    const theta = useDeflation && deflation && r0 > 0 ? Float64Array.from(deflation.lam, (l) => Math.max(r0 / (l + nu) - 1, -1 + floor)) : undefined;
+    const theta = useDeflation && deflation ? deflationWeights(deflation.lam, diag / rho) : undefined;
     const coef = theta ? new Float64Array(theta.length) : undefined;
     const precondition = () => {
       if (theta && coef) {
@@ -711,6 +709,19 @@ export function factorSystem(input: FactorInput): Float64Array {
   if (!choleskyInPlace(a, k))
     throw new ConfigError(`the x-update's system (${k} x ${k}, lambda ${lambda}, rho ${rho}) is not positive definite to working precision: lambda is too small for the scale of this block's features (raise --lambda, or scale the features)`);
   return a;
+}
+
+/**
+ * The deflation preconditioner's weights theta_k = (lam_r + nu) / (lam_k + nu) - 1 (see cg), or
+ * undefined when lam_r + nu is not positive. theta >= -1 + floor keeps P^-1 positive definite
+ * although the single-precision U is orthonormal only to about rank * 2^-24 (the floor binds
+ * only past a 1e5 spread of the eigenvalues).
+ */
+function deflationWeights(lam: Float64Array, nu: number): Float64Array | undefined {
+  const r0 = lam[lam.length - 1] + nu;
+  if (!(r0 > 0)) return undefined;
+  const floor = Math.max(1e-5, 4 * lam.length * 2 ** -24);
+  return Float64Array.from(lam, (l) => Math.max(r0 / (l + nu) - 1, -1 + floor));
 }
 
 /** Orthonormalise the k columns (column-major, d each) of Q in place: classical Gram-Schmidt, twice per column. */
