@@ -1,5 +1,6 @@
 export * from './errors.js';
 export * from './csr.js';
+export * from './wasm-kernels.js';
 export * from './io.js';
 export * from './losses.js';
 export * from './metrics.js';

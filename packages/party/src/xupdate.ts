@@ -26,6 +26,9 @@ import {
   predictScores,
   preferDense,
   symmetricEigen,
+  WasmCsr,
+  WasmCholesky,
+  WasmPanel,
 } from '@admm-share/core';
 import { workerExit } from './worker.js';
 
@@ -87,17 +90,21 @@ export class RidgeXUpdate {
    * cg form: the leading eigenvectors of D~^T D~ (column-major, d each) and their eigenvalues,
    * for the deflation preconditioner (see cg); undefined for a small d or when turned off.
    */
-  private readonly deflation: { U: Float32Array; lam: Float64Array } | undefined;
+  private readonly deflation: Deflation | undefined;
   /** A deflated solve needed more than DEFLATION_GIVE_UP iterations: Jacobi from then on. */
   private deflationFailed = false;
   /** cg form: the last conjugate gradient solve's relative residual ||b - A x|| / ||b|| at its end. */
   lastResidual = 0;
   /** A sparse block, by rows: D x gathers and D^T w scatters over the same arrays (no column copy). */
   private readonly Dr: Csr | undefined;
+  /** The sparse block's products in WebAssembly (Dr views its memory); undefined if it did not fit there. */
+  private readonly Dw: WasmCsr | undefined;
   /** A dense block, row-major. */
   private readonly Dd: Dense | undefined;
   /** cholesky form: the lower triangle holds L, L L^T = lambda I + rho times the Gram matrix, for cholRho. */
   private chol: Float64Array | undefined;
+  /** The factor's solves in WebAssembly (chol views its memory); undefined if it did not fit there. */
+  private cholW: WasmCholesky | undefined;
   private cholRho = NaN;
   private readonly q: Float64Array;
   private readonly ev: Float64Array;
@@ -137,7 +144,10 @@ export class RidgeXUpdate {
     this.dense = isDense(D) || preferDense(D);
     if (isDense(D)) this.Dd = D;
     else if (this.dense) this.Dd = csrToDense(D);
-    else this.Dr = D;
+    else {
+      this.Dw = WasmCsr.from(D);
+      this.Dr = this.Dw?.csr ?? D;
+    }
     this.mu = withIntercept ? (this.Dd ? denseColumnMeans(this.Dd) : csrColumnMeans(this.Dr!)) : undefined;
     if (this.form === 'cg' || this.form === 'cholesky') {
       // cg: preconditioned by deflation (or the diagonal of lambda I + rho D~^T D~); cholesky:
@@ -172,15 +182,18 @@ export class RidgeXUpdate {
 
   /** out = D v (length N). */
   private mulD(out: Float64Array, v: Float64Array): Float64Array {
-    return this.Dd ? denseMatVec(out, this.Dd, v) : csrMatVec(out, this.Dr!, v);
+    return this.Dd ? denseMatVec(out, this.Dd, v) : this.Dw ? this.Dw.matVec(out, v) : csrMatVec(out, this.Dr!, v);
   }
 
   /** out = D^T w (length d). */
   private mulDT(out: Float64Array, w: Float64Array): Float64Array {
-    return this.Dd ? denseMatTVec(out, this.Dd, w) : csrMatTVec(out, this.Dr!, w);
+    return this.Dd ? denseMatTVec(out, this.Dd, w) : this.Dw ? this.Dw.matTVec(out, w) : csrMatTVec(out, this.Dr!, w);
   }
 
-  /** The block as the factorisation needs it (a dense block's array is shared with a worker thread, not copied). */
+  /**
+   * The block as the factorisation needs it (a dense block's array is shared with a worker
+   * thread, not copied; a sparse block's WebAssembly memory, which holds little besides it, is copied).
+   */
   private source(): BlockSource {
     return this.Dd ? { dense: this.Dd } : { csr: this.Dr! };
   }
@@ -208,14 +221,15 @@ export class RidgeXUpdate {
   /** cholesky form: factor lambda I + rho G~ for this rho (the Gram matrix is formed again; it is not kept). */
   private factor(rho: number): void {
     const t0 = performance.now();
-    this.chol = undefined; // the old factor can go before the new one is formed
+    this.chol = this.cholW = undefined; // the old factor can go before the new one is formed
     this.cholRho = NaN;
     this.factored(factorSystem(this.factorInput(rho)), rho, t0);
   }
 
   /** cholesky form: `chol` is the factor for `rho`, begun at `t0`. */
   private factored(chol: Float64Array, rho: number, t0: number): void {
-    this.chol = chol;
+    this.cholW = WasmCholesky.from(chol, this.k);
+    this.chol = this.cholW?.data ?? chol;
     this.cholRho = rho;
     this.factorMs = performance.now() - t0;
   }
@@ -228,7 +242,7 @@ export class RidgeXUpdate {
   async factorInWorker(rho: number): Promise<void> {
     if (this.form !== 'cholesky' || rho === this.cholRho) return;
     const t0 = performance.now();
-    this.chol = undefined;
+    this.chol = this.cholW = undefined;
     this.cholRho = NaN;
     const worker = new Worker(new URL('./factor-worker.js', import.meta.url), { workerData: this.factorInput(rho) });
     this.factoring = worker;
@@ -346,17 +360,23 @@ export class RidgeXUpdate {
     if (this.side === 'primal') {
       this.mulDT(x, w); // w is centred, so D~^T w = D^T w
       for (let j = 0; j < d; j++) x[j] *= rho;
-      choleskySolveInPlace(chol, d, x);
+      this.cholSolve(chol, d, x);
     } else {
       const a = this.tmp;
       a.set(w);
-      choleskySolveInPlace(chol, n, a);
+      this.cholSolve(chol, n, a);
       this.mulDT(x, a);
       let sa = 0;
       if (mu) for (let i = 0; i < n; i++) sa += a[i];
       for (let j = 0; j < d; j++) x[j] = rho * (x[j] - (mu ? mu[j] * sa : 0));
     }
     this.lastIterations = Number.isFinite(radius) && dot(x, x) > radius * radius ? this.solveBall(this.rhsOf(w, rho), rho, radius) : 0;
+  }
+
+  /** b = (L L^T)^-1 b with the factor, in WebAssembly when it is there. */
+  private cholSolve(chol: Float64Array, size: number, b: Float64Array): void {
+    if (this.cholW) this.cholW.solveInPlace(b);
+    else choleskySolveInPlace(chol, size, b);
   }
 
   /** rho D~^T w~ (w centred), the right-hand side of the d x d system. */
@@ -452,17 +472,22 @@ export class RidgeXUpdate {
     const coef = theta ? new Float64Array(theta.length) : undefined;
     const precondition = () => {
       if (theta && coef) {
-        const U = deflation!.U;
+        const { U, panel } = deflation!;
+        if (panel) panel.dots(coef, r);
+        else
+          for (let c = 0; c < theta.length; c++) {
+            let acc = 0;
+            for (let j = 0, o = c * d; j < d; j++) acc += U[o + j] * r[j];
+            coef[c] = acc;
+          }
+        for (let c = 0; c < theta.length; c++) coef[c] *= theta[c];
         z.set(r);
-        for (let c = 0; c < theta.length; c++) {
-          let acc = 0;
-          for (let j = 0, o = c * d; j < d; j++) acc += U[o + j] * r[j];
-          coef[c] = acc * theta[c];
-        }
-        for (let c = 0; c < theta.length; c++) {
-          const t = coef[c];
-          for (let j = 0, o = c * d; j < d; j++) z[j] += t * U[o + j];
-        }
+        if (panel) panel.add(z, coef);
+        else
+          for (let c = 0; c < theta.length; c++) {
+            const t = coef[c];
+            for (let j = 0, o = c * d; j < d; j++) z[j] += t * U[o + j];
+          }
       } else for (let j = 0; j < d; j++) z[j] = r[j] / Math.max(diag + rho * colSq[j], 1e-300);
     };
     precondition();
@@ -507,7 +532,8 @@ export class RidgeXUpdate {
     const { n, d, mu } = this;
     if (this.Dr) {
       // D~^T D~ v = D^T D v - N (mu^T v) mu, one pass over the rows.
-      csrGramVec(res, this.Dr, v);
+      if (this.Dw) this.Dw.gramVec(res, v);
+      else csrGramVec(res, this.Dr, v);
       if (mu) {
         const centre = n * dot(mu, v);
         for (let j = 0; j < d; j++) res[j] -= centre * mu[j];
@@ -532,7 +558,7 @@ export class RidgeXUpdate {
    * always gets the same preconditioner. Independent of lambda and rho. Set-up cost:
    * (DEFLATION_POWER + 1) (rank + oversampling) products with G~ (0.6 s for spam's 4096-feature body).
    */
-  private topEigenvectors(rank: number): { U: Float32Array; lam: Float64Array } {
+  private topEigenvectors(rank: number): Deflation {
     const { d } = this;
     const k = rank + DEFLATION_OVERSAMPLING;
     const rng = seedrandom('admm-share deflation');
@@ -567,7 +593,8 @@ export class RidgeXUpdate {
     // Single precision halves the preconditioner's traffic each iteration. U is then
     // orthonormal only to about rank * 2^-24, which the clamp on theta in cg allows for, so the
     // preconditioner stays symmetric positive definite and the solution is as exact as before.
-    return { U: Float32Array.from(U), lam: Float64Array.from(order, (e) => Math.max(values[e], 0)) };
+    const panel = WasmPanel.from(Float32Array.from(U), rank, d);
+    return { U: panel?.data ?? Float32Array.from(U), panel, lam: Float64Array.from(order, (e) => Math.max(values[e], 0)) };
   }
 
   private cgRhs: Float64Array | undefined;
@@ -709,6 +736,16 @@ export function factorSystem(input: FactorInput): Float64Array {
   if (!choleskyInPlace(a, k))
     throw new ConfigError(`the x-update's system (${k} x ${k}, lambda ${lambda}, rho ${rho}) is not positive definite to working precision: lambda is too small for the scale of this block's features (raise --lambda, or scale the features)`);
   return a;
+}
+
+/**
+ * The deflation preconditioner (see cg): the leading eigenvectors of G~ (column-major, d each,
+ * in single precision; in WebAssembly memory when `panel` is there) and their eigenvalues.
+ */
+interface Deflation {
+  U: Float32Array;
+  panel: WasmPanel | undefined;
+  lam: Float64Array;
 }
 
 /**

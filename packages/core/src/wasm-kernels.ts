@@ -1,0 +1,230 @@
+/**
+ * Per-round products in WebAssembly (kernels/kernels.wat). On this code's blocks they run 2-4
+ * times faster there than the same loops in TypeScript, whose speed V8 varies from one process
+ * to the next. Each kernel does its twin's operations in the same order, so the results are the
+ * same to the bit.
+ *
+ * The data is copied once into an instance's own memory and viewed there, so a holder keeps
+ * one copy. That memory never grows afterwards (growing would detach the views). Data too
+ * large for it (2 GiB, or memory refused) gets no instance: `from` returns undefined and the
+ * caller uses the TypeScript loops.
+ */
+import { type Csr, assertLength } from './csr.js';
+import { KERNELS_WASM } from './wasm-kernels-bytes.js';
+
+interface Kernels {
+  matVec(rows: number, indptr: number, indices: number, values: number, x: number, out: number): void;
+  matTVec(rows: number, cols: number, indptr: number, indices: number, values: number, w: number, out: number): void;
+  gramVec(rows: number, cols: number, indptr: number, indices: number, values: number, v: number, out: number): void;
+  panelDots(cols: number, len: number, u: number, r: number, coef: number): void;
+  panelAdd(cols: number, len: number, u: number, coef: number, z: number): void;
+  forward(n: number, l: number, b: number): void;
+  back(n: number, l: number, b: number): void;
+}
+
+/** Byte offsets are i32 in the kernels. */
+const MAX_BYTES = 2 ** 31 - 1;
+const PAGE = 65536;
+
+let compiled: WebAssembly.Module | undefined;
+
+/** A new instance with `bytes` of zeroed memory, or undefined when that is too much. */
+function instantiate(bytes: number): { kernels: Kernels; buffer: ArrayBuffer } | undefined {
+  if (bytes > MAX_BYTES) return undefined;
+  let memory: WebAssembly.Memory;
+  try {
+    memory = new WebAssembly.Memory({ initial: Math.max(1, Math.ceil(bytes / PAGE)) });
+  } catch (err) {
+    // Memory refused (address space, a ulimit): the TypeScript loops do the same.
+    if (err instanceof RangeError) return undefined;
+    throw err;
+  }
+  compiled ??= new WebAssembly.Module(Buffer.from(KERNELS_WASM, 'base64'));
+  const kernels = new WebAssembly.Instance(compiled, { env: { memory } }).exports as unknown as Kernels;
+  return { kernels, buffer: memory.buffer };
+}
+
+/** Byte offsets of consecutive arrays of the given byte lengths, each 8-byte aligned, and the total. */
+function layout(...lengths: number[]): { at: number[]; bytes: number } {
+  const at: number[] = [];
+  let end = 0;
+  for (const len of lengths) {
+    at.push(end);
+    end = Math.ceil((end + len) / 8) * 8;
+  }
+  return { at, bytes: end };
+}
+
+/** A CSR matrix (D x, D^T w and D^T D v as csrMatVec, csrMatTVec and csrGramVec). */
+export class WasmCsr {
+  /** The matrix, its arrays viewing the instance's memory (read-only by contract). */
+  readonly csr: Csr;
+  private readonly kernels: Kernels;
+  /** Byte offsets: indptr, indices, values, then the input and output vectors (max(rows, cols) doubles each). */
+  private readonly at: number[];
+  private readonly inBuf: Float64Array;
+  private readonly outBuf: Float64Array;
+
+  private constructor(a: Csr, kernels: Kernels, buffer: ArrayBuffer, at: number[]) {
+    this.kernels = kernels;
+    this.at = at;
+    const first = a.indptr[0];
+    const nnz = a.indptr[a.rows] - first;
+    const indptr = new Int32Array(buffer, at[0], a.rows + 1);
+    for (let i = 0; i <= a.rows; i++) indptr[i] = a.indptr[i] - first;
+    const indices = new Int32Array(buffer, at[1], nnz);
+    indices.set(a.indices.subarray(first, first + nnz));
+    const values = new Float64Array(buffer, at[2], nnz);
+    values.set(a.values.subarray(first, first + nnz));
+    this.csr = { rows: a.rows, cols: a.cols, indptr, indices, values };
+    const len = Math.max(a.rows, a.cols);
+    this.inBuf = new Float64Array(buffer, at[3], len);
+    this.outBuf = new Float64Array(buffer, at[4], len);
+  }
+
+  /** `a` copied into WebAssembly memory; undefined when it does not fit there. */
+  static from(a: Csr): WasmCsr | undefined {
+    const nnz = a.indptr[a.rows] - a.indptr[0];
+    const len = 8 * Math.max(a.rows, a.cols);
+    const { at, bytes } = layout(4 * (a.rows + 1), 4 * nnz, 8 * nnz, len, len);
+    const inst = instantiate(bytes);
+    return inst && new WasmCsr(a, inst.kernels, inst.buffer, at);
+  }
+
+  /** out = A x (csrMatVec). */
+  matVec(out: Float64Array, x: Float64Array): Float64Array {
+    const { rows, cols } = this.csr;
+    assertLength('x', x, cols);
+    assertLength('out', out, rows);
+    this.inBuf.set(x);
+    const [indptr, indices, values, vin, vout] = this.at;
+    this.kernels.matVec(rows, indptr, indices, values, vin, vout);
+    out.set(this.outBuf.subarray(0, rows));
+    return out;
+  }
+
+  /** out = A^T w (csrMatTVec). */
+  matTVec(out: Float64Array, w: Float64Array): Float64Array {
+    const { rows, cols } = this.csr;
+    assertLength('w', w, rows);
+    assertLength('out', out, cols);
+    this.inBuf.set(w);
+    const [indptr, indices, values, vin, vout] = this.at;
+    this.kernels.matTVec(rows, cols, indptr, indices, values, vin, vout);
+    out.set(this.outBuf.subarray(0, cols));
+    return out;
+  }
+
+  /** out = A^T A v (csrGramVec). */
+  gramVec(out: Float64Array, v: Float64Array): Float64Array {
+    const { rows, cols } = this.csr;
+    assertLength('v', v, cols);
+    assertLength('out', out, cols);
+    this.inBuf.set(v);
+    const [indptr, indices, values, vin, vout] = this.at;
+    this.kernels.gramVec(rows, cols, indptr, indices, values, vin, vout);
+    out.set(this.outBuf.subarray(0, cols));
+    return out;
+  }
+}
+
+/**
+ * A panel of `cols` single-precision columns of length `len`, column-major (U), with
+ * coef = U^T r (panelDots) and z += U coef (panelAdd), widening each entry to a double.
+ */
+export class WasmPanel {
+  /** The panel, viewing the instance's memory (read-only by contract). */
+  readonly data: Float32Array;
+  private readonly kernels: Kernels;
+  /** Byte offsets: the panel, a vector of len doubles, coef (cols doubles). */
+  private readonly at: number[];
+  private readonly vec: Float64Array;
+  private readonly coefBuf: Float64Array;
+
+  private constructor(
+    u: Float32Array,
+    readonly cols: number,
+    readonly len: number,
+    kernels: Kernels,
+    buffer: ArrayBuffer,
+    at: number[],
+  ) {
+    this.kernels = kernels;
+    this.at = at;
+    this.data = new Float32Array(buffer, at[0], cols * len);
+    this.data.set(u);
+    this.vec = new Float64Array(buffer, at[1], len);
+    this.coefBuf = new Float64Array(buffer, at[2], cols);
+  }
+
+  /** `u` (cols x len, column-major) copied into WebAssembly memory; undefined when it does not fit there. */
+  static from(u: Float32Array, cols: number, len: number): WasmPanel | undefined {
+    assertLength('panel', u, cols * len);
+    const { at, bytes } = layout(4 * cols * len, 8 * len, 8 * cols);
+    const inst = instantiate(bytes);
+    return inst && new WasmPanel(u, cols, len, inst.kernels, inst.buffer, at);
+  }
+
+  /** coef[c] = sum_j U[c len + j] r[j]. */
+  dots(coef: Float64Array, r: Float64Array): Float64Array {
+    assertLength('r', r, this.len);
+    assertLength('coef', coef, this.cols);
+    this.vec.set(r);
+    this.kernels.panelDots(this.cols, this.len, this.at[0], this.at[1], this.at[2]);
+    coef.set(this.coefBuf);
+    return coef;
+  }
+
+  /** z[j] += sum_c coef[c] U[c len + j], column after column. */
+  add(z: Float64Array, coef: Float64Array): Float64Array {
+    assertLength('z', z, this.len);
+    assertLength('coef', coef, this.cols);
+    this.vec.set(z);
+    this.coefBuf.set(coef);
+    this.kernels.panelAdd(this.cols, this.len, this.at[0], this.at[2], this.at[1]);
+    z.set(this.vec);
+    return z;
+  }
+}
+
+/** A Cholesky factor L (lower triangle of a row-major n x n array), solving L L^T x = b (choleskySolveInPlace). */
+export class WasmCholesky {
+  /** The factor, viewing the instance's memory (read-only by contract). */
+  readonly data: Float64Array;
+  private readonly kernels: Kernels;
+  /** Byte offsets: the factor, then a vector of n doubles. */
+  private readonly at: number[];
+  private readonly vec: Float64Array;
+
+  private constructor(
+    l: Float64Array,
+    readonly n: number,
+    kernels: Kernels,
+    buffer: ArrayBuffer,
+    at: number[],
+  ) {
+    this.kernels = kernels;
+    this.at = at;
+    this.data = new Float64Array(buffer, at[0], n * n);
+    this.data.set(l);
+    this.vec = new Float64Array(buffer, at[1], n);
+  }
+
+  /** `l` copied into WebAssembly memory; undefined when it does not fit there. */
+  static from(l: Float64Array, n: number): WasmCholesky | undefined {
+    assertLength('factor', l, n * n);
+    const { at, bytes } = layout(8 * n * n, 8 * n);
+    const inst = instantiate(bytes);
+    return inst && new WasmCholesky(l, n, inst.kernels, inst.buffer, at);
+  }
+
+  /** b = (L L^T)^-1 b: forwardSubstitute, then backSubstitute. */
+  solveInPlace(b: Float64Array): Float64Array {
+    assertLength('b', b, this.n);
+    this.vec.set(b);
+    this.kernels.forward(this.n, this.at[0], this.at[1]);
+    this.kernels.back(this.n, this.at[0], this.at[1]);
+    b.set(this.vec);
+    return b;
+  }
+}

@@ -1,0 +1,15 @@
+// The part of the WebAssembly JavaScript API that csr-wasm.ts uses. Node has it as a global;
+// the project's `lib` (no DOM) and @types/node 20 do not declare it.
+declare namespace WebAssembly {
+  class Module {
+    constructor(bytes: Uint8Array);
+  }
+  class Memory {
+    constructor(descriptor: { initial: number; maximum?: number });
+    readonly buffer: ArrayBuffer;
+  }
+  class Instance {
+    constructor(module: Module, imports?: Record<string, Record<string, unknown>>);
+    readonly exports: Record<string, unknown>;
+  }
+}
