@@ -88,7 +88,8 @@ export class RidgeXUpdate {
   lastIterations = 0;
   /**
    * cg form: the leading eigenvectors of D~^T D~ (column-major, d each) and their eigenvalues,
-   * for the deflation preconditioner (see cg); undefined for a small d or when turned off.
+   * for the deflation preconditioner (see cg); undefined for a small d, when turned off, or
+   * when WebAssembly memory for them is refused.
    */
   private readonly deflation: Deflation | undefined;
   /** A deflated solve needed more than DEFLATION_GIVE_UP iterations: Jacobi from then on. */
@@ -472,22 +473,11 @@ export class RidgeXUpdate {
     const coef = theta ? new Float64Array(theta.length) : undefined;
     const precondition = () => {
       if (theta && coef) {
-        const { U, panel } = deflation!;
-        if (panel) panel.dots(coef, r);
-        else
-          for (let c = 0; c < theta.length; c++) {
-            let acc = 0;
-            for (let j = 0, o = c * d; j < d; j++) acc += U[o + j] * r[j];
-            coef[c] = acc;
-          }
+        const { panel } = deflation!;
+        panel.dots(coef, r);
         for (let c = 0; c < theta.length; c++) coef[c] *= theta[c];
         z.set(r);
-        if (panel) panel.add(z, coef);
-        else
-          for (let c = 0; c < theta.length; c++) {
-            const t = coef[c];
-            for (let j = 0, o = c * d; j < d; j++) z[j] += t * U[o + j];
-          }
+        panel.add(z, coef);
       } else for (let j = 0; j < d; j++) z[j] = r[j] / Math.max(diag + rho * colSq[j], 1e-300);
     };
     precondition();
@@ -558,7 +548,7 @@ export class RidgeXUpdate {
    * always gets the same preconditioner. Independent of lambda and rho. Set-up cost:
    * (DEFLATION_POWER + 1) (rank + oversampling) products with G~ (0.6 s for spam's 4096-feature body).
    */
-  private topEigenvectors(rank: number): Deflation {
+  private topEigenvectors(rank: number): Deflation | undefined {
     const { d } = this;
     const k = rank + DEFLATION_OVERSAMPLING;
     const rng = seedrandom('admm-share deflation');
@@ -593,8 +583,9 @@ export class RidgeXUpdate {
     // Single precision halves the preconditioner's traffic each iteration. U is then
     // orthonormal only to about rank * 2^-24, which the clamp on theta in cg allows for, so the
     // preconditioner stays symmetric positive definite and the solution is as exact as before.
+    // The panel lives in WebAssembly memory; if that is refused, the block keeps Jacobi.
     const panel = WasmPanel.from(Float32Array.from(U), rank, d);
-    return { U: panel?.data ?? Float32Array.from(U), panel, lam: Float64Array.from(order, (e) => Math.max(values[e], 0)) };
+    return panel && { panel, lam: Float64Array.from(order, (e) => Math.max(values[e], 0)) };
   }
 
   private cgRhs: Float64Array | undefined;
@@ -739,12 +730,11 @@ export function factorSystem(input: FactorInput): Float64Array {
 }
 
 /**
- * The deflation preconditioner (see cg): the leading eigenvectors of G~ (column-major, d each,
- * in single precision; in WebAssembly memory when `panel` is there) and their eigenvalues.
+ * The deflation preconditioner (see cg): the leading eigenvectors of G~ (a panel of columns of
+ * length d, in single precision, in WebAssembly memory) and their eigenvalues.
  */
 interface Deflation {
-  U: Float32Array;
-  panel: WasmPanel | undefined;
+  panel: WasmPanel;
   lam: Float64Array;
 }
 
