@@ -30,7 +30,8 @@ let compiled: WebAssembly.Module | undefined;
 
 /** A new instance with `bytes` of zeroed memory, or undefined when that is too much. */
 function instantiate(bytes: number): { kernels: Kernels; buffer: ArrayBuffer } | undefined {
-  if (bytes > MAX_BYTES) return undefined;
+  // Node run with --jitless has no WebAssembly.
+  if (bytes > MAX_BYTES || typeof WebAssembly === 'undefined') return undefined;
   let memory: WebAssembly.Memory;
   try {
     memory = new WebAssembly.Memory({ initial: Math.max(1, Math.ceil(bytes / PAGE)) });
