@@ -277,6 +277,12 @@
     }
   }
 
+  /** Connected: live while the job runs; once it has ended, nothing more will come. */
+  function showConnected(link) {
+    link.textContent = ended ? `the job has ended (${status.phase}); this is its last state` : 'live';
+    link.className = ended ? 'link ended' : 'link live';
+  }
+
   function connect() {
     const link = $('link');
     const es = new EventSource('api/events');
@@ -286,8 +292,8 @@
       addRounds(s.rounds);
       delete s.rounds;
       status = s;
-      link.textContent = 'live';
-      link.className = 'link live';
+      ended = status.phase === 'done' || status.phase === 'failed';
+      showConnected(link);
       queueDraw();
     });
     es.addEventListener('rounds', (e) => {
@@ -297,6 +303,7 @@
     es.addEventListener('state', (e) => {
       status = JSON.parse(e.data);
       ended = status.phase === 'done' || status.phase === 'failed';
+      showConnected(link);
       queueDraw();
     });
     es.onerror = () => {

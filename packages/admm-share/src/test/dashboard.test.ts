@@ -127,6 +127,7 @@ test('simulate --dashboard in headless Chromium: the round counter rises, the ob
   await page.waitForFunction(`document.getElementById('phase').textContent === 'training' && Number(document.getElementById('round').textContent) >= 5`, { timeout: 300_000 });
   const live = (await page.evaluate(`({ phase: document.getElementById('phase').textContent, round: Number(document.getElementById('round').textContent), pixels: ${seriesPixels('chart-objective', [0x17, 0x5c, 0xd3])} })`)) as { phase: string; round: number; pixels: number };
   assert.equal(live.phase, 'training', 'measured while the job runs');
+  assert.equal(await page.$eval('#link', (e) => e.textContent), 'live');
   assert.ok(live.round < 100 && live.pixels > 20, `at round ${live.round} the objective line has ${live.pixels} pixels on the canvas`);
   // What the page reads holds no per-sample values: no list in the status API is as long as the
   // training or the test set (a share, a score vector or the labels would be).
@@ -137,6 +138,8 @@ test('simulate --dashboard in headless Chromium: the round counter rises, the ob
 
   await page.waitForFunction(`document.getElementById('phase').textContent === 'done'`, { timeout: 300_000 });
   await page.waitForFunction(`!document.getElementById('result').classList.contains('hidden')`);
+  // No longer "live" once the job has ended, whether the coordinator is still up or has stopped.
+  assert.match((await page.$eval('#link', (e) => e.textContent)) ?? '', /^the job has ended \(done\)|^the coordinator has stopped/);
   // simulate completes summary.json (its baselines) before it says the dashboard stays up.
   await stdoutMatch(sim, /the dashboard stays up for/);
   const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
