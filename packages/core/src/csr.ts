@@ -228,15 +228,27 @@ export function cscMatTVec(out: Float64Array, a: Csc, w: Float64Array): Float64A
 
 /** Rows of `a` in the order given (row i of the result is row `order[i]` of `a`). */
 export function csrSelectRows(a: Csr, order: ArrayLike<number>): Csr {
+  const nnz = csrSelectedEntries(a, order);
+  const out = { rows: order.length, cols: a.cols, indptr: new Int32Array(order.length + 1), indices: new Int32Array(nnz), values: new Float64Array(nnz) };
+  csrSelectRowsInto(out, a, order);
+  return out;
+}
+
+/** The stored entries of the rows `order` of `a`; throws on a row out of range. */
+export function csrSelectedEntries(a: Csr, order: ArrayLike<number>): number {
   let nnz = 0;
   for (let i = 0; i < order.length; i++) {
     const r = order[i];
     if (!(r >= 0 && r < a.rows)) throw new RangeError(`row ${r} out of range 0..${a.rows - 1}`);
     nnz += a.indptr[r + 1] - a.indptr[r];
   }
-  const indptr = new Int32Array(order.length + 1);
-  const indices = new Int32Array(nnz);
-  const values = new Float64Array(nnz);
+  return nnz;
+}
+
+/** csrSelectRows into arrays of the right lengths (order.length + 1, and csrSelectedEntries). */
+export function csrSelectRowsInto(out: Csr, a: Csr, order: ArrayLike<number>): void {
+  const { indptr, indices, values } = out;
+  indptr[0] = 0;
   let k = 0;
   for (let i = 0; i < order.length; i++) {
     const r = order[i];
@@ -247,7 +259,6 @@ export function csrSelectRows(a: Csr, order: ArrayLike<number>): Csr {
     k += end - start;
     indptr[i + 1] = k;
   }
-  return { rows: order.length, cols: a.cols, indptr, indices, values };
 }
 
 /** Columns [start, end) of `a`, renumbered from 0. */

@@ -9,7 +9,7 @@
  * large for it (2 GiB, or memory refused) gets no instance: `from` returns undefined and the
  * caller uses the TypeScript loops.
  */
-import { type Csr, assertLength } from './csr.js';
+import { type Csr, assertLength, csrSelectRowsInto, csrSelectedEntries } from './csr.js';
 import { KERNELS_WASM } from './wasm-kernels-bytes.js';
 
 interface Kernels {
@@ -66,30 +66,45 @@ export class WasmCsr {
   private readonly inBuf: Float64Array;
   private readonly outBuf: Float64Array;
 
-  private constructor(a: Csr, kernels: Kernels, buffer: ArrayBuffer, at: number[]) {
+  private constructor(rows: number, cols: number, nnz: number, kernels: Kernels, buffer: ArrayBuffer, at: number[]) {
     this.kernels = kernels;
     this.at = at;
-    const first = a.indptr[0];
-    const nnz = a.indptr[a.rows] - first;
-    const indptr = new Int32Array(buffer, at[0], a.rows + 1);
-    for (let i = 0; i <= a.rows; i++) indptr[i] = a.indptr[i] - first;
-    const indices = new Int32Array(buffer, at[1], nnz);
-    indices.set(a.indices.subarray(first, first + nnz));
-    const values = new Float64Array(buffer, at[2], nnz);
-    values.set(a.values.subarray(first, first + nnz));
-    this.csr = { rows: a.rows, cols: a.cols, indptr, indices, values };
-    const len = Math.max(a.rows, a.cols);
+    this.csr = { rows, cols, indptr: new Int32Array(buffer, at[0], rows + 1), indices: new Int32Array(buffer, at[1], nnz), values: new Float64Array(buffer, at[2], nnz) };
+    const len = Math.max(rows, cols);
     this.inBuf = new Float64Array(buffer, at[3], len);
     this.outBuf = new Float64Array(buffer, at[4], len);
   }
 
+  /** An instance for a rows x cols matrix of nnz entries (all zero), or undefined when it does not fit. */
+  private static empty(rows: number, cols: number, nnz: number): WasmCsr | undefined {
+    const len = 8 * Math.max(rows, cols);
+    const { at, bytes } = layout(4 * (rows + 1), 4 * nnz, 8 * nnz, len, len);
+    const inst = instantiate(bytes);
+    return inst && new WasmCsr(rows, cols, nnz, inst.kernels, inst.buffer, at);
+  }
+
   /** `a` copied into WebAssembly memory; undefined when it does not fit there. */
   static from(a: Csr): WasmCsr | undefined {
-    const nnz = a.indptr[a.rows] - a.indptr[0];
-    const len = 8 * Math.max(a.rows, a.cols);
-    const { at, bytes } = layout(4 * (a.rows + 1), 4 * nnz, 8 * nnz, len, len);
-    const inst = instantiate(bytes);
-    return inst && new WasmCsr(a, inst.kernels, inst.buffer, at);
+    const first = a.indptr[0];
+    const nnz = a.indptr[a.rows] - first;
+    const w = WasmCsr.empty(a.rows, a.cols, nnz);
+    if (w) {
+      const { indptr, indices, values } = w.csr;
+      for (let i = 0; i <= a.rows; i++) indptr[i] = a.indptr[i] - first;
+      indices.set(a.indices.subarray(first, first + nnz));
+      values.set(a.values.subarray(first, first + nnz));
+    }
+    return w;
+  }
+
+  /**
+   * The rows `order` of `a` (csrSelectRows) selected straight into WebAssembly memory, with no
+   * intermediate copy; undefined when they do not fit there. Throws on a row out of range.
+   */
+  static fromRows(a: Csr, order: ArrayLike<number>): WasmCsr | undefined {
+    const w = WasmCsr.empty(order.length, a.cols, csrSelectedEntries(a, order));
+    if (w) csrSelectRowsInto(w.csr, a, order);
+    return w;
   }
 
   /** out = A x (csrMatVec). */

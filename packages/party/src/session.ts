@@ -5,7 +5,7 @@
 // what the connection should do next, so a session runs without a socket (tests feed it).
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { type Csr, type FeatureTable, type LossName, ConfigError, csrSelectRows, csrSelectRowsDense, helloProof, preferDense, predictScores } from '@admm-share/core';
+import { type Csr, type FeatureTable, type LossName, ConfigError, WasmCsr, csrSelectRows, csrSelectRowsDense, helloProof, preferDense, predictScores } from '@admm-share/core';
 import {
   type Challenge,
   type CoordinatorMessage,
@@ -356,7 +356,8 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
   } else {
     // A dense block is selected straight into its dense form (no CSR copy of the aligned rows).
     const X = env.train.X;
-    const x = new RidgeXUpdate(preferDense(X) ? csrSelectRowsDense(X, trainRows) : csrSelectRows(X, trainRows), msg.lambda, env.intercept);
+    // A sparse block's rows go straight into the x-update kernels' memory (one copy, not two).
+    const x = new RidgeXUpdate(preferDense(X) ? csrSelectRowsDense(X, trainRows) : (WasmCsr.fromRows(X, trainRows) ?? csrSelectRows(X, trainRows)), msg.lambda, env.intercept);
     if (privacy.enabled && x.form === 'cg')
       throw new ConfigError(
         msg.lambda > 0

@@ -115,7 +115,8 @@ export class RidgeXUpdate {
   private readonly tmp: Float64Array;
 
   constructor(
-    D: Csr | Dense,
+    /** The block: sparse (a WasmCsr is used as it is, other sparse blocks are copied into one), or dense. */
+    block: Csr | Dense | WasmCsr,
     private readonly lambda: number,
     readonly withIntercept: boolean,
     opts: {
@@ -130,6 +131,7 @@ export class RidgeXUpdate {
     } = {},
   ) {
     if (!(lambda >= 0)) throw new RangeError(`lambda must be >= 0, got ${lambda}`);
+    const D = block instanceof WasmCsr ? block.csr : block;
     this.n = D.rows;
     this.d = D.cols;
     const k = Math.min(this.d, this.n);
@@ -146,7 +148,7 @@ export class RidgeXUpdate {
     if (isDense(D)) this.Dd = D;
     else if (this.dense) this.Dd = csrToDense(D);
     else {
-      this.Dw = WasmCsr.from(D);
+      this.Dw = block instanceof WasmCsr ? block : WasmCsr.from(D);
       this.Dr = this.Dw?.csr ?? D;
     }
     this.mu = withIntercept ? (this.Dd ? denseColumnMeans(this.Dd) : csrColumnMeans(this.Dr!)) : undefined;

@@ -64,6 +64,18 @@ test('WasmCsr: D x, D^T w and D^T D v are those of csrMatVec, csrMatTVec and csr
   }
 });
 
+test('WasmCsr.fromRows selects rows straight into WebAssembly memory: the arrays of csrSelectRows, and a row out of range is refused', () => {
+  const rand = seeded(6);
+  const a = randomCsr(rand, 30, 12, 0.6);
+  for (const order of [[], [0], [29, 3, 3, 17, 0], Array.from({ length: 30 }, (_, i) => (i * 7) % 30)]) {
+    const want = csrSelectRows(a, order);
+    const got = WasmCsr.fromRows(a, order)!.csr;
+    assert.deepEqual([got.rows, got.cols, [...got.indptr], [...got.indices]], [want.rows, want.cols, [...want.indptr], [...want.indices]], `rows ${order}`);
+    same(want.values, got.values, `rows ${order}: values`);
+  }
+  assert.throws(() => WasmCsr.fromRows(a, [0, 30]), /row 30 out of range 0..29/);
+});
+
 test('WasmPanel and WasmCholesky: the preconditioner panel and the triangular solves are the TypeScript to the bit', () => {
   const rand = seeded(8);
   const [cols, len] = [5, 33];
