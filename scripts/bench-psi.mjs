@@ -2,7 +2,8 @@
 // The cost of the private set intersection (docs/privacy.md, section 10.5): each side's
 // work for one party whose n ids all match n label ids, with the real classes the processes
 // run (LabelPsi at the coordinator, PartyPsi at a party) over every core, one side at a time
-// (as on two machines). Prints seconds and ids per second per side; asserts nothing.
+// (as on two machines). Prints seconds and ids per second per side, and how far resident
+// memory rose while the party answered; asserts nothing.
 //   npm run bench:psi [-- --sizes 100000,1000000]
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
@@ -24,7 +25,12 @@ for (const n of values.sizes.split(',').map(Number)) {
   const points = await coordinator.points('train');
   const label = seconds(t0);
   t0 = performance.now();
+  // Resident memory (this process and its worker threads) sampled while the party answers.
+  const rss0 = process.memoryUsage().rss;
+  let rssPeak = rss0;
+  const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 50);
   const answer = await new PartyPsi(pool, { train: own, test: undefined }, quiet).answer('train', points);
+  clearInterval(sampler);
   const party = seconds(t0);
   t0 = performance.now();
   const { positions } = await coordinator.match('party', { type: 'ids', jobId: 'bench', set: 'train', ...answer }, () => undefined);
@@ -33,6 +39,6 @@ for (const n of values.sizes.split(',').map(Number)) {
   const side = (s) => Math.round(n / s).toLocaleString('en');
   console.log(
     `${n.toExponential(0).padEnd(10)} ${label.toFixed(1).padStart(10)} s ${party.toFixed(1).padStart(20)} s ${match.toFixed(1).padStart(14)} s      ` +
-      `party ${side(party)}, coordinator ${side(label + match)}`,
+      `party ${side(party)}, coordinator ${side(label + match)}; party's answer: resident memory up to ${((rssPeak - rss0) / 2 ** 20).toFixed(0)} MB above its start`,
   );
 }
