@@ -11,6 +11,14 @@ export function binPath(pkg: string, bin: string): string {
   return join(dirname(require.resolve(`@admm-share/${pkg}/package.json`)), 'bin', `${bin}.js`);
 }
 
+/**
+ * Node's flags for a party process, also on the first line of its bin script (a test compares
+ * them). A young generation of at most 3 x 2 MB: reading a data file makes tens of millions of
+ * short-lived strings, and V8's default (up to 3 x 16 MB) keeps that much garbage resident, a
+ * third of a small party's peak memory (docs/scaling.md).
+ */
+export const PARTY_NODE_FLAGS = ['--max-semi-space-size=2'];
+
 export interface Child {
   name: string;
   proc: ChildProcess;
@@ -23,8 +31,8 @@ export interface Child {
  * Start a node script as a separate OS process. Its stdout (pino JSON lines) and stderr
  * go to `logFile`; each stdout line that parses as JSON is also handed to `onRecord`.
  */
-export function spawnNode(name: string, script: string, args: string[], logFile: string, onRecord?: (rec: Record<string, unknown>) => void): Child {
-  const proc = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
+export function spawnNode(name: string, script: string, args: string[], logFile: string, onRecord?: (rec: Record<string, unknown>) => void, nodeFlags: string[] = []): Child {
+  const proc = spawn(process.execPath, [...nodeFlags, script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
   const log = createWriteStream(logFile);
   const tail: string[] = [];
   const lines = createInterface({ input: proc.stdout! });

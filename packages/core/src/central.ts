@@ -1,5 +1,6 @@
 import { CholeskyDecomposition, Matrix } from 'ml-matrix';
 import { type Csr, csrAppendOnes, csrMatVec, cscMatTVec, csrToCsc } from './csr.js';
+import { type Dense, denseMatVec, isDense } from './dense.js';
 import { type Loss } from './losses.js';
 
 export interface CentralResult {
@@ -153,8 +154,8 @@ function conjugateGradient(apply: (out: Float64Array, v: Float64Array) => void, 
 }
 
 /** Scores a_i^T x + b. */
-export function predictScores(X: Csr, x: Float64Array, intercept = 0): Float64Array {
-  const out = csrMatVec(new Float64Array(X.rows), X, x);
+export function predictScores(X: Csr | Dense, x: Float64Array, intercept = 0): Float64Array {
+  const out = isDense(X) ? denseMatVec(new Float64Array(X.rows), X, x) : csrMatVec(new Float64Array(X.rows), X, x);
   if (intercept !== 0) for (let i = 0; i < out.length; i++) out[i] += intercept;
   return out;
 }

@@ -130,6 +130,16 @@ export class CsrBuilder {
     this.indptr.push(this.nnz);
   }
 
+  /** The entries stored so far. */
+  get entries(): number {
+    return this.nnz;
+  }
+
+  /** The columns so far: the declared number, or one past the largest index pushed. */
+  get columns(): number {
+    return this.cols;
+  }
+
   build(cols?: number): Csr {
     if (this.built) throw new Error('CsrBuilder.build() called twice');
     const c = cols ?? this.cols;

@@ -6,6 +6,7 @@ export * from './losses.js';
 export * from './metrics.js';
 export * from './linalg.js';
 export * from './dense.js';
+export * from './block.js';
 export * from './hash.js';
 export * from './central.js';
 export * from './synthetic.js';

@@ -3,7 +3,9 @@ import { open, rename, unlink } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { type Options as CsvOptions, Parser as CsvParser } from 'csv-parse';
-import { type Csr, CsrBuilder } from './csr.js';
+import { BlockBuilder } from './block.js';
+import { type Csr } from './csr.js';
+import { type Dense } from './dense.js';
 import { DataError, InternalError } from './errors.js';
 
 /**
@@ -42,6 +44,11 @@ export interface FeatureTable {
   firstTokens?: string[];
   /** Physical line number of each row, for error messages. */
   lines: number[];
+}
+
+/** A FeatureTable whose matrix is dense when the file is (readFeatureBlock). */
+export interface BlockTable extends Omit<FeatureTable, 'X'> {
+  X: Csr | Dense;
 }
 
 export function detectFormat(path: string, format: FileFormat = 'auto'): Exclude<FileFormat, 'auto'> {
@@ -180,15 +187,35 @@ class SharedLabels {
  * cannot be read; reading it then reports the error.
  */
 function entryBound(path: string, bytesPerEntry: number): number {
-  try {
-    return Math.ceil(statSync(path).size / bytesPerEntry);
-  } catch {
-    return 0;
-  }
+  return Math.ceil(fileSize(path) / bytesPerEntry);
 }
 
 export function readFeatureFile(path: string, opts: ReadOptions = {}): FeatureTable {
   return detectFormat(path, opts.format) === 'csv' ? readCsvFeatures(path, opts) : readLibsvm(path, opts);
+}
+
+/**
+ * readFeatureFile, with the matrix stored dense when the file is (at least DENSE_DENSITY of
+ * its entries non-zero; decided on its first rows, see BlockBuilder), sparse otherwise. A dense
+ * file is then never held as CSR: what a party keeps of its training file for the rounds.
+ */
+export function readFeatureBlock(path: string, opts: ReadOptions = {}): BlockTable {
+  return detectFormat(path, opts.format) === 'csv' ? csvFeatures(path, opts, true) : scanLibsvm(path, opts, true, true);
+}
+
+/** A table read with the dense form not allowed: its matrix is CSR. */
+function sparse(t: BlockTable): FeatureTable {
+  if ('data' in t.X) throw new InternalError('reading a data file', 'a dense matrix where only CSR was allowed');
+  return t as FeatureTable;
+}
+
+/** The size of a file in bytes, 0 if it cannot be read (reading it then reports the error). */
+function fileSize(path: string): number {
+  try {
+    return statSync(path).size;
+  } catch {
+    return 0;
+  }
 }
 
 const INDEX_RE = /^[0-9]+$/;
@@ -258,18 +285,21 @@ function splitBlanks(line: string, out: string[]): void {
 }
 
 export function readLibsvm(path: string, opts: ReadOptions = {}): FeatureTable {
-  return scanLibsvm(path, opts, true);
+  return sparse(scanLibsvm(path, opts, true, false));
 }
 
-/** readLibsvm; with `keepFeatures` false every token is still checked, but no matrix is built (X is 0 x 0). */
-function scanLibsvm(path: string, opts: ReadOptions, keepFeatures: boolean): FeatureTable {
+/**
+ * readLibsvm (dense when allowed and the file is, see BlockBuilder); with `keepFeatures` false
+ * every token is still checked, but no matrix is built (X is 0 x 0).
+ */
+function scanLibsvm(path: string, opts: ReadOptions, keepFeatures: boolean, dense: boolean): BlockTable {
   let mode = opts.ids ?? 'auto';
   const ids: string[] = [];
   const firstTokens: string[] = [];
   const labels = new SharedLabels();
   const lineNos: number[] = [];
   // An entry is at least 'j:v' and a blank before it.
-  const b = new CsrBuilder(opts.features ?? 0, keepFeatures ? entryBound(path, 4) : 0);
+  const b = new BlockBuilder(opts.features, keepFeatures ? entryBound(path, 4) : 0, fileSize(path), dense);
   const seen = new Map<string, number>();
   const tokens: string[] = [];
   // One row's entries, reused from row to row.
@@ -340,7 +370,7 @@ function scanLibsvm(path: string, opts: ReadOptions, keepFeatures: boolean): Fea
       if (k > 0 && j === cols[order[k - 1]]) fail(`feature index ${j + 1} appears twice`);
       if (keepFeatures) b.push(j, vals[order[k]]);
     }
-    if (keepFeatures) b.endRow();
+    if (keepFeatures) b.endRow(text.length + 1);
   });
   if (row === 0) throw new DataError(path, undefined, 'no data rows');
   const X = keepFeatures ? b.build(opts.features) : { rows: 0, cols: 0, indptr: new Int32Array(1), indices: new Int32Array(0), values: new Float64Array(0) };
@@ -487,25 +517,33 @@ class IdList {
 }
 
 export function readCsvFeatures(path: string, opts: ReadOptions = {}): FeatureTable {
+  return sparse(csvFeatures(path, opts, false));
+}
+
+/** readCsvFeatures, dense when allowed and the file is (see BlockBuilder). */
+function csvFeatures(path: string, opts: ReadOptions, dense: boolean): BlockTable {
   const ids = new IdList(path);
-  let table: { b: CsrBuilder; featureNames: string[] } | undefined;
+  let table: { b: BlockBuilder; featureNames: string[] } | undefined;
   readCsv(path, chunkSize(opts.chunkBytes), (h) => {
     const idCol = columnIndex(h, path, opts.idColumn ?? 'id');
     const featureCols = h.names.map((_, i) => i).filter((i) => i !== idCol);
     if (opts.features !== undefined && opts.features !== featureCols.length)
       throw new DataError(path, h.line, `header has ${featureCols.length} feature columns, ${opts.features} declared`);
     // A field is at least one character and a comma or line end.
-    const b = new CsrBuilder(featureCols.length, entryBound(path, 2));
+    const b = new BlockBuilder(featureCols.length, entryBound(path, 2), fileSize(path), dense);
     table = { b, featureNames: featureCols.map((c) => h.names[c]) };
     return (r, line) => {
       ids.add(r[idCol], line);
+      // The row's characters (its fields and their separators), for the dense form's capacity.
+      let chars = r[idCol].length + 1;
       for (let j = 0; j < featureCols.length; j++) {
         const c = featureCols[j];
+        chars += r[c].length + 1;
         const v = parseDataNumber(r[c]);
         if (typeof v === 'string') throw new DataError(path, line, `column '${h.names[c]}': ${v}`);
         b.push(j, v);
       }
-      b.endRow();
+      b.endRow(chars);
     };
   });
   const { b, featureNames } = table!;
@@ -539,7 +577,7 @@ export function readLabelFile(
     return { file: path, ids: ids.ids, raw, lines: ids.lines };
   }
   if (opts.ids === 'first') throw new DataError(path, undefined, "a LIBSVM labels file needs its labels first: use ids 'row' or 'qid'");
-  const f = scanLibsvm(path, { ids: opts.ids ?? 'auto', chunkBytes: opts.chunkBytes }, false);
+  const f = scanLibsvm(path, { ids: opts.ids ?? 'auto', chunkBytes: opts.chunkBytes }, false, false);
   return { file: path, ids: f.ids, raw: f.firstTokens!, lines: f.lines };
 }
 
@@ -556,7 +594,7 @@ export function readIdFile(
     });
     return { file: path, ids: ids.ids };
   }
-  return { file: path, ids: scanLibsvm(path, { ids: opts.ids ?? 'auto', chunkBytes: opts.chunkBytes }, false).ids };
+  return { file: path, ids: scanLibsvm(path, { ids: opts.ids ?? 'auto', chunkBytes: opts.chunkBytes }, false, false).ids };
 }
 
 /** A raw label as a class: decimal numbers by value ('1', '+1' and '1.0' are one class), anything else as text. */

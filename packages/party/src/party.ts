@@ -4,7 +4,7 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import { type FeatureTable, type ReadOptions, ConfigError, DataError, InternalError, PeerError, PsiPool, detectFormat, readFeatureFile } from '@admm-share/core';
+import { type BlockTable, type Csr, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiPool, detectFormat, isDense, readFeatureBlock, readFeatureFile } from '@admm-share/core';
 import { type CloseKind, type Role, ProtocolError, assertNever, encode } from '@admm-share/protocol';
 import { Progress, peakMemoryBytes } from '@admm-share/runtime';
 import { CoordinatorLink, maxPayloadFor } from './link.js';
@@ -92,18 +92,18 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
   validatePrivacyConfig(config.privacy, config.intercept);
   const privacy = new Privacy(config.privacy);
   modelFolder(config.model);
-  const train = readFeatureFile(config.data, config.read);
+  // Dense files are kept dense and their rows selected in place (see DenseRows).
+  const train = sessionRows(readFeatureBlock(config.data, config.read));
   // The training file fixes the number of features; a test row with a larger index is an error.
   const features = train.X.cols;
-  let test: FeatureTable | undefined = config.test ? readFeatureFile(config.test, { ...config.read, features }) : undefined;
-  log.info({ file: config.data, rows: train.ids.length, features, nonzeros: train.X.values.length, testRows: test?.ids.length ?? 0 }, 'data loaded');
+  let test: SessionRows | undefined = config.test ? sessionRows(readFeatureBlock(config.test, { ...config.read, features })) : undefined;
+  const dense = train.X instanceof DenseRows;
+  log.info({ file: config.data, rows: train.ids.length, features, nonzeros: dense ? (train.X as DenseRows).nonzeros() : (train.X as Csr).values.length, dense, testRows: test?.ids.length ?? 0 }, 'data loaded');
   let rowsScaled = 0;
   if (privacy.enabled) {
     // The sensitivity bounds assume rows of norm <= 1 (docs/privacy.md).
-    const n = normaliseRows(train.X);
-    train.X = n.X;
-    rowsScaled = n.scaled;
-    if (test) test.X = normaliseRows(test.X).X;
+    rowsScaled = normaliseSessionRows(train);
+    if (test) normaliseSessionRows(test);
     log.info({ rowsScaled, rows: train.ids.length }, 'privacy: rows with norm > 1 scaled to norm 1');
     if (privacy.noise?.seeded) log.warn({ seed: config.privacy.seed }, 'privacy: noise is SEEDED and therefore predictable: for reproducible experiments only, no privacy');
     if (config.privacy.mechanism === 'paper')
@@ -121,8 +121,8 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
     intercept: config.intercept,
     token: config.token,
     role: config.role,
-    train: sessionRows(train),
-    test: test && sessionRows(test),
+    train,
+    test,
     features,
     privacy,
     ledgerPath: ledgerPath(config.model),
@@ -178,8 +178,16 @@ export function startScoring(config: ScoringConfig, deps: { logger: Logger }): P
 }
 
 /** The part of a loaded file the session needs (see SessionRows); the rest can be freed. */
-function sessionRows(t: FeatureTable): SessionRows {
-  return { ids: t.ids, X: t.X, featureNames: t.featureNames };
+function sessionRows(t: BlockTable): SessionRows {
+  return { ids: t.ids, X: isDense(t.X) ? new DenseRows(t.X) : t.X, featureNames: t.featureNames };
+}
+
+/** Every row with a norm above 1 scaled to norm 1; the number scaled. */
+function normaliseSessionRows(rows: SessionRows): number {
+  if (rows.X instanceof DenseRows) return rows.X.normaliseRows();
+  const n = normaliseRows(rows.X);
+  rows.X = n.X;
+  return n.scaled;
 }
 
 /**

@@ -11,7 +11,7 @@
  * denoiseRelease) and fits the combined model on [its features, the denoised columns, 1].
  */
 import { Worker } from 'node:worker_threads';
-import { type Csr, type Loss, type LossName, csrColumnMeans, csrMatTVec, csrMatVec, csrWithColumns, denoiseRelease, dot, fitCentral, predictScores, seededNoise, symmetricEigen } from '@admm-share/core';
+import { type Csr, type Dense, type Loss, type LossName, csrColumnMeans, csrMatTVec, csrMatVec, csrWithColumns, denoiseRelease, dot, fitCentral, predictScores, seededNoise, symmetricEigen } from '@admm-share/core';
 import { RidgeXUpdate } from './xupdate.js';
 import { workerExit } from './worker.js';
 
@@ -75,7 +75,7 @@ export class PassiveModel {
   }
 
   /** clip(X x) for other rows with the same columns (test rows, new rows). */
-  scoresFor(X: Csr): Float64Array {
+  scoresFor(X: Csr | Dense): Float64Array {
     return clipInPlace(predictScores(X, this.x), this.bounds.clip);
   }
 }

@@ -5,7 +5,7 @@
 // what the connection should do next, so a session runs without a socket (tests feed it).
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { type Csr, type FeatureTable, type LossName, ConfigError, WasmCsr, csrSelectRows, csrSelectRowsDense, helloProof, preferDense, predictScores } from '@admm-share/core';
+import { type Csr, type Dense, type FeatureTable, type LossName, ConfigError, DenseRows, WasmCsr, csrSelectRows, csrSelectRowsDense, helloProof, preferDense, predictScores } from '@admm-share/core';
 import {
   type Challenge,
   type CoordinatorMessage,
@@ -56,7 +56,7 @@ export interface SessionState {
   jobId: string | undefined;
   /** Built by setup (again on every rejoin). */
   model: Model | undefined;
-  testX: Csr | undefined;
+  testX: Csr | Dense | undefined;
   /** The last round (ADMM) or epoch (SGD) the model went through. */
   round: number;
   /**
@@ -91,7 +91,15 @@ export function newSession(): SessionState {
  * numbers (for its error messages) and a LIBSVM file's first tokens (labels, which a party
  * ignores) are let go once the file is loaded.
  */
-export type SessionRows = Pick<FeatureTable, 'ids' | 'X' | 'featureNames'>;
+export interface SessionRows extends Pick<FeatureTable, 'ids' | 'featureNames'> {
+  /** A dense file's rows are selected in place (no copy of the aligned rows). */
+  X: Csr | DenseRows;
+}
+
+/** Rows `order` of a session's file as CSR (a copy). */
+function selectCsr(X: Csr | DenseRows, order: ArrayLike<number>): Csr {
+  return X instanceof DenseRows ? X.selectCsr(order) : csrSelectRows(X, order);
+}
 
 /** What the session reads and never changes: this party's configuration, data and privacy. */
 export interface SessionEnv {
@@ -332,15 +340,17 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
   const trainRows = env.psi.fileRows('train', msg.trainRows);
   const testRows = env.psi.fileRows('test', msg.testRows);
   const n = trainRows.length;
-  let testX = env.test && testRows.length > 0 ? csrSelectRows(env.test.X, testRows) : undefined;
+  const test = env.test && testRows.length > 0 ? env.test.X : undefined;
+  let testX: Csr | Dense | undefined;
   let model: Model;
   let bw: number | undefined;
   if (msg.algorithm === 'sgd') {
-    model = { kind: 'sgd', sgd: new SgdModel(csrSelectRows(env.train.X, trainRows), msg.lambda, env.intercept), step: 0, rows: new Uint32Array(0) };
+    model = { kind: 'sgd', sgd: new SgdModel(selectCsr(env.train.X, trainRows), msg.lambda, env.intercept), step: 0, rows: new Uint32Array(0) };
+    testX = test && selectCsr(test, testRows);
   } else if (msg.algorithm === 'one-shot') {
     // The bounds of the one-shot models are for rows of norm <= 1 (docs/privacy.md, section 9).
-    const D = normaliseRows(csrSelectRows(env.train.X, trainRows)).X;
-    testX = testX && normaliseRows(testX).X;
+    const D = normaliseRows(selectCsr(env.train.X, trainRows)).X;
+    testX = test && normaliseRows(selectCsr(test, testRows)).X;
     // With label privacy the labels are the coordinator's flipped ones: the active party fits
     // with the loss corrected for their flip probability; the passive target is the flipped
     // labels as they are (in expectation they, and so its ridge fit, are 1 - 2p times the true
@@ -354,10 +364,13 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
       model = { kind: 'passive', passive, rows: trainRows };
     }
   } else {
-    // A dense block is selected straight into its dense form (no CSR copy of the aligned rows).
     const X = env.train.X;
-    // A sparse block's rows go straight into the x-update kernels' memory (one copy, not two).
-    const x = new RidgeXUpdate(preferDense(X) ? csrSelectRowsDense(X, trainRows) : (WasmCsr.fromRows(X, trainRows) ?? csrSelectRows(X, trainRows)), msg.lambda, env.intercept);
+    // A dense file's aligned rows are moved to its top and used there (no copy; a rejoin moves
+    // them again). A sparse block's rows go straight into the x-update kernels' memory (one
+    // copy, not two).
+    const block = X instanceof DenseRows ? X.front(trainRows) : preferDense(X) ? csrSelectRowsDense(X, trainRows) : (WasmCsr.fromRows(X, trainRows) ?? csrSelectRows(X, trainRows));
+    testX = test && (test instanceof DenseRows ? test.front(testRows) : csrSelectRows(test, testRows));
+    const x = new RidgeXUpdate(block, msg.lambda, env.intercept);
     if (privacy.enabled && x.form === 'cg')
       throw new ConfigError(
         msg.lambda > 0
@@ -382,7 +395,7 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
 }
 
 /** The end of the set-up: the model in place, the privacy calibrated and `ready` sent. */
-function ready(s: SessionState, env: SessionEnv, msg: Setup, model: Model, testX: Csr | undefined, n: number, bw: number | undefined, t0: number, thread: 'main' | 'worker'): Outcome {
+function ready(s: SessionState, env: SessionEnv, msg: Setup, model: Model, testX: Csr | Dense | undefined, n: number, bw: number | undefined, t0: number, thread: 'main' | 'worker'): Outcome {
   const { privacy } = env;
   s.testX = testX;
   const info = privacy.calibrate({ lambda: msg.lambda, rho: msg.rho, rounds: msg.rounds, parties: msg.parties, features: env.features, n, algorithm: msg.algorithm, bw });

@@ -1,4 +1,4 @@
-import { type Csr, assertLength, dot, predictScores } from '@admm-share/core';
+import { type Csr, type Dense, assertLength, dot, predictScores } from '@admm-share/core';
 
 /**
  * The party's side of mini-batch SGD over vertically partitioned data (FDML, Hu et al.
@@ -64,7 +64,7 @@ export class SgdModel {
     return dot(this.x, this.x);
   }
 
-  scores(X: Csr): Float64Array {
+  scores(X: Csr | Dense): Float64Array {
     return predictScores(X, this.x, this.intercept);
   }
 }

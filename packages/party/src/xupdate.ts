@@ -693,7 +693,7 @@ export class RidgeXUpdate {
   }
 
   /** Scores D x + b for another feature matrix with the same columns (the test set). */
-  scores(X: Csr): Float64Array {
+  scores(X: Csr | Dense): Float64Array {
     return predictScores(X, this.x, this.intercept);
   }
 }

@@ -3,12 +3,14 @@
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { randomBytes } from 'node:crypto';
+import { execFileSync } from 'node:child_process';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { WebSocket, WebSocketServer } from 'ws';
 import { csrSelectRows, fitCentral, helloProof, logistic, syntheticDataset } from '@admm-share/core';
 import { CloseCodes, PROTOCOL_VERSION, decode, encode, validateCoordinatorMessage } from '@admm-share/protocol';
 import { writeVerticalSplit } from '../split.js';
+import { PARTY_NODE_FLAGS } from '../processes.js';
 import { assertNearOptimum } from '@admm-share/core/test-support';
 import { BIN, STACK_LINE, killAll, run, tempDir } from './procs.js';
 
@@ -55,6 +57,12 @@ function rawClient(port: number, frames: (Buffer | string)[]): Promise<{ code: n
 function hello(partyId: string, protocolVersion = PROTOCOL_VERSION) {
   return encode({ type: 'hello', protocolVersion, partyId, jobId: null, features: 3, trainRows: 10, testRows: 10, proof: null, noise: false, model: null });
 }
+
+test("the party's executable starts node with the flags simulate gives its parties, and runs as a command", () => {
+  assert.equal(readFileSync(BIN.party, 'utf8').split('\n')[0], `#!/usr/bin/env -S node ${PARTY_NODE_FLAGS.join(' ')}`);
+  // Run through its first line (as `admm-party` on a PATH), not as `node admm-party.js`.
+  assert.match(execFileSync(BIN.party, ['--help'], { encoding: 'utf8' }), /^admm-party --coordinator/);
+});
 
 test('hostile and mistaken clients are turned away with named close codes, and the job still completes', async (t) => {
   const dir = tempDir(t);

@@ -1,0 +1,203 @@
+// A data file's matrix built dense or sparse by the file's own density, and a dense matrix whose
+// rows a party selects in place: a dense file then never exists as CSR (12 bytes a non-zero
+// against 8 an entry) and its aligned rows are not copied (docs/scaling.md, memory on gisette).
+import { type Csr, CsrBuilder } from './csr.js';
+import { type Dense, DENSE_DENSITY, csrToDense, preferDense, sharedFloat64 } from './dense.js';
+
+/** Rows collected as CSR before the density decides the form of the rest. */
+export const PROBE_ROWS = 64;
+
+/** Largest dense capacity taken up front from the file size's estimate (8 bytes of address space each); beyond it, the array grows. */
+const MAX_DENSE_CAPACITY = 2 ** 31;
+
+/**
+ * Builds a matrix row by row, like CsrBuilder, but dense when the data is: the first PROBE_ROWS
+ * rows are collected as CSR, and if their non-zeros are at least DENSE_DENSITY of their rows x
+ * columns the rest go straight into a row-major array in shared memory (a worker thread reads
+ * it without a copy). Its capacity in rows is estimated from the text read so far against the
+ * whole file's; pages never written are not resident, so an estimate too large costs address
+ * space only, and one too small a copy. A later row with a larger column index widens the array
+ * (a copy), and a file that turns out sparse after all is stored as CSR at the end.
+ */
+export class BlockBuilder {
+  private csr: CsrBuilder | undefined;
+  private data: Float64Array = new Float64Array(0);
+  private width = 0;
+  private capacity = 0;
+  private rows = 0;
+  private nonzeros = 0;
+  private chars = 0;
+
+  /**
+   * @param features the declared number of columns, if any (the caller checks indices against it)
+   * @param entries an upper bound on the stored entries, for the CSR form's capacity
+   * @param fileChars the size of the whole text, for the dense capacity's estimate
+   * @param dense whether the dense form is allowed (false: always CSR, as CsrBuilder)
+   */
+  constructor(
+    private readonly features: number | undefined,
+    entries: number,
+    private readonly fileChars: number,
+    private dense: boolean,
+  ) {
+    this.csr = new CsrBuilder(features ?? 0, entries);
+  }
+
+  push(col: number, value: number): void {
+    if (this.csr) return this.csr.push(col, value);
+    if (value === 0) return;
+    if (col >= this.width) this.relayout(this.capacity, col + 1);
+    this.data[this.rows * this.width + col] = value;
+    this.nonzeros++;
+  }
+
+  /** The end of a row that took `chars` characters of the text (an estimate is enough). */
+  endRow(chars: number): void {
+    this.rows++;
+    this.chars += chars;
+    if (this.csr) {
+      this.csr.endRow();
+      if (this.dense && this.rows === PROBE_ROWS) this.probe();
+    } else if (this.rows === this.capacity) this.relayout(Math.ceil(this.capacity * 1.5), this.width);
+  }
+
+  build(cols?: number): Csr | Dense {
+    if (this.csr) {
+      const a = this.csr.build(cols);
+      this.csr = undefined;
+      return this.dense && preferDense(a) ? csrToDense(a) : a;
+    }
+    const c = cols ?? this.width;
+    if (c < this.width) throw new RangeError(`matrix has a column ${this.width - 1}, more than the ${c} declared`);
+    if (c > this.width) this.relayout(this.rows, c);
+    const d: Dense = { rows: this.rows, cols: c, data: this.data.subarray(0, this.rows * c) };
+    this.data = new Float64Array(0);
+    return this.nonzeros >= DENSE_DENSITY * d.rows * d.cols ? d : denseToCsr(d, this.nonzeros);
+  }
+
+  /** After PROBE_ROWS rows: dense from here on if they are. */
+  private probe(): void {
+    const csr = this.csr!;
+    if (!(csr.columns > 0 && csr.entries >= DENSE_DENSITY * this.rows * csr.columns)) {
+      this.dense = false;
+      return;
+    }
+    const a = csr.build(this.features);
+    this.csr = undefined;
+    this.width = a.cols;
+    const estimate = Math.ceil((1.25 * this.rows * this.fileChars) / Math.max(1, this.chars));
+    this.capacity = Math.max(2 * this.rows, Math.min(estimate, Math.floor(MAX_DENSE_CAPACITY / this.width)));
+    this.data = sharedFloat64(this.capacity * this.width);
+    for (let i = 0; i < a.rows; i++) for (let k = a.indptr[i]; k < a.indptr[i + 1]; k++) this.data[i * this.width + a.indices[k]] = a.values[k];
+    this.nonzeros = a.indices.length;
+  }
+
+  /** The dense array again with `capacity` rows of `width` columns, the rows so far (and the one under way) copied over. */
+  private relayout(capacity: number, width: number): void {
+    const data = sharedFloat64(capacity * width);
+    const rows = Math.min(this.rows + 1, this.capacity, capacity);
+    if (width === this.width) data.set(this.data.subarray(0, rows * width));
+    else for (let i = 0; i < rows; i++) data.set(this.data.subarray(i * this.width, (i + 1) * this.width), i * width);
+    this.data = data;
+    this.capacity = capacity;
+    this.width = width;
+  }
+}
+
+/** Rows `order[0], order[1], ...` of a dense matrix as CSR (its non-zeros only); `nonzeros` an upper bound, for the capacity. */
+export function denseToCsr(a: Dense, nonzeros = 0, order?: ArrayLike<number>): Csr {
+  const b = new CsrBuilder(a.cols, nonzeros);
+  const n = order ? order.length : a.rows;
+  for (let r = 0; r < n; r++) {
+    const i = order ? order[r] : r;
+    if (!(i >= 0 && i < a.rows)) throw new RangeError(`row ${i} out of range 0..${a.rows - 1}`);
+    for (let j = 0, o = i * a.cols; j < a.cols; j++) b.push(j, a.data[o + j]);
+    b.endRow();
+  }
+  return b.build(a.cols);
+}
+
+/**
+ * A dense matrix whose rows are selected in place: `front(order)` moves the rows `order[0],
+ * order[1], ...` (numbered as in the matrix given, the file's order) to the top in that order,
+ * swapping, and returns them as a view. The other rows stay below in some order, so a later
+ * selection (a rejoin) works as well. A view handed out earlier sees its rows change then.
+ */
+export class DenseRows {
+  /** at[r]: where the matrix's row r is now. */
+  private readonly at: Uint32Array;
+  /** rowAt[p]: the row now at position p. */
+  private readonly rowAt: Uint32Array;
+
+  constructor(private readonly a: Dense) {
+    this.at = Uint32Array.from({ length: a.rows }, (_, i) => i);
+    this.rowAt = this.at.slice();
+  }
+
+  get rows(): number {
+    return this.a.rows;
+  }
+
+  get cols(): number {
+    return this.a.cols;
+  }
+
+  front(order: ArrayLike<number>): Dense {
+    const { cols, data } = this.a;
+    const tmp = new Float64Array(cols);
+    const seen = new Uint8Array(this.a.rows);
+    for (let p = 0; p < order.length; p++) {
+      const r = order[p];
+      if (!(r >= 0 && r < this.a.rows)) throw new RangeError(`row ${r} out of range 0..${this.a.rows - 1}`);
+      if (seen[r]) throw new RangeError(`row ${r} selected twice`);
+      seen[r] = 1;
+      const q = this.at[r];
+      if (q === p) continue;
+      // Swap positions p and q (q > p: positions before p hold rows already placed).
+      const pr = data.subarray(p * cols, (p + 1) * cols);
+      const qr = data.subarray(q * cols, (q + 1) * cols);
+      tmp.set(pr);
+      pr.set(qr);
+      qr.set(tmp);
+      const displaced = this.rowAt[p];
+      this.rowAt[p] = r;
+      this.rowAt[q] = displaced;
+      this.at[r] = p;
+      this.at[displaced] = q;
+    }
+    return { rows: order.length, cols, data: data.subarray(0, order.length * cols) };
+  }
+
+  /** Rows `order[0], ...` (the matrix's numbering) as CSR, a copy; the matrix is not moved. */
+  selectCsr(order: ArrayLike<number>): Csr {
+    return denseToCsr(this.a, 0, Array.from(order, (r) => this.position(r)));
+  }
+
+  private position(r: number): number {
+    if (!(r >= 0 && r < this.a.rows)) throw new RangeError(`row ${r} out of range 0..${this.a.rows - 1}`);
+    return this.at[r];
+  }
+
+  /** Every row with a norm above 1 scaled to norm 1, in place; the number scaled. */
+  normaliseRows(): number {
+    const { rows, cols, data } = this.a;
+    let scaled = 0;
+    for (let i = 0; i < rows; i++) {
+      let sq = 0;
+      for (let j = i * cols; j < (i + 1) * cols; j++) sq += data[j] * data[j];
+      if (sq > 1) {
+        const f = 1 / Math.sqrt(sq);
+        for (let j = i * cols; j < (i + 1) * cols; j++) data[j] *= f;
+        scaled++;
+      }
+    }
+    return scaled;
+  }
+
+  /** Its non-zero entries. */
+  nonzeros(): number {
+    let n = 0;
+    for (let j = 0; j < this.a.data.length; j++) if (this.a.data[j] !== 0) n++;
+    return n;
+  }
+}
