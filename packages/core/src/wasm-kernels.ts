@@ -107,40 +107,44 @@ export class WasmCsr {
     return w;
   }
 
+  /** Checks a product's lengths and copies its input into the kernels' input vector. */
+  private load(name: string, input: Float64Array, inLength: number, out: Float64Array, outLength: number): void {
+    assertLength(name, input, inLength);
+    assertLength('out', out, outLength);
+    this.inBuf.set(input);
+  }
+
+  /** The kernels' first out.length results copied into `out`. */
+  private unload(out: Float64Array): Float64Array {
+    out.set(this.outBuf.subarray(0, out.length));
+    return out;
+  }
+
   /** out = A x (csrMatVec). */
   matVec(out: Float64Array, x: Float64Array): Float64Array {
     const { rows, cols } = this.csr;
-    assertLength('x', x, cols);
-    assertLength('out', out, rows);
-    this.inBuf.set(x);
+    this.load('x', x, cols, out, rows);
     const [indptr, indices, values, vin, vout] = this.at;
     this.kernels.matVec(rows, indptr, indices, values, vin, vout);
-    out.set(this.outBuf.subarray(0, rows));
-    return out;
+    return this.unload(out);
   }
 
   /** out = A^T w (csrMatTVec). */
   matTVec(out: Float64Array, w: Float64Array): Float64Array {
     const { rows, cols } = this.csr;
-    assertLength('w', w, rows);
-    assertLength('out', out, cols);
-    this.inBuf.set(w);
+    this.load('w', w, rows, out, cols);
     const [indptr, indices, values, vin, vout] = this.at;
     this.kernels.matTVec(rows, cols, indptr, indices, values, vin, vout);
-    out.set(this.outBuf.subarray(0, cols));
-    return out;
+    return this.unload(out);
   }
 
   /** out = A^T A v (csrGramVec). */
   gramVec(out: Float64Array, v: Float64Array): Float64Array {
     const { rows, cols } = this.csr;
-    assertLength('v', v, cols);
-    assertLength('out', out, cols);
-    this.inBuf.set(v);
+    this.load('v', v, cols, out, cols);
     const [indptr, indices, values, vin, vout] = this.at;
     this.kernels.gramVec(rows, cols, indptr, indices, values, vin, vout);
-    out.set(this.outBuf.subarray(0, cols));
-    return out;
+    return this.unload(out);
   }
 }
 

@@ -359,15 +359,14 @@ export class RidgeXUpdate {
   private solveCholesky(w: Float64Array, rho: number, radius: number): void {
     const { n, d, x, mu } = this;
     if (rho !== this.cholRho) this.factor(rho);
-    const chol = this.chol!;
     if (this.side === 'primal') {
       this.mulDT(x, w); // w is centred, so D~^T w = D^T w
       for (let j = 0; j < d; j++) x[j] *= rho;
-      this.cholSolve(chol, d, x);
+      this.cholSolve(x);
     } else {
       const a = this.tmp;
       a.set(w);
-      this.cholSolve(chol, n, a);
+      this.cholSolve(a);
       this.mulDT(x, a);
       let sa = 0;
       if (mu) for (let i = 0; i < n; i++) sa += a[i];
@@ -376,10 +375,10 @@ export class RidgeXUpdate {
     this.lastIterations = Number.isFinite(radius) && dot(x, x) > radius * radius ? this.solveBall(this.rhsOf(w, rho), rho, radius) : 0;
   }
 
-  /** b = (L L^T)^-1 b with the factor, in WebAssembly when it is there. */
-  private cholSolve(chol: Float64Array, size: number, b: Float64Array): void {
+  /** b = (L L^T)^-1 b with the factor (k x k), in WebAssembly when it is there. */
+  private cholSolve(b: Float64Array): void {
     if (this.cholW) this.cholW.solveInPlace(b);
-    else choleskySolveInPlace(chol, size, b);
+    else choleskySolveInPlace(this.chol!, this.k, b);
   }
 
   /** rho D~^T w~ (w centred), the right-hand side of the d x d system. */
