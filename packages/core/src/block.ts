@@ -17,7 +17,8 @@ const MAX_DENSE_CAPACITY = 2 ** 31;
  * it without a copy). Its capacity in rows is estimated from the text read so far against the
  * whole file's; pages never written are not resident, so an estimate too large costs address
  * space only, and one too small a copy. A later row with a larger column index widens the array
- * (a copy), and a file that turns out sparse after all is stored as CSR at the end.
+ * (a copy), unless the wider matrix would no longer be dense: then the rest goes on as CSR. A
+ * file that turns out sparse after all is stored as CSR at the end.
  */
 export class BlockBuilder {
   private csr: CsrBuilder | undefined;
@@ -36,7 +37,7 @@ export class BlockBuilder {
    */
   constructor(
     private readonly features: number | undefined,
-    entries: number,
+    private readonly entries: number,
     private readonly fileChars: number,
     private dense: boolean,
   ) {
@@ -46,7 +47,15 @@ export class BlockBuilder {
   push(col: number, value: number): void {
     if (this.csr) return this.csr.push(col, value);
     if (value === 0) return;
-    if (col >= this.width) this.relayout(this.capacity, col + 1);
+    if (col >= this.width) {
+      // A wider matrix that would no longer be dense (a file dense in its first rows, with
+      // indices far beyond them later) goes on as CSR instead.
+      if (this.nonzeros + 1 < DENSE_DENSITY * (this.rows + 1) * (col + 1)) {
+        this.toCsr();
+        return this.csr!.push(col, value);
+      }
+      this.relayout(this.capacity, col + 1);
+    }
     this.data[this.rows * this.width + col] = value;
     this.nonzeros++;
   }
@@ -90,6 +99,19 @@ export class BlockBuilder {
     this.data = sharedFloat64(this.capacity * this.width);
     for (let i = 0; i < a.rows; i++) for (let k = a.indptr[i]; k < a.indptr[i + 1]; k++) this.data[i * this.width + a.indices[k]] = a.values[k];
     this.nonzeros = a.indices.length;
+  }
+
+  /** From here on as CSR: the rows so far, and the entries of the one under way, copied over. */
+  private toCsr(): void {
+    const b = new CsrBuilder(this.features ?? 0, this.entries);
+    const { data, width } = this;
+    for (let i = 0; i <= this.rows; i++) {
+      for (let j = i * width; j < (i + 1) * width; j++) b.push(j - i * width, data[j]);
+      if (i < this.rows) b.endRow();
+    }
+    this.csr = b;
+    this.dense = false;
+    this.data = new Float64Array(0);
   }
 
   /** The dense array again with `capacity` rows of `width` columns, the rows so far (and the one under way) copied over. */

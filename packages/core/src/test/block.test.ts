@@ -26,6 +26,18 @@ function rowsOf(X: Csr | Dense): number[][] {
   return out;
 }
 
+/** A matrix's shape and non-zero entries row by row (as [column, value]), whatever its form. */
+function entriesOf(X: Csr | Dense): { rows: number; cols: number; entries: [number, number][][] } {
+  const entries: [number, number][][] = [];
+  for (let i = 0; i < X.rows; i++) {
+    const row: [number, number][] = [];
+    if (isDense(X)) for (let j = 0; j < X.cols; j++) X.data[i * X.cols + j] !== 0 && row.push([j, X.data[i * X.cols + j]]);
+    else for (let k = X.indptr[i]; k < X.indptr[i + 1]; k++) row.push([X.indices[k], X.values[k]]);
+    entries.push(row);
+  }
+  return { rows: X.rows, cols: X.cols, entries };
+}
+
 /** LIBSVM lines with ids, entry (i, j) from `value` (0: not written). */
 function libsvm(rows: number, cols: (i: number) => number, value: (i: number, j: number) => number, digits: (i: number) => number = () => 3): string {
   const lines: string[] = [];
@@ -69,6 +81,9 @@ test('readFeatureBlock: sparse files, and files whose density changes after the 
     'dense, then sparse': libsvm(n, () => 20, (i) => (i < PROBE_ROWS || rand() < 0.05 ? 2 : 0)),
     // Sparse in the probe, dense after: kept CSR (the form is decided on the probe).
     'sparse, then dense': libsvm(n, () => 20, (i) => (i >= PROBE_ROWS || rand() < 0.05 ? 3 : 0)),
+    // Dense in the probe's 5 columns, then rows with indices up to 16 million: CSR from the first
+    // such row on (a dense array that wide would take 128 MB a row).
+    'dense, then wide': libsvm(n, (i) => (i < PROBE_ROWS ? 5 : 3), (i, j) => 1 + j).replace(/\n(id1[0-9][0-9] [^\n]*)/g, (_, line: string) => `\n${line} ${16_000_000 + (line.length % 10)}:7`),
     // Fewer rows than the probe, dense: decided at the end.
     short: libsvm(PROBE_ROWS - 1, () => 5, () => 1.5),
   };
@@ -76,7 +91,7 @@ test('readFeatureBlock: sparse files, and files whose density changes after the 
     const path = file(text);
     const block = readFeatureBlock(path, { ids: 'first' });
     assert.equal(isDense(block.X), what === 'short', what);
-    assert.deepEqual(rowsOf(block.X), rowsOf(readLibsvm(path, { ids: 'first' }).X), what);
+    assert.deepEqual(entriesOf(block.X), entriesOf(readLibsvm(path, { ids: 'first' }).X), what);
   }
 });
 
