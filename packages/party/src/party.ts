@@ -4,7 +4,7 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import { type BlockTable, type Csr, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiPool, detectFormat, isDense, readFeatureBlock, readFeatureFile } from '@admm-share/core';
+import { type BlockTable, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiPool, detectFormat, isDense, readFeatureBlock, readFeatureFile } from '@admm-share/core';
 import { type CloseKind, type Role, ProtocolError, assertNever, encode } from '@admm-share/protocol';
 import { Progress, peakMemoryBytes } from '@admm-share/runtime';
 import { CoordinatorLink, maxPayloadFor } from './link.js';
@@ -97,8 +97,8 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
   // The training file fixes the number of features; a test row with a larger index is an error.
   const features = train.X.cols;
   let test: SessionRows | undefined = config.test ? sessionRows(readFeatureBlock(config.test, { ...config.read, features })) : undefined;
-  const dense = train.X instanceof DenseRows;
-  log.info({ file: config.data, rows: train.ids.length, features, nonzeros: dense ? (train.X as DenseRows).nonzeros() : (train.X as Csr).values.length, dense, testRows: test?.ids.length ?? 0 }, 'data loaded');
+  const X = train.X;
+  log.info({ file: config.data, rows: train.ids.length, features, nonzeros: X instanceof DenseRows ? X.nonzeros() : X.values.length, dense: X instanceof DenseRows, testRows: test?.ids.length ?? 0 }, 'data loaded');
   let rowsScaled = 0;
   if (privacy.enabled) {
     // The sensitivity bounds assume rows of norm <= 1 (docs/privacy.md).
