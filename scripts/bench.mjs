@@ -185,6 +185,9 @@ async function builtIn(name, rounds) {
     const blocks = data.blocks.map((w) => csrSliceColumns(data.train.X, start, (start += w)));
     const sizes = blocks.map((b) => b.indices.length >= 0.5 * b.rows * b.cols ? b.rows * b.cols * 8 : b.indices.length * 12);
     console.log(`  each block's data (dense: 8 bytes an entry; sparse: 12 a non-zero): ${sizes.map((b) => `${(b / 2 ** 20).toFixed(0)} MB`).join(', ')}`);
+    // Issue 15's memory target: each party's peak under 3x its block.
+    const ratios = sizes.map((b, m) => (peaks.get(`party-${m + 1}`) ?? NaN) / b);
+    console.log(`  peak / block: ${ratios.map((r, m) => `party-${m + 1} ${r.toFixed(2)}x`).join(', ')} (target < 3x: ${ratios.every((r) => r < 3) ? 'met' : `not met for ${ratios.flatMap((r, m) => (r < 3 ? [] : [`party-${m + 1}`])).join(', ')}`})`);
     await oneProcess(blocks, data.train.y, summary.lambda, summary.rho.initial, rounds, warm, net);
   } finally {
     rmSync(out, { recursive: true, force: true });
