@@ -4,7 +4,8 @@ import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { DataError } from '@admm-share/core';
 import { tempDir } from '@admm-share/core/test-support';
-import { type Checkpoint, CheckpointWriter, readCheckpoint } from '../checkpoint.js';
+import { Packr } from 'msgpackr';
+import { type Checkpoint, CheckpointWriter, packedBound, readCheckpoint } from '../checkpoint.js';
 
 /** A valid checkpoint of a one-party job over n samples whose vectors all hold `fill`. */
 function checkpointOf(round: number, fill: number, n = 1000): Omit<Checkpoint, 'format'> {
@@ -38,6 +39,23 @@ test('checkpoints written in the background land in order, with the state as it 
   assert.equal(cp.round, 40);
   assert.equal(cp.admm.z[0], 40);
   assert.deepEqual(readdirSync(dir), ['checkpoint.bin'], 'no temporary file is left');
+});
+
+test('packedBound is at least the encoded size of a checkpoint and of awkward values, so the encoding never outgrows its buffer', () => {
+  // The checkpoint module's encoder settings.
+  const packr = new Packr({ moreTypes: true, useRecords: false });
+  const values: unknown[] = [
+    { format: 'admm-share-checkpoint/5', ...checkpointOf(3, 0.1, 5000) },
+    { s: 'é€𝄞'.repeat(1000), numbers: [1, -1, 2 ** 40, -(2 ** 60), 0.1, NaN, true, null, undefined], arrays: [new Float32Array(7), new Uint8Array(3), new Int32Array(5), new Float64Array(0)], nested: { a: { b: { c: ['x', ''] } } } },
+    'plain',
+    12,
+    [],
+    {},
+  ];
+  for (const v of values) {
+    const size = packr.pack(v).length;
+    assert.ok(packedBound(v) >= size, `bound ${packedBound(v)} below the encoded ${size} bytes of ${JSON.stringify(v)?.slice(0, 80)}`);
+  }
 });
 
 test('a checkpoint that cannot be written fails the next write and flush, naming the file and the round', async (t) => {
