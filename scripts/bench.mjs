@@ -179,13 +179,13 @@ async function builtIn(name, rounds) {
     console.log(`peak resident memory: ${[...peaks].sort().map(([role, b]) => `${role} ${(b / 2 ** 20).toFixed(0)} MB`).join(', ')}`);
 
     // The same rounds in one process, on the same blocks (the data set is generated or read again).
-    const [{ csrSliceColumns }, { loadData }] = await Promise.all([import('@admm-share/core'), import(join(root, 'packages', 'admm-share', 'dist', 'datasets.js'))]);
+    const [{ csrSliceColumns, preferDense }, { loadData }] = await Promise.all([import('@admm-share/core'), import(join(root, 'packages', 'admm-share', 'dist', 'datasets.js'))]);
     const data = loadData({ dataset: name, dataSeed: 'admm-share' });
     let start = 0;
     const blocks = data.blocks.map((w) => csrSliceColumns(data.train.X, start, (start += w)));
     start = 0;
     const testBlocks = data.test ? data.blocks.map((w) => csrSliceColumns(data.test.X, start, (start += w))) : [];
-    const bytes = (b) => (b.indices.length >= 0.5 * b.rows * b.cols ? b.rows * b.cols * 8 : b.indices.length * 12);
+    const bytes = (b) => (preferDense(b) ? b.rows * b.cols * 8 : b.indices.length * 12);
     const sizes = blocks.map(bytes);
     const withTest = sizes.map((b, m) => b + (testBlocks[m] ? bytes(testBlocks[m]) : 0));
     const mb = (b) => `${(b / 2 ** 20).toFixed(0)} MB`;

@@ -29,19 +29,23 @@ export class BlockBuilder {
   private nonzeros = 0;
   private chars = 0;
 
+  /** An upper bound on the stored entries, for the CSR form's capacity. */
+  private readonly entries: number;
+
   /**
    * @param features the declared number of columns, if any (the caller checks indices against it)
-   * @param entries an upper bound on the stored entries, for the CSR form's capacity
-   * @param fileChars the size of the whole text, for the dense capacity's estimate
+   * @param fileChars the size of the whole text (0: unknown), for the capacities
+   * @param charsPerEntry the fewest characters an entry takes with its separator, for the CSR form's capacity
    * @param dense whether the dense form is allowed (false: always CSR, as CsrBuilder)
    */
   constructor(
     private readonly features: number | undefined,
-    private readonly entries: number,
     private readonly fileChars: number,
+    charsPerEntry: number,
     private dense: boolean,
   ) {
-    this.csr = new CsrBuilder(features ?? 0, entries);
+    this.entries = Math.ceil(fileChars / charsPerEntry);
+    this.csr = new CsrBuilder(features ?? 0, this.entries);
   }
 
   push(col: number, value: number): void {
@@ -97,7 +101,7 @@ export class BlockBuilder {
     const estimate = Math.ceil((1.25 * this.rows * this.fileChars) / Math.max(1, this.chars));
     this.capacity = Math.max(2 * this.rows, Math.min(estimate, Math.floor(MAX_DENSE_CAPACITY / this.width)));
     this.data = sharedFloat64(this.capacity * this.width);
-    for (let i = 0; i < a.rows; i++) for (let k = a.indptr[i]; k < a.indptr[i + 1]; k++) this.data[i * this.width + a.indices[k]] = a.values[k];
+    this.data.set(csrToDense(a).data);
     this.nonzeros = a.indices.length;
   }
 
@@ -164,6 +168,11 @@ export class DenseRows {
     return this.a.cols;
   }
 
+  /** The whole matrix, its rows where they are now (for a change to every row in place). */
+  get matrix(): Dense {
+    return this.a;
+  }
+
   front(order: ArrayLike<number>): Dense {
     const { cols, data } = this.a;
     const tmp = new Float64Array(cols);
@@ -198,22 +207,6 @@ export class DenseRows {
   private position(r: number): number {
     if (!(r >= 0 && r < this.a.rows)) throw new RangeError(`row ${r} out of range 0..${this.a.rows - 1}`);
     return this.at[r];
-  }
-
-  /** Every row with a norm above 1 scaled to norm 1, in place; the number scaled. */
-  normaliseRows(): number {
-    const { rows, cols, data } = this.a;
-    let scaled = 0;
-    for (let i = 0; i < rows; i++) {
-      let sq = 0;
-      for (let j = i * cols; j < (i + 1) * cols; j++) sq += data[j] * data[j];
-      if (sq > 1) {
-        const f = 1 / Math.sqrt(sq);
-        for (let j = i * cols; j < (i + 1) * cols; j++) data[j] *= f;
-        scaled++;
-      }
-    }
-    return scaled;
   }
 
   /** Its non-zero entries. */

@@ -184,15 +184,6 @@ class SharedLabels {
   }
 }
 
-/**
- * An upper bound on the stored entries of a data file, for CsrBuilder's capacity: every entry
- * takes at least `bytesPerEntry` bytes of text with its separator. 0 (no bound) if the file
- * cannot be read; reading it then reports the error.
- */
-function entryBound(path: string, bytesPerEntry: number): number {
-  return Math.ceil(fileSize(path) / bytesPerEntry);
-}
-
 export function readFeatureFile(path: string, opts: ReadOptions = {}): FeatureTable {
   return detectFormat(path, opts.format) === 'csv' ? readCsvFeatures(path, opts) : readLibsvm(path, opts);
 }
@@ -302,7 +293,7 @@ function scanLibsvm(path: string, opts: ReadOptions, keepFeatures: boolean, dens
   const labels = new SharedLabels();
   const lineNos: number[] = [];
   // An entry is at least 'j:v' and a blank before it.
-  const b = new BlockBuilder(opts.features, keepFeatures ? entryBound(path, 4) : 0, fileSize(path), dense);
+  const b = new BlockBuilder(opts.features, keepFeatures ? fileSize(path) : 0, 4, dense);
   const seen = new Map<string, number>();
   const tokens: string[] = [];
   // One row's entries, reused from row to row.
@@ -533,7 +524,7 @@ function csvFeatures(path: string, opts: ReadOptions, dense: boolean): BlockTabl
     if (opts.features !== undefined && opts.features !== featureCols.length)
       throw new DataError(path, h.line, `header has ${featureCols.length} feature columns, ${opts.features} declared`);
     // A field is at least one character and a comma or line end.
-    const b = new BlockBuilder(featureCols.length, entryBound(path, 2), fileSize(path), dense);
+    const b = new BlockBuilder(featureCols.length, fileSize(path), 2, dense);
     table = { b, featureNames: featureCols.map((c) => h.names[c]) };
     return (r, line) => {
       ids.add(r[idCol], line);

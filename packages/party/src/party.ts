@@ -9,7 +9,7 @@ import { type CloseKind, type Role, ProtocolError, assertNever, encode } from '@
 import { Progress, peakMemoryBytes } from '@admm-share/runtime';
 import { CoordinatorLink, maxPayloadFor } from './link.js';
 import { ledgerPath, readPartyModel, writeModelFiles } from './model-file.js';
-import { type PrivacyConfig, DEFAULT_BX, Privacy, normaliseRows, validatePrivacyConfig } from './privacy.js';
+import { type PrivacyConfig, DEFAULT_BX, Privacy, normaliseDenseRows, normaliseRows, validatePrivacyConfig } from './privacy.js';
 import { PartyPsi } from './psi.js';
 import { type ScoringPrivacyConfig, DEFAULT_SCORE_CLIP, Scorer, ScoringPrivacy, scoringLedgerPath } from './scoring.js';
 import { type Outcome, type SessionEnv, type SessionRows, connectionLost, connectionOpened, handle, newSession, validationContext } from './session.js';
@@ -184,7 +184,7 @@ function sessionRows(t: BlockTable): SessionRows {
 
 /** Every row with a norm above 1 scaled to norm 1; the number scaled. */
 function normaliseSessionRows(rows: SessionRows): number {
-  if (rows.X instanceof DenseRows) return rows.X.normaliseRows();
+  if (rows.X instanceof DenseRows) return normaliseDenseRows(rows.X.matrix);
   const n = normaliseRows(rows.X);
   rows.X = n.X;
   return n.scaled;

@@ -1,6 +1,7 @@
 import {
   type Accountant,
   type Csr,
+  type Dense,
   type NoiseSource,
   ConfigError,
   DataError,
@@ -108,16 +109,25 @@ export function paperSensitivity(p: { lambda: number; rho: number; parties: numb
 export function normaliseRows(X: Csr): { X: Csr; scaled: number } {
   const values = X.values.slice();
   let scaled = 0;
-  for (let i = 0; i < X.rows; i++) {
-    let sq = 0;
-    for (let k = X.indptr[i]; k < X.indptr[i + 1]; k++) sq += values[k] * values[k];
-    if (sq > 1) {
-      const f = 1 / Math.sqrt(sq);
-      for (let k = X.indptr[i]; k < X.indptr[i + 1]; k++) values[k] *= f;
-      scaled++;
-    }
-  }
+  for (let i = 0; i < X.rows; i++) if (intoUnitBall(values, X.indptr[i], X.indptr[i + 1])) scaled++;
   return { X: { ...X, values }, scaled };
+}
+
+/** normaliseRows for a dense matrix, in place; the number of rows scaled. */
+export function normaliseDenseRows(a: Dense): number {
+  let scaled = 0;
+  for (let i = 0; i < a.rows; i++) if (intoUnitBall(a.data, i * a.cols, (i + 1) * a.cols)) scaled++;
+  return scaled;
+}
+
+/** values[start..end), one row, scaled to norm 1 if its norm is above 1; whether it was. */
+function intoUnitBall(values: Float64Array, start: number, end: number): boolean {
+  let sq = 0;
+  for (let k = start; k < end; k++) sq += values[k] * values[k];
+  if (!(sq > 1)) return false;
+  const f = 1 / Math.sqrt(sq);
+  for (let k = start; k < end; k++) values[k] *= f;
+  return true;
 }
 
 export function validatePrivacyConfig(c: PrivacyConfig, intercept: boolean): void {

@@ -10,9 +10,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { gaussian, seeded } from '@admm-share/core/test-support';
-import { type Csr, csrFromDense } from '@admm-share/core';
+import { type Csr, DenseRows, csrFromDense } from '@admm-share/core';
 import { RidgeXUpdate } from '../xupdate.js';
-import { defaultBw, gaussianShareSensitivity, normaliseRows } from '../privacy.js';
+import { defaultBw, gaussianShareSensitivity, normaliseDenseRows, normaliseRows } from '../privacy.js';
 import { hillClimb, intoBall, randomRow, rowMove } from './neighbours.js';
 
 /** Relative rounding allowed above the bound (the solver is exact up to floating point). */
@@ -262,4 +262,19 @@ test('normaliseRows scales rows with norm > 1 to norm 1 and leaves the others al
   assert.equal(scaled, 1);
   [0.6, 0.8, 0.3, 0.4].forEach((v, k) => assert.ok(Math.abs(Y.values[k] - v) < 1e-15));
   assert.deepEqual(Array.from(X.values), [3, 4, 0.3, 0.4], 'input untouched');
+});
+
+test('normaliseDenseRows scales rows with norm > 1 to norm 1 in place, wherever DenseRows has moved them, as normaliseRows does', () => {
+  const rand = seeded('dense-normalise');
+  const rows = 37;
+  const cols = 5;
+  const original = Array.from({ length: rows }, () => Array.from({ length: cols }, () => rand() * 2 - 1));
+  const m = new DenseRows({ rows, cols, data: Float64Array.from(original.flat()) });
+  m.front([5, 30, 2, 17, 0, 36]);
+  const want = normaliseRows(csrFromDense(original));
+  assert.ok(want.scaled > 0 && want.scaled < rows, 'some rows scaled, some not');
+  assert.equal(normaliseDenseRows(m.matrix), want.scaled);
+  const got = m.selectCsr(Array.from({ length: rows }, (_, i) => i));
+  assert.deepEqual(Array.from(got.indptr), Array.from(want.X.indptr));
+  got.values.forEach((v, k) => assert.ok(Math.abs(v - want.X.values[k]) < 1e-15, `entry ${k}: ${v} against ${want.X.values[k]}`));
 });
