@@ -322,10 +322,10 @@ export function csrColumnMeans(a: Csr): Float64Array {
   return m;
 }
 
-/** A^T A as a dense row-major cols x cols array. */
-export function csrGram(a: Csr): Float64Array {
+/** A^T A as a dense row-major cols x cols array (added to `g`, cols * cols zeros, when given). */
+export function csrGram(a: Csr, g: Float64Array = new Float64Array(a.cols * a.cols)): Float64Array {
   const d = a.cols;
-  const g = new Float64Array(d * d);
+  assertLength('gram', g, d * d);
   const { indptr, indices, values } = a;
   for (let i = 0; i < a.rows; i++) {
     const s = indptr[i];
@@ -339,10 +339,10 @@ export function csrGram(a: Csr): Float64Array {
   return g;
 }
 
-/** A A^T as a dense row-major rows x rows array (only for small row counts). */
-export function csrOuterGram(a: Csr): Float64Array {
+/** A A^T as a dense row-major rows x rows array (only for small row counts; in `k`, rows * rows, when given). */
+export function csrOuterGram(a: Csr, k: Float64Array = new Float64Array(a.rows * a.rows)): Float64Array {
   const n = a.rows;
-  const k = new Float64Array(n * n);
+  assertLength('gram', k, n * n);
   const dense = new Float64Array(a.cols);
   for (let i = 0; i < n; i++) {
     for (let p = a.indptr[i]; p < a.indptr[i + 1]; p++) dense[a.indices[p]] = a.values[p];

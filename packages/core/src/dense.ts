@@ -4,7 +4,7 @@
 // Float64Array: V8 does not vectorise, so the speed comes from independent accumulators and
 // from touching each cache line once (measured on a 2-core machine: about 1.5 G multiply-adds
 // per second for the Gram matrix, 3 to 4 times the naive triple loop).
-import { type Csr } from './csr.js';
+import { type Csr, assertLength } from './csr.js';
 
 /** A dense matrix, row-major: element (i, j) is data[i * cols + j]. */
 export interface Dense {
@@ -106,11 +106,12 @@ const PANEL_ROWS = 128;
 /**
  * A^T A, cols x cols, row-major and symmetric (both triangles filled). The rows are taken in
  * panels of PANEL_ROWS, each copied transposed (a column of the panel is contiguous); every
- * 4 x 2 block of the upper triangle is then 8 dot products over the panel's rows.
+ * 4 x 2 block of the upper triangle is then 8 dot products over the panel's rows. Formed
+ * in `g` (cols * cols zeros) when given.
  */
-export function denseGram(a: Dense): Float64Array {
+export function denseGram(a: Dense, g: Float64Array = new Float64Array(a.cols * a.cols)): Float64Array {
   const { rows, cols: d, data } = a;
-  const g = new Float64Array(d * d);
+  assertLength('gram', g, d * d);
   const dp = (d + 3) & ~3; // padded to whole 4 x 2 blocks (the padding columns are zero)
   const panel = new Float64Array(dp * PANEL_ROWS);
   for (let r0 = 0; r0 < rows; r0 += PANEL_ROWS) {
@@ -163,10 +164,10 @@ function addUpper(g: Float64Array, d: number, i: number, k: number, s0: number, 
   if (k + 1 >= i && k + 1 < d) g[i * d + k + 1] += s1;
 }
 
-/** A A^T, rows x rows, row-major and symmetric: the dot products of pairs of rows, 2 x 2 at a time. */
-export function denseOuterGram(a: Dense): Float64Array {
+/** A A^T, rows x rows, row-major and symmetric: the dot products of pairs of rows, 2 x 2 at a time (in `k`, rows * rows, when given). */
+export function denseOuterGram(a: Dense, k: Float64Array = new Float64Array(a.rows * a.rows)): Float64Array {
   const { rows: n, cols, data } = a;
-  const k = new Float64Array(n * n);
+  assertLength('gram', k, n * n);
   for (let i = 0; i < n; i += 2) {
     const i1 = Math.min(i + 1, n - 1);
     for (let j = i; j < n; j += 2) {

@@ -7,7 +7,9 @@
  * The data is copied once into an instance's own memory and viewed there, so a holder keeps
  * one copy. That memory never grows afterwards (growing would detach the views). Data too
  * large for it (2 GiB, or memory refused) gets no instance: `from` returns undefined and the
- * caller uses the TypeScript loops.
+ * caller uses the TypeScript loops. The memory is shared (a SharedArrayBuffer): a worker thread
+ * given a view of it reads and writes the same bytes, so a factor formed in a worker is formed
+ * where the solves read it (WasmCholesky.zeros), not copied there.
  */
 import { type Csr, assertLength, csrSelectRowsInto, csrSelectedEntries } from './csr.js';
 import { KERNELS_WASM } from './wasm-kernels-bytes.js';
@@ -29,12 +31,13 @@ const PAGE = 65536;
 let compiled: WebAssembly.Module | undefined;
 
 /** A new instance with `bytes` of zeroed memory, or undefined when that is too much. */
-function instantiate(bytes: number): { kernels: Kernels; buffer: ArrayBuffer } | undefined {
+function instantiate(bytes: number): { kernels: Kernels; buffer: SharedArrayBuffer } | undefined {
   // Node run with --jitless has no WebAssembly.
   if (bytes > MAX_BYTES || typeof WebAssembly === 'undefined') return undefined;
   let memory: WebAssembly.Memory;
   try {
-    memory = new WebAssembly.Memory({ initial: Math.max(1, Math.ceil(bytes / PAGE)) });
+    const pages = Math.max(1, Math.ceil(bytes / PAGE));
+    memory = new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true });
   } catch (err) {
     // Memory refused (address space, a ulimit): the TypeScript loops do the same.
     if (err instanceof RangeError) return undefined;
@@ -42,7 +45,7 @@ function instantiate(bytes: number): { kernels: Kernels; buffer: ArrayBuffer } |
   }
   compiled ??= new WebAssembly.Module(Buffer.from(KERNELS_WASM, 'base64'));
   const kernels = new WebAssembly.Instance(compiled, { env: { memory } }).exports as unknown as Kernels;
-  return { kernels, buffer: memory.buffer };
+  return { kernels, buffer: memory.buffer as SharedArrayBuffer };
 }
 
 /** Byte offsets of consecutive arrays of the given byte lengths, each 8-byte aligned, and the total. */
@@ -66,7 +69,7 @@ export class WasmCsr {
   private readonly inBuf: Float64Array;
   private readonly outBuf: Float64Array;
 
-  private constructor(rows: number, cols: number, nnz: number, kernels: Kernels, buffer: ArrayBuffer, at: number[]) {
+  private constructor(rows: number, cols: number, nnz: number, kernels: Kernels, buffer: SharedArrayBuffer, at: number[]) {
     this.kernels = kernels;
     this.at = at;
     this.csr = { rows, cols, indptr: new Int32Array(buffer, at[0], rows + 1), indices: new Int32Array(buffer, at[1], nnz), values: new Float64Array(buffer, at[2], nnz) };
@@ -166,7 +169,7 @@ export class WasmPanel {
     readonly cols: number,
     readonly len: number,
     kernels: Kernels,
-    buffer: ArrayBuffer,
+    buffer: SharedArrayBuffer,
     at: number[],
   ) {
     this.kernels = kernels;
@@ -217,25 +220,34 @@ export class WasmCholesky {
   private readonly vec: Float64Array;
 
   private constructor(
-    l: Float64Array,
     readonly n: number,
     kernels: Kernels,
-    buffer: ArrayBuffer,
+    buffer: SharedArrayBuffer,
     at: number[],
   ) {
     this.kernels = kernels;
     this.at = at;
     this.data = new Float64Array(buffer, at[0], n * n);
-    this.data.set(l);
     this.vec = new Float64Array(buffer, at[1], n);
+  }
+
+  /**
+   * An n x n factor of zeros in WebAssembly memory, to be formed in place through `data` (by
+   * this thread or, as the memory is shared, by a worker given `data`); undefined when it does
+   * not fit there.
+   */
+  static zeros(n: number): WasmCholesky | undefined {
+    const { at, bytes } = layout(8 * n * n, 8 * n);
+    const inst = instantiate(bytes);
+    return inst && new WasmCholesky(n, inst.kernels, inst.buffer, at);
   }
 
   /** `l` copied into WebAssembly memory; undefined when it does not fit there. */
   static from(l: Float64Array, n: number): WasmCholesky | undefined {
     assertLength('factor', l, n * n);
-    const { at, bytes } = layout(8 * n * n, 8 * n);
-    const inst = instantiate(bytes);
-    return inst && new WasmCholesky(l, n, inst.kernels, inst.buffer, at);
+    const chol = WasmCholesky.zeros(n);
+    chol?.data.set(l);
+    return chol;
   }
 
   /** b = (L L^T)^-1 b: forwardSubstitute, then backSubstitute. */

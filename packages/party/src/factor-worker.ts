@@ -6,8 +6,9 @@ import { ConfigError } from '@admm-share/core';
 import { type FactorInput, factorSystem } from './xupdate.js';
 
 try {
-  const factor = factorSystem(workerData as FactorInput);
-  parentPort!.postMessage(factor, [factor.buffer as ArrayBuffer]);
+  // The factor is formed in the caller's shared memory (FactorInput.into): only `true` crosses back.
+  factorSystem(workerData as FactorInput);
+  parentPort!.postMessage(true);
 } catch (err) {
   // A system that is not positive definite is the data's (a ConfigError); it crosses the
   // thread as its message. Anything else is a bug and crashes the worker.

@@ -194,16 +194,27 @@ export class RidgeXUpdate {
   }
 
   /**
-   * The block as the factorisation needs it (a dense block's array is shared with a worker
-   * thread, not copied; a sparse block's WebAssembly memory, which holds little besides it, is copied).
+   * The block as the factorisation needs it. A dense block's array and a sparse block's
+   * WebAssembly memory are shared memory: a worker thread reads them where they are (only a
+   * sparse block too large for WebAssembly memory is copied to it).
    */
   private source(): BlockSource {
     return this.Dd ? { dense: this.Dd } : { csr: this.Dr! };
   }
 
-  /** What factorSystem needs for `rho`. */
-  private factorInput(rho: number): FactorInput {
-    return { ...this.source(), side: this.side, mu: this.mu, lambda: this.lambda, rho };
+  /** What factorSystem needs to form the factor for `rho` in `into`. */
+  private factorInput(rho: number, into: Float64Array): FactorInput {
+    return { ...this.source(), side: this.side, mu: this.mu, lambda: this.lambda, rho, into };
+  }
+
+  /**
+   * k x k zeros for a factor, formed where the solves read it: WebAssembly memory, or (when it
+   * does not fit there) an array of its own. Both are shared memory, so a worker thread forms
+   * the factor in place and nothing is copied back.
+   */
+  private factorTarget(): { cholW: WasmCholesky | undefined; chol: Float64Array } {
+    const cholW = WasmCholesky.zeros(this.k);
+    return { cholW, chol: cholW?.data ?? new Float64Array(new SharedArrayBuffer(8 * this.k * this.k)) };
   }
 
   /** Squared norms of the centred columns. */
@@ -226,39 +237,43 @@ export class RidgeXUpdate {
     const t0 = performance.now();
     this.chol = this.cholW = undefined; // the old factor can go before the new one is formed
     this.cholRho = NaN;
-    this.factored(factorSystem(this.factorInput(rho)), rho, t0);
+    const target = this.factorTarget();
+    factorSystem(this.factorInput(rho, target.chol));
+    this.factored(target, rho, t0);
   }
 
-  /** cholesky form: `chol` is the factor for `rho`, begun at `t0`. */
-  private factored(chol: Float64Array, rho: number, t0: number): void {
-    this.cholW = WasmCholesky.from(chol, this.k);
-    this.chol = this.cholW?.data ?? chol;
+  /** cholesky form: `target` holds the factor for `rho`, begun at `t0`. */
+  private factored(target: { cholW: WasmCholesky | undefined; chol: Float64Array }, rho: number, t0: number): void {
+    this.cholW = target.cholW;
+    this.chol = target.chol;
     this.cholRho = rho;
     this.factorMs = performance.now() - t0;
   }
 
   /**
    * cholesky form: the factorisation for `rho` in a worker thread, so that the event loop
-   * keeps answering the coordinator's heartbeats for the seconds it takes (a dense block is in
-   * shared memory, so it is not copied; a sparse one is). Other forms: nothing to do.
+   * keeps answering the coordinator's heartbeats for the seconds it takes. The worker reads the
+   * block where it is (source) and forms the factor in place (factorTarget). Other forms:
+   * nothing to do.
    */
   async factorInWorker(rho: number): Promise<void> {
     if (this.form !== 'cholesky' || rho === this.cholRho) return;
     const t0 = performance.now();
     this.chol = this.cholW = undefined;
     this.cholRho = NaN;
-    const worker = new Worker(new URL('./factor-worker.js', import.meta.url), { workerData: this.factorInput(rho) });
+    const target = this.factorTarget();
+    const worker = new Worker(new URL('./factor-worker.js', import.meta.url), { workerData: this.factorInput(rho, target.chol) });
     this.factoring = worker;
-    // The worker answers with the factor, or with the message of a system that is not positive definite.
-    const { message, code } = await workerExit<Float64Array | { error: string }>(worker);
+    // The worker answers `true` when the factor is formed, or with the message of a system that is not positive definite.
+    const { message, code } = await workerExit<true | { error: string }>(worker);
     const cancelled = this.factoring !== worker;
     this.factoring = undefined;
-    if (message && !(message instanceof Float64Array)) throw new ConfigError(message.error);
+    if (message && message !== true) throw new ConfigError(message.error);
     if (!message) {
       if (cancelled) return;
       throw new Error(`the factorisation's worker thread exited with code ${code} without a result`);
     }
-    this.factored(message, rho, t0);
+    this.factored(target, rho, t0);
   }
 
   /** The factorisation under way in a worker thread, if any. */
@@ -700,34 +715,36 @@ export class RidgeXUpdate {
 /** A party's block: dense (row-major) or CSR. */
 export type BlockSource = { dense: Dense; csr?: undefined } | { csr: Csr; dense?: undefined };
 
-/** What the Cholesky factorisation needs, as it crosses to a worker thread. */
-export type FactorInput = BlockSource & { side: 'primal' | 'dual'; mu: Float64Array | undefined; lambda: number; rho: number };
+/**
+ * What the Cholesky factorisation needs, as it crosses to a worker thread: the block, and
+ * `into`, k x k zeros (in shared memory when it crosses) where the factor is formed.
+ */
+export type FactorInput = BlockSource & { side: 'primal' | 'dual'; mu: Float64Array | undefined; lambda: number; rho: number; into: Float64Array };
 
-/** The side's Gram matrix of the centred block: D~^T D~ (d x d) or D~ D~^T (N x N), row-major. */
-function centredGram(src: BlockSource, side: 'primal' | 'dual', mu: Float64Array | undefined): Float64Array {
+/** The side's Gram matrix of the centred block: D~^T D~ (d x d) or D~ D~^T (N x N), row-major (in `into`, zeros, when given). */
+function centredGram(src: BlockSource, side: 'primal' | 'dual', mu: Float64Array | undefined, into?: Float64Array): Float64Array {
   const n = src.dense ? src.dense.rows : src.csr.rows;
   const d = src.dense ? src.dense.cols : src.csr.cols;
   if (side === 'primal') {
-    const gram = src.dense ? denseGram(src.dense) : csrGram(src.csr);
+    const gram = src.dense ? denseGram(src.dense, into) : csrGram(src.csr, into);
     // (D - 1 mu^T)^T (D - 1 mu^T) = D^T D - N mu mu^T
     if (mu) for (let i = 0; i < d; i++) for (let j = 0; j < d; j++) gram[i * d + j] -= n * mu[i] * mu[j];
     return gram;
   }
-  const gram = src.dense ? denseOuterGram(src.dense) : csrOuterGram(src.csr);
+  const gram = src.dense ? denseOuterGram(src.dense, into) : csrOuterGram(src.csr, into);
   if (mu) centreSymmetric(gram, n);
   return gram;
 }
 
-/** The Cholesky factor (lower triangle) of lambda I + rho G~, G~ the side's centred Gram matrix. */
-export function factorSystem(input: FactorInput): Float64Array {
+/** The Cholesky factor (lower triangle) of lambda I + rho G~, G~ the side's centred Gram matrix, formed in `input.into`. */
+export function factorSystem(input: FactorInput): void {
   const { side, mu, lambda, rho } = input;
-  const a = centredGram(input, side, mu);
+  const a = centredGram(input, side, mu, input.into);
   const k = Math.sqrt(a.length);
   for (let i = 0; i < k * k; i++) a[i] *= rho;
   for (let i = 0; i < k; i++) a[i * k + i] += lambda;
   if (!choleskyInPlace(a, k))
     throw new ConfigError(`the x-update's system (${k} x ${k}, lambda ${lambda}, rho ${rho}) is not positive definite to working precision: lambda is too small for the scale of this block's features (raise --lambda, or scale the features)`);
-  return a;
 }
 
 /**
