@@ -242,14 +242,6 @@ export class WasmCholesky {
     return inst && new WasmCholesky(n, inst.kernels, inst.buffer, at);
   }
 
-  /** `l` copied into WebAssembly memory; undefined when it does not fit there. */
-  static from(l: Float64Array, n: number): WasmCholesky | undefined {
-    assertLength('factor', l, n * n);
-    const chol = WasmCholesky.zeros(n);
-    chol?.data.set(l);
-    return chol;
-  }
-
   /** b = (L L^T)^-1 b: forwardSubstitute, then backSubstitute. */
   solveInPlace(b: Float64Array): Float64Array {
     assertLength('b', b, this.n);
