@@ -216,10 +216,10 @@ export class AdmmLoop {
   private sendRound(t: number): Promise<Share | Exhausted>[] {
     const { job, parties } = this.d;
     const rho = this.admm.rho;
-    // The vectors are kept as they were sent (the step overwrites them in place). Without
-    // acceleration every party gets the same one, encoded once.
-    const shared = this.admm.accelerated ? undefined : this.admm.c.slice();
-    const cs = parties.list.map((_, m) => shared ?? this.admm.cFor(m).slice());
+    // The vectors are kept as they were sent (the step overwrites them in place), in copies the
+    // replay log recycles. Without acceleration every party gets the same one, encoded once.
+    const shared = this.admm.accelerated ? undefined : this.replay.sentCopy(0, t, this.admm.c);
+    const cs = parties.list.map((_, m) => shared ?? this.replay.sentCopy(m, t, this.admm.cFor(m)));
     const round = (c: Float64Array) => ({ type: 'round' as const, jobId: job.jobId, round: t, rho, c });
     const types = ['share', 'exhausted'] as const;
     const ctx = () => ({ jobId: job.jobId, n: job.n, round: t });

@@ -150,9 +150,9 @@ export class Parties {
     return this.list.map((p) => p.request(bytes, types, ctx(p)));
   }
 
-  /** Party m (in job order) is sent msgFor(m); replies in job order. */
+  /** Party m (in job order) is sent msgFor(m), encoded into its connection's reusable buffer (encodeForSend); replies in job order. */
   requestEach<T extends PartyMessageType>(msgFor: (m: number) => CoordinatorMessage, types: readonly T[], ctx: (p: PartyConnection) => Parameters<PartyConnection['request']>[2]): Promise<Reply<T>>[] {
-    return this.list.map((p, m) => p.request(encode(msgFor(m)), types, ctx(p)));
+    return this.list.map((p, m) => p.request(p.encodeForSend(msgFor(m)), types, ctx(p)));
   }
 
   /** The job's last message; resolves when every party has closed after it (or after `graceMs` for connected ones). */

@@ -12,6 +12,7 @@ import { InternalError, PeerError } from '@admm-share/core';
 import {
   type CloseKind,
   type CoordinatorMessage,
+  type EncodeScratch,
   type PartyMessage,
   type PrivacyInfo,
   type ValidationContext,
@@ -21,6 +22,7 @@ import {
   closeReason,
   decode,
   encode,
+  encodeInto,
   validatePartyMessage,
 } from '@admm-share/protocol';
 import { closeAndDrop } from './drop.js';
@@ -94,6 +96,8 @@ export class PartyConnection {
   private pending: Pending | undefined;
   /** The last message of the job (done), resent to a party that rejoins after it. */
   private final: Uint8Array | undefined;
+  /** The buffer encodeForSend reuses. */
+  private readonly scratch: EncodeScratch = {};
 
   constructor(
     readonly id: string,
@@ -146,6 +150,16 @@ export class PartyConnection {
 
   send(msg: CoordinatorMessage): void {
     this.sendBytes(encode(msg));
+  }
+
+  /**
+   * `msg` encoded for this party, for a request: into the connection's reusable buffer when
+   * nothing sent before is still queued on the socket (so the bytes last encoded there have
+   * left for the system), else into a fresh one. The bytes stay as they are until the next
+   * encodeForSend, which comes only after this request's reply: a rejoin can resend them.
+   */
+  encodeForSend(msg: CoordinatorMessage): Uint8Array {
+    return this.ws?.bufferedAmount === 0 ? encodeInto(msg, this.scratch) : encode(msg);
   }
 
   /** A party that stops reading would make its queue grow without bound: close it instead. */

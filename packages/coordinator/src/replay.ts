@@ -30,6 +30,12 @@ const EMPTY = new Float64Array(0);
 export class ReplayLog {
   /** Per party: its answered rounds, oldest first, at most two. */
   private readonly answered: Answered[][];
+  /**
+   * Per party, three arrays for the vectors it is sent, used in turn by round (sentCopy): the
+   * log keeps at most two answered rounds a party, and every party answers a round before the
+   * next is sent, so the third is never held.
+   */
+  private readonly copies: Float64Array[][];
 
   constructor(
     parties: number,
@@ -40,6 +46,18 @@ export class ReplayLog {
     this.answered = Array.from({ length: parties }, (_, m) =>
       from ? [{ round: from.round, rho: from.rho, c: from.cs[m], previousShare: from.previousShares[m], share: from.shares[m] }] : [],
     );
+    this.copies = Array.from({ length: parties }, () => []);
+  }
+
+  /**
+   * `c` copied for party m's round `round`, to be recorded with its answer, into an array the
+   * log reuses three rounds later (a fresh array a party a round costs page faults as it is
+   * written: 3.7 ms for the 8 MB of a million rows, against 0.3 ms into one already touched).
+   */
+  sentCopy(m: number, round: number, c: Float64Array): Float64Array {
+    const slot = (this.copies[m][round % 3] ??= new Float64Array(this.n));
+    slot.set(c);
+    return slot;
   }
 
   /** Party m answered round `round` (sent with `rho` and `c`; `c` must not change afterwards). */

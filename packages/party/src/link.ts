@@ -8,6 +8,8 @@ import { ConfigError, PeerError } from '@admm-share/core';
 import {
   type CloseKind,
   type CoordinatorMessage,
+  type EncodeScratch,
+  type PartyMessage,
   type ValidationContext,
   CloseCodes,
   ProtocolError,
@@ -19,6 +21,8 @@ import {
   RETRIABLE_CLOSE_CODES,
   closeReason,
   decode,
+  encode,
+  encodeInto,
   validateCoordinatorMessage,
 } from '@admm-share/protocol';
 
@@ -136,10 +140,17 @@ export class CoordinatorLink {
     this.ws = this.connect();
   }
 
-  /** Send an encoded message on the current connection. */
-  send(bytes: Uint8Array): void {
-    this.ws.send(bytes);
+  /**
+   * Send a message on the current connection, encoded into the link's reusable buffer when
+   * nothing sent before is still queued on the socket (so the bytes last encoded there have
+   * left for the system), else into a fresh one.
+   */
+  send(msg: PartyMessage): void {
+    this.ws.send(this.ws.bufferedAmount === 0 ? encodeInto(msg, this.scratch) : encode(msg));
   }
+
+  /** The buffer `send` reuses. */
+  private readonly scratch: EncodeScratch = {};
 
   /**
    * The coordinator answered this connection (welcome): stop the connect timer; a later

@@ -5,7 +5,7 @@ import { accessSync, constants, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { type BlockTable, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiPool, detectFormat, isDense, readFeatureBlock, readFeatureFile } from '@admm-share/core';
-import { type CloseKind, type Role, ProtocolError, assertNever, encode } from '@admm-share/protocol';
+import { type CloseKind, type Role, ProtocolError, assertNever } from '@admm-share/protocol';
 import { Progress, peakMemoryBytes } from '@admm-share/runtime';
 import { CoordinatorLink, maxPayloadFor } from './link.js';
 import { ledgerPath, readPartyModel, writeModelFiles } from './model-file.js';
@@ -282,7 +282,7 @@ function run(config: PartyConfig, env: SessionEnv, rowsScaled: number): PartyHan
       default:
         assertNever(outcome);
     }
-    for (const m of outcome.messages) link.send(encode(m));
+    for (const m of outcome.messages) link.send(m);
   };
 
   const link = new CoordinatorLink(

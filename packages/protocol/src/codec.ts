@@ -23,6 +23,56 @@ export function encode(msg: Message): Buffer {
   return packr.pack(msg);
 }
 
+/**
+ * An upper bound on the MessagePack size of `v` as msgpackr encodes it here (an estimate too
+ * small costs only the copies it was meant to avoid): a string takes at most 3 bytes a UTF-16
+ * unit, a typed array its bytes, and every value, key and header at most 16 bytes more.
+ */
+export function packedBound(v: unknown): number {
+  if (typeof v === 'string') return 16 + 3 * v.length;
+  if (ArrayBuffer.isView(v)) return 16 + v.byteLength;
+  if (Array.isArray(v)) return v.reduce((n: number, x) => n + packedBound(x), 16);
+  if (v !== null && typeof v === 'object') return Object.entries(v).reduce((n, [k, x]) => n + packedBound(k) + packedBound(x), 16);
+  return 16;
+}
+
+/** Bytes of the buffer msgpackr is left with after packInto (its own first buffer is this size). */
+const FRESH_BYTES = 8192;
+
+/**
+ * `value` encoded by `p` into `buffer`, which must hold packedBound(value) bytes; the result
+ * views it. msgpackr keeps one target buffer for all its Packr instances and writes each
+ * next value after the last; so that nothing encoded later lands in `buffer` (which its owner
+ * may overwrite or keep large), it is then left a fresh buffer of its own.
+ */
+export function packInto(p: Packr, value: unknown, buffer: Buffer): Buffer {
+  p.useBuffer(buffer);
+  try {
+    return p.pack(value);
+  } finally {
+    p.useBuffer(Buffer.allocUnsafeSlow(FRESH_BYTES));
+  }
+}
+
+/** A buffer encodeInto reuses from one message to the next. */
+export interface EncodeScratch {
+  buffer?: Buffer;
+}
+
+/**
+ * `msg` encoded into `scratch`'s buffer (made or grown when too small) rather than a fresh
+ * one. A fresh buffer for a large vector costs a page fault every 4 KiB as it is written:
+ * 0.7 ms for a 260 KB round message on the development machine, against 0.05 ms into memory
+ * already touched. The result views the scratch, so it is valid only until the next
+ * encodeInto with the same scratch: a sender reuses a scratch only once the bytes it holds
+ * have left for the socket (see the connections' `encodeForSend`).
+ */
+export function encodeInto(msg: Message, scratch: EncodeScratch): Buffer {
+  const need = packedBound(msg);
+  if (!scratch.buffer || scratch.buffer.length < need) scratch.buffer = Buffer.allocUnsafeSlow(need);
+  return packInto(packr, msg, scratch.buffer);
+}
+
 /** Decode bytes into an unvalidated value. Never trust the result before `validate*`. */
 export function decode(bytes: Uint8Array): unknown {
   if (bytes.length === 0) throw new ProtocolError('malformed', 'empty frame');

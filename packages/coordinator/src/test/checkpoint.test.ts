@@ -5,7 +5,8 @@ import { join } from 'node:path';
 import { DataError } from '@admm-share/core';
 import { tempDir } from '@admm-share/core/test-support';
 import { Packr } from 'msgpackr';
-import { type Checkpoint, CheckpointWriter, packedBound, readCheckpoint } from '../checkpoint.js';
+import { packedBound } from '@admm-share/protocol';
+import { type Checkpoint, CheckpointWriter, readCheckpoint } from '../checkpoint.js';
 
 /** A valid checkpoint of a one-party job over n samples whose vectors all hold `fill`. */
 function checkpointOf(round: number, fill: number, n = 1000): Omit<Checkpoint, 'format'> {

@@ -38,3 +38,23 @@ test('a checkpoint point restores the log at its round', () => {
   again.record(1, 2, 1, vec(5, 5), vec(4, 4));
   assert.deepEqual(again.resume(1, 'j').previousShare, vec(3, 3));
 });
+
+test('sentCopy: the copies the log recycles are never ones it still holds, round after round', () => {
+  const log = new ReplayLog(2, 3, 1);
+  const sent = (m: number, t: number) => vec(t, 10 * t + m, -t);
+  for (let t = 1; t <= 7; t++) {
+    const cs = [0, 1].map((m) => log.sentCopy(m, t, sent(m, t)));
+    // While round t is out, the log still holds rounds t - 1 and t - 2 as they were sent.
+    for (let m = 0; m < 2; m++) for (const r of [t - 1, t - 2]) if (r >= 1) assert.deepEqual(log.resume(m, 'job', r).c, sent(m, r), `party ${m}, round ${r} while round ${t} is out`);
+    for (let m = 0; m < 2; m++) {
+      assert.deepEqual(cs[m], sent(m, t));
+      log.record(m, t, 1, cs[m], vec(m, t, 0));
+    }
+    // Both answered rounds the log holds still have the vectors sent in them.
+    for (let m = 0; m < 2; m++) {
+      assert.deepEqual(log.resume(m, 'job').c, sent(m, t));
+      if (t > 1) assert.deepEqual(log.resume(m, 'job', t - 1).c, sent(m, t - 1));
+      assert.deepEqual(log.point(t).cs[m], sent(m, t));
+    }
+  }
+});

@@ -7,7 +7,9 @@ import {
   type CoordinatorMessage,
   decode,
   ENVELOPE_BYTES,
+  type EncodeScratch,
   encode,
+  encodeInto,
   MAX_PENALTY_SQ,
   MAX_SHARE_MAGNITUDE,
   type Message,
@@ -672,4 +674,28 @@ test('fuzz: 100,000 random and mutated messages only ever raise ProtocolError, a
   // ...and accept, under the strict context, every type whose fields it checks against it.
   for (const type of ['share', 'round', 'scores', 'exhausted', 'resume', 'batchScores', 'sgd', 'ids', 'setup'])
     assert.ok((accepted.get(`2:${type}`) ?? 0) >= 10, `${type} accepted under the full context ${accepted.get(`2:${type}`) ?? 0} times: ${JSON.stringify([...accepted])}`);
+});
+
+test('encodeInto: the bytes of encode, written into the scratch it reuses; nothing encoded afterwards lands in that scratch', () => {
+  const c = Float64Array.from({ length: 5000 }, (_, i) => Math.sin(i));
+  const round = (r: number, n = 5000): CoordinatorMessage => ({ type: 'round', jobId: 'job-1', round: r, rho: 0.5, c: c.subarray(0, n).map((v) => v * r) });
+  const scratch: EncodeScratch = {};
+  const first = encodeInto(round(1), scratch);
+  assert.deepEqual(first, encode(round(1)));
+  const buffer = scratch.buffer!;
+  assert.equal(first.buffer, buffer.buffer, 'the message views the scratch');
+  const second = encodeInto(round(2, 1000), scratch);
+  assert.equal(scratch.buffer, buffer, 'a message that fits reuses the scratch');
+  assert.equal(second.buffer, buffer.buffer);
+  assert.deepEqual(decode(second), round(2, 1000));
+  // The scratch has room left after that smaller message; a message encoded now must not be
+  // written there, since the scratch is overwritten by the next encodeInto.
+  const other = encode(round(7, 1000));
+  assert.notEqual(other.buffer, buffer.buffer, 'a later encode has a buffer of its own');
+  encodeInto(round(3), scratch);
+  assert.deepEqual(decode(other), round(7, 1000), 'the later message is intact after the scratch was written again');
+  // A larger message grows the scratch.
+  const big: CoordinatorMessage = { type: 'round', jobId: 'job-1', round: 4, rho: 0.5, c: new Float64Array(20000).fill(2) };
+  assert.deepEqual(decode(encodeInto(big, scratch)), big);
+  assert.ok(scratch.buffer!.length >= 8 * 20000);
 });
