@@ -22,7 +22,7 @@ import {
   closeReason,
   decode,
   encode,
-  encodeInto,
+  encodeToSend,
   validatePartyMessage,
 } from '@admm-share/protocol';
 import { closeAndDrop } from './drop.js';
@@ -159,7 +159,7 @@ export class PartyConnection {
    * encodeForSend, which comes only after this request's reply: a rejoin can resend them.
    */
   encodeForSend(msg: CoordinatorMessage): Uint8Array {
-    return this.ws?.bufferedAmount === 0 ? encodeInto(msg, this.scratch) : encode(msg);
+    return encodeToSend(msg, this.scratch, this.ws?.bufferedAmount);
   }
 
   /** A party that stops reading would make its queue grow without bound: close it instead. */

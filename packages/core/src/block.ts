@@ -110,7 +110,7 @@ export class BlockBuilder {
     const b = new CsrBuilder(this.features ?? 0, this.entries);
     const { data, width } = this;
     for (let i = 0; i <= this.rows; i++) {
-      for (let j = i * width; j < (i + 1) * width; j++) b.push(j - i * width, data[j]);
+      pushDenseRow(b, data, i, width);
       if (i < this.rows) b.endRow();
     }
     this.csr = b;
@@ -130,6 +130,11 @@ export class BlockBuilder {
   }
 }
 
+/** Row i of a row-major array `cols` wide, its non-zeros pushed to `b` (the row is not ended). */
+function pushDenseRow(b: CsrBuilder, data: Float64Array, i: number, cols: number): void {
+  for (let j = 0, o = i * cols; j < cols; j++) b.push(j, data[o + j]);
+}
+
 /** Rows `order[0], order[1], ...` of a dense matrix as CSR (its non-zeros only); `nonzeros` an upper bound, for the capacity. */
 export function denseToCsr(a: Dense, nonzeros = 0, order?: ArrayLike<number>): Csr {
   const b = new CsrBuilder(a.cols, nonzeros);
@@ -137,7 +142,7 @@ export function denseToCsr(a: Dense, nonzeros = 0, order?: ArrayLike<number>): C
   for (let r = 0; r < n; r++) {
     const i = order ? order[r] : r;
     if (!(i >= 0 && i < a.rows)) throw new RangeError(`row ${i} out of range 0..${a.rows - 1}`);
-    for (let j = 0, o = i * a.cols; j < a.cols; j++) b.push(j, a.data[o + j]);
+    pushDenseRow(b, a.data, i, a.cols);
     b.endRow();
   }
   return b.build(a.cols);

@@ -21,8 +21,7 @@ import {
   RETRIABLE_CLOSE_CODES,
   closeReason,
   decode,
-  encode,
-  encodeInto,
+  encodeToSend,
   validateCoordinatorMessage,
 } from '@admm-share/protocol';
 
@@ -146,7 +145,7 @@ export class CoordinatorLink {
    * left for the system), else into a fresh one.
    */
   send(msg: PartyMessage): void {
-    this.ws.send(this.ws.bufferedAmount === 0 ? encodeInto(msg, this.scratch) : encode(msg));
+    this.ws.send(encodeToSend(msg, this.scratch, this.ws.bufferedAmount));
   }
 
   /** The buffer `send` reuses. */

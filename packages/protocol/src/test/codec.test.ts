@@ -10,6 +10,7 @@ import {
   type EncodeScratch,
   encode,
   encodeInto,
+  encodeToSend,
   MAX_PENALTY_SQ,
   MAX_SHARE_MAGNITUDE,
   type Message,
@@ -698,4 +699,11 @@ test('encodeInto: the bytes of encode, written into the scratch it reuses; nothi
   const big: CoordinatorMessage = { type: 'round', jobId: 'job-1', round: 4, rho: 0.5, c: new Float64Array(20000).fill(2) };
   assert.deepEqual(decode(encodeInto(big, scratch)), big);
   assert.ok(scratch.buffer!.length >= 8 * 20000);
+  // encodeToSend reuses the scratch only when nothing is queued on the socket.
+  assert.equal(encodeToSend(round(5), scratch, 0).buffer, scratch.buffer!.buffer);
+  for (const queued of [1, undefined]) {
+    const bytes = encodeToSend(round(6), scratch, queued);
+    assert.notEqual(bytes.buffer, scratch.buffer!.buffer, `queued ${queued}: a fresh buffer`);
+    assert.deepEqual(decode(bytes), round(6));
+  }
 });
