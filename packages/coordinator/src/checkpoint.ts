@@ -202,8 +202,6 @@ export function validateCheckpoint(value: unknown, path: string): Checkpoint {
     z: f64(a.z, 'admm.z', n),
     dualVar: f64(a.dualVar, 'admm.dualVar', n),
     sum: f64(a.sum, 'admm.sum', n),
-    prevSum: f64(a.prevSum, 'admm.prevSum', n),
-    prevZ: f64(a.prevZ, 'admm.prevZ', n),
     a: f64(a.a, 'admm.a', n),
     t: f64(a.t, 'admm.t', n),
     slope: f64(a.slope, 'admm.slope', n),

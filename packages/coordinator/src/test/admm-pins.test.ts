@@ -120,8 +120,6 @@ function copySnapshot(s: AdmmSnapshot): AdmmSnapshot {
     z: copy(s.z),
     dualVar: copy(s.dualVar),
     sum: copy(s.sum),
-    prevSum: copy(s.prevSum),
-    prevZ: copy(s.prevZ),
     a: copy(s.a),
     t: copy(s.t),
     slope: copy(s.slope),

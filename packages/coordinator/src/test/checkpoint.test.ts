@@ -18,7 +18,7 @@ function checkpointOf(round: number, fill: number, n = 1000): Omit<Checkpoint, '
     samples: { labelRows: { train: Uint32Array.from({ length: n }, (_, i) => i), test: new Uint32Array(0) }, dropped: { train: 0, test: 0 } },
     evaluationSkipped: null,
     setup: { type: 'setup', jobId: 'job-a', lambda: 1e-4, loss: 'logistic', rounds: 100, rho: 0.5, parties: 1, algorithm: 'admm', labelFlip: 0 },
-    admm: { rho: 0.5, c: v(), z: v(), dualVar: v(), sum: v(), prevSum: v(), prevZ: v(), a: v(), t: v(), slope: v(), curvature: v(), prevShares: [v()] },
+    admm: { rho: 0.5, c: v(), z: v(), dualVar: v(), sum: v(), a: v(), t: v(), slope: v(), curvature: v(), prevShares: [v()] },
     replay: { round, rho: 0.5, cs: [v()], previousShares: [v()], shares: [v()] },
     last: { stats: { primal: 0, dual: 0, epsPrimal: 1, epsDual: 1, rho: 0.5 }, penaltySq: 0, converged: false, test: undefined, seconds: 1, roundSeconds: 1, bytes: { toCoordinator: 0, fromCoordinator: 0 }, epsilonSpent: {} },
   };

@@ -162,7 +162,7 @@ test('a checkpoint keeps setup.labelFlip; one without it, or with a value outsid
     samples: { labelRows: { train: Uint32Array.of(0, 1), test: new Uint32Array(0) }, dropped: { train: 0, test: 0 } },
     evaluationSkipped: null,
     setup: { type: 'setup' as const, jobId: 'job-a', lambda: 1e-4, loss: 'logistic' as const, rounds: 10, rho: 0.5, parties: 1, algorithm: 'admm' as const, labelFlip: flipProbability(2) },
-    admm: { rho: 0.5, c: v(), z: v(), dualVar: v(), sum: v(), prevSum: v(), prevZ: v(), a: v(), t: v(), slope: v(), curvature: v(), prevShares: [v()] },
+    admm: { rho: 0.5, c: v(), z: v(), dualVar: v(), sum: v(), a: v(), t: v(), slope: v(), curvature: v(), prevShares: [v()] },
     replay: { round: 3, rho: 0.5, cs: [v()], previousShares: [v()], shares: [v()] },
     last: {
       stats: { primal: 0, dual: 0, epsPrimal: 1, epsDual: 1, rho: 0.5 },
