@@ -198,6 +198,7 @@ export class AdmmLoop {
         epsilonSpent: last.epsilonSpent,
       };
     } finally {
+      this.admm.close();
       trace.close(completed);
       // A checkpoint still being written finishes (a failed job is resumed from it); its own
       // failure only surfaces if training did not fail first.

@@ -120,7 +120,7 @@ export class AdmmCoordinator {
     if (memory > 0 && opts.variant !== 'exact') throw new RangeError('Anderson acceleration is for the exact sharing form');
     const dim = (opts.parties + 2) * n;
     this.anderson = memory > 0 ? new Anderson(dim, memory) : undefined;
-    this.packed = new Float64Array(this.anderson ? dim : 0);
+    this.packed = this.anderson ? this.anderson.input : new Float64Array(0);
     this.cs = this.anderson ? Array.from({ length: opts.parties }, () => new Float64Array(n)) : [];
   }
 
@@ -304,6 +304,11 @@ export class AdmmCoordinator {
       // The last step's shares are prevShares; the same arithmetic as after that step.
       this.unpack(this.prevShares);
     }
+  }
+
+  /** Ends Anderson acceleration's worker thread, if it has one (a large state; anderson.ts). */
+  close(): void {
+    this.anderson?.close();
   }
 
   /** Party m's share as of the last step (what a rejoining party resumes from). */

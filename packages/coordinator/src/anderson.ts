@@ -28,7 +28,9 @@
  * a time, its first pair with the copies); memory: 3 such vectors in double precision and
  * 2 * memory in single.
  */
+import { Worker } from 'node:worker_threads';
 import { ConfigError } from '@admm-share/core';
+import { DONE, EXIT, FIRST_PASS, type HalvesInit, IDLE, NEW_RHS, NEW_SQ, NEXT_POINT, NORM_SQ, READY, ROW, STATE, type SharedState, firstPass, nextPoint } from './anderson-kernels.js';
 
 /** The default memory (docs/rho.md has the measurements behind it), and the largest accepted. */
 export const DEFAULT_ANDERSON = 5;
@@ -60,6 +62,82 @@ export interface AndersonSnapshot {
 
 const REGULARISATION = 1e-8;
 
+/**
+ * The state length from which each pass of `next` is split in two, the upper half in a worker
+ * thread: 2^20 values (a9a's state is 130k; a million rows and four parties make 6e6). The
+ * passes are bound by memory traffic, and on the two-core development machine two threads
+ * take a pass over 6e6 values in about half the time of one (16.5 against 32.3 ms); below
+ * this length the hand-over (two waits on shared memory a pass) is not worth a thread.
+ */
+export const PARALLEL_FROM = 1 << 20;
+
+/** How long the main thread waits for the worker's half of a pass before it gives up. */
+const WORKER_TIMEOUT_MS = 60_000;
+
+/**
+ * A worker thread that does the upper half [split, dim) of each pass while the main thread does
+ * the lower half. The two meet on shared memory (Atomics.wait and notify): `next` stays
+ * synchronous. The worker's sums are added after the main thread's, always in that order.
+ */
+class Halves {
+  readonly split: number;
+  private readonly init: HalvesInit;
+  private readonly worker: Worker;
+
+  constructor(state: SharedState) {
+    const dim = state.f.length;
+    const memory = state.dF.length;
+    // An even split keeps the two-at-a-time loops aligned as in one pass.
+    this.split = Math.floor(dim / 4) * 2;
+    const shared = <T>(C: { new (b: SharedArrayBuffer): T; BYTES_PER_ELEMENT: number }, n: number) => new C(new SharedArrayBuffer(n * C.BYTES_PER_ELEMENT));
+    this.init = { ...state, control: shared(Int32Array, 2), slots: shared(Int32Array, 2 * memory + 3), gamma: shared(Float64Array, memory), sums: shared(Float64Array, ROW + memory), from: this.split, to: dim };
+    this.worker = new Worker(new URL('./anderson-worker.js', import.meta.url), { workerData: this.init });
+    // It never holds the process open; close() ends it with the job.
+    this.worker.unref();
+  }
+
+  get sums(): Float64Array {
+    return this.init.sums;
+  }
+
+  firstPass(slot: number, keep: readonly number[], mine: () => void): void {
+    const { slots } = this.init;
+    slots[0] = slot;
+    slots[1] = keep.length;
+    keep.forEach((j, k) => (slots[2 + k] = j));
+    this.run(FIRST_PASS, mine);
+  }
+
+  nextPoint(order: readonly number[], gamma: Float64Array | undefined, mine: () => void): void {
+    const { slots } = this.init;
+    const at = 2 + this.init.dF.length;
+    slots[at] = order.length;
+    order.forEach((j, k) => (slots[at + 1 + k] = j));
+    if (gamma) this.init.gamma.set(gamma);
+    this.run(NEXT_POINT, mine);
+  }
+
+  close(): void {
+    Atomics.store(this.init.control, STATE, EXIT);
+    Atomics.notify(this.init.control, STATE);
+    void this.worker.terminate();
+  }
+
+  private run(job: number, mine: () => void): void {
+    const { control } = this.init;
+    const deadline = performance.now() + WORKER_TIMEOUT_MS;
+    const late = () => {
+      if (performance.now() > deadline) throw new Error(`Anderson acceleration's worker thread did not answer within ${WORKER_TIMEOUT_MS / 1000} s`);
+    };
+    while (Atomics.load(control, READY) === 0) if (Atomics.wait(control, READY, 0, 1000) === 'timed-out') late();
+    Atomics.store(control, STATE, job);
+    Atomics.notify(control, STATE);
+    mine();
+    while (Atomics.load(control, STATE) !== DONE) if (Atomics.wait(control, STATE, job, 1000) === 'timed-out') late();
+    Atomics.store(control, STATE, IDLE);
+  }
+}
+
 export class Anderson {
   /** The point F is to be evaluated at next. */
   readonly point: Float64Array;
@@ -80,18 +158,44 @@ export class Anderson {
   /** Extrapolated points kept and rejected so far. */
   readonly counts = { extrapolated: 0, rejected: 0 };
 
+  /** The worker thread that takes the upper half of each pass on a large state (see Halves). */
+  private halves: Halves | undefined;
+
   constructor(
     readonly dim: number,
     readonly memory: number,
+    /** From this length on, each pass is split with a worker thread (PARALLEL_FROM). */
+    parallelFrom = PARALLEL_FROM,
   ) {
     if (!(Number.isInteger(memory) && memory >= 1)) throw new RangeError(`Anderson memory must be an integer >= 1, got ${memory}`);
-    this.point = new Float64Array(dim);
-    this.prevF = new Float64Array(dim);
-    this.prevG = new Float64Array(dim);
-    this.dF = Array.from({ length: memory }, () => new Float32Array(dim));
-    this.dG = Array.from({ length: memory }, () => new Float32Array(dim));
+    this.parallel = dim >= parallelFrom;
+    const f64 = () => (this.parallel ? new Float64Array(new SharedArrayBuffer(dim * 8)) : new Float64Array(dim));
+    const f32 = () => (this.parallel ? new Float32Array(new SharedArrayBuffer(dim * 4)) : new Float32Array(dim));
+    this.input = f64();
+    this.point = f64();
+    this.prevF = f64();
+    this.prevG = f64();
+    this.dF = Array.from({ length: memory }, f32);
+    this.dG = Array.from({ length: memory }, f32);
     this.gram = new Float64Array(memory * memory);
     this.rhs = new Float64Array(memory);
+    this.sums = new Float64Array(ROW + memory);
+  }
+
+  /** Whether the passes are split with a worker thread. */
+  readonly parallel: boolean;
+  /**
+   * Where a caller may write F(v) before `next(input)`: on a large state this is shared memory,
+   * which the worker thread reads where it is (another array is copied here first).
+   */
+  readonly input: Float64Array;
+  /** The main thread's sums of pass 1 (anderson-kernels.ts). */
+  private readonly sums: Float64Array;
+
+  /** Ends the worker thread, if one was started (a later `next` starts another). */
+  close(): void {
+    this.halves?.close();
+    this.halves = undefined;
   }
 
   /** Start (again) at v with an empty memory: the next call extrapolates nothing. */
@@ -114,28 +218,22 @@ export class Anderson {
     const dFs = slot >= 0 ? this.dF[slot] : undefined;
     const dGs = slot >= 0 ? this.dG[slot] : undefined;
     const kept = keep.map((j) => this.dG[j]);
-    const row = new Float64Array(keep.length);
-    let normSq = 0;
-    let newRhs = 0;
-    let newSq = 0;
-    if (dFs && dGs) {
-      for (let i = 0; i < dim; i++) {
-        const fi = f[i];
-        const gi = fi - point[i];
-        normSq += gi * gi;
-        dFs[i] = fi - prevF[i];
-        // The stored (single-precision) difference, so that the Gram matrix is that of the stored vectors.
-        const dg = Math.fround(gi - prevG[i]);
-        dGs[i] = dg;
-        newRhs += dg * gi;
-        newSq += dg * dg;
-      }
-      addDots(row, dGs, kept);
-    } else
-      for (let i = 0; i < dim; i++) {
-        const gi = f[i] - point[i];
-        normSq += gi * gi;
-      }
+    if (f !== this.input && this.parallel) {
+      this.input.set(f);
+      f = this.input;
+    }
+    const { sums } = this;
+    const halves = this.parallel ? (this.halves ??= new Halves({ f: this.input, point, prevF, prevG, dF: this.dF, dG: this.dG })) : undefined;
+    if (halves) {
+      halves.firstPass(slot, keep, () => firstPass(f, point, prevF, prevG, dFs, dGs, kept, 0, halves.split, sums));
+      // The upper half's sums after the lower half's, in this order every time: the same state gives the same result.
+      const other = halves.sums;
+      for (let k = 0; k < ROW + keep.length; k++) sums[k] += other[k];
+    } else firstPass(f, point, prevF, prevG, dFs, dGs, kept, 0, dim, sums);
+    const normSq = sums[NORM_SQ];
+    const newRhs = sums[NEW_RHS];
+    const newSq = sums[NEW_SQ];
+    const row = sums.subarray(ROW, ROW + keep.length);
     const norm = Math.sqrt(normSq);
     if (this.extrapolated && !(norm <= this.lastNorm)) {
       // Rejected: back to the plain step from the last point kept; start the memory afresh.
@@ -159,7 +257,9 @@ export class Anderson {
     }
     const gamma = this.order.length > 0 ? this.coefficients() : undefined;
     // Pass 2: f and g become the previous ones; the next point is f - sum_j gamma_j dF_j.
-    nextPoint(point, prevF, prevG, f, gamma ? this.order.map((j) => this.dF[j]) : [], gamma);
+    const ds = gamma ? this.order.map((j) => this.dF[j]) : [];
+    if (halves) halves.nextPoint(gamma ? this.order : [], gamma, () => nextPoint(point, prevF, prevG, f, ds, gamma, 0, halves.split));
+    else nextPoint(point, prevF, prevG, f, ds, gamma, 0, dim);
     this.havePrev = true;
     this.extrapolated = gamma !== undefined;
     return gamma ? 'extrapolated' : 'plain';
@@ -248,96 +348,3 @@ function solveSpd(A: Float64Array, b: Float64Array, m: number): Float64Array | u
   return x;
 }
 
-/*
- * The vector kernels. V8 compiles a sum into one chain of dependent additions, so a plain dot
- * product waits on the adder every element; these go two vectors per pass, each with two
- * sums (four chains in flight), and read the shared vector once. With pass 1 computing the
- * new difference's own square and the copies done by memcpy (set), one call of `next` on
- * a9a's state (130k elements, memory 5) went from about 4.7 ms to about 2 ms; the copies now
- * ride along with the first pair of the combination (nextPoint), and the differences are
- * single precision.
- */
-
-/** out[r] += a . b_r, two vectors at a time. */
-function addDots(out: Float64Array, a: Float32Array, bs: readonly Float32Array[]): void {
-  const n = a.length;
-  const end = n - (n & 1);
-  let r = 0;
-  for (; r + 1 < bs.length; r += 2) {
-    const b = bs[r];
-    const c = bs[r + 1];
-    let b0 = 0;
-    let b1 = 0;
-    let c0 = 0;
-    let c1 = 0;
-    for (let i = 0; i < end; i += 2) {
-      const x0 = a[i];
-      const x1 = a[i + 1];
-      b0 += x0 * b[i];
-      b1 += x1 * b[i + 1];
-      c0 += x0 * c[i];
-      c1 += x1 * c[i + 1];
-    }
-    if (end < n) {
-      b0 += a[end] * b[end];
-      c0 += a[end] * c[end];
-    }
-    out[r] += b0 + b1;
-    out[r + 1] += c0 + c1;
-  }
-  if (r < bs.length) {
-    const b = bs[r];
-    let s0 = 0;
-    let s1 = 0;
-    let s2 = 0;
-    let s3 = 0;
-    let i = 0;
-    for (; i + 3 < n; i += 4) {
-      s0 += a[i] * b[i];
-      s1 += a[i + 1] * b[i + 1];
-      s2 += a[i + 2] * b[i + 2];
-      s3 += a[i + 3] * b[i + 3];
-    }
-    for (; i < n; i++) s0 += a[i] * b[i];
-    out[r] += s0 + s1 + (s2 + s3);
-  }
-}
-
-/**
- * prevG = f - point, prevF = f and point = f - sum_r gamma_r d_r in one pass with the first two
- * differences, then two more per pass (the same arithmetic, in the same order, as copying f
- * and subtracting pair by pair).
- */
-function nextPoint(point: Float64Array, prevF: Float64Array, prevG: Float64Array, f: Float64Array, ds: readonly Float32Array[], gamma: Float64Array | undefined): void {
-  const n = f.length;
-  if (!gamma || ds.length === 0) {
-    for (let i = 0; i < n; i++) prevG[i] = f[i] - point[i];
-    prevF.set(f);
-    point.set(f);
-    return;
-  }
-  // With one difference the second term is 0 * a[i], which adds an exact zero.
-  const a = ds[0];
-  const ga = gamma[0];
-  const b = ds.length > 1 ? ds[1] : a;
-  const gb = ds.length > 1 ? gamma[1] : 0;
-  for (let i = 0; i < n; i++) {
-    const fi = f[i];
-    prevG[i] = fi - point[i];
-    prevF[i] = fi;
-    point[i] = fi - (ga * a[i] + gb * b[i]);
-  }
-  let r = 2;
-  for (; r + 1 < ds.length; r += 2) {
-    const c = ds[r];
-    const d = ds[r + 1];
-    const gc = gamma[r];
-    const gd = gamma[r + 1];
-    for (let i = 0; i < n; i++) point[i] -= gc * c[i] + gd * d[i];
-  }
-  if (r < ds.length) {
-    const c = ds[r];
-    const gc = gamma[r];
-    for (let i = 0; i < n; i++) point[i] -= gc * c[i];
-  }
-}

@@ -96,6 +96,64 @@ test('Anderson snapshot and restore: the restored iteration continues bit for bi
   assert.deepEqual(b.counts, a.counts);
 });
 
+test('Anderson with its passes split with a worker thread: deterministic, converging as the serial one, and a snapshot and a close() continue bit for bit', () => {
+  // An odd length, so that the halves' two-at-a-time loops meet unevenly.
+  const dim = 1001;
+  const { apply, error } = linearMap(dim);
+  const serial = new Anderson(dim, 4, Infinity);
+  const split = new Anderson(dim, 4, 0);
+  const twin = new Anderson(dim, 4, 0);
+  assert.equal(serial.parallel, false);
+  assert.equal(split.parallel, true);
+  assert.ok(split.input.buffer instanceof SharedArrayBuffer, 'the worker reads F(v) where the caller wrote it');
+  const f = new Float64Array(dim);
+  try {
+    const run = (aa: Anderson) => {
+      apply(aa.input, aa.point);
+      return aa.next(aa.input);
+    };
+    for (let k = 0; k < 12; k++) {
+      const steps = [run(serial), run(split), run(twin)];
+      assert.equal(steps[1], steps[2], `step ${k}`);
+      assert.deepEqual(Array.from(twin.point), Array.from(split.point), `step ${k}: two split runs`);
+      // The halves' sums are added in another order than one pass's: equal up to rounding in
+      // the first extrapolation; later the small least-squares problem, which is ill
+      // conditioned near convergence, magnifies that rounding, and the two iterations only
+      // converge alike.
+      if (k < 3) for (let i = 0; i < dim; i++) assert.ok(Math.abs(split.point[i] - serial.point[i]) <= 1e-12 * (1 + Math.abs(serial.point[i])), `step ${k}, element ${i}: ${split.point[i]} against ${serial.point[i]}`);
+      else assert.ok(Math.abs(Math.log(error(split.point) / error(serial.point))) < Math.log(1.5), `step ${k}: error ${error(split.point)} split, ${error(serial.point)} serial`);
+      // A plain array as F(v) is copied into the shared input first.
+      if (k === 5) {
+        apply(f, split.point);
+        apply(twin.input, twin.point);
+        assert.equal(split.next(f), twin.next(twin.input));
+        assert.deepEqual(Array.from(twin.point), Array.from(split.point), 'F(v) in a plain array');
+        apply(f, serial.point);
+        serial.next(f);
+      }
+      // The worker ended and, on the next call, a new one started: nothing changes.
+      if (k === 7) split.close();
+    }
+    assert.ok(split.counts.extrapolated > 0);
+    assert.ok(error(split.point) < 0.5, `converging (the error at the start is 1): error ${error(split.point)}`);
+    // A snapshot of the split iteration restored into another continues bit for bit.
+    const restored = new Anderson(dim, 4, 0);
+    try {
+      const snap = split.snapshot();
+      restored.restore({ ...snap, point: snap.point.slice(), prevF: snap.prevF.slice(), prevG: snap.prevG.slice(), dF: snap.dF.map((x) => x.slice()), dG: snap.dG.map((x) => x.slice()), gram: snap.gram.slice(), rhs: snap.rhs.slice() });
+      for (let k = 0; k < 4; k++) {
+        assert.equal(run(restored), run(split));
+        assert.deepEqual(Array.from(restored.point), Array.from(split.point), `restored, step ${k}`);
+      }
+    } finally {
+      restored.close();
+    }
+  } finally {
+    split.close();
+    twin.close();
+  }
+});
+
 /** An independent party: x = argmin lambda/2 ||x||^2 + rho/2 ||D x - w||^2 by a dense solve, w = released - c. */
 function party(D: number[][], lambda: number, rho: number) {
   const d = D[0].length;
