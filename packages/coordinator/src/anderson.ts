@@ -26,7 +26,8 @@
  * Cost per call: about memory + 2 passes over vectors of the state's length (the new
  * differences, the Gram row of the new one two slots at a time, the combination two slots at
  * a time, its first pair with the copies); memory: 3 such vectors in double precision and
- * 2 * memory in single.
+ * 2 * memory in single. From PARALLEL_FROM values on, each pass is split with a worker
+ * thread (Halves), the vectors in shared memory.
  */
 import { Worker } from 'node:worker_threads';
 import { ConfigError } from '@admm-share/core';
@@ -158,6 +159,16 @@ export class Anderson {
   /** Extrapolated points kept and rejected so far. */
   readonly counts = { extrapolated: 0, rejected: 0 };
 
+  /** Whether the passes are split with a worker thread. */
+  readonly parallel: boolean;
+  /**
+   * Where a caller may write F(v) before `next(input)`: on a large state this is shared memory,
+   * which the worker thread reads where it is (another array is copied here first).
+   */
+  readonly input: Float64Array;
+  /** The main thread's sums of pass 1 (anderson-kernels.ts). */
+  private readonly sums: Float64Array;
+
   /** The worker thread that takes the upper half of each pass on a large state (see Halves). */
   private halves: Halves | undefined;
 
@@ -181,16 +192,6 @@ export class Anderson {
     this.rhs = new Float64Array(memory);
     this.sums = new Float64Array(ROW + memory);
   }
-
-  /** Whether the passes are split with a worker thread. */
-  readonly parallel: boolean;
-  /**
-   * Where a caller may write F(v) before `next(input)`: on a large state this is shared memory,
-   * which the worker thread reads where it is (another array is copied here first).
-   */
-  readonly input: Float64Array;
-  /** The main thread's sums of pass 1 (anderson-kernels.ts). */
-  private readonly sums: Float64Array;
 
   /** Ends the worker thread, if one was started (a later `next` starts another). */
   close(): void {
