@@ -1,6 +1,6 @@
 /*
  * The vector kernels of Anderson acceleration (anderson.ts), each over a range [from, to) of
- * the state, so that two threads can split one call (anderson-worker.ts).
+ * the state, so that two threads can split one call (anderson-halves.ts).
  *
  * V8 compiles a sum into one chain of dependent additions, so a plain dot product waits on
  * the adder every element; these go two vectors per pass, each with two sums (four chains in
@@ -9,36 +9,6 @@
  * elements, memory 5) went from about 4.7 ms to about 2 ms; the copies now ride along with
  * the first pair of the combination (nextPoint), and the differences are single precision.
  */
-
-/** The arrays both threads work on, in shared memory. */
-export interface SharedState {
-  f: Float64Array;
-  point: Float64Array;
-  prevF: Float64Array;
-  prevG: Float64Array;
-  dF: Float32Array[];
-  dG: Float32Array[];
-}
-
-/** What the main thread asks of the worker (control[STATE]); control[READY] is 1 once it waits for work. */
-export const STATE = 0;
-export const READY = 1;
-export const IDLE = 0;
-export const FIRST_PASS = 1;
-export const NEXT_POINT = 2;
-export const DONE = 3;
-export const EXIT = 4;
-
-/** What a worker thread needs (anderson-worker.ts). */
-export interface HalvesInit extends SharedState {
-  control: Int32Array;
-  /** [slot, kept count, kept slots..., difference count, difference slots...] (2 * memory + 3 entries). */
-  slots: Int32Array;
-  gamma: Float64Array;
-  sums: Float64Array;
-  from: number;
-  to: number;
-}
 
 /** Where firstPass puts its sums: ||g||^2, dG_new . g, dG_new . dG_new, then dG_new . dG_kept[r]. */
 export const NORM_SQ = 0;

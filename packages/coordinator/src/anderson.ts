@@ -29,9 +29,9 @@
  * 2 * memory in single. From PARALLEL_FROM values on, each pass is split with a worker
  * thread (Halves), the vectors in shared memory.
  */
-import { Worker } from 'node:worker_threads';
 import { ConfigError } from '@admm-share/core';
-import { DONE, EXIT, FIRST_PASS, type HalvesInit, IDLE, NEW_RHS, NEW_SQ, NEXT_POINT, NORM_SQ, READY, ROW, STATE, type SharedState, firstPass, nextPoint } from './anderson-kernels.js';
+import { Halves } from './anderson-halves.js';
+import { NEW_RHS, NEW_SQ, NORM_SQ, ROW, firstPass, nextPoint } from './anderson-kernels.js';
 
 /** The default memory (docs/rho.md has the measurements behind it), and the largest accepted. */
 export const DEFAULT_ANDERSON = 5;
@@ -71,73 +71,6 @@ const REGULARISATION = 1e-8;
  * this length the hand-over (two waits on shared memory a pass) is not worth a thread.
  */
 export const PARALLEL_FROM = 1 << 20;
-
-/** How long the main thread waits for the worker's half of a pass before it gives up. */
-const WORKER_TIMEOUT_MS = 60_000;
-
-/**
- * A worker thread that does the upper half [split, dim) of each pass while the main thread does
- * the lower half. The two meet on shared memory (Atomics.wait and notify): `next` stays
- * synchronous. The worker's sums are added after the main thread's, always in that order.
- */
-class Halves {
-  readonly split: number;
-  private readonly init: HalvesInit;
-  private readonly worker: Worker;
-
-  constructor(state: SharedState) {
-    const dim = state.f.length;
-    const memory = state.dF.length;
-    // An even split keeps the two-at-a-time loops aligned as in one pass.
-    this.split = Math.floor(dim / 4) * 2;
-    const shared = <T>(C: { new (b: SharedArrayBuffer): T; BYTES_PER_ELEMENT: number }, n: number) => new C(new SharedArrayBuffer(n * C.BYTES_PER_ELEMENT));
-    this.init = { ...state, control: shared(Int32Array, 2), slots: shared(Int32Array, 2 * memory + 3), gamma: shared(Float64Array, memory), sums: shared(Float64Array, ROW + memory), from: this.split, to: dim };
-    this.worker = new Worker(new URL('./anderson-worker.js', import.meta.url), { workerData: this.init });
-    // It never holds the process open; close() ends it with the job.
-    this.worker.unref();
-  }
-
-  get sums(): Float64Array {
-    return this.init.sums;
-  }
-
-  firstPass(slot: number, keep: readonly number[], mine: () => void): void {
-    const { slots } = this.init;
-    slots[0] = slot;
-    slots[1] = keep.length;
-    keep.forEach((j, k) => (slots[2 + k] = j));
-    this.run(FIRST_PASS, mine);
-  }
-
-  nextPoint(order: readonly number[], gamma: Float64Array | undefined, mine: () => void): void {
-    const { slots } = this.init;
-    const at = 2 + this.init.dF.length;
-    slots[at] = order.length;
-    order.forEach((j, k) => (slots[at + 1 + k] = j));
-    if (gamma) this.init.gamma.set(gamma);
-    this.run(NEXT_POINT, mine);
-  }
-
-  close(): void {
-    Atomics.store(this.init.control, STATE, EXIT);
-    Atomics.notify(this.init.control, STATE);
-    void this.worker.terminate();
-  }
-
-  private run(job: number, mine: () => void): void {
-    const { control } = this.init;
-    const deadline = performance.now() + WORKER_TIMEOUT_MS;
-    const late = () => {
-      if (performance.now() > deadline) throw new Error(`Anderson acceleration's worker thread did not answer within ${WORKER_TIMEOUT_MS / 1000} s`);
-    };
-    while (Atomics.load(control, READY) === 0) if (Atomics.wait(control, READY, 0, 1000) === 'timed-out') late();
-    Atomics.store(control, STATE, job);
-    Atomics.notify(control, STATE);
-    mine();
-    while (Atomics.load(control, STATE) !== DONE) if (Atomics.wait(control, STATE, job, 1000) === 'timed-out') late();
-    Atomics.store(control, STATE, IDLE);
-  }
-}
 
 export class Anderson {
   /** The point F is to be evaluated at next. */

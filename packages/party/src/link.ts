@@ -139,6 +139,9 @@ export class CoordinatorLink {
     this.ws = this.connect();
   }
 
+  /** The buffer `send` reuses. */
+  private readonly scratch: EncodeScratch = {};
+
   /**
    * Send a message on the current connection, encoded into the link's reusable buffer when
    * nothing sent before is still queued on the socket (so the bytes last encoded there have
@@ -147,9 +150,6 @@ export class CoordinatorLink {
   send(msg: PartyMessage): void {
     this.ws.send(encodeToSend(msg, this.scratch, this.ws.bufferedAmount));
   }
-
-  /** The buffer `send` reuses. */
-  private readonly scratch: EncodeScratch = {};
 
   /**
    * The coordinator answered this connection (welcome): stop the connect timer; a later
