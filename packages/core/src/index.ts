@@ -7,6 +7,7 @@ export * from './metrics.js';
 export * from './linalg.js';
 export * from './dense.js';
 export * from './block.js';
+export * from './spill.js';
 export * from './hash.js';
 export * from './central.js';
 export * from './synthetic.js';

@@ -59,6 +59,12 @@ export interface PsiPoolOptions {
 export class PsiPool {
   private readonly threads: number;
   private readonly inlineBelow: number;
+  /**
+   * The end of the last run asked for: runs go one after the other. One run's threads take
+   * every core, so two side by side (a party's own ids and the label ids, a coordinator's
+   * answers from several parties) are no faster, and each thread costs its memory.
+   */
+  private last: Promise<unknown> = Promise.resolve();
 
   constructor(opts: PsiPoolOptions = {}) {
     this.threads = Math.max(1, opts.threads ?? availableParallelism());
@@ -80,8 +86,14 @@ export class PsiPool {
     await this.run(points.length / POINT_BYTES, (a, b) => ({ op: 'check', points: points.slice(a * POINT_BYTES, b * POINT_BYTES) }), progress, 0);
   }
 
-  /** Runs the chunks of n items and concatenates their results (`width` bytes per item). */
-  private async run(n: number, chunk: (from: number, to: number) => PsiTask, progress: PsiProgress | undefined, width = POINT_BYTES): Promise<Uint8Array> {
+  /** Runs the chunks of n items, after the runs asked for before, and concatenates their results (`width` bytes per item). */
+  private run(n: number, chunk: (from: number, to: number) => PsiTask, progress: PsiProgress | undefined, width = POINT_BYTES): Promise<Uint8Array> {
+    const result = this.last.then(() => this.runNow(n, chunk, progress, width));
+    this.last = result.catch(() => undefined);
+    return result;
+  }
+
+  private async runNow(n: number, chunk: (from: number, to: number) => PsiTask, progress: PsiProgress | undefined, width: number): Promise<Uint8Array> {
     const out = new Uint8Array(n * width);
     if (n <= this.inlineBelow) {
       try {

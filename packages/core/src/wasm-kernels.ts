@@ -78,8 +78,11 @@ export class WasmCsr {
     this.outBuf = new Float64Array(buffer, at[4], len);
   }
 
-  /** An instance for a rows x cols matrix of nnz entries (all zero), or undefined when it does not fit. */
-  private static empty(rows: number, cols: number, nnz: number): WasmCsr | undefined {
+  /**
+   * An instance for a rows x cols matrix of nnz entries, its arrays zero for the caller to fill
+   * (a row selection: fromRows, RowsOnDisk.selectInto), or undefined when it does not fit.
+   */
+  static empty(rows: number, cols: number, nnz: number): WasmCsr | undefined {
     const len = 8 * Math.max(rows, cols);
     const { at, bytes } = layout(4 * (rows + 1), 4 * nnz, 8 * nnz, len, len);
     const inst = instantiate(bytes);

@@ -4,12 +4,12 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import { type BlockTable, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiPool, detectFormat, isDense, readFeatureBlock, readFeatureFile } from '@admm-share/core';
+import { type BlockTable, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiPool, SpilledCsr, detectFormat, isDense, readFeatureBlock, readFeatureFile } from '@admm-share/core';
 import { type CloseKind, type Role, ProtocolError, assertNever } from '@admm-share/protocol';
 import { Progress, peakMemoryBytes } from '@admm-share/runtime';
 import { CoordinatorLink, maxPayloadFor } from './link.js';
 import { ledgerPath, readPartyModel, writeModelFiles } from './model-file.js';
-import { type PrivacyConfig, DEFAULT_BX, Privacy, normaliseDenseRows, normaliseRows, validatePrivacyConfig } from './privacy.js';
+import { type PrivacyConfig, DEFAULT_BX, Privacy, normaliseCsrRows, normaliseDenseRows, validatePrivacyConfig } from './privacy.js';
 import { PartyPsi } from './psi.js';
 import { type ScoringPrivacyConfig, DEFAULT_SCORE_CLIP, Scorer, ScoringPrivacy, scoringLedgerPath } from './scoring.js';
 import { type Outcome, type SessionEnv, type SessionRows, connectionLost, connectionOpened, handle, newSession, validationContext } from './session.js';
@@ -92,18 +92,17 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
   validatePrivacyConfig(config.privacy, config.intercept);
   const privacy = new Privacy(config.privacy);
   modelFolder(config.model);
-  // Dense files are kept dense and their rows selected in place (see DenseRows).
-  const train = sessionRows(readFeatureBlock(config.data, config.read));
+  // Dense files are kept dense and their rows selected in place (see DenseRows); a sparse file's
+  // matrix waits in a temporary file for the rows a set-up selects (see SpilledCsr). With privacy
+  // on, every row is scaled into the unit ball: the sensitivity bounds assume rows of norm <= 1
+  // (docs/privacy.md).
+  const { rows: train, scaled: rowsScaled } = keptRows(readFeatureBlock(config.data, config.read), privacy.enabled);
   // The training file fixes the number of features; a test row with a larger index is an error.
   const features = train.X.cols;
-  let test: SessionRows | undefined = config.test ? sessionRows(readFeatureBlock(config.test, { ...config.read, features })) : undefined;
+  let test: SessionRows | undefined = config.test ? keptRows(readFeatureBlock(config.test, { ...config.read, features }), privacy.enabled).rows : undefined;
   const X = train.X;
-  log.info({ file: config.data, rows: train.ids.length, features, nonzeros: X instanceof DenseRows ? X.nonzeros() : X.values.length, dense: X instanceof DenseRows, testRows: test?.ids.length ?? 0 }, 'data loaded');
-  let rowsScaled = 0;
+  log.info({ file: config.data, rows: train.ids.length, features, nonzeros: X.nonzeros(), dense: X instanceof DenseRows, testRows: test?.ids.length ?? 0 }, 'data loaded');
   if (privacy.enabled) {
-    // The sensitivity bounds assume rows of norm <= 1 (docs/privacy.md).
-    rowsScaled = normaliseSessionRows(train);
-    if (test) normaliseSessionRows(test);
     log.info({ rowsScaled, rows: train.ids.length }, 'privacy: rows with norm > 1 scaled to norm 1');
     if (privacy.noise?.seeded) log.warn({ seed: config.privacy.seed }, 'privacy: noise is SEEDED and therefore predictable: for reproducible experiments only, no privacy');
     if (config.privacy.mechanism === 'paper')
@@ -182,12 +181,13 @@ function sessionRows(t: BlockTable): SessionRows {
   return { ids: t.ids, X: isDense(t.X) ? new DenseRows(t.X) : t.X, featureNames: t.featureNames };
 }
 
-/** Every row with a norm above 1 scaled to norm 1; the number scaled. */
-function normaliseSessionRows(rows: SessionRows): number {
-  if (rows.X instanceof DenseRows) return normaliseDenseRows(rows.X.matrix);
-  const n = normaliseRows(rows.X);
-  rows.X = n.X;
-  return n.scaled;
+/**
+ * What a training party keeps of a file it read: a dense matrix, or a sparse one in a temporary
+ * file; with `unit`, every row with a norm above 1 scaled to norm 1, and the number scaled.
+ */
+function keptRows(t: BlockTable, unit: boolean): { rows: SessionRows & { X: DenseRows | SpilledCsr }; scaled: number } {
+  const scaled = !unit ? 0 : isDense(t.X) ? normaliseDenseRows(t.X) : normaliseCsrRows(t.X);
+  return { rows: { ids: t.ids, X: isDense(t.X) ? new DenseRows(t.X) : new SpilledCsr(t.X), featureNames: t.featureNames }, scaled };
 }
 
 /**

@@ -107,10 +107,15 @@ export function paperSensitivity(p: { lambda: number; rho: number; parties: numb
 
 /** Scale every row with norm > 1 to norm 1 (a per-row map, so neighbours stay neighbours). */
 export function normaliseRows(X: Csr): { X: Csr; scaled: number } {
-  const values = X.values.slice();
+  const copy = { ...X, values: X.values.slice() };
+  return { X: copy, scaled: normaliseCsrRows(copy) };
+}
+
+/** normaliseRows in place; the number of rows scaled. */
+export function normaliseCsrRows(X: Csr): number {
   let scaled = 0;
-  for (let i = 0; i < X.rows; i++) if (intoUnitBall(values, X.indptr[i], X.indptr[i + 1])) scaled++;
-  return { X: { ...X, values }, scaled };
+  for (let i = 0; i < X.rows; i++) if (intoUnitBall(X.values, X.indptr[i], X.indptr[i + 1])) scaled++;
+  return scaled;
 }
 
 /** normaliseRows for a dense matrix, in place; the number of rows scaled. */

@@ -6,22 +6,26 @@
  * second blinding of a label set it has not seen (a coordinator restarted with a new key).
  * The coordinator's setup names rows by their position in the shuffled order; `fileRows`
  * maps them back to rows of the party's file.
+ *
+ * The points kept for a repeat (32 bytes an id: 64 MB for both lists of a million-row party)
+ * wait in a temporary file rather than in memory, through the set-up and every round
+ * (SpilledBytes).
  */
 import { createHash } from 'node:crypto';
-import { type PsiPool, type PsiProgress, PointError, newPsiKey, randomPermutation } from '@admm-share/core';
+import { type PsiPool, type PsiProgress, PointError, SpilledBytes, newPsiKey, randomPermutation } from '@admm-share/core';
 import { ProtocolError, type SampleSet } from '@admm-share/protocol';
 
 interface OwnSet {
   /** order[i]: the file row at position i of the points sent. */
   order: Uint32Array;
-  points: Promise<Uint8Array>;
+  points: Promise<SpilledBytes>;
 }
 
 export class PartyPsi {
   private readonly key = newPsiKey();
   private readonly own = new Map<SampleSet, OwnSet>();
   /** The last label set blinded, per set, by its digest. */
-  private readonly answered = new Map<SampleSet, { digest: string; points: Promise<Uint8Array> }>();
+  private readonly answered = new Map<SampleSet, { digest: string; points: Promise<SpilledBytes> }>();
 
   constructor(
     private readonly pool: PsiPool,
@@ -35,12 +39,12 @@ export class PartyPsi {
     const digest = createHash('sha256').update(labelPoints).digest('hex');
     let reply = this.answered.get(set);
     if (reply?.digest !== digest) {
-      reply = { digest, points: this.pool.blind(labelPoints, this.key, true, this.progress(set, 'blinding label ids')) };
+      reply = { digest, points: this.pool.blind(labelPoints, this.key, true, this.progress(set, 'blinding label ids')).then((b) => new SpilledBytes(b)) };
       reply.points.catch(() => undefined);
       this.answered.set(set, reply);
     }
     try {
-      return { points: await own.points, labelPoints: await reply.points };
+      return { points: (await own.points).read(), labelPoints: (await reply.points).read() };
     } catch (err) {
       if (err instanceof PointError) throw new ProtocolError('invalid', `psi.points: ${err.message}`);
       throw err;
@@ -78,7 +82,7 @@ export class PartyPsi {
           Array.from(order, (r) => ids[r]),
           this.progress(set, 'hashing ids'),
         );
-        return this.pool.blind(hashed, this.key, false, this.progress(set, 'blinding ids'));
+        return new SpilledBytes(await this.pool.blind(hashed, this.key, false, this.progress(set, 'blinding ids')));
       })();
       own = { order, points };
       this.own.set(set, own);

@@ -5,7 +5,7 @@
 // what the connection should do next, so a session runs without a socket (tests feed it).
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { type Csr, type Dense, type FeatureTable, type LossName, ConfigError, DenseRows, WasmCsr, csrSelectRows, csrSelectRowsDense, helloProof, preferDense, predictScores } from '@admm-share/core';
+import { type Csr, type Dense, type FeatureTable, type LossName, ConfigError, DenseRows, SpilledCsr, WasmCsr, csrSelectRows, csrSelectRowsDense, helloProof, preferDense, predictScores } from '@admm-share/core';
 import {
   type Challenge,
   type CoordinatorMessage,
@@ -92,13 +92,28 @@ export function newSession(): SessionState {
  * ignores) are let go once the file is loaded.
  */
 export interface SessionRows extends Pick<FeatureTable, 'ids' | 'featureNames'> {
-  /** A dense file's rows are selected in place (no copy of the aligned rows). */
-  X: Csr | DenseRows;
+  /**
+   * A dense file's rows are selected in place (no copy of the aligned rows); a sparse training
+   * file's wait in a temporary file until selected (SpilledCsr).
+   */
+  X: Csr | DenseRows | SpilledCsr;
 }
 
 /** Rows `order` of a session's file as CSR (a copy). */
-function selectCsr(X: Csr | DenseRows, order: ArrayLike<number>): Csr {
-  return X instanceof DenseRows ? X.selectCsr(order) : csrSelectRows(X, order);
+function selectCsr(X: SessionRows['X'], order: ArrayLike<number>): Csr {
+  return X instanceof DenseRows || X instanceof SpilledCsr ? X.selectCsr(order) : csrSelectRows(X, order);
+}
+
+/**
+ * Rows `order` of a sparse file as the x-update's block: straight into the kernels'
+ * WebAssembly memory (one copy, not two), or as CSR where that memory cannot hold them.
+ */
+function selectSparseBlock(X: Csr | SpilledCsr, order: ArrayLike<number>): WasmCsr | Csr {
+  if (!(X instanceof SpilledCsr)) return WasmCsr.fromRows(X, order) ?? csrSelectRows(X, order);
+  const w = WasmCsr.empty(order.length, X.cols, X.selectedEntries(order));
+  if (!w) return X.selectCsr(order);
+  X.selectInto(w.csr, order);
+  return w;
 }
 
 /** What the session reads and never changes: this party's configuration, data and privacy. */
@@ -318,10 +333,12 @@ function onPsi(s: SessionState, env: SessionEnv, msg: Psi): Outcome {
   const labelIds = msg.points.length / POINT_BYTES;
   const t0 = performance.now();
   const connection = s.connection;
-  const work = env.psi.answer(msg.set, msg.points).then((answer): Outcome => {
-    env.log.info({ set: msg.set, labelIds, ids: answer.points.length / POINT_BYTES, seconds: (performance.now() - t0) / 1000 }, 'ids intersected (ECDH PSI)');
+  // Not `msg` in the closure: its points (32 bytes an id) are garbage once blinded again.
+  const { set, jobId } = msg;
+  const work = env.psi.answer(set, msg.points).then((answer): Outcome => {
+    env.log.info({ set, labelIds, ids: answer.points.length / POINT_BYTES, seconds: (performance.now() - t0) / 1000 }, 'ids intersected (ECDH PSI)');
     if (s.connection !== connection) return reply();
-    return reply({ type: 'ids', jobId: msg.jobId, set: msg.set, ...answer });
+    return reply({ type: 'ids', jobId, set, ...answer });
   });
   return { kind: 'later', work };
 }
@@ -366,10 +383,9 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
   } else {
     const X = env.train.X;
     // A dense file's aligned rows are moved to its top and used there (no copy; a rejoin moves
-    // them again). A sparse block's rows go straight into the x-update kernels' memory (one
-    // copy, not two).
-    const block = X instanceof DenseRows ? X.front(trainRows) : preferDense(X) ? csrSelectRowsDense(X, trainRows) : (WasmCsr.fromRows(X, trainRows) ?? csrSelectRows(X, trainRows));
-    testX = test && (test instanceof DenseRows ? test.front(testRows) : csrSelectRows(test, testRows));
+    // them again). A sparse block's rows go straight into the x-update kernels' memory.
+    const block = X instanceof DenseRows ? X.front(trainRows) : !(X instanceof SpilledCsr) && preferDense(X) ? csrSelectRowsDense(X, trainRows) : selectSparseBlock(X, trainRows);
+    testX = test && (test instanceof DenseRows ? test.front(testRows) : selectCsr(test, testRows));
     const x = new RidgeXUpdate(block, msg.lambda, env.intercept);
     if (privacy.enabled && x.form === 'cg')
       throw new ConfigError(

@@ -74,12 +74,22 @@ export function encodeInto(msg: Message, scratch: EncodeScratch): Buffer {
 }
 
 /**
+ * The messages sent over and over in a job (each round, step or evaluation): the only ones a
+ * scratch is kept for. The others are sent once or a few times, and some are far larger (the
+ * intersection's points: 32 bytes an id, 64 in `ids`); encoded into the scratch, they would
+ * leave it at their size, touched and resident, for the rest of the job (64 MB for a party
+ * of a million rows, whose round messages are 8 MB).
+ */
+const RECURRING: ReadonlySet<Message['type']> = new Set(['round', 'share', 'sgd', 'batchScores', 'evaluate', 'scores']);
+
+/**
  * `msg` encoded for a socket with `queued` bytes still waiting to be sent (a WebSocket's
- * bufferedAmount; undefined without a socket): into `scratch` when nothing is queued, so the
- * bytes last encoded there have left for the system; otherwise into a fresh buffer.
+ * bufferedAmount; undefined without a socket): a message of every round into `scratch` when
+ * nothing is queued, so the bytes last encoded there have left for the system; otherwise, and
+ * any other message, into a fresh buffer.
  */
 export function encodeToSend(msg: Message, scratch: EncodeScratch, queued: number | undefined): Buffer {
-  return queued === 0 ? encodeInto(msg, scratch) : encode(msg);
+  return queued === 0 && RECURRING.has(msg.type) ? encodeInto(msg, scratch) : encode(msg);
 }
 
 /** Decode bytes into an unvalidated value. Never trust the result before `validate*`. */

@@ -140,4 +140,13 @@ test('the pool gives the calling thread\'s results across worker threads, and a 
   await assert.rejects(pool.check(bad), (err: unknown) => err instanceof PointError && err.index === 9001);
   // Without the check (points this side computed itself), a point of the twist is blinded like any other.
   assert.equal((await pool.blind(bad, key, false)).length, bad.length);
+  // Runs asked for together go one after the other (a failed one does not stop the next).
+  const events: string[] = [];
+  const note = (name: string) => (done: number, total: number) => events.push(`${name} ${done === total ? 'end' : 'chunk'}`);
+  const [a, failed, b] = await Promise.allSettled([pool.hash(list, note('a')), pool.blind(bad, key, true, note('bad')), pool.hash(list.slice(0, 9000), note('b'))]);
+  assert.deepEqual(a.status === 'fulfilled' && a.value, hashed);
+  assert.equal(failed.status, 'rejected');
+  assert.deepEqual(b.status === 'fulfilled' && b.value, hashToPoints(list.slice(0, 9000)));
+  const order = events.map((e) => e.split(' ')[0]).filter((name, i, all) => i === 0 || all[i - 1] !== name);
+  assert.deepEqual(order, ['a', 'bad', 'b'], events.join(', '));
 });

@@ -706,4 +706,11 @@ test('encodeInto: the bytes of encode, written into the scratch it reuses; nothi
     assert.notEqual(bytes.buffer, scratch.buffer!.buffer, `queued ${queued}: a fresh buffer`);
     assert.deepEqual(decode(bytes), round(6));
   }
+  // A one-off message, however large, never goes into the scratch (nor grows it).
+  const kept = scratch.buffer!;
+  const ids: PartyMessage = { type: 'ids', jobId: 'job-1', set: 'train', points: new Uint8Array(32 * 40000).fill(9), labelPoints: new Uint8Array(32 * 40000).fill(7) };
+  const sent = encodeToSend(ids, scratch, 0);
+  assert.notEqual(sent.buffer, kept.buffer, 'ids: a fresh buffer');
+  assert.equal(scratch.buffer, kept, 'the scratch is neither replaced nor grown');
+  assert.deepEqual(decode(sent), ids);
 });

@@ -1,0 +1,179 @@
+// Data a process keeps for later but does not need in memory meanwhile, kept in a temporary
+// file instead: a party's points of the intersection (for a repeated psi), and a sparse data
+// file's matrix (for the rows a set-up selects). A million-row party holds 64 MB of points and
+// 70 MB of CSR that way outside its resident memory, through the intersection, the set-up and
+// every round (docs/scaling.md, a party's memory).
+//
+// The file (mode 0600, in the system's temporary folder) is removed as soon as it is written
+// and stays open: nothing is left behind however the process ends. Where no temporary file can
+// be written, or an open one cannot be removed, the data stays in memory.
+import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { type Csr, csrSelectRowsInto } from './csr.js';
+
+/** Bytes read or written at a time (a selection copies its rows out of each piece). */
+const PIECE_BYTES = 1 << 20;
+
+/** A temporary file already removed, written once; undefined where none can be made. */
+class TempFile {
+  private constructor(private readonly fd: number) {}
+
+  /** A file holding `parts` one after the other, or undefined. */
+  static of(parts: readonly ArrayBufferView[]): TempFile | undefined {
+    let dir: string | undefined;
+    let fd: number | undefined;
+    try {
+      dir = mkdtempSync(join(tmpdir(), 'admm-spill-'));
+      fd = openSync(join(dir, 'data'), 'wx+', 0o600);
+      let at = 0;
+      for (const p of parts) {
+        const bytes = new Uint8Array(p.buffer, p.byteOffset, p.byteLength);
+        for (let k = 0; k < bytes.length; ) k += writeSync(fd, bytes, k, Math.min(PIECE_BYTES, bytes.length - k), at + k);
+        at += bytes.length;
+      }
+      // Removed while open: where the system refuses (an open file cannot be removed there),
+      // the file is given up, and the data stays in memory.
+      rmSync(dir, { recursive: true });
+      return new TempFile(fd);
+    } catch {
+      if (fd !== undefined) closeSync(fd);
+      if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
+      return undefined;
+    }
+  }
+
+  /** Fills `into` with the file's bytes from byte `at`. */
+  read(into: Uint8Array, at: number): void {
+    for (let k = 0; k < into.length; ) {
+      const got = readSync(this.fd, into, k, into.length - k, at + k);
+      if (got === 0) throw new Error(`a temporary file ended at byte ${at + k}, before the ${into.length} bytes asked for from ${at}`);
+      k += got;
+    }
+  }
+}
+
+/** Bytes kept in a temporary file, and read back, into a new array, when asked for. */
+export class SpilledBytes {
+  private readonly file: TempFile | undefined;
+  private readonly kept: Uint8Array | undefined;
+  readonly length: number;
+
+  constructor(bytes: Uint8Array) {
+    this.length = bytes.length;
+    this.file = TempFile.of([bytes]);
+    this.kept = this.file ? undefined : bytes;
+  }
+
+  /** Whether the bytes are in a file (not kept in memory). */
+  get spilled(): boolean {
+    return this.file !== undefined;
+  }
+
+  read(): Uint8Array {
+    if (this.kept) return this.kept;
+    const out = new Uint8Array(this.length);
+    this.file!.read(out, 0);
+    return out;
+  }
+}
+
+/**
+ * A CSR matrix whose entries wait in a temporary file (its indices, then its values): only its
+ * row pointers stay in memory (4 bytes a row). A selection of rows is read back piece by piece,
+ * in file order, straight into the arrays it is used from.
+ */
+export class SpilledCsr {
+  readonly rows: number;
+  readonly cols: number;
+  private readonly indptr: Int32Array;
+  private readonly file: TempFile | undefined;
+  /** The matrix itself where no temporary file could be written. */
+  private readonly kept: Csr | undefined;
+
+  constructor(a: Csr) {
+    this.rows = a.rows;
+    this.cols = a.cols;
+    const first = a.indptr[0];
+    const nnz = a.indptr[a.rows] - first;
+    this.indptr = a.indptr.map((p) => p - first);
+    this.file = TempFile.of([a.indices.subarray(first, first + nnz), a.values.subarray(first, first + nnz)]);
+    this.kept = this.file ? undefined : { ...a, indptr: this.indptr, indices: a.indices.subarray(first, first + nnz), values: a.values.subarray(first, first + nnz) };
+  }
+
+  /** Whether the entries are in a file (not kept in memory). */
+  get spilled(): boolean {
+    return this.file !== undefined;
+  }
+
+  /** Its stored entries. */
+  nonzeros(): number {
+    return this.indptr[this.rows];
+  }
+
+  /** The entries of the rows `order`; throws on a row out of range. */
+  selectedEntries(order: ArrayLike<number>): number {
+    let nnz = 0;
+    for (let i = 0; i < order.length; i++) {
+      const r = order[i];
+      if (!(r >= 0 && r < this.rows)) throw new RangeError(`row ${r} out of range 0..${this.rows - 1}`);
+      nnz += this.indptr[r + 1] - this.indptr[r];
+    }
+    return nnz;
+  }
+
+  /** Rows `order[0], order[1], ...` as a new CSR matrix (csrSelectRows). */
+  selectCsr(order: ArrayLike<number>): Csr {
+    const nnz = this.selectedEntries(order);
+    const out = { rows: order.length, cols: this.cols, indptr: new Int32Array(order.length + 1), indices: new Int32Array(nnz), values: new Float64Array(nnz) };
+    this.selectInto(out, order);
+    return out;
+  }
+
+  /**
+   * Rows `order` (each at most once) into `out`, whose arrays have the lengths order.length + 1
+   * and selectedEntries(order) (csrSelectRowsInto).
+   */
+  selectInto(out: Csr, order: ArrayLike<number>): void {
+    const { indptr, rows } = this;
+    // at[r]: where row r goes, -1 for a row not selected.
+    const at = new Int32Array(rows).fill(-1);
+    out.indptr[0] = 0;
+    for (let i = 0; i < order.length; i++) {
+      const r = order[i];
+      if (!(r >= 0 && r < rows)) throw new RangeError(`row ${r} out of range 0..${rows - 1}`);
+      if (at[r] >= 0) throw new RangeError(`row ${r} selected twice`);
+      at[r] = i;
+    }
+    if (this.kept) csrSelectRowsInto(out, this.kept, order);
+    else {
+      for (let i = 0; i < order.length; i++) out.indptr[i + 1] = out.indptr[i] + indptr[order[i] + 1] - indptr[order[i]];
+      const nnz = this.nonzeros();
+      this.copyOut(out.indices, new Int32Array(PIECE_BYTES / 4), 0, nnz, at, out.indptr);
+      this.copyOut(out.values, new Float64Array(PIECE_BYTES / 8), 4 * nnz, nnz, at, out.indptr);
+    }
+  }
+
+  /**
+   * One of the two arrays (`from` its byte offset in the file, nnz entries) read a piece at a
+   * time into `piece`, each selected row's part of the piece copied to its place in `to`.
+   */
+  private copyOut<T extends Int32Array | Float64Array>(to: T, piece: T, from: number, nnz: number, at: Int32Array, outPtr: Int32Array): void {
+    const { indptr } = this;
+    const bytes = new Uint8Array(piece.buffer);
+    let r = 0;
+    for (let e0 = 0; e0 < nnz; e0 += piece.length) {
+      const e1 = Math.min(nnz, e0 + piece.length);
+      this.file!.read(bytes.subarray(0, (e1 - e0) * piece.BYTES_PER_ELEMENT), from + e0 * piece.BYTES_PER_ELEMENT);
+      // Rows overlapping [e0, e1): from the first that ends after e0 to the last that starts before e1.
+      while (indptr[r + 1] <= e0) r++;
+      for (let q = r; q < this.rows && indptr[q] < e1; q++) {
+        if (at[q] < 0) continue;
+        const lo = Math.max(indptr[q], e0);
+        const hi = Math.min(indptr[q + 1], e1);
+        // Rows are a few entries long: a loop, not a subarray each.
+        for (let k = lo, d = outPtr[at[q]] + lo - indptr[q]; k < hi; k++, d++) to[d] = piece[k - e0];
+      }
+    }
+  }
+}

@@ -1,0 +1,95 @@
+// Data kept in a temporary file: the file is gone from the temporary folder as soon as it is
+// written, and what is read back equals what was kept: bytes as they were, and a selection of
+// a CSR matrix's rows equal to csrSelectRows on the matrix in memory (rows crossing the pieces
+// the file is read in, empty rows, into fresh arrays or the kernels' memory). Without a
+// temporary folder, everything stays in memory and works the same.
+import { test, after } from 'node:test';
+import assert from 'node:assert/strict';
+import { readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { type Csr, CsrBuilder, SpilledBytes, SpilledCsr, WasmCsr, csrSelectRows } from '../index.js';
+import { seeded, tempDir } from './support.js';
+
+const dir = tempDir({ after }, 'admm-core-spill-');
+
+/** Runs `fn` with the system's temporary folder set to `folder`. */
+function withTmp<T>(folder: string, fn: () => T): T {
+  const saved = process.env.TMPDIR;
+  process.env.TMPDIR = folder;
+  try {
+    return fn();
+  } finally {
+    if (saved === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = saved;
+  }
+}
+
+/** A sparse matrix whose rows have 0 to `maxRow` entries (some long enough to cross the 1 MiB pieces). */
+function matrix(rows: number, cols: number, maxRow: number, seed: number): Csr {
+  const rand = seeded(seed);
+  const b = new CsrBuilder(cols);
+  for (let i = 0; i < rows; i++) {
+    const len = i % 97 === 0 ? cols : Math.floor(rand() * (maxRow + 1));
+    const start = Math.floor(rand() * (cols - len + 1));
+    for (let j = start; j < start + len; j++) b.push(j, rand() * 2 - 1);
+    b.endRow();
+  }
+  return b.build(cols);
+}
+
+const plain = (a: Csr) => ({ rows: a.rows, cols: a.cols, indptr: Array.from(a.indptr), indices: Array.from(a.indices), values: Array.from(a.values) });
+
+function shuffledSubset(n: number, keep: number, seed: number): number[] {
+  const rand = seeded(seed);
+  const order = Array.from({ length: n }, (_, i) => i).filter(() => rand() < keep);
+  for (let i = order.length - 1; i > 0; i--) {
+    const j = Math.floor(rand() * (i + 1));
+    [order[i], order[j]] = [order[j], order[i]];
+  }
+  return order;
+}
+
+test('bytes kept in a temporary file already removed from its folder are read back as they were', () => {
+  const bytes = Uint8Array.from({ length: 3_000_003 }, (_, i) => (i * 31) % 251);
+  const spilled = withTmp(dir, () => new SpilledBytes(bytes));
+  assert.ok(spilled.spilled);
+  assert.deepEqual(readdirSync(dir), [], 'nothing left in the temporary folder');
+  const back = spilled.read();
+  assert.notEqual(back, bytes);
+  assert.deepEqual(back, bytes);
+  assert.deepEqual(spilled.read(), bytes, 'and again');
+  const kept = withTmp(join(dir, 'missing'), () => new SpilledBytes(bytes));
+  assert.ok(!kept.spilled);
+  assert.equal(kept.read(), bytes, 'no temporary folder: kept in memory');
+});
+
+test('rows selected from a spilled matrix equal those of the matrix in memory', () => {
+  // 60,000 rows of up to 20 entries, and a full row of 3000 every 97 rows: about 1.5M entries,
+  // so both arrays cross several 1 MiB pieces, and some rows cross a piece's end.
+  const a = matrix(60_000, 3000, 20, 1);
+  assert.ok(a.values.length * 4 > 3 * 2 ** 20, `entries across pieces: ${a.values.length}`);
+  const spilled = withTmp(dir, () => new SpilledCsr(a));
+  assert.ok(spilled.spilled);
+  assert.deepEqual(readdirSync(dir), []);
+  assert.equal(spilled.nonzeros(), a.values.length);
+  const order = shuffledSubset(a.rows, 0.7, 2);
+  const expected = plain(csrSelectRows(a, order));
+  assert.equal(spilled.selectedEntries(order), expected.values.length);
+  assert.deepEqual(plain(spilled.selectCsr(order)), expected);
+  const w = WasmCsr.empty(order.length, a.cols, spilled.selectedEntries(order))!;
+  spilled.selectInto(w.csr, order);
+  assert.deepEqual(plain(w.csr), expected, "into the kernels' memory");
+  // Every row, in reverse; no row; and a matrix that is a view of part of a larger one.
+  const all = Array.from({ length: a.rows }, (_, i) => a.rows - 1 - i);
+  assert.deepEqual(plain(spilled.selectCsr(all)), plain(csrSelectRows(a, all)));
+  assert.deepEqual(plain(spilled.selectCsr([])), plain(csrSelectRows(a, [])));
+  const part: Csr = { rows: 100, cols: a.cols, indptr: a.indptr.subarray(500, 601), indices: a.indices, values: a.values };
+  const partOrder = shuffledSubset(100, 0.5, 3);
+  assert.deepEqual(plain(withTmp(dir, () => new SpilledCsr(part)).selectCsr(partOrder)), plain(csrSelectRows(part, partOrder)));
+  assert.throws(() => spilled.selectCsr([a.rows]), RangeError);
+  assert.throws(() => spilled.selectCsr([3, 3]), /row 3 selected twice/);
+  // Without a temporary folder: in memory, the same selections.
+  const kept = withTmp(join(dir, 'missing'), () => new SpilledCsr(a));
+  assert.ok(!kept.spilled);
+  assert.deepEqual(plain(kept.selectCsr(order)), expected);
+});
