@@ -6,7 +6,7 @@
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { POINT_BYTES, PointError, blindPoints, checkPoints, hashToPoints } from './psi.js';
+import { type PackedIds, POINT_BYTES, PointError, blindPoints, checkPoints, hashToPoints, sliceIds } from './psi.js';
 
 /**
  * Each worker thread's young generation, in MB. A chunk's garbage (its strings, hashes and
@@ -29,7 +29,7 @@ const CHUNK = 4096;
 const INLINE_BELOW = 2 * CHUNK;
 
 export type PsiTask =
-  | { op: 'hash'; ids: string[] }
+  | { op: 'hash'; ids: string[] | PackedIds }
   | { op: 'blind'; points: Uint8Array; key: Uint8Array; check: boolean }
   | { op: 'check'; points: Uint8Array };
 
@@ -72,13 +72,18 @@ export class PsiPool {
   }
 
   /** H(id) for every id, in order. */
-  hash(ids: readonly string[], progress?: PsiProgress): Promise<Uint8Array> {
-    return this.run(ids.length, (a, b) => ({ op: 'hash', ids: ids.slice(a, b) }), progress);
+  hash(ids: readonly string[] | PackedIds, progress?: PsiProgress): Promise<Uint8Array> {
+    const chunk = Array.isArray(ids) ? (a: number, b: number) => ids.slice(a, b) : (a: number, b: number) => sliceIds(ids as PackedIds, a, b);
+    return this.run(ids.length, (a, b) => ({ op: 'hash', ids: chunk(a, b) }), progress);
   }
 
-  /** Every point checked (if `check`: it came from a peer) and blinded with `key`, in order. */
-  blind(points: Uint8Array, key: Uint8Array, check: boolean, progress?: PsiProgress): Promise<Uint8Array> {
-    return this.run(points.length / POINT_BYTES, (a, b) => ({ op: 'blind', points: points.slice(a * POINT_BYTES, b * POINT_BYTES), key, check }), progress);
+  /**
+   * Every point checked (if `check`: it came from a peer) and blinded with `key`, in order;
+   * `inPlace`: written over `points` (no second array of their size), which must then not be
+   * read meanwhile.
+   */
+  blind(points: Uint8Array, key: Uint8Array, check: boolean, progress?: PsiProgress, inPlace = false): Promise<Uint8Array> {
+    return this.run(points.length / POINT_BYTES, (a, b) => ({ op: 'blind', points: points.slice(a * POINT_BYTES, b * POINT_BYTES), key, check }), progress, POINT_BYTES, inPlace ? points : undefined);
   }
 
   /** Throws (rejects with) a PointError for the first invalid point. */
@@ -86,15 +91,18 @@ export class PsiPool {
     await this.run(points.length / POINT_BYTES, (a, b) => ({ op: 'check', points: points.slice(a * POINT_BYTES, b * POINT_BYTES) }), progress, 0);
   }
 
-  /** Runs the chunks of n items, after the runs asked for before, and concatenates their results (`width` bytes per item). */
-  private run(n: number, chunk: (from: number, to: number) => PsiTask, progress: PsiProgress | undefined, width = POINT_BYTES): Promise<Uint8Array> {
-    const result = this.last.then(() => this.runNow(n, chunk, progress, width));
+  /**
+   * Runs the chunks of n items, after the runs asked for before, and concatenates their results
+   * (`width` bytes per item) into `out` (a new array by default). Each chunk's input is a copy,
+   * so `out` may be the input itself.
+   */
+  private run(n: number, chunk: (from: number, to: number) => PsiTask, progress: PsiProgress | undefined, width = POINT_BYTES, out?: Uint8Array): Promise<Uint8Array> {
+    const result = this.last.then(() => this.runNow(n, chunk, progress, width, out ?? new Uint8Array(n * width)));
     this.last = result.catch(() => undefined);
     return result;
   }
 
-  private async runNow(n: number, chunk: (from: number, to: number) => PsiTask, progress: PsiProgress | undefined, width: number): Promise<Uint8Array> {
-    const out = new Uint8Array(n * width);
+  private async runNow(n: number, chunk: (from: number, to: number) => PsiTask, progress: PsiProgress | undefined, width: number, out: Uint8Array): Promise<Uint8Array> {
     if (n <= this.inlineBelow) {
       try {
         out.set(runPsiTask(chunk(0, n)));

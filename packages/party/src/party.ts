@@ -4,7 +4,7 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import { type BlockTable, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiPool, SpilledCsr, detectFormat, isDense, readFeatureBlock, readFeatureFile } from '@admm-share/core';
+import { type BlockTable, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiPool, SpilledCsr, detectFormat, isDense, packIds, readFeatureBlock, readFeatureFile } from '@admm-share/core';
 import { type CloseKind, type Role, ProtocolError, assertNever } from '@admm-share/protocol';
 import { Progress, peakMemoryBytes } from '@admm-share/runtime';
 import { CoordinatorLink, maxPayloadFor } from './link.js';
@@ -157,18 +157,19 @@ export function startScoring(config: ScoringConfig, deps: { logger: Logger }): P
     log.info({ epsilon: config.privacy!.epsilon, delta: config.privacy!.delta, requests: config.privacy!.requests, clip, sigma: privacy.sigma }, `scoring privacy: Gaussian noise on each score${privacy.seeded ? ' (SEEDED: predictable, experiments only)' : ''}`);
   else log.warn('scoring privacy: none, this party\'s scores of the new rows are sent without noise (--mechanism none)');
   const progress = new Progress();
+  const rows = sessionRows(data);
   const env: SessionEnv = {
     partyId: config.partyId,
     jobId: config.jobId,
     intercept: model.preprocessing.intercept,
     token: config.token,
     role: model.role,
-    train: sessionRows(data),
+    train: rows,
     test: undefined,
     features: model.features,
     privacy: new Privacy({ mechanism: 'none', bx: DEFAULT_BX }),
     ledgerPath: ledgerPath(config.model),
-    psi: new PartyPsi(new PsiPool(), { train: data.ids, test: undefined }, (set, what) => progress.counter(what)),
+    psi: new PartyPsi(new PsiPool(), { train: rows.ids, test: undefined }, (set, what) => progress.counter(what)),
     maxLabelIds: Math.ceil((config.maxLabelFactor ?? MAX_LABEL_FACTOR) * data.ids.length) + SLACK_LABEL_IDS,
     scoring: { scorer, ledger: scoringLedgerPath(config.model) },
     log,
@@ -178,7 +179,7 @@ export function startScoring(config: ScoringConfig, deps: { logger: Logger }): P
 
 /** The part of a loaded file the session needs (see SessionRows); the rest can be freed. */
 function sessionRows(t: BlockTable): SessionRows {
-  return { ids: t.ids, X: isDense(t.X) ? new DenseRows(t.X) : t.X, featureNames: t.featureNames };
+  return { ids: packIds(t.ids), X: isDense(t.X) ? new DenseRows(t.X) : t.X, featureNames: t.featureNames };
 }
 
 /**
@@ -187,7 +188,7 @@ function sessionRows(t: BlockTable): SessionRows {
  */
 function keptRows(t: BlockTable, unit: boolean): { rows: SessionRows & { X: DenseRows | SpilledCsr }; scaled: number } {
   const scaled = !unit ? 0 : isDense(t.X) ? normaliseDenseRows(t.X) : normaliseCsrRows(t.X);
-  return { rows: { ids: t.ids, X: isDense(t.X) ? new DenseRows(t.X) : new SpilledCsr(t.X), featureNames: t.featureNames }, scaled };
+  return { rows: { ids: packIds(t.ids), X: isDense(t.X) ? new DenseRows(t.X) : new SpilledCsr(t.X), featureNames: t.featureNames }, scaled };
 }
 
 /**

@@ -12,7 +12,7 @@
  * (SpilledBytes).
  */
 import { createHash } from 'node:crypto';
-import { type PsiPool, type PsiProgress, PointError, SpilledBytes, newPsiKey, randomPermutation } from '@admm-share/core';
+import { type PackedIds, type PsiPool, type PsiProgress, PointError, SpilledBytes, newPsiKey, randomPermutation, selectIds } from '@admm-share/core';
 import { ProtocolError, type SampleSet } from '@admm-share/protocol';
 
 interface OwnSet {
@@ -29,17 +29,21 @@ export class PartyPsi {
 
   constructor(
     private readonly pool: PsiPool,
-    private readonly ids: { train: readonly string[]; test: readonly string[] | undefined },
+    private readonly ids: { train: PackedIds; test: PackedIds | undefined },
     private readonly progress: (set: SampleSet, what: string) => PsiProgress,
   ) {}
 
-  /** This party's points of a set (computed once) and the coordinator's label points blinded again. */
+  /**
+   * This party's points of a set (computed once) and the coordinator's label points blinded
+   * again, in place: `labelPoints` is overwritten (a message's array, not read again).
+   */
   async answer(set: SampleSet, labelPoints: Uint8Array): Promise<{ points: Uint8Array; labelPoints: Uint8Array }> {
     const own = this.ownSet(set);
     const digest = createHash('sha256').update(labelPoints).digest('hex');
     let reply = this.answered.get(set);
     if (reply?.digest !== digest) {
-      reply = { digest, points: this.pool.blind(labelPoints, this.key, true, this.progress(set, 'blinding label ids')).then((b) => new SpilledBytes(b)) };
+      // Blinded in place: the message's array is not read again.
+      reply = { digest, points: this.pool.blind(labelPoints, this.key, true, this.progress(set, 'blinding label ids'), true).then((b) => new SpilledBytes(b)) };
       reply.points.catch(() => undefined);
       this.answered.set(set, reply);
     }
@@ -78,11 +82,8 @@ export class PartyPsi {
       if (!ids) throw new ProtocolError('unexpected', `psi for the ${set} set, but this party has no ${set} set`);
       const order = randomPermutation(ids.length);
       const points = (async () => {
-        const hashed = await this.pool.hash(
-          Array.from(order, (r) => ids[r]),
-          this.progress(set, 'hashing ids'),
-        );
-        return new SpilledBytes(await this.pool.blind(hashed, this.key, false, this.progress(set, 'blinding ids')));
+        const hashed = await this.pool.hash(selectIds(ids, order), this.progress(set, 'hashing ids'));
+        return new SpilledBytes(await this.pool.blind(hashed, this.key, false, this.progress(set, 'blinding ids'), true));
       })();
       own = { order, points };
       this.own.set(set, own);

@@ -5,7 +5,7 @@
 // what the connection should do next, so a session runs without a socket (tests feed it).
 import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
-import { type Csr, type Dense, type FeatureTable, type LossName, ConfigError, DenseRows, SpilledCsr, WasmCsr, csrSelectRows, csrSelectRowsDense, helloProof, preferDense, predictScores } from '@admm-share/core';
+import { type Csr, type Dense, type FeatureTable, type LossName, type PackedIds, ConfigError, DenseRows, SpilledCsr, WasmCsr, csrSelectRows, csrSelectRowsDense, helloProof, preferDense, predictScores } from '@admm-share/core';
 import {
   type Challenge,
   type CoordinatorMessage,
@@ -91,7 +91,9 @@ export function newSession(): SessionState {
  * numbers (for its error messages) and a LIBSVM file's first tokens (labels, which a party
  * ignores) are let go once the file is loaded.
  */
-export interface SessionRows extends Pick<FeatureTable, 'ids' | 'featureNames'> {
+export interface SessionRows extends Pick<FeatureTable, 'featureNames'> {
+  /** The rows' sample ids, packed (for the intersection; a few bytes each). */
+  ids: PackedIds;
   /**
    * A dense file's rows are selected in place (no copy of the aligned rows); a sparse training
    * file's wait in a temporary file until selected (SpilledCsr).

@@ -7,7 +7,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { WebSocket, WebSocketServer } from 'ws';
-import { POINT_BYTES, PsiPool, blindPoints, hashToPoints, newPsiKey, pointKeys, syntheticDataset } from '@admm-share/core';
+import { POINT_BYTES, PsiPool, blindPoints, hashToPoints, newPsiKey, packIds, pointKeys, syntheticDataset } from '@admm-share/core';
 import { LabelPsi } from '@admm-share/coordinator';
 import { PartyPsi } from '@admm-share/party';
 import { type Ids, type PartyMessage, CloseCodes, PROTOCOL_VERSION, decode, encode, validateCoordinatorMessage, validatePartyMessage } from '@admm-share/protocol';
@@ -30,7 +30,7 @@ test("the coordinator's view of a party's ids: replacing an id outside the inter
   const swapped = held.map((id) => (id === 'cust-250' ? 'cust-9999' : id));
   const views = [];
   for (const ids of [held, swapped]) {
-    const answer = await new PartyPsi(pool, { train: ids, test: undefined }, quiet).answer('train', psi.points);
+    const answer = await new PartyPsi(pool, { train: packIds(ids), test: undefined }, quiet).answer('train', psi.points.slice());
     const msg: Ids = { type: 'ids', jobId: 'j', set: 'train', ...answer };
     const bytes = encode(msg);
     const { positions } = await coordinator.match('p', validatePartyMessage(decode(bytes), {}) as Ids, quiet());

@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ed25519, x25519 } from '@noble/curves/ed25519.js';
-import { POINT_BYTES, PointError, PsiPool, blindPoints, checkPoints, hashToPoints, newPsiKey, pointKeys, randomPermutation } from '../index.js';
+import { type PackedIds, POINT_BYTES, PointError, PsiPool, blindPoints, checkPoints, hashToPoints, newPsiKey, packIds, pointKeys, randomPermutation, selectIds, sliceIds } from '../index.js';
 import { seeded } from './support.js';
 
 const P = 2n ** 255n - 19n;
@@ -64,6 +64,27 @@ test('hashed ids: deterministic, distinct, and each a point of the prime-order s
     assert.ok(point.isTorsionFree(), `id ${i}: torsion`);
     assert.ok(!point.is0() && !point.isSmallOrder(), `id ${i}: small order`);
   }
+});
+
+/** Id i of packed ids, as a string. */
+const idAt = (p: PackedIds, i: number) => Buffer.from(p.bytes.subarray(p.offsets[i], p.offsets[i + 1])).toString('utf8');
+
+test('packed ids: each id back as it was (any UTF-8), selections and slices; packed or not, the same points', () => {
+  const list = ['a', '', 'é-ü', '客户-7', 'cust 12', '🙂', ...ids(50)];
+  const packed = packIds(list);
+  assert.equal(packed.length, list.length);
+  assert.deepEqual(Array.from({ length: list.length }, (_, i) => idAt(packed, i)), list);
+  assert.equal(packed.bytes.length, Buffer.byteLength(list.join(''), 'utf8'));
+  const order = [5, 0, 3, 55, 2];
+  assert.deepEqual(selectIds(packed, order), packIds(list, order));
+  assert.deepEqual(Array.from({ length: 5 }, (_, i) => idAt(packIds(list, order), i)), order.map((r) => list[r]));
+  const slice = sliceIds(packed, 2, 6);
+  assert.deepEqual(Array.from({ length: 4 }, (_, i) => idAt(slice, i)), list.slice(2, 6));
+  assert.equal(slice.bytes.byteOffset, 0);
+  assert.equal(slice.bytes.buffer.byteLength, slice.bytes.length, 'a slice owns its bytes (a worker thread gets only them)');
+  assert.throws(() => selectIds(packed, [list.length]), RangeError);
+  assert.deepEqual(hashToPoints(packed), hashToPoints(list));
+  assert.deepEqual(hashToPoints(selectIds(packed, order)), hashToPoints(order.map((r) => list[r])));
 });
 
 test('checkPoints refuses non-canonical encodings, the identity and the points of small order', () => {
@@ -130,6 +151,7 @@ test('the pool gives the calling thread\'s results across worker threads, and a 
     progress.push(done);
   });
   assert.deepEqual(hashed, hashToPoints(list));
+  assert.deepEqual(await pool.hash(packIds(list)), hashed, 'packed ids, chunk by chunk');
   assert.equal(progress.at(-1), 10000);
   assert.ok(progress.every((d, i) => i === 0 || d > progress[i - 1]));
   const key = newPsiKey();

@@ -9,7 +9,7 @@ import { join } from 'node:path';
 import { Writable } from 'node:stream';
 import pino from 'pino';
 import seedrandom from 'seedrandom';
-import { type FeatureTable, ConfigError, csrFromDense } from '@admm-share/core';
+import { type FeatureTable, ConfigError, csrFromDense, packIds } from '@admm-share/core';
 import { type CoordinatorMessage, type PartyMessage, PROTOCOL_VERSION, ProtocolError, decode, encode, validateCoordinatorMessage } from '@admm-share/protocol';
 import { maxPayloadFor } from '../link.js';
 import { type PrivacyConfig, Privacy, normaliseRows } from '../privacy.js';
@@ -57,7 +57,7 @@ function env(opts: { privacy?: PrivacyConfig; intercept?: boolean; ledgerPath?: 
     jobId: JOB,
     intercept: opts.intercept ?? false,
     token: undefined,
-    train: table('session-data'),
+    train: { ...table('session-data'), ids: packIds(Array.from({ length: FILE_ROWS }, (_, i) => `row-${i}`)) },
     test: undefined,
     features: FEATURES,
     privacy: new Privacy(opts.privacy ?? NO_PRIVACY),
