@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { EXIT, PeerError } from '@admm-share/core';
 import type { AlgorithmName, MechanismName, Variant } from '@admm-share/protocol';
 import { SimulationError } from './errors.js';
-import { type Child, PARTY_NODE_FLAGS, binPath, killAll, spawnNode } from './processes.js';
+import { type Child, PARTY_ENV, PARTY_NODE_FLAGS, binPath, killAll, spawnNode } from './processes.js';
 import type { Progress } from '@admm-share/runtime';
 import { writeCredentials } from './credentials.js';
 import type { PartyFiles, SplitFiles } from './split.js';
@@ -248,7 +248,7 @@ export async function runProcesses(
     }),
   ]);
   const started = parties(port).map((p) => {
-    const child = spawnNode(p.name, binPath('party', 'admm-party'), p.args, p.log, p.onRecord, PARTY_NODE_FLAGS);
+    const child = spawnNode(p.name, binPath('party', 'admm-party'), p.args, p.log, p.onRecord, PARTY_NODE_FLAGS, PARTY_ENV);
     children.add(child);
     return child;
   });

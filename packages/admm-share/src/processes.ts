@@ -17,7 +17,18 @@ export function binPath(pkg: string, bin: string): string {
  * short-lived strings, and V8's default (up to 3 x 16 MB) keeps that much garbage resident, a
  * third of a small party's peak memory (docs/scaling.md).
  */
-export const PARTY_NODE_FLAGS = ['--max-semi-space-size=2'];
+export const PARTY_NODE_FLAGS = ['--max-semi-space-size=2', '--expose-gc'];
+
+/**
+ * The environment a party process gets beyond its parent's, also on the first line of its bin
+ * script. glibc serves every allocation below its mmap threshold from its heap, and raises that
+ * threshold to the size of each large block freed (up to 32 MiB); freed heap memory mostly stays
+ * resident. A million-row party's vectors and points are 8-32 MB each: after the intersection
+ * its heap held 110-124 MB, most of it free (docs/scaling.md). A fixed threshold of 4 MiB gives
+ * every larger block back to the system when it is freed; smaller ones (a9a's round messages,
+ * 260 KB) are reused from the heap as before.
+ */
+export const PARTY_ENV: Readonly<Record<string, string>> = { MALLOC_MMAP_THRESHOLD_: String(4 << 20) };
 
 export interface Child {
   name: string;
@@ -31,8 +42,8 @@ export interface Child {
  * Start a node script as a separate OS process. Its stdout (pino JSON lines) and stderr
  * go to `logFile`; each stdout line that parses as JSON is also handed to `onRecord`.
  */
-export function spawnNode(name: string, script: string, args: string[], logFile: string, onRecord?: (rec: Record<string, unknown>) => void, nodeFlags: string[] = []): Child {
-  const proc = spawn(process.execPath, [...nodeFlags, script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: process.env });
+export function spawnNode(name: string, script: string, args: string[], logFile: string, onRecord?: (rec: Record<string, unknown>) => void, nodeFlags: string[] = [], env: Readonly<Record<string, string>> = {}): Child {
+  const proc = spawn(process.execPath, [...nodeFlags, script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   const log = createWriteStream(logFile);
   const tail: string[] = [];
   const lines = createInterface({ input: proc.stdout! });

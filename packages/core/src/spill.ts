@@ -70,11 +70,17 @@ export class SpilledBytes {
     return this.file !== undefined;
   }
 
+  /** The bytes, in a new array (or, kept in memory, the array itself). */
   read(): Uint8Array {
-    if (this.kept) return this.kept;
-    const out = new Uint8Array(this.length);
-    this.file!.read(out, 0);
-    return out;
+    return this.kept ?? this.readInto(new Uint8Array(this.length));
+  }
+
+  /** The bytes copied into `into` (of their length), which is returned. */
+  readInto(into: Uint8Array): Uint8Array {
+    if (into.length !== this.length) throw new RangeError(`${this.length} bytes kept, ${into.length} asked for`);
+    if (this.kept) into.set(this.kept);
+    else this.file!.read(into, 0);
+    return into;
   }
 }
 

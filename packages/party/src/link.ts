@@ -151,6 +151,11 @@ export class CoordinatorLink {
     this.ws.send(encodeToSend(msg, this.scratch, this.ws.bufferedAmount));
   }
 
+  /** Send a message already encoded (encodeIdsFilled) on the current connection. */
+  sendEncoded(bytes: Buffer): void {
+    this.ws.send(bytes);
+  }
+
   /**
    * The coordinator answered this connection (welcome): stop the connect timer; a later
    * failure before joining starts a new series of attempts.

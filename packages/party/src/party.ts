@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { type BlockTable, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiPool, SpilledCsr, detectFormat, isDense, packIds, readFeatureBlock, readFeatureFile } from '@admm-share/core';
 import { type CloseKind, type Role, ProtocolError, assertNever } from '@admm-share/protocol';
 import { Progress, peakMemoryBytes } from '@admm-share/runtime';
+import { collectGarbage } from './gc.js';
 import { CoordinatorLink, maxPayloadFor } from './link.js';
 import { ledgerPath, readPartyModel, writeModelFiles } from './model-file.js';
 import { type PrivacyConfig, DEFAULT_BX, Privacy, normaliseCsrRows, normaliseDenseRows, validatePrivacyConfig } from './privacy.js';
@@ -114,6 +115,7 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
   }
   // A progress bar for the intersection on a terminal (silent otherwise).
   const progress = new Progress();
+  const psi = new PartyPsi(new PsiPool(), { train: train.ids, test: test?.ids }, (set, what) => progress.counter(`${set} ${what}`));
   const env: SessionEnv = {
     partyId: config.partyId,
     jobId: config.jobId,
@@ -125,10 +127,13 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
     features,
     privacy,
     ledgerPath: ledgerPath(config.model),
-    psi: new PartyPsi(new PsiPool(), { train: train.ids, test: test?.ids }, (set, what) => progress.counter(`${set} ${what}`)),
+    psi,
     maxLabelIds: Math.ceil((config.maxLabelFactor ?? MAX_LABEL_FACTOR) * Math.max(train.ids.length, test?.ids.length ?? 0)) + SLACK_LABEL_IDS,
     log,
   };
+  // The file's matrix is spilled and its strings are packed: what the reader built is garbage.
+  collectGarbage();
+  psi.prepare('train');
   return run(config, env, rowsScaled);
 }
 
@@ -284,6 +289,7 @@ function run(config: PartyConfig, env: SessionEnv, rowsScaled: number): PartyHan
         assertNever(outcome);
     }
     for (const m of outcome.messages) link.send(m);
+    if (outcome.kind === 'reply') for (const b of outcome.encoded ?? []) link.sendEncoded(b);
   };
 
   const link = new CoordinatorLink(

@@ -35,9 +35,10 @@ export class PartyPsi {
 
   /**
    * This party's points of a set (computed once) and the coordinator's label points blinded
-   * again, in place: `labelPoints` is overwritten (a message's array, not read again).
+   * again, in place: `labelPoints` is overwritten (a message's array, not read again). Both are
+   * kept in temporary files, to be read straight into the encoded answer (encodeIdsFilled).
    */
-  async answer(set: SampleSet, labelPoints: Uint8Array): Promise<{ points: Uint8Array; labelPoints: Uint8Array }> {
+  async answer(set: SampleSet, labelPoints: Uint8Array): Promise<{ points: SpilledBytes; labelPoints: SpilledBytes }> {
     const own = this.ownSet(set);
     const digest = createHash('sha256').update(labelPoints).digest('hex');
     let reply = this.answered.get(set);
@@ -48,11 +49,20 @@ export class PartyPsi {
       this.answered.set(set, reply);
     }
     try {
-      return { points: (await own.points).read(), labelPoints: (await reply.points).read() };
+      return { points: await own.points, labelPoints: await reply.points };
     } catch (err) {
       if (err instanceof PointError) throw new ProtocolError('invalid', `psi.points: ${err.message}`);
       throw err;
     }
+  }
+
+  /**
+   * Starts computing this party's points of a set before the coordinator asks for them (they
+   * depend on its own ids and key only): a party then holds its own points, spilled, before the
+   * label points come, rather than both at once.
+   */
+  prepare(set: SampleSet): void {
+    this.ownSet(set).points.catch(() => undefined);
   }
 
   /** Points of the coordinator (online scoring: the ids of one request) blinded again with b, in their order; not cached. */

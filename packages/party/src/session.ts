@@ -27,7 +27,9 @@ import {
   PROTOCOL_VERSION,
   ProtocolError,
   assertNever,
+  encodeIdsFilled,
 } from '@admm-share/protocol';
+import { collectGarbage } from './gc.js';
 import { modelRef } from './model-file.js';
 import { type Privacy, normaliseRows } from './privacy.js';
 import type { Scorer } from './scoring.js';
@@ -162,7 +164,8 @@ export interface FinalModel {
 
 /** What a handled message asks of the connection. */
 export type Outcome =
-  | { kind: 'reply'; messages: PartyMessage[] }
+  /** `encoded`: messages already encoded (the intersection's answer, encodeIdsFilled), sent after `messages`. */
+  | { kind: 'reply'; messages: PartyMessage[]; encoded?: Buffer[] }
   /** welcome: the coordinator answered; the connect timeout no longer applies. */
   | { kind: 'answered'; messages: PartyMessage[] }
   /** setup: the party is in the job; from now on a broken connection is retried. */
@@ -340,13 +343,20 @@ function onPsi(s: SessionState, env: SessionEnv, msg: Psi): Outcome {
   const work = env.psi.answer(set, msg.points).then((answer): Outcome => {
     env.log.info({ set, labelIds, ids: answer.points.length / POINT_BYTES, seconds: (performance.now() - t0) / 1000 }, 'ids intersected (ECDH PSI)');
     if (s.connection !== connection) return reply();
-    return reply({ type: 'ids', jobId, set, ...answer });
+    // Read from their temporary files straight into the message's bytes.
+    const encoded = encodeIdsFilled({ jobId, set }, { points: answer.points.length, labelPoints: answer.labelPoints.length }, (points, labelPoints) => {
+      answer.points.readInto(points);
+      answer.labelPoints.readInto(labelPoints);
+    });
+    return { kind: 'reply', messages: [], encoded: [encoded] };
   });
   return { kind: 'later', work };
 }
 
 function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
   expectPhase(s, 'setup');
+  // The intersection's messages and points are garbage by now; the rows selected come next.
+  collectGarbage();
   const { privacy } = env;
   const t0 = performance.now();
   if (msg.role !== env.role)

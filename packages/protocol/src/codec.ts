@@ -1,6 +1,6 @@
 import { Packr } from 'msgpackr';
 import { ProtocolError } from './errors.js';
-import type { Message } from './messages.js';
+import type { Ids, Message } from './messages.js';
 
 /**
  * One configured Packr for every message. The bare msgpackr `pack` turns a Float64Array
@@ -90,6 +90,29 @@ const RECURRING: ReadonlySet<Message['type']> = new Set(['round', 'share', 'sgd'
  */
 export function encodeToSend(msg: Message, scratch: EncodeScratch, queued: number | undefined): Buffer {
   return queued === 0 && RECURRING.has(msg.type) ? encodeInto(msg, scratch) : encode(msg);
+}
+
+/** The bytes of the key `labelPoints` as msgpackr writes it (a fixstr). */
+const LABEL_POINTS_KEY = Buffer.from([0xa0 | 'labelPoints'.length, ...Buffer.from('labelPoints')]);
+
+/**
+ * An `ids` message encoded with its two point arrays written by `fill` straight into the
+ * encoded bytes, instead of being held in memory beside them (a million ids: 64 MB of points,
+ * twice). The message is encoded with zero arrays of the given lengths (never written, so not
+ * resident), which msgpackr writes as typed-array extensions holding the bytes as they are:
+ * the label points last, so theirs are the last bytes, and the points' end just before the
+ * key `labelPoints` (found in the few bytes of header there: the points are zeros until
+ * filled, so nothing else can match). A test pins the result to `encode` of the same message.
+ */
+export function encodeIdsFilled(head: Pick<Ids, 'jobId' | 'set'>, lengths: { points: number; labelPoints: number }, fill: (points: Uint8Array, labelPoints: Uint8Array) => void): Buffer {
+  const msg: Ids = { type: 'ids', jobId: head.jobId, set: head.set, points: new Uint8Array(lengths.points), labelPoints: new Uint8Array(lengths.labelPoints) };
+  const bytes = encode(msg);
+  const labelAt = bytes.length - lengths.labelPoints;
+  // The key, an extension header of at most 6 bytes and the typed array's kind byte.
+  const keyAt = bytes.lastIndexOf(LABEL_POINTS_KEY, labelAt - LABEL_POINTS_KEY.length);
+  if (keyAt < labelAt - LABEL_POINTS_KEY.length - 7 || keyAt < lengths.points) throw new Error('internal: msgpackr no longer lays out an ids message as expected');
+  fill(bytes.subarray(keyAt - lengths.points, keyAt), bytes.subarray(labelAt));
+  return bytes;
 }
 
 /** Decode bytes into an unvalidated value. Never trust the result before `validate*`. */

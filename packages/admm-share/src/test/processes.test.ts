@@ -10,7 +10,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { csrSelectRows, fitCentral, helloProof, logistic, syntheticDataset } from '@admm-share/core';
 import { CloseCodes, PROTOCOL_VERSION, decode, encode, validateCoordinatorMessage } from '@admm-share/protocol';
 import { writeVerticalSplit } from '../split.js';
-import { PARTY_NODE_FLAGS } from '../processes.js';
+import { PARTY_ENV, PARTY_NODE_FLAGS } from '../processes.js';
 import { assertNearOptimum } from '@admm-share/core/test-support';
 import { BIN, STACK_LINE, killAll, run, tempDir } from './procs.js';
 
@@ -58,8 +58,9 @@ function hello(partyId: string, protocolVersion = PROTOCOL_VERSION) {
   return encode({ type: 'hello', protocolVersion, partyId, jobId: null, features: 3, trainRows: 10, testRows: 10, proof: null, noise: false, model: null });
 }
 
-test("the party's executable starts node with the flags simulate gives its parties, and runs as a command", () => {
-  assert.equal(readFileSync(BIN.party, 'utf8').split('\n')[0], `#!/usr/bin/env -S node ${PARTY_NODE_FLAGS.join(' ')}`);
+test("the party's executable starts node with the flags and environment simulate gives its parties, and runs as a command", () => {
+  const env = Object.entries(PARTY_ENV).map(([k, v]) => `${k}=${v} `).join('');
+  assert.equal(readFileSync(BIN.party, 'utf8').split('\n')[0], `#!/usr/bin/env -S ${env}node ${PARTY_NODE_FLAGS.join(' ')}`);
   // Run through its first line (as `admm-party` on a PATH), not as `node admm-party.js`.
   assert.match(execFileSync(BIN.party, ['--help'], { encoding: 'utf8' }), /^admm-party --coordinator/);
 });

@@ -31,7 +31,7 @@ test("the coordinator's view of a party's ids: replacing an id outside the inter
   const views = [];
   for (const ids of [held, swapped]) {
     const answer = await new PartyPsi(pool, { train: packIds(ids), test: undefined }, quiet).answer('train', psi.points.slice());
-    const msg: Ids = { type: 'ids', jobId: 'j', set: 'train', ...answer };
+    const msg: Ids = { type: 'ids', jobId: 'j', set: 'train', points: answer.points.read(), labelPoints: answer.labelPoints.read() };
     const bytes = encode(msg);
     const { positions } = await coordinator.match('p', validatePartyMessage(decode(bytes), {}) as Ids, quiet());
     views.push({ msg, bytes, matched: [...positions.keys()].filter((r) => positions[r] >= 0) });

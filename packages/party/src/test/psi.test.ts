@@ -13,9 +13,9 @@ const quiet = () => () => undefined;
 /** What a coordinator holding `labels` learns from the party's answer: label row -> the party's position. */
 async function intersect(psi: PartyPsi, labels: string[], key = newPsiKey()): Promise<Map<number, number>> {
   const answer = await psi.answer('train', blindPoints(hashToPoints(labels), key));
-  const mine = new Map(pointKeys(blindPoints(answer.points, key)).map((k, i) => [k, i]));
+  const mine = new Map(pointKeys(blindPoints(answer.points.read(), key)).map((k, i) => [k, i]));
   const out = new Map<number, number>();
-  pointKeys(answer.labelPoints).forEach((k, j) => {
+  pointKeys(answer.labelPoints.read()).forEach((k, j) => {
     const i = mine.get(k);
     if (i !== undefined) out.set(j, i);
   });
@@ -32,7 +32,7 @@ test('the positions of the intersection map back to the file rows that hold the 
   [...matched.keys()].forEach((j, k) => assert.equal(partyIds[rows[k]], labels[j]));
   // The order sent is the party's own shuffle, not its file order.
   const answer = await psi.answer('train', blindPoints(hashToPoints(labels), newPsiKey()));
-  assert.notDeepEqual(answer.points, blindPoints(hashToPoints(partyIds), newPsiKey()));
+  assert.notDeepEqual(answer.points.read(), blindPoints(hashToPoints(partyIds), newPsiKey()));
   // Another coordinator key (a restarted coordinator): the same rows for the same label ids.
   const again = await intersect(psi, labels);
   assert.deepEqual([...again.entries()].sort((x, y) => x[0] - y[0]), [...matched.entries()].sort((x, y) => x[0] - y[0]));
@@ -41,8 +41,9 @@ test('the positions of the intersection map back to the file rows that hold the 
 test('a repeated psi gets the same answer; a label point off the curve, or a set the party lacks, is refused', async () => {
   const psi = new PartyPsi(new PsiPool(), { train: packIds(['a', 'b', 'c']), test: undefined }, quiet);
   const labels = blindPoints(hashToPoints(['b', 'c', 'd']), newPsiKey());
-  const first = await psi.answer('train', labels.slice());
-  assert.deepEqual(await psi.answer('train', labels.slice()), first);
+  const read = (a: { points: { read(): Uint8Array }; labelPoints: { read(): Uint8Array } }) => ({ points: a.points.read(), labelPoints: a.labelPoints.read() });
+  const first = read(await psi.answer('train', labels.slice()));
+  assert.deepEqual(read(await psi.answer('train', labels.slice())), first);
   const bad = labels.slice();
   bad.fill(0, 32, 64); // u = 0: the identity
   await assert.rejects(psi.answer('train', bad), (err: unknown) => err instanceof ProtocolError && err.kind === 'invalid' && /psi\.points: point 1 is the identity/.test(err.message));

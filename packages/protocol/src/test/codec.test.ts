@@ -11,6 +11,7 @@ import {
   encode,
   encodeInto,
   encodeToSend,
+  encodeIdsFilled,
   MAX_PENALTY_SQ,
   MAX_SHARE_MAGNITUDE,
   type Message,
@@ -713,4 +714,22 @@ test('encodeInto: the bytes of encode, written into the scratch it reuses; nothi
   assert.notEqual(sent.buffer, kept.buffer, 'ids: a fresh buffer');
   assert.equal(scratch.buffer, kept, 'the scratch is neither replaced nor grown');
   assert.deepEqual(decode(sent), ids);
+});
+
+test('encodeIdsFilled: the bytes of encode for the same message, the arrays written by the caller into the encoded bytes', () => {
+  const rand = seeded('ids-filled');
+  for (const [n, m] of [[0, 0], [1, 0], [0, 3], [1, 1], [8, 250], [256, 2048], [2047, 3], [40000, 70000]]) {
+    const points = Uint8Array.from({ length: 32 * n }, () => Math.floor(rand() * 256));
+    const labelPoints = Uint8Array.from({ length: 32 * m }, () => Math.floor(rand() * 256));
+    for (const jobId of ['j', 'a-job-id-of-some-length-1234567890']) {
+      const msg: PartyMessage = { type: 'ids', jobId, set: 'test', points, labelPoints };
+      const filled = encodeIdsFilled({ jobId, set: 'test' }, { points: points.length, labelPoints: labelPoints.length }, (p, l) => {
+        assert.equal(p.length, points.length);
+        assert.equal(l.length, labelPoints.length);
+        p.set(points);
+        l.set(labelPoints);
+      });
+      assert.deepEqual(filled, encode(msg), `${n} and ${m} points, job ${jobId}`);
+    }
+  }
 });
