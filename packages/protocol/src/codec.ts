@@ -89,7 +89,21 @@ const RECURRING: ReadonlySet<Message['type']> = new Set(['round', 'share', 'sgd'
  * any other message, into a fresh buffer.
  */
 export function encodeToSend(msg: Message, scratch: EncodeScratch, queued: number | undefined): Buffer {
-  return queued === 0 && RECURRING.has(msg.type) ? encodeInto(msg, scratch) : encode(msg);
+  return queued === 0 && RECURRING.has(msg.type) ? encodeInto(msg, scratch) : encodeFresh(msg);
+}
+
+/** Messages from this many bytes (packedBound) are encoded into a buffer of their own size. */
+const LARGE_BYTES = 1 << 20;
+
+/**
+ * `msg` encoded into bytes nothing else writes to: `encode` for a small message; a large one
+ * into a new buffer of packedBound bytes. msgpackr grows its own buffer as it writes, copying
+ * what it has into one twice as large (1.25 times above 64 MB): 64 MB of points made it hold
+ * about 130 MB at once.
+ */
+export function encodeFresh(msg: Message): Buffer {
+  const need = packedBound(msg);
+  return need < LARGE_BYTES ? encode(msg) : packInto(packr, msg, Buffer.allocUnsafeSlow(need));
 }
 
 /** The bytes of the key `labelPoints` as msgpackr writes it (a fixstr). */
@@ -106,7 +120,7 @@ const LABEL_POINTS_KEY = Buffer.from([0xa0 | 'labelPoints'.length, ...Buffer.fro
  */
 export function encodeIdsFilled(head: Pick<Ids, 'jobId' | 'set'>, lengths: { points: number; labelPoints: number }, fill: (points: Uint8Array, labelPoints: Uint8Array) => void): Buffer {
   const msg: Ids = { type: 'ids', jobId: head.jobId, set: head.set, points: new Uint8Array(lengths.points), labelPoints: new Uint8Array(lengths.labelPoints) };
-  const bytes = encode(msg);
+  const bytes = encodeFresh(msg);
   const labelAt = bytes.length - lengths.labelPoints;
   // The key, an extension header of at most 6 bytes and the typed array's kind byte.
   const keyAt = bytes.lastIndexOf(LABEL_POINTS_KEY, labelAt - LABEL_POINTS_KEY.length);

@@ -15,6 +15,7 @@ import {
   readIdFile,
   readLabelFile,
   readLibsvm,
+  refuseDuplicates,
   writeFileAtomic,
 } from '../index.js';
 import { seeded, tempDir } from './support.js';
@@ -166,6 +167,37 @@ test('readLibsvm malformed: duplicate sample id', () => {
   throwsData(() => readLibsvm(p, { ids: 'first' }), p, 4, /'a'/);
   const q = file('1 qid:5 1:1\n0 qid:6 1:1\n1 qid:5 1:1\n');
   throwsData(() => readLibsvm(q, { ids: 'qid' }), q, 3);
+});
+
+test('duplicate ids: the first repeat in file order with the line it repeats; ids of equal hash that differ are not duplicates', () => {
+  // Two different ids with the same 32-bit FNV-1a hash (the hash refuseDuplicates sorts by), found by brute force.
+  const fnv = (s: string) => {
+    let h = 0x811c9dc5;
+    for (let k = 0; k < s.length; k++) h = Math.imul(h ^ s.charCodeAt(k), 16777619);
+    return h >>> 0;
+  };
+  const byHash = new Map<number, string>();
+  let pair: [string, string] | undefined;
+  for (let i = 0; !pair; i++) {
+    const id = `cust-${i}`;
+    const other = byHash.get(fnv(id));
+    if (other !== undefined) pair = [other, id];
+    else byHash.set(fnv(id), id);
+  }
+  const [u, v] = pair;
+  assert.notEqual(u, v);
+  const lines = (ids: string[]) => ids.map((_, i) => 10 + i);
+  refuseDuplicates('f', [u, 'a', v, 'b'], lines([u, 'a', v, 'b']));
+  const ids = ['c', u, 'a', 'b', v, 'b', 'a', v];
+  assert.throws(
+    () => refuseDuplicates('f', ids, lines(ids)),
+    (err: unknown) => err instanceof DataError && err.line === 15 && /duplicate sample id 'b' \(first seen on line 13\)/.test(err.message),
+  );
+  // A run of equal hashes holding the repeat.
+  const again = ['x', u, v, 'y', u];
+  assert.throws(() => refuseDuplicates('f', again, lines(again)), (err: unknown) => err instanceof DataError && err.line === 14 && new RegExp(`'${u}' \\(first seen on line 11\\)`).test(err.message));
+  refuseDuplicates('f', [], []);
+  refuseDuplicates('f', Array.from({ length: 50_000 }, (_, i) => `id-${i}`), Array.from({ length: 50_000 }, (_, i) => i + 1));
 });
 
 test('readLibsvm malformed: index beyond declared features', () => {

@@ -472,3 +472,22 @@ test('Cholesky form: a factorisation cancelled in its worker thread resolves wit
   assert.ok(x.factorMs > 0, 'factored in place by the solve');
   assert.deepEqual(x.x, reference.x);
 });
+
+test('noiseFree: released is the share itself, and the rounds are those of a separate released vector, bit for bit', () => {
+  const rand = seeded('noise-free');
+  const dense = randomDense(rand, 300, 12, 0.4);
+  const D = csrFromDense(dense);
+  const plain = new RidgeXUpdate(D, 0.1, true);
+  const shared = new RidgeXUpdate(D, 0.1, true, { noiseFree: true });
+  assert.notEqual(plain.released, plain.share);
+  assert.equal(shared.released, shared.share);
+  for (const [r, rho] of [0.5, 0.5, 2, 2, 0.7].entries()) {
+    const c = randomVector(rand, 300);
+    plain.updateFromBroadcast(c, rho);
+    shared.updateFromBroadcast(c, rho);
+    assert.deepEqual(shared.share, plain.share, `round ${r + 1}: share`);
+    assert.deepEqual(shared.released, plain.released, `round ${r + 1}: released`);
+    assert.deepEqual(shared.x, plain.x, `round ${r + 1}: x`);
+    assert.equal(shared.intercept, plain.intercept);
+  }
+});

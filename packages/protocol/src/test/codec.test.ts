@@ -12,6 +12,8 @@ import {
   encodeInto,
   encodeToSend,
   encodeIdsFilled,
+  encodeFresh,
+  packedBound,
   MAX_PENALTY_SQ,
   MAX_SHARE_MAGNITUDE,
   type Message,
@@ -732,4 +734,14 @@ test('encodeIdsFilled: the bytes of encode for the same message, the arrays writ
       assert.deepEqual(filled, encode(msg), `${n} and ${m} points, job ${jobId}`);
     }
   }
+});
+
+test('encodeFresh: the bytes of encode; a large message in a buffer of its own, no larger than its bound', () => {
+  const small: CoordinatorMessage = { type: 'round', jobId: 'j', round: 1, rho: 0.5, c: new Float64Array(10).fill(0.25) };
+  assert.deepEqual(encodeFresh(small), encode(small));
+  const big: PartyMessage = { type: 'ids', jobId: 'j', set: 'train', points: new Uint8Array(3 << 20).fill(5), labelPoints: new Uint8Array(1 << 20).fill(6) };
+  const bytes = encodeFresh(big);
+  assert.deepEqual(bytes, encode(big));
+  assert.ok(bytes.buffer.byteLength <= packedBound(big), `${bytes.buffer.byteLength} bytes held for a bound of ${packedBound(big)}`);
+  assert.notEqual(encodeFresh(big).buffer, bytes.buffer);
 });
