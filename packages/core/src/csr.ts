@@ -245,7 +245,7 @@ export function csrSelectRows(a: Csr, order: ArrayLike<number>): Csr {
 }
 
 /** The stored entries of the rows `order` of `a`; throws on a row out of range. */
-export function csrSelectedEntries(a: Csr, order: ArrayLike<number>): number {
+export function csrSelectedEntries(a: Pick<Csr, 'rows' | 'indptr'>, order: ArrayLike<number>): number {
   let nnz = 0;
   for (let i = 0; i < order.length; i++) {
     const r = order[i];

@@ -10,14 +10,25 @@
 import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Csr, csrSelectRowsInto } from './csr.js';
+import { type Csr, csrSelectRowsInto, csrSelectedEntries } from './csr.js';
 
 /** Bytes read or written at a time (a selection copies its rows out of each piece). */
 const PIECE_BYTES = 1 << 20;
 
+/** Closes the file of a TempFile no longer referenced (a label set replaced by a new one), which frees its space. */
+const closer = new FinalizationRegistry<number>((fd) => {
+  try {
+    closeSync(fd);
+  } catch {
+    /* already closed */
+  }
+});
+
 /** A temporary file already removed, written once; undefined where none can be made. */
 class TempFile {
-  private constructor(private readonly fd: number) {}
+  private constructor(private readonly fd: number) {
+    closer.register(this, fd);
+  }
 
   /** A file holding `parts` one after the other, or undefined. */
   static of(parts: readonly ArrayBufferView[]): TempFile | undefined {
@@ -119,13 +130,7 @@ export class SpilledCsr {
 
   /** The entries of the rows `order`; throws on a row out of range. */
   selectedEntries(order: ArrayLike<number>): number {
-    let nnz = 0;
-    for (let i = 0; i < order.length; i++) {
-      const r = order[i];
-      if (!(r >= 0 && r < this.rows)) throw new RangeError(`row ${r} out of range 0..${this.rows - 1}`);
-      nnz += this.indptr[r + 1] - this.indptr[r];
-    }
-    return nnz;
+    return csrSelectedEntries({ rows: this.rows, indptr: this.indptr }, order);
   }
 
   /** Rows `order[0], order[1], ...` as a new CSR matrix (csrSelectRows). */

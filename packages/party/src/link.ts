@@ -25,6 +25,67 @@ import {
   validateCoordinatorMessage,
 } from '@admm-share/protocol';
 
+/**
+ * Bytes of each frame a larger message is sent in. A client masks what it sends (RFC 6455),
+ * and ws masks a copy of a buffer it is given: sent whole, a million-row party's 8 MB share
+ * cost an 8 MB copy each round, and its 64 MB answer to the intersection a 64 MB copy at once.
+ * Frame by frame, each frame waiting for the last to be written, the copy is one frame.
+ */
+export const FRAME_BYTES = 1 << 20;
+
+/**
+ * `bytes` as one message on `ws`, in frames of FRAME_BYTES (continuation frames after the
+ * first), each sent once the one before is written; resolves when the last is, or as soon as
+ * the connection is no longer open (the rest is dropped, as a send on a closed socket is).
+ * Nothing else may be sent on `ws` meanwhile but control frames (ws's pongs).
+ */
+export function sendInFrames(ws: WebSocket, bytes: Uint8Array): Promise<void> {
+  return new Promise((resolve) => {
+    let at = 0;
+    const next = (err?: Error) => {
+      if (err || ws.readyState !== WebSocket.OPEN) return resolve();
+      const end = Math.min(bytes.length, at + FRAME_BYTES);
+      const last = end === bytes.length;
+      const frame = bytes.subarray(at, end);
+      at = end;
+      ws.send(frame, { binary: true, fin: last }, last ? () => resolve() : next);
+    };
+    next();
+  });
+}
+
+/**
+ * Messages written on a connection in order: a small one at once, a large one in frames
+ * (sendInFrames), and anything written while a large one is under way after it.
+ */
+export class MessageWriter {
+  /** The last message waiting or under way on a connection, and when it is written. */
+  private pending: { ws: WebSocket; done: Promise<void> } | undefined;
+
+  /** Whether messages are still waiting or under way on `ws`. */
+  busy(ws: WebSocket): boolean {
+    return this.pending?.ws === ws;
+  }
+
+  write(ws: WebSocket, bytes: Uint8Array): void {
+    const before = this.pending?.ws === ws ? this.pending.done : undefined;
+    if (!before && bytes.length <= FRAME_BYTES) return ws.send(bytes);
+    const done = (before ?? Promise.resolve()).then(() => (bytes.length <= FRAME_BYTES ? sendWhole(ws, bytes) : sendInFrames(ws, bytes)));
+    this.pending = { ws, done };
+    void done.then(() => {
+      if (this.pending?.done === done) this.pending = undefined;
+    });
+  }
+}
+
+/** `bytes` as one frame on `ws` if it is still open; resolves once written (or not sent). */
+function sendWhole(ws: WebSocket, bytes: Uint8Array): Promise<void> {
+  return new Promise((resolve) => {
+    if (ws.readyState !== WebSocket.OPEN) return resolve();
+    ws.send(bytes, { binary: true }, () => resolve());
+  });
+}
+
 /** Reconnect backoff: 100 ms doubling up to 5 s, each delay times a factor in [0.5, 1.5). */
 const BACKOFF_FIRST_MS = 100;
 const BACKOFF_MAX_MS = 5000;
@@ -141,19 +202,20 @@ export class CoordinatorLink {
 
   /** The buffer `send` reuses. */
   private readonly scratch: EncodeScratch = {};
+  private readonly writer = new MessageWriter();
 
   /**
    * Send a message on the current connection, encoded into the link's reusable buffer when
-   * nothing sent before is still queued on the socket (so the bytes last encoded there have
-   * left for the system), else into a fresh one.
+   * nothing sent before is still queued on the socket or waiting to be sent (so the bytes last
+   * encoded there have left for the system), else into a fresh one.
    */
   send(msg: PartyMessage): void {
-    this.ws.send(encodeToSend(msg, this.scratch, this.ws.bufferedAmount));
+    this.writer.write(this.ws, encodeToSend(msg, this.scratch, this.writer.busy(this.ws) ? undefined : this.ws.bufferedAmount));
   }
 
   /** Send a message already encoded (encodeIdsFilled) on the current connection. */
   sendEncoded(bytes: Buffer): void {
-    this.ws.send(bytes);
+    this.writer.write(this.ws, bytes);
   }
 
   /**

@@ -156,6 +156,9 @@ test('the pool gives the calling thread\'s results across worker threads, and a 
   assert.ok(progress.every((d, i) => i === 0 || d > progress[i - 1]));
   const key = newPsiKey();
   assert.deepEqual(await pool.blind(hashed, key, true), blindPoints(hashed, key));
+  const inPlace = hashed.slice();
+  assert.equal(await pool.blind(inPlace, key, true, undefined, true), inPlace, 'in place: the same array');
+  assert.deepEqual(inPlace, blindPoints(hashed, key));
   const bad = hashed.slice();
   bad.set(le(twistPoint(12345n)), 32 * 9001);
   await assert.rejects(pool.blind(bad, key, true), (err: unknown) => err instanceof PointError && err.index === 9001);

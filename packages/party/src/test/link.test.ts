@@ -1,0 +1,57 @@
+// Large messages sent frame by frame: each arrives as one message, equal to what was sent, in
+// the order written, small and large mixed; the frames are FRAME_BYTES; a closed socket ends a send.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import WebSocket, { WebSocketServer } from 'ws';
+import { FRAME_BYTES, MessageWriter, sendInFrames } from '../link.js';
+
+async function pair(): Promise<{ ws: WebSocket; received: Buffer[]; close(): void }> {
+  const server = new WebSocketServer({ port: 0, maxPayload: 64 << 20 });
+  await once(server, 'listening');
+  const received: Buffer[] = [];
+  server.on('connection', (peer) => peer.on('message', (data: Buffer) => received.push(data)));
+  const ws = new WebSocket(`ws://127.0.0.1:${(server.address() as { port: number }).port}`);
+  await once(ws, 'open');
+  return { ws, received, close: () => server.close() };
+}
+
+async function until(cond: () => boolean): Promise<void> {
+  while (!cond()) await new Promise((r) => setTimeout(r, 10));
+}
+
+const bytes = (n: number, seed: number) => Uint8Array.from({ length: n }, (_, i) => (i * 7 + seed) % 256);
+
+test('sendInFrames: frames of FRAME_BYTES make one message; on a closed socket the send ends', async () => {
+  const { ws, received, close } = await pair();
+  const frames: number[] = [];
+  const send = ws.send.bind(ws);
+  ws.send = ((data: Uint8Array, opts: object, cb?: (err?: Error) => void) => {
+    frames.push(data.length);
+    return send(data, opts, cb);
+  }) as typeof ws.send;
+  const big = bytes(3 * FRAME_BYTES + 12345, 1);
+  await sendInFrames(ws, big);
+  assert.deepEqual(frames, [FRAME_BYTES, FRAME_BYTES, FRAME_BYTES, 12345]);
+  await until(() => received.length === 1);
+  assert.deepEqual(new Uint8Array(received[0]), big);
+  ws.close();
+  await once(ws, 'close');
+  await sendInFrames(ws, big);
+  assert.equal(frames.length, 4, 'nothing sent on a closed socket');
+  close();
+});
+
+test('MessageWriter: small and large messages written together arrive whole, in the order written', async () => {
+  const { ws, received, close } = await pair();
+  const writer = new MessageWriter();
+  const messages = [bytes(10, 1), bytes(2 * FRAME_BYTES + 5, 2), bytes(20, 3), bytes(FRAME_BYTES + 1, 4), bytes(FRAME_BYTES, 5), bytes(30, 6)];
+  assert.ok(!writer.busy(ws));
+  for (const m of messages) writer.write(ws, m);
+  assert.ok(writer.busy(ws), 'large messages under way');
+  await until(() => received.length === messages.length);
+  assert.deepEqual(received.map((b) => new Uint8Array(b)), messages);
+  await until(() => !writer.busy(ws));
+  ws.close();
+  close();
+});
