@@ -475,18 +475,9 @@ function onResume(s: SessionState, env: SessionEnv, msg: Resume): Outcome {
   return reply();
 }
 
-/**
- * Rows from which a round begins with a full collection. Each round leaves two vectors of
- * garbage (the frame received and the broadcast decoded from it: 16 MB at a million rows), and
- * V8 collects them only after about 64 MB more of such memory, so resident memory rose and fell
- * by that much over the rounds; the collection costs a few milliseconds of a round of hundreds.
- */
-const COLLECT_FROM_ROWS = 1 << 20;
-
 function onRound(s: SessionState, env: SessionEnv, msg: Round): Outcome {
   expectPhase(s, 'training');
   const x = admmModel(s, 'an ADMM round');
-  if (x.n >= COLLECT_FROM_ROWS) collectGarbage();
   if (msg.round !== s.round + 1) throw new ProtocolError('unexpected', `round ${msg.round} after round ${s.round}`);
   if (!s.current) throw new ProtocolError('unexpected', `round ${msg.round} before resume`);
   const { privacy } = env;
