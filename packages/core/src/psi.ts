@@ -93,14 +93,13 @@ export interface PackedIds {
   readonly offsets: Uint32Array;
 }
 
-/** `ids` (or ids[order[0]], ids[order[1]], ...) packed. */
-export function packIds(ids: readonly string[], order?: ArrayLike<number>): PackedIds {
-  const n = order ? order.length : ids.length;
-  const at = (i: number) => ids[order ? order[i] : i];
+/** `ids` packed. */
+export function packIds(ids: readonly string[]): PackedIds {
+  const n = ids.length;
   const offsets = new Uint32Array(n + 1);
-  for (let i = 0; i < n; i++) offsets[i + 1] = offsets[i] + Buffer.byteLength(at(i), 'utf8');
+  for (let i = 0; i < n; i++) offsets[i + 1] = offsets[i] + Buffer.byteLength(ids[i], 'utf8');
   const buf = Buffer.allocUnsafeSlow(offsets[n]);
-  for (let i = 0; i < n; i++) buf.write(at(i), offsets[i], 'utf8');
+  for (let i = 0; i < n; i++) buf.write(ids[i], offsets[i], 'utf8');
   return { length: n, bytes: new Uint8Array(buf.buffer, buf.byteOffset, buf.length), offsets };
 }
 

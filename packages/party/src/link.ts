@@ -35,7 +35,7 @@ export const FRAME_BYTES = 1 << 20;
 
 /**
  * `bytes` as one message on `ws`, in frames of FRAME_BYTES (continuation frames after the
- * first), each sent once the one before is written; resolves when the last is, or as soon as
+ * first; one frame for a small message), each sent once the one before is written; resolves when the last is, or as soon as
  * the connection is no longer open (the rest is dropped, as a send on a closed socket is).
  * Nothing else may be sent on `ws` meanwhile but control frames (ws's pongs).
  */
@@ -70,20 +70,12 @@ export class MessageWriter {
   write(ws: WebSocket, bytes: Uint8Array): void {
     const before = this.pending?.ws === ws ? this.pending.done : undefined;
     if (!before && bytes.length <= FRAME_BYTES) return ws.send(bytes);
-    const done = (before ?? Promise.resolve()).then(() => (bytes.length <= FRAME_BYTES ? sendWhole(ws, bytes) : sendInFrames(ws, bytes)));
+    const done = (before ?? Promise.resolve()).then(() => sendInFrames(ws, bytes));
     this.pending = { ws, done };
     void done.then(() => {
       if (this.pending?.done === done) this.pending = undefined;
     });
   }
-}
-
-/** `bytes` as one frame on `ws` if it is still open; resolves once written (or not sent). */
-function sendWhole(ws: WebSocket, bytes: Uint8Array): Promise<void> {
-  return new Promise((resolve) => {
-    if (ws.readyState !== WebSocket.OPEN) return resolve();
-    ws.send(bytes, { binary: true }, () => resolve());
-  });
 }
 
 /** Reconnect backoff: 100 ms doubling up to 5 s, each delay times a factor in [0.5, 1.5). */
