@@ -64,7 +64,7 @@ class TempFile {
   }
 }
 
-/** Bytes kept in a temporary file, and read back, into a new array, when asked for. */
+/** Bytes kept in a temporary file, and read back, a piece at a time, when asked for. */
 export class SpilledBytes {
   private readonly file: TempFile | undefined;
   private readonly kept: Uint8Array | undefined;
@@ -81,17 +81,18 @@ export class SpilledBytes {
     return this.file !== undefined;
   }
 
-  /** The bytes, in a new array (or, kept in memory, the array itself). */
+  /** All the bytes, in a new array. */
   read(): Uint8Array {
-    return this.kept ?? this.readInto(new Uint8Array(this.length));
+    const into = new Uint8Array(this.length);
+    this.readAt(0, into);
+    return into;
   }
 
-  /** The bytes copied into `into` (of their length), which is returned. */
-  readInto(into: Uint8Array): Uint8Array {
-    if (into.length !== this.length) throw new RangeError(`${this.length} bytes kept, ${into.length} asked for`);
-    if (this.kept) into.set(this.kept);
-    else this.file!.read(into, 0);
-    return into;
+  /** Bytes `at` to `at + into.length` copied into `into`. */
+  readAt(at: number, into: Uint8Array): void {
+    if (at < 0 || at + into.length > this.length) throw new RangeError(`bytes ${at} to ${at + into.length} asked of ${this.length}`);
+    if (this.kept) into.set(this.kept.subarray(at, at + into.length));
+    else this.file!.read(into, at);
   }
 }
 

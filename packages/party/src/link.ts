@@ -6,6 +6,7 @@ import type { Logger } from 'pino';
 import WebSocket, { type RawData } from 'ws';
 import { ConfigError, PeerError } from '@admm-share/core';
 import {
+  type ByteSource,
   type CloseKind,
   type CoordinatorMessage,
   type EncodeScratch,
@@ -34,19 +35,33 @@ import {
 export const FRAME_BYTES = 1 << 20;
 
 /**
- * `bytes` as one message on `ws`, in frames of FRAME_BYTES (continuation frames after the
- * first; one frame for a small message), each sent once the one before is written; resolves when the last is, or as soon as
- * the connection is no longer open (the rest is dropped, as a send on a closed socket is).
- * Nothing else may be sent on `ws` meanwhile but control frames (ws's pongs).
+ * `message` as one message on `ws`, in frames of FRAME_BYTES (continuation frames after the
+ * first; one frame for a small message), each sent once the one before is written; resolves
+ * when the last is, or as soon as the connection is no longer open (the rest is dropped, as a
+ * send on a closed socket is). A ByteSource is read a frame at a time into one buffer, so a
+ * message made that way is never held whole. Nothing else may be sent on `ws` meanwhile but
+ * control frames (ws's pongs).
  */
-export function sendInFrames(ws: WebSocket, bytes: Uint8Array): Promise<void> {
+export function sendInFrames(ws: WebSocket, message: Uint8Array | ByteSource): Promise<void> {
+  const frameOf: (at: number, end: number) => Uint8Array =
+    message instanceof Uint8Array
+      ? (at, end) => message.subarray(at, end)
+      : (() => {
+          // ws has masked a copy of a frame by the time the frame is written, so one buffer serves.
+          const buffer = Buffer.allocUnsafeSlow(Math.min(FRAME_BYTES, message.length));
+          return (at: number, end: number) => {
+            const frame = buffer.subarray(0, end - at);
+            message.readAt(at, frame);
+            return frame;
+          };
+        })();
   return new Promise((resolve) => {
     let at = 0;
     const next = (err?: Error) => {
       if (err || ws.readyState !== WebSocket.OPEN) return resolve();
-      const end = Math.min(bytes.length, at + FRAME_BYTES);
-      const last = end === bytes.length;
-      const frame = bytes.subarray(at, end);
+      const end = Math.min(message.length, at + FRAME_BYTES);
+      const last = end === message.length;
+      const frame = frameOf(at, end);
       at = end;
       ws.send(frame, { binary: true, fin: last }, last ? () => resolve() : next);
     };
@@ -55,8 +70,8 @@ export function sendInFrames(ws: WebSocket, bytes: Uint8Array): Promise<void> {
 }
 
 /**
- * Messages written on a connection in order: a small one at once, a large one in frames
- * (sendInFrames), and anything written while a large one is under way after it.
+ * Messages written on a connection in order: a small one at once, a large one (or one made a
+ * piece at a time) in frames (sendInFrames), and anything written while one is under way after it.
  */
 export class MessageWriter {
   /** The last message waiting or under way on a connection, and when it is written. */
@@ -67,10 +82,10 @@ export class MessageWriter {
     return this.pending?.ws === ws;
   }
 
-  write(ws: WebSocket, bytes: Uint8Array): void {
+  write(ws: WebSocket, message: Uint8Array | ByteSource): void {
     const before = this.pending?.ws === ws ? this.pending.done : undefined;
-    if (!before && bytes.length <= FRAME_BYTES) return ws.send(bytes);
-    const done = (before ?? Promise.resolve()).then(() => sendInFrames(ws, bytes));
+    if (!before && message instanceof Uint8Array && message.length <= FRAME_BYTES) return ws.send(message);
+    const done = (before ?? Promise.resolve()).then(() => sendInFrames(ws, message));
     this.pending = { ws, done };
     void done.then(() => {
       if (this.pending?.done === done) this.pending = undefined;
@@ -205,9 +220,9 @@ export class CoordinatorLink {
     this.writer.write(this.ws, encodeToSend(msg, this.scratch, this.writer.busy(this.ws) ? undefined : this.ws.bufferedAmount));
   }
 
-  /** Send a message already encoded (encodeIdsFilled) on the current connection. */
-  sendEncoded(bytes: Buffer): void {
-    this.writer.write(this.ws, bytes);
+  /** Send a message already encoded, or made a piece at a time (encodeIdsSource), on the current connection. */
+  sendEncoded(message: Uint8Array | ByteSource): void {
+    this.writer.write(this.ws, message);
   }
 
   /**

@@ -36,7 +36,7 @@ export class PartyPsi {
   /**
    * This party's points of a set (computed once) and the coordinator's label points blinded
    * again, in place: `labelPoints` is overwritten (a message's array, not read again). Both are
-   * kept in temporary files, to be read straight into the encoded answer (encodeIdsFilled).
+   * kept in temporary files, read a frame at a time into the answer as it is sent (encodeIdsSource).
    */
   async answer(set: SampleSet, labelPoints: Uint8Array): Promise<{ points: SpilledBytes; labelPoints: SpilledBytes }> {
     const own = this.ownSet(set);

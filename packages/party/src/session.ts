@@ -7,6 +7,7 @@ import { createHash } from 'node:crypto';
 import type { Logger } from 'pino';
 import { type Csr, type Dense, type FeatureTable, type LossName, type PackedIds, ConfigError, DenseRows, SpilledCsr, WasmCsr, csrSelectRows, csrSelectRowsDense, helloProof, preferDense, predictScores } from '@admm-share/core';
 import {
+  type ByteSource,
   type Challenge,
   type CoordinatorMessage,
   type Done,
@@ -27,7 +28,7 @@ import {
   PROTOCOL_VERSION,
   ProtocolError,
   assertNever,
-  encodeIdsFilled,
+  encodeIdsSource,
 } from '@admm-share/protocol';
 import { collectGarbage } from './gc.js';
 import { modelRef } from './model-file.js';
@@ -164,8 +165,8 @@ export interface FinalModel {
 
 /** What a handled message asks of the connection. */
 export type Outcome =
-  /** `encoded`: messages already encoded (the intersection's answer, encodeIdsFilled), sent after `messages`. */
-  | { kind: 'reply'; messages: PartyMessage[]; encoded?: Buffer[] }
+  /** `encoded`: messages already encoded, or made a piece at a time (the intersection's answer, encodeIdsSource), sent after `messages`. */
+  | { kind: 'reply'; messages: PartyMessage[]; encoded?: ByteSource[] }
   /** welcome: the coordinator answered; the connect timeout no longer applies. */
   | { kind: 'answered'; messages: PartyMessage[] }
   /** setup: the party is in the job; from now on a broken connection is retried. */
@@ -343,11 +344,8 @@ function onPsi(s: SessionState, env: SessionEnv, msg: Psi): Outcome {
   const work = env.psi.answer(set, msg.points).then((answer): Outcome => {
     env.log.info({ set, labelIds, ids: answer.points.length / POINT_BYTES, seconds: (performance.now() - t0) / 1000 }, 'ids intersected (ECDH PSI)');
     if (s.connection !== connection) return reply();
-    // Read from their temporary files straight into the message's bytes.
-    const encoded = encodeIdsFilled({ jobId, set }, { points: answer.points.length, labelPoints: answer.labelPoints.length }, (points, labelPoints) => {
-      answer.points.readInto(points);
-      answer.labelPoints.readInto(labelPoints);
-    });
+    // Read from their temporary files a frame at a time, as the message is sent.
+    const encoded = encodeIdsSource({ jobId, set }, answer.points, answer.labelPoints);
     return { kind: 'reply', messages: [], encoded: [encoded] };
   });
   return { kind: 'later', work };

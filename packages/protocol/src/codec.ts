@@ -1,11 +1,11 @@
-import { Packr } from 'msgpackr';
+import { Packr, addExtension } from 'msgpackr';
 import { ProtocolError } from './errors.js';
 import type { Ids, Message } from './messages.js';
 
 /**
  * One configured Packr for every message. The bare msgpackr `pack` turns a Float64Array
- * into truncated bytes; `moreTypes` makes typed arrays round-trip (decoding copies them,
- * so they are aligned); `useRecords: false` keeps plain maps, readable by any MessagePack peer.
+ * into truncated bytes; `moreTypes` makes typed arrays round-trip (decoded as below);
+ * `useRecords: false` keeps plain maps, readable by any MessagePack peer.
  */
 const packr = new Packr({ moreTypes: true, useRecords: false });
 
@@ -18,6 +18,31 @@ const packr = new Packr({ moreTypes: true, useRecords: false });
  * but this one before msgpackr sees the bytes.
  */
 export const TYPED_ARRAY_EXTENSION = 0x74;
+
+/** The typed arrays of msgpackr's extension, by the kind byte that starts its data. */
+const TYPED_ARRAYS = [Int8Array, Uint8Array, Uint8ClampedArray, Int16Array, Uint16Array, Int32Array, Uint32Array, Float32Array, Float64Array, BigInt64Array, BigUint64Array];
+
+/** Byte arrays from this size are decoded as views of the bytes received, not copies. */
+const VIEW_BYTES = 4096;
+
+/**
+ * How the typed-array extension is decoded (replacing msgpackr's, for every Unpackr in the
+ * process): a copy, aligned for its type, except a byte array of VIEW_BYTES or more, which views
+ * the bytes decoded (it keeps them alive, and writing it writes them). The intersection's
+ * points are such arrays, 32 MB and 64 MB for a million ids: each received message was held
+ * twice while it was decoded. Kinds 16 and 17 (an ArrayBuffer, a DataView) are not part of
+ * the protocol and are refused.
+ */
+addExtension({
+  type: TYPED_ARRAY_EXTENSION,
+  unpack(data: Uint8Array) {
+    const kind = TYPED_ARRAYS[data[0]];
+    if (!kind) throw new Error(`typed array of unknown kind ${data[0]}`);
+    if (kind === Uint8Array && data.length > VIEW_BYTES) return new Uint8Array(data.buffer, data.byteOffset + 1, data.length - 1);
+    // Uint8Array's slice, a copy: `data` may be a Buffer, whose slice is a view.
+    return new kind(Uint8Array.prototype.slice.call(data, 1).buffer);
+  },
+});
 
 export function encode(msg: Message): Buffer {
   return packr.pack(msg);
@@ -109,24 +134,72 @@ export function encodeFresh(msg: Message): Buffer {
 /** The bytes of the key `labelPoints` as msgpackr writes it (a fixstr). */
 const LABEL_POINTS_KEY = Buffer.from([0xa0 | 'labelPoints'.length, ...Buffer.from('labelPoints')]);
 
+/** Bytes made a piece at a time: a message, or an array, too large to be held whole at once. */
+export interface ByteSource {
+  readonly length: number;
+  /** Writes bytes `at` to `at + into.length` into `into`. */
+  readAt(at: number, into: Uint8Array): void;
+}
+
 /**
- * An `ids` message encoded with its two point arrays written by `fill` straight into the
- * encoded bytes, instead of being held in memory beside them (a million ids: 64 MB of points,
- * twice). The message is encoded with zero arrays of the given lengths (never written, so not
- * resident), which msgpackr writes as typed-array extensions holding the bytes as they are:
- * the label points last, so theirs are the last bytes, and the points' end just before the
- * key `labelPoints` (found in the few bytes of header there: the points are zeros until
- * filled, so nothing else can match). A test pins the result to `encode` of the same message.
+ * From this many bytes msgpackr gives a typed array a 4-byte length (ext 32: 0xc9, the length
+ * of the kind byte and the data, the type 0x74, the kind byte, the data); below it, fewer.
  */
-export function encodeIdsFilled(head: Pick<Ids, 'jobId' | 'set'>, lengths: { points: number; labelPoints: number }, fill: (points: Uint8Array, labelPoints: Uint8Array) => void): Buffer {
-  const msg: Ids = { type: 'ids', jobId: head.jobId, set: head.set, points: new Uint8Array(lengths.points), labelPoints: new Uint8Array(lengths.labelPoints) };
-  const bytes = encodeFresh(msg);
-  const labelAt = bytes.length - lengths.labelPoints;
+const EXT32_BYTES = 1 << 16;
+
+/**
+ * An `ids` message as a ByteSource: the bytes of `encode` of the message, with its two point
+ * arrays read from `points` and `labelPoints` as each piece is asked for (a million ids: 64 MB
+ * of points, twice, never held whole). The header bytes come from encoding the message with
+ * zero arrays of at most EXT32_BYTES, whose lengths are then set to the real ones: the label
+ * points last, so theirs are the last bytes, and the points' end just before the key
+ * `labelPoints` (found in the few bytes of header there: the points are zeros, so nothing else
+ * can match). A test pins the result to `encode` of the same message.
+ */
+export function encodeIdsSource(head: Pick<Ids, 'jobId' | 'set'>, points: ByteSource, labelPoints: ByteSource): ByteSource {
+  const short = (n: number) => Math.min(n, EXT32_BYTES);
+  const tp = short(points.length);
+  const tl = short(labelPoints.length);
+  const template = encode({ type: 'ids', jobId: head.jobId, set: head.set, points: new Uint8Array(tp), labelPoints: new Uint8Array(tl) });
+  const labelAt = template.length - tl;
   // The key, an extension header of at most 6 bytes and the typed array's kind byte.
-  const keyAt = bytes.lastIndexOf(LABEL_POINTS_KEY, labelAt - LABEL_POINTS_KEY.length);
-  if (keyAt < labelAt - LABEL_POINTS_KEY.length - 7 || keyAt < lengths.points) throw new Error('internal: msgpackr no longer lays out an ids message as expected');
-  fill(bytes.subarray(keyAt - lengths.points, keyAt), bytes.subarray(labelAt));
-  return bytes;
+  const keyAt = template.lastIndexOf(LABEL_POINTS_KEY, labelAt - LABEL_POINTS_KEY.length);
+  if (keyAt < labelAt - LABEL_POINTS_KEY.length - 7 || keyAt < tp) throw new Error('internal: msgpackr no longer lays out an ids message as expected');
+  const pointsAt = keyAt - tp;
+  const prefix = Buffer.from(template.subarray(0, pointsAt));
+  const middle = Buffer.from(template.subarray(keyAt, labelAt));
+  const setLength = (header: Buffer, n: number) => {
+    if (n < EXT32_BYTES) return;
+    const at = header.length - 7;
+    if (header[at] !== 0xc9 || header[at + 5] !== TYPED_ARRAY_EXTENSION) throw new Error('internal: msgpackr no longer writes a large typed array as ext 32');
+    header.writeUInt32BE(n + 1, at + 1);
+  };
+  setLength(prefix, points.length);
+  setLength(middle, labelPoints.length);
+  const parts: ByteSource[] = [bytesSource(prefix), points, bytesSource(middle), labelPoints];
+  return {
+    length: parts.reduce((n, p) => n + p.length, 0),
+    readAt(at, into) {
+      let start = 0; // where the current part begins in the message
+      let done = 0; // bytes of `into` written
+      for (const part of parts) {
+        const end = start + part.length;
+        if (done < into.length && at + done < end) {
+          const from = at + done - start;
+          const n = Math.min(part.length - from, into.length - done);
+          part.readAt(from, into.subarray(done, done + n));
+          done += n;
+        }
+        start = end;
+      }
+      if (done < into.length) throw new RangeError(`bytes ${at} to ${at + into.length} asked of a message of ${start}`);
+    },
+  };
+}
+
+/** `bytes` as a ByteSource. */
+export function bytesSource(bytes: Uint8Array): ByteSource {
+  return { length: bytes.length, readAt: (at, into) => into.set(bytes.subarray(at, at + into.length)) };
 }
 
 /** Decode bytes into an unvalidated value. Never trust the result before `validate*`. */

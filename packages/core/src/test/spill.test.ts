@@ -54,13 +54,18 @@ test('bytes kept in a temporary file already removed from its folder are read ba
   const spilled = withTmp(dir, () => new SpilledBytes(bytes));
   assert.ok(spilled.spilled);
   assert.deepEqual(readdirSync(dir), [], 'nothing left in the temporary folder');
-  const back = spilled.read();
-  assert.notEqual(back, bytes);
-  assert.deepEqual(back, bytes);
+  assert.deepEqual(spilled.read(), bytes);
   assert.deepEqual(spilled.read(), bytes, 'and again');
+  // A piece from the middle, across the 1 MiB a read or write takes at a time.
+  const piece = new Uint8Array(2_000_000);
+  spilled.readAt(777_777, piece);
+  assert.deepEqual(piece, bytes.subarray(777_777, 2_777_777));
+  assert.throws(() => spilled.readAt(bytes.length - 1, new Uint8Array(2)), RangeError);
   const kept = withTmp(join(dir, 'missing'), () => new SpilledBytes(bytes));
   assert.ok(!kept.spilled);
-  assert.equal(kept.read(), bytes, 'no temporary folder: kept in memory');
+  assert.deepEqual(kept.read(), bytes, 'no temporary folder: kept in memory');
+  kept.readAt(777_777, piece);
+  assert.deepEqual(piece, bytes.subarray(777_777, 2_777_777));
 });
 
 test('rows selected from a spilled matrix equal those of the matrix in memory', () => {

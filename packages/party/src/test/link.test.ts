@@ -4,6 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import WebSocket, { WebSocketServer } from 'ws';
+import { bytesSource } from '@admm-share/protocol';
 import { FRAME_BYTES, MessageWriter, sendInFrames } from '../link.js';
 
 async function pair(): Promise<{ ws: WebSocket; received: Buffer[]; close(): void }> {
@@ -42,12 +43,27 @@ test('sendInFrames: frames of FRAME_BYTES make one message; on a closed socket t
   close();
 });
 
+test('sendInFrames: a message made a piece at a time is read a frame at a time and arrives whole', async () => {
+  const { ws, received, close } = await pair();
+  const big = bytes(2 * FRAME_BYTES + 999, 3);
+  const reads: Array<[number, number]> = [];
+  const source = bytesSource(big);
+  await sendInFrames(ws, { length: big.length, readAt: (at, into) => (reads.push([at, into.length]), source.readAt(at, into)) });
+  assert.deepEqual(reads, [[0, FRAME_BYTES], [FRAME_BYTES, FRAME_BYTES], [2 * FRAME_BYTES, 999]]);
+  await until(() => received.length === 1);
+  assert.deepEqual(new Uint8Array(received[0]), big);
+  ws.close();
+  close();
+});
+
 test('MessageWriter: small and large messages written together arrive whole, in the order written', async () => {
   const { ws, received, close } = await pair();
   const writer = new MessageWriter();
-  const messages = [bytes(10, 1), bytes(2 * FRAME_BYTES + 5, 2), bytes(20, 3), bytes(FRAME_BYTES + 1, 4), bytes(FRAME_BYTES, 5), bytes(30, 6)];
+  const messages = [bytes(10, 1), bytes(2 * FRAME_BYTES + 5, 2), bytes(20, 3), bytes(FRAME_BYTES + 1, 4), bytes(FRAME_BYTES, 5), bytes(30, 6), bytes(3 * FRAME_BYTES + 7, 7), bytes(40, 8), bytes(50, 9)];
   assert.ok(!writer.busy(ws));
-  for (const m of messages) writer.write(ws, m);
+  // Two of them made a piece at a time: one large, read into one buffer frame after frame, and one small.
+  const sourced = new Set([6, 8]);
+  messages.forEach((m, i) => writer.write(ws, sourced.has(i) ? bytesSource(m) : m));
   assert.ok(writer.busy(ws), 'large messages under way');
   await until(() => received.length === messages.length);
   assert.deepEqual(received.map((b) => new Uint8Array(b)), messages);

@@ -11,7 +11,8 @@ import {
   encode,
   encodeInto,
   encodeToSend,
-  encodeIdsFilled,
+  encodeIdsSource,
+  bytesSource,
   encodeFresh,
   packedBound,
   MAX_PENALTY_SQ,
@@ -718,21 +719,46 @@ test('encodeInto: the bytes of encode, written into the scratch it reuses; nothi
   assert.deepEqual(decode(sent), ids);
 });
 
-test('encodeIdsFilled: the bytes of encode for the same message, the arrays written by the caller into the encoded bytes', () => {
-  const rand = seeded('ids-filled');
-  for (const [n, m] of [[0, 0], [1, 0], [0, 3], [1, 1], [8, 250], [256, 2048], [2047, 3], [40000, 70000]]) {
+test('encodeIdsSource: the bytes of encode for the same message, read in pieces of any size across its parts', () => {
+  const rand = seeded('ids-source');
+  // 2048 and 2049 ids: 65536 bytes of points is the first length msgpackr writes as ext 32.
+  for (const [n, m] of [[0, 0], [1, 0], [0, 3], [1, 1], [8, 250], [256, 2048], [2047, 3], [2048, 2049], [40000, 70000]]) {
     const points = Uint8Array.from({ length: 32 * n }, () => Math.floor(rand() * 256));
     const labelPoints = Uint8Array.from({ length: 32 * m }, () => Math.floor(rand() * 256));
     for (const jobId of ['j', 'a-job-id-of-some-length-1234567890']) {
-      const msg: PartyMessage = { type: 'ids', jobId, set: 'test', points, labelPoints };
-      const filled = encodeIdsFilled({ jobId, set: 'test' }, { points: points.length, labelPoints: labelPoints.length }, (p, l) => {
-        assert.equal(p.length, points.length);
-        assert.equal(l.length, labelPoints.length);
-        p.set(points);
-        l.set(labelPoints);
-      });
-      assert.deepEqual(filled, encode(msg), `${n} and ${m} points, job ${jobId}`);
+      const expected = encode({ type: 'ids', jobId, set: 'test', points, labelPoints });
+      const source = encodeIdsSource({ jobId, set: 'test' }, bytesSource(points), bytesSource(labelPoints));
+      assert.equal(source.length, expected.length, `${n} and ${m} points, job ${jobId}: length`);
+      for (const piece of [1 << 20, 4099, 31]) {
+        if (piece < 4099 && expected.length > 1 << 16) continue;
+        const got = new Uint8Array(expected.length);
+        for (let at = 0; at < got.length; at += piece) source.readAt(at, got.subarray(at, Math.min(got.length, at + piece)));
+        assert.deepEqual(got, new Uint8Array(expected), `${n} and ${m} points, job ${jobId}, pieces of ${piece}`);
+      }
     }
+  }
+  const source = encodeIdsSource({ jobId: 'j', set: 'train' }, bytesSource(new Uint8Array(64)), bytesSource(new Uint8Array(32)));
+  assert.throws(() => source.readAt(source.length - 2, new Uint8Array(3)), RangeError);
+});
+
+test('decode: a byte array of 4 KiB or more views the bytes decoded; smaller ones and other arrays are aligned copies; an ArrayBuffer is refused', () => {
+  const big: PartyMessage = { type: 'ids', jobId: 'j', set: 'train', points: new Uint8Array(32 * 200).fill(3), labelPoints: new Uint8Array(32).fill(4) };
+  const bytes = encode(big);
+  const msg = decode(bytes) as { points: Uint8Array; labelPoints: Uint8Array };
+  assert.deepEqual(msg, big);
+  assert.equal(Object.getPrototypeOf(msg.points), Uint8Array.prototype, 'a plain Uint8Array, not a Buffer');
+  assert.equal(msg.points.buffer, bytes.buffer, 'the points view the bytes');
+  assert.notEqual(msg.labelPoints.buffer, bytes.buffer, 'a small array is copied');
+  // An odd offset in the bytes: a Float64Array is still a copy, aligned.
+  const vector: CoordinatorMessage = { type: 'round', jobId: 'j', round: 3, rho: 0.5, c: Float64Array.from({ length: 1000 }, (_, i) => i / 7) };
+  const shifted = Buffer.concat([Buffer.from([0]), encode(vector)]).subarray(1);
+  const r = decode(shifted) as { c: Float64Array };
+  assert.deepEqual(r, vector);
+  assert.notEqual(r.c.buffer, shifted.buffer);
+  // msgpackr's kinds 16 and 17 (an ArrayBuffer, a DataView) are not part of the protocol.
+  for (const kind of [16, 17, 99]) {
+    const ext = Buffer.from([0x81, 0xa1, 0x78, 0xd6, TYPED_ARRAY_EXTENSION, kind, 0, 0, 0]);
+    assert.throws(() => decode(ext), (err: unknown) => err instanceof ProtocolError && err.kind === 'malformed' && new RegExp(`unknown kind ${kind}`).test(err.message), `kind ${kind}`);
   }
 });
 
