@@ -30,7 +30,7 @@ import {
   assertNever,
   encodeIdsSource,
 } from '@admm-share/protocol';
-import { collectGarbage } from './gc.js';
+import { YOUNG_COLLECTION_ROWS, collectGarbage, collectYoungGarbage } from './gc.js';
 import { modelRef } from './model-file.js';
 import { type Privacy, normaliseRows } from './privacy.js';
 import type { Scorer } from './scoring.js';
@@ -485,6 +485,8 @@ function onRound(s: SessionState, env: SessionEnv, msg: Round): Outcome {
     return reply({ type: 'exhausted', jobId: s.jobId!, round: msg.round, epsilonSpent: privacy.spent });
   }
   s.round = msg.round;
+  // The last round's message and frames are garbage now; at this size, worth freeing at once.
+  if (msg.c.length >= YOUNG_COLLECTION_ROWS) collectYoungGarbage();
   s.previous = { x: x.x.slice(), intercept: x.intercept };
   x.updateFromBroadcast(msg.c, msg.rho, privacy.bounds);
   // ||x_m||^2 depends on the data and is not noised, so with privacy on it is not sent
