@@ -64,7 +64,7 @@ export class PsiPool {
    * every core, so two side by side (a party's own ids and the label ids, a coordinator's
    * answers from several parties) are no faster, and each thread costs its memory.
    */
-  private last: Promise<unknown> = Promise.resolve();
+  private last: Promise<void> = Promise.resolve();
 
   constructor(opts: PsiPoolOptions = {}) {
     this.threads = Math.max(1, opts.threads ?? availableParallelism());
@@ -98,7 +98,12 @@ export class PsiPool {
    */
   private run(n: number, chunk: (from: number, to: number) => PsiTask, progress: PsiProgress | undefined, width = POINT_BYTES, out?: Uint8Array): Promise<Uint8Array> {
     const result = this.last.then(() => this.runNow(n, chunk, progress, width, out ?? new Uint8Array(n * width)));
-    this.last = result.catch(() => undefined);
+    // Settled with nothing: a promise settled with the result would hold its array (32 MB for
+    // a million points) until the next run.
+    this.last = result.then(
+      () => undefined,
+      () => undefined,
+    );
     return result;
   }
 
