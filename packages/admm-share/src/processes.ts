@@ -24,12 +24,13 @@ export const PARTY_NODE_FLAGS = ['--max-semi-space-size=2', '--expose-gc'];
  * script. glibc serves every allocation below its mmap threshold from its heap, and raises that
  * threshold to the size of each large block freed (up to 32 MiB); freed heap memory mostly stays
  * resident. A million-row party's vectors and points are 8-32 MB each: after the intersection
- * its heap held 110-124 MB, most of it free (docs/scaling.md). A fixed threshold of 16 MiB gives
- * every larger block back to the system when it is freed (its points, 32 MB, and the
- * intersection's messages); smaller ones, such as a round's vectors (8 MB at a million rows),
- * are reused from the heap round after round, as before, without a page fault per 4 KiB.
+ * its heap held 110-124 MB, most of it free (docs/scaling.md). A fixed threshold of 4 MiB gives
+ * every larger block back to the system when it is freed: the points, the intersection's
+ * messages, and each round's message and decoded vector (8 MB at a million rows; the party
+ * collects them at the start of the next round). A fresh block costs a page fault every 4 KiB
+ * as it is written, a few milliseconds a round at that size.
  */
-export const PARTY_ENV: Readonly<Record<string, string>> = { MALLOC_MMAP_THRESHOLD_: String(16 << 20) };
+export const PARTY_ENV: Readonly<Record<string, string>> = { MALLOC_MMAP_THRESHOLD_: String(4 << 20) };
 
 export interface Child {
   name: string;

@@ -30,7 +30,7 @@ import {
   assertNever,
   encodeIdsSource,
 } from '@admm-share/protocol';
-import { YOUNG_COLLECTION_ROWS, collectGarbage, collectYoungGarbage } from './gc.js';
+import { ROUND_COLLECTION_ROWS, collectGarbage } from './gc.js';
 import { modelRef } from './model-file.js';
 import { type Privacy, normaliseRows } from './privacy.js';
 import type { Scorer } from './scoring.js';
@@ -486,7 +486,7 @@ function onRound(s: SessionState, env: SessionEnv, msg: Round): Outcome {
   }
   s.round = msg.round;
   // The last round's message and frames are garbage now; at this size, worth freeing at once.
-  if (msg.c.length >= YOUNG_COLLECTION_ROWS) collectYoungGarbage();
+  if (msg.c.length >= ROUND_COLLECTION_ROWS) collectGarbage();
   s.previous = { x: x.x.slice(), intercept: x.intercept };
   x.updateFromBroadcast(msg.c, msg.rho, privacy.bounds);
   // ||x_m||^2 depends on the data and is not noised, so with privacy on it is not sent
