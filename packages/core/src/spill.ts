@@ -81,13 +81,6 @@ export class SpilledBytes {
     return this.file !== undefined;
   }
 
-  /** All the bytes, in a new array. */
-  read(): Uint8Array {
-    const into = new Uint8Array(this.length);
-    this.readAt(0, into);
-    return into;
-  }
-
   /** Bytes `at` to `at + into.length` copied into `into`. */
   readAt(at: number, into: Uint8Array): void {
     if (at < 0 || at + into.length > this.length) throw new RangeError(`bytes ${at} to ${at + into.length} asked of ${this.length}`);

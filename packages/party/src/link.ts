@@ -43,18 +43,14 @@ export const FRAME_BYTES = 1 << 20;
  * control frames (ws's pongs).
  */
 export function sendInFrames(ws: WebSocket, message: Uint8Array | ByteSource): Promise<void> {
-  const frameOf: (at: number, end: number) => Uint8Array =
-    message instanceof Uint8Array
-      ? (at, end) => message.subarray(at, end)
-      : (() => {
-          // ws has masked a copy of a frame by the time the frame is written, so one buffer serves.
-          const buffer = Buffer.allocUnsafeSlow(Math.min(FRAME_BYTES, message.length));
-          return (at: number, end: number) => {
-            const frame = buffer.subarray(0, end - at);
-            message.readAt(at, frame);
-            return frame;
-          };
-        })();
+  // ws has masked a copy of a frame by the time the frame is written, so one buffer serves a source.
+  const buffer = message instanceof Uint8Array ? undefined : Buffer.allocUnsafeSlow(Math.min(FRAME_BYTES, message.length));
+  const frameOf = (at: number, end: number): Uint8Array => {
+    if (message instanceof Uint8Array) return message.subarray(at, end);
+    const frame = buffer!.subarray(0, end - at);
+    message.readAt(at, frame);
+    return frame;
+  };
   return new Promise((resolve) => {
     let at = 0;
     const next = (err?: Error) => {

@@ -10,7 +10,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { POINT_BYTES, PsiPool, blindPoints, hashToPoints, newPsiKey, packIds, pointKeys, syntheticDataset } from '@admm-share/core';
 import { LabelPsi } from '@admm-share/coordinator';
 import { PartyPsi } from '@admm-share/party';
-import { type Ids, type PartyMessage, CloseCodes, PROTOCOL_VERSION, decode, encode, validateCoordinatorMessage, validatePartyMessage } from '@admm-share/protocol';
+import { type Ids, type PartyMessage, CloseCodes, PROTOCOL_VERSION, decode, encode, encodeIdsSource, validateCoordinatorMessage, validatePartyMessage } from '@admm-share/protocol';
 import { writeVerticalSplit } from '../split.js';
 import { BIN, killAll, run, tempDir } from './procs.js';
 import { psiAnswer, psiLabels } from './psi-peer.js';
@@ -31,9 +31,12 @@ test("the coordinator's view of a party's ids: replacing an id outside the inter
   const views = [];
   for (const ids of [held, swapped]) {
     const answer = await new PartyPsi(pool, { train: packIds(ids), test: undefined }, quiet).answer('train', psi.points.slice());
-    const msg: Ids = { type: 'ids', jobId: 'j', set: 'train', points: answer.points.read(), labelPoints: answer.labelPoints.read() };
-    const bytes = encode(msg);
-    const { positions } = await coordinator.match('p', validatePartyMessage(decode(bytes), {}) as Ids, quiet());
+    // The bytes the party sends: its answer read from its temporary files, as when it is sent.
+    const source = encodeIdsSource({ jobId: 'j', set: 'train' }, answer.points, answer.labelPoints);
+    const bytes = new Uint8Array(source.length);
+    source.readAt(0, bytes);
+    const msg = validatePartyMessage(decode(bytes), {}) as Ids;
+    const { positions } = await coordinator.match('p', msg, quiet());
     views.push({ msg, bytes, matched: [...positions.keys()].filter((r) => positions[r] >= 0) });
   }
   // Same form and size: the message's fields and length, and the intersection the coordinator learns.
