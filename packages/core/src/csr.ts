@@ -324,10 +324,16 @@ export function csrColumnMeans(a: Csr): Float64Array {
 
 /** A^T A as a dense row-major cols x cols array (added to `g`, cols * cols zeros, when given). */
 export function csrGram(a: Csr, g: Float64Array = new Float64Array(a.cols * a.cols)): Float64Array {
+  csrGramRows(a, g, 0, a.rows);
+  return g;
+}
+
+/** Adds rows [from, to) of A to A^T A in `g` (cols x cols, both triangles). */
+export function csrGramRows(a: Csr, g: Float64Array, from: number, to: number): void {
   const d = a.cols;
   assertLength('gram', g, d * d);
   const { indptr, indices, values } = a;
-  for (let i = 0; i < a.rows; i++) {
+  for (let i = from; i < to; i++) {
     const s = indptr[i];
     const e = indptr[i + 1];
     for (let p = s; p < e; p++) {
@@ -336,15 +342,23 @@ export function csrGram(a: Csr, g: Float64Array = new Float64Array(a.cols * a.co
       for (let q = s; q < e; q++) g[jp + indices[q]] += vp * values[q];
     }
   }
-  return g;
 }
 
 /** A A^T as a dense row-major rows x rows array (only for small row counts; in `k`, rows * rows, when given). */
 export function csrOuterGram(a: Csr, k: Float64Array = new Float64Array(a.rows * a.rows)): Float64Array {
+  csrOuterGramRows(a, k, 0, a.rows);
+  return k;
+}
+
+/**
+ * Rows [from, to) of A A^T in `k` (rows x rows), and the columns that mirror them. `dense` is
+ * scratch space (cols zeros, left zero), for a caller that forms a range at a time.
+ */
+export function csrOuterGramRows(a: Csr, k: Float64Array, from: number, to: number, dense = new Float64Array(a.cols)): void {
   const n = a.rows;
   assertLength('gram', k, n * n);
-  const dense = new Float64Array(a.cols);
-  for (let i = 0; i < n; i++) {
+  assertLength('scratch', dense, a.cols);
+  for (let i = from; i < to; i++) {
     for (let p = a.indptr[i]; p < a.indptr[i + 1]; p++) dense[a.indices[p]] = a.values[p];
     for (let j = i; j < n; j++) {
       let acc = 0;
@@ -354,7 +368,6 @@ export function csrOuterGram(a: Csr, k: Float64Array = new Float64Array(a.rows *
     }
     for (let p = a.indptr[i]; p < a.indptr[i + 1]; p++) dense[a.indices[p]] = 0;
   }
-  return k;
 }
 
 export function csrFromDense(rows: readonly (readonly number[])[], cols?: number): Csr {

@@ -21,18 +21,10 @@ export function preferDense(a: Csr): boolean {
   return a.rows > 0 && a.cols > 0 && a.indices.length >= DENSE_DENSITY * a.rows * a.cols;
 }
 
-/**
- * A zeroed Float64Array in shared memory: a worker thread given it (the x-update's
- * factorisation) reads the same memory instead of a copy of a matrix of hundreds of MB.
- */
-export function sharedFloat64(length: number): Float64Array {
-  return new Float64Array(new SharedArrayBuffer(length * Float64Array.BYTES_PER_ELEMENT));
-}
-
-/** Rows `order[0], order[1], ...` of a CSR matrix as a dense matrix in shared memory (no CSR copy in between). */
+/** Rows `order[0], order[1], ...` of a CSR matrix as a dense matrix (no CSR copy in between). */
 export function csrSelectRowsDense(a: Csr, order: ArrayLike<number>): Dense {
   const { cols } = a;
-  const data = sharedFloat64(order.length * cols);
+  const data = new Float64Array(order.length * cols);
   for (let r = 0; r < order.length; r++) {
     const i = order[r];
     if (!(i >= 0 && i < a.rows)) throw new RangeError(`row ${i} out of range [0, ${a.rows})`);
@@ -42,7 +34,7 @@ export function csrSelectRowsDense(a: Csr, order: ArrayLike<number>): Dense {
   return { rows: order.length, cols, data };
 }
 
-/** The matrix dense, in shared memory. */
+/** The matrix dense. */
 export function csrToDense(a: Csr): Dense {
   return csrSelectRowsDense(a, Uint32Array.from({ length: a.rows }, (_, i) => i));
 }
@@ -101,21 +93,30 @@ export function denseMatTVec(out: Float64Array, a: Dense, w: Float64Array): Floa
 }
 
 /** Rows of a panel: a block of rows, transposed, stays in the L2 cache while every pair of its columns is multiplied. */
-const PANEL_ROWS = 128;
+export const PANEL_ROWS = 128;
 
 /**
- * A^T A, cols x cols, row-major and symmetric (both triangles filled). The rows are taken in
- * panels of PANEL_ROWS, each copied transposed (a column of the panel is contiguous); every
- * 4 x 2 block of the upper triangle is then 8 dot products over the panel's rows. Formed
- * in `g` (cols * cols zeros) when given.
+ * A^T A, cols x cols, row-major and symmetric (both triangles filled), formed in `g` (cols *
+ * cols zeros) when given: denseGramRows over all the rows, then mirrorUpper.
  */
 export function denseGram(a: Dense, g: Float64Array = new Float64Array(a.cols * a.cols)): Float64Array {
-  const { rows, cols: d, data } = a;
+  denseGramRows(a, g, 0, a.rows);
+  return mirrorUpper(g, a.cols);
+}
+
+/**
+ * Adds rows [from, to) of A to the upper triangle of A^T A in `g` (cols x cols). The rows are
+ * taken in panels of PANEL_ROWS, each copied transposed (a column of the panel is contiguous);
+ * every 4 x 2 block of the upper triangle is then 8 dot products over the panel's rows. `panel`
+ * is scratch space (gramPanel), for a caller that adds a range at a time.
+ */
+export function denseGramRows(a: Dense, g: Float64Array, from: number, to: number, panel = gramPanel(a.cols)): void {
+  const { cols: d, data } = a;
   assertLength('gram', g, d * d);
   const dp = (d + 3) & ~3; // padded to whole 4 x 2 blocks (the padding columns are zero)
-  const panel = new Float64Array(dp * PANEL_ROWS);
-  for (let r0 = 0; r0 < rows; r0 += PANEL_ROWS) {
-    const rb = Math.min(PANEL_ROWS, rows - r0);
+  assertLength('panel', panel, dp * PANEL_ROWS);
+  for (let r0 = from; r0 < to; r0 += PANEL_ROWS) {
+    const rb = Math.min(PANEL_ROWS, to - r0);
     if (rb < PANEL_ROWS) panel.fill(0);
     for (let r = 0; r < rb; r++) {
       const off = (r0 + r) * d;
@@ -153,7 +154,16 @@ export function denseGram(a: Dense, g: Float64Array = new Float64Array(a.cols * 
       }
     }
   }
-  for (let i = 0; i < d; i++) for (let j = i + 1; j < d; j++) g[j * d + i] = g[i * d + j];
+}
+
+/** denseGramRows's scratch space for a matrix of `cols` columns. */
+export function gramPanel(cols: number): Float64Array {
+  return new Float64Array(((cols + 3) & ~3) * PANEL_ROWS);
+}
+
+/** Copies the upper triangle of the n x n row-major `g` to its lower triangle; returns `g`. */
+export function mirrorUpper(g: Float64Array, n: number): Float64Array {
+  for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) g[j * n + i] = g[i * n + j];
   return g;
 }
 
@@ -166,9 +176,19 @@ function addUpper(g: Float64Array, d: number, i: number, k: number, s0: number, 
 
 /** A A^T, rows x rows, row-major and symmetric: the dot products of pairs of rows, 2 x 2 at a time (in `k`, rows * rows, when given). */
 export function denseOuterGram(a: Dense, k: Float64Array = new Float64Array(a.rows * a.rows)): Float64Array {
+  denseOuterGramRows(a, k, 0, a.rows);
+  return k;
+}
+
+/**
+ * Rows [from, to) of A A^T in `k` (rows x rows), and the columns that mirror them: row i
+ * against rows j >= i, 2 x 2 at a time. `from` is even, so the pairs of rows line up.
+ */
+export function denseOuterGramRows(a: Dense, k: Float64Array, from: number, to: number): void {
   const { rows: n, cols, data } = a;
   assertLength('gram', k, n * n);
-  for (let i = 0; i < n; i += 2) {
+  if (from % 2 !== 0) throw new RangeError(`denseOuterGramRows: from (${from}) must be even`);
+  for (let i = from; i < to; i += 2) {
     const i1 = Math.min(i + 1, n - 1);
     for (let j = i; j < n; j += 2) {
       const j1 = Math.min(j + 1, n - 1);
@@ -193,7 +213,6 @@ export function denseOuterGram(a: Dense, k: Float64Array = new Float64Array(a.ro
       k[i1 * n + j1] = k[j1 * n + i1] = s11;
     }
   }
-  return k;
 }
 
 /**
@@ -204,7 +223,15 @@ export function denseOuterGram(a: Dense, k: Float64Array = new Float64Array(a.ro
  * not positive (A is not positive definite to working precision).
  */
 export function choleskyInPlace(a: Float64Array, n: number): boolean {
-  for (let i = 0; i < n; i++) {
+  return choleskyRows(a, n, 0, n);
+}
+
+/**
+ * Rows [from, to) of choleskyInPlace's factor, rows before `from` already factored (so a
+ * factorisation can be done a range at a time). Returns false at a pivot that is not positive.
+ */
+export function choleskyRows(a: Float64Array, n: number, from: number, to: number): boolean {
+  for (let i = from; i < to; i++) {
     const ri = i * n;
     for (let j = 0; j <= i; j++) {
       const rj = j * n;

@@ -7,9 +7,8 @@
  * The data is copied once into an instance's own memory and viewed there, so a holder keeps
  * one copy. That memory never grows afterwards (growing would detach the views). Data too
  * large for it (2 GiB, or memory refused) gets no instance: `from` returns undefined and the
- * caller uses the TypeScript loops. The memory is shared (a SharedArrayBuffer): a worker thread
- * given a view of it reads and writes the same bytes, so a factor formed in a worker is formed
- * where the solves read it (WasmCholesky.zeros), not copied there.
+ * caller uses the TypeScript loops. A factor is formed where the solves read it
+ * (WasmCholesky.zeros), not copied there.
  */
 import { type Csr, assertLength, csrSelectRowsInto, csrSelectedEntries } from './csr.js';
 import { KERNELS_WASM } from './wasm-kernels-bytes.js';
@@ -31,13 +30,12 @@ const PAGE = 65536;
 let compiled: WebAssembly.Module | undefined;
 
 /** A new instance with `bytes` of zeroed memory, or undefined when that is too much. */
-function instantiate(bytes: number): { kernels: Kernels; buffer: SharedArrayBuffer } | undefined {
+function instantiate(bytes: number): { kernels: Kernels; buffer: ArrayBuffer } | undefined {
   // Node run with --jitless has no WebAssembly.
   if (bytes > MAX_BYTES || typeof WebAssembly === 'undefined') return undefined;
   let memory: WebAssembly.Memory;
   try {
-    const pages = Math.max(1, Math.ceil(bytes / PAGE));
-    memory = new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true });
+    memory = new WebAssembly.Memory({ initial: Math.max(1, Math.ceil(bytes / PAGE)) });
   } catch (err) {
     // Memory refused (address space, a ulimit): the TypeScript loops do the same.
     if (err instanceof RangeError) return undefined;
@@ -45,7 +43,7 @@ function instantiate(bytes: number): { kernels: Kernels; buffer: SharedArrayBuff
   }
   compiled ??= new WebAssembly.Module(Buffer.from(KERNELS_WASM, 'base64'));
   const kernels = new WebAssembly.Instance(compiled, { env: { memory } }).exports as unknown as Kernels;
-  return { kernels, buffer: memory.buffer as SharedArrayBuffer };
+  return { kernels, buffer: memory.buffer };
 }
 
 /** Byte offsets of consecutive arrays of the given byte lengths, each 8-byte aligned, and the total. */
@@ -74,7 +72,7 @@ export class WasmCsr {
   private readonly long: Float64Array;
   private readonly short: Float64Array;
 
-  private constructor(rows: number, cols: number, nnz: number, kernels: Kernels, buffer: SharedArrayBuffer, at: number[]) {
+  private constructor(rows: number, cols: number, nnz: number, kernels: Kernels, buffer: ArrayBuffer, at: number[]) {
     this.kernels = kernels;
     this.at = at;
     this.csr = { rows, cols, indptr: new Int32Array(buffer, at[0], rows + 1), indices: new Int32Array(buffer, at[1], nnz), values: new Float64Array(buffer, at[2], nnz) };
@@ -171,7 +169,7 @@ export class WasmPanel {
     readonly cols: number,
     readonly len: number,
     kernels: Kernels,
-    buffer: SharedArrayBuffer,
+    buffer: ArrayBuffer,
     at: number[],
   ) {
     this.kernels = kernels;
@@ -224,7 +222,7 @@ export class WasmCholesky {
   private constructor(
     readonly n: number,
     kernels: Kernels,
-    buffer: SharedArrayBuffer,
+    buffer: ArrayBuffer,
     at: number[],
   ) {
     this.kernels = kernels;
@@ -234,9 +232,8 @@ export class WasmCholesky {
   }
 
   /**
-   * An n x n factor of zeros in WebAssembly memory, to be formed in place through `data` (by
-   * this thread or, as the memory is shared, by a worker given `data`); undefined when it does
-   * not fit there.
+   * An n x n factor of zeros in WebAssembly memory, to be formed in place through `data`;
+   * undefined when it does not fit there.
    */
   static zeros(n: number): WasmCholesky | undefined {
     const { at, bytes } = layout(8 * n * n, 8 * n);

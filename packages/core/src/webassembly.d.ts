@@ -5,9 +5,8 @@ declare namespace WebAssembly {
     constructor(bytes: Uint8Array);
   }
   class Memory {
-    constructor(descriptor: { initial: number; maximum?: number; shared?: boolean });
-    /** A SharedArrayBuffer when the memory is shared. */
-    readonly buffer: ArrayBuffer | SharedArrayBuffer;
+    constructor(descriptor: { initial: number; maximum?: number });
+    readonly buffer: ArrayBuffer;
   }
   class Instance {
     constructor(module: Module, imports?: Record<string, Record<string, unknown>>);

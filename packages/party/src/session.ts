@@ -81,7 +81,7 @@ export interface SessionState {
   psiSets: Set<SampleSet>;
   /** Scoring: `score` requests answered so far. */
   scored: number;
-  /** A set-up's factorisation under way in a worker thread (stopped if the connection is lost). */
+  /** A set-up's factorisation under way (stopped if the connection is lost). */
   factoring: RidgeXUpdate | undefined;
 }
 
@@ -173,7 +173,7 @@ export type Outcome =
   | { kind: 'joined'; messages: PartyMessage[] }
   /** done: write this model, then close. */
   | { kind: 'done'; done: Done; model: FinalModel }
-  /** The answer takes a while (a worker thread); act on the outcome when it comes. */
+  /** The answer takes a while (a worker thread, or work done in pieces); act on the outcome when it comes. */
   | { kind: 'later'; work: Promise<Outcome> };
 
 /** A new connection opened: the coordinator's challenge comes first. */
@@ -404,24 +404,24 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
           : `privacy needs a factorised x-update, and this block (${n} rows x ${X.cols} features) is factorised only with lambda > 0`,
       );
     if (x.form === 'cholesky') {
-      // Seconds of work on a large block: in a worker thread, then the rest of the set-up (unless
-      // the connection was lost meanwhile: a rejoin sets up again).
+      // Seconds of work on a large block, in pieces with the event loop's turns between them,
+      // then the rest of the set-up (unless the connection was lost meanwhile: a rejoin sets up again).
       const connection = s.connection;
       s.factoring = x;
       // Lost meanwhile: the phase left 'setup' (and a new connection has another number).
-      const work = x.factorInWorker(msg.rho).then((): Outcome => {
+      const work = x.factorInPieces(msg.rho).then((pieces): Outcome => {
         if (s.factoring === x) s.factoring = undefined;
-        return s.connection !== connection || s.phase !== 'setup' ? reply() : ready(s, env, msg, { kind: 'admm', x }, testX, n, undefined, t0, 'worker');
+        return s.connection !== connection || s.phase !== 'setup' ? reply() : ready(s, env, msg, { kind: 'admm', x }, testX, n, undefined, t0, pieces);
       });
       return { kind: 'later', work };
     }
     model = { kind: 'admm', x };
   }
-  return ready(s, env, msg, model, testX, n, bw, t0, 'main');
+  return ready(s, env, msg, model, testX, n, bw, t0, undefined);
 }
 
 /** The end of the set-up: the model in place, the privacy calibrated and `ready` sent. */
-function ready(s: SessionState, env: SessionEnv, msg: Setup, model: Model, testX: Csr | Dense | undefined, n: number, bw: number | undefined, t0: number, thread: 'main' | 'worker'): Outcome {
+function ready(s: SessionState, env: SessionEnv, msg: Setup, model: Model, testX: Csr | Dense | undefined, n: number, bw: number | undefined, t0: number, factorPieces: number | undefined): Outcome {
   const { privacy } = env;
   s.testX = testX;
   const info = privacy.calibrate({ lambda: msg.lambda, rho: msg.rho, rounds: msg.rounds, parties: msg.parties, features: env.features, n, algorithm: msg.algorithm, bw });
@@ -440,7 +440,7 @@ function ready(s: SessionState, env: SessionEnv, msg: Setup, model: Model, testX
       form: model.kind === 'admm' ? model.x.form : undefined,
       dense: model.kind === 'admm' ? model.x.dense : undefined,
       factorMs: Math.round(performance.now() - t0),
-      factorThread: thread,
+      factorPieces,
     },
     'aligned and factorised',
   );

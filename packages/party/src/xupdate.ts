@@ -1,28 +1,31 @@
-import { Worker } from 'node:worker_threads';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import seedrandom from 'seedrandom';
 import {
   type Csr,
   type Dense,
   ConfigError,
   assertLength,
-  choleskyInPlace,
+  choleskyRows,
   choleskySolveInPlace,
   csrColumnMeans,
-  csrGram,
+  csrGramRows,
   csrGramVec,
   csrMatTVec,
   csrMatVec,
-  csrOuterGram,
+  csrOuterGramRows,
   csrToDense,
   denseColumnMeans,
-  denseGram,
+  denseGramRows,
   denseMatTVec,
   denseMatVec,
-  denseOuterGram,
+  denseOuterGramRows,
+  gramPanel,
   dot,
   isDense,
+  mirrorUpper,
   matTVec,
   matVec,
+  PANEL_ROWS,
   predictScores,
   preferDense,
   symmetricEigen,
@@ -30,7 +33,6 @@ import {
   WasmCholesky,
   WasmPanel,
 } from '@admm-share/core';
-import { workerExit } from './worker.js';
 
 /**
  * How the x-update solves its system: an eigendecomposition of the Gram matrix (`primal`, d x d,
@@ -198,11 +200,7 @@ export class RidgeXUpdate {
     return this.Dd ? denseMatTVec(out, this.Dd, w) : this.Dw ? this.Dw.matTVec(out, w) : csrMatTVec(out, this.Dr!, w);
   }
 
-  /**
-   * The block as the factorisation needs it. A dense block's array and a sparse block's
-   * WebAssembly memory are shared memory: a worker thread reads them where they are (only a
-   * sparse block too large for WebAssembly memory is copied to it).
-   */
+  /** The block as the factorisation reads it: its dense array, or its CSR arrays. */
   private source(): BlockSource {
     return this.Dd ? { dense: this.Dd } : { csr: this.Dr! };
   }
@@ -214,12 +212,11 @@ export class RidgeXUpdate {
 
   /**
    * k x k zeros for a factor, formed where the solves read it: WebAssembly memory, or (when it
-   * does not fit there) an array of its own. Both are shared memory, so a worker thread forms
-   * the factor in place and nothing is copied back.
+   * does not fit there) an array of its own. Nothing is copied once it is formed.
    */
   private factorTarget(): { cholW: WasmCholesky | undefined; chol: Float64Array } {
     const cholW = WasmCholesky.zeros(this.k);
-    return { cholW, chol: cholW?.data ?? new Float64Array(new SharedArrayBuffer(8 * this.k * this.k)) };
+    return { cholW, chol: cholW?.data ?? new Float64Array(this.k * this.k) };
   }
 
   /** Squared norms of the centred columns. */
@@ -256,42 +253,39 @@ export class RidgeXUpdate {
   }
 
   /**
-   * cholesky form: the factorisation for `rho` in a worker thread, so that the event loop
-   * keeps answering the coordinator's heartbeats for the seconds it takes. The worker reads the
-   * block where it is (source) and forms the factor in place (factorTarget). Other forms:
-   * nothing to do.
+   * cholesky form: the factorisation for `rho` on this thread a piece at a time (factorPieces,
+   * some 20 ms each), giving the event loop a turn between pieces, so that the party keeps
+   * answering the coordinator's heartbeats for the seconds it takes. Resolves with the number of
+   * pieces (0: nothing to do, another form or already factored for `rho`, or cancelled).
    */
-  async factorInWorker(rho: number): Promise<void> {
-    if (this.form !== 'cholesky' || rho === this.cholRho) return;
+  async factorInPieces(rho: number): Promise<number> {
+    if (this.form !== 'cholesky' || rho === this.cholRho) return 0;
     const t0 = performance.now();
     this.chol = this.cholW = undefined;
     this.cholRho = NaN;
     const target = this.factorTarget();
-    const worker = new Worker(new URL('./factor-worker.js', import.meta.url), { workerData: this.factorInput(rho, target.chol) });
-    this.factoring = worker;
-    // The worker answers `true` when the factor is formed, or with the message of a system that is not positive definite.
-    const { message, code } = await workerExit<true | { error: string }>(worker);
-    const cancelled = this.factoring !== worker;
-    this.factoring = undefined;
-    if (message && message !== true) throw new ConfigError(message.error);
-    if (!message) {
-      if (cancelled) return;
-      throw new Error(`the factorisation's worker thread exited with code ${code} without a result`);
+    const token = Symbol('factorisation');
+    this.factoring = token;
+    let pieces = 0;
+    for (const _ of factorPieces(this.factorInput(rho, target.chol))) {
+      pieces++;
+      await nextTurn();
+      if (this.factoring !== token) return 0; // cancelled: nothing factored
     }
+    this.factoring = undefined;
     this.factored(target, rho, t0);
+    return pieces;
   }
 
-  /** The factorisation under way in a worker thread, if any. */
-  private factoring: Worker | undefined;
+  /** The factorisation under way, if any. */
+  private factoring: symbol | undefined;
 
   /**
    * Stop a factorisation under way (its set-up was abandoned: the connection was lost). Its
    * promise resolves with nothing factored; a later solve factors again.
    */
   cancelFactor(): void {
-    const worker = this.factoring;
     this.factoring = undefined;
-    void worker?.terminate();
   }
 
   /** Back to the state before round 1: x = 0, b = 0, and a zero share. */
@@ -720,36 +714,90 @@ export class RidgeXUpdate {
 /** A party's block: dense (row-major) or CSR. */
 export type BlockSource = { dense: Dense; csr?: undefined } | { csr: Csr; dense?: undefined };
 
-/**
- * What the Cholesky factorisation needs, as it crosses to a worker thread: the block, and
- * `into`, k x k zeros (in shared memory when it crosses) where the factor is formed.
- */
+/** What the Cholesky factorisation needs: the block, and `into`, k x k zeros where the factor is formed. */
 export type FactorInput = BlockSource & { side: 'primal' | 'dual'; mu: Float64Array | undefined; lambda: number; rho: number; into: Float64Array };
 
 /** The side's Gram matrix of the centred block: D~^T D~ (d x d) or D~ D~^T (N x N), row-major (in `into`, zeros, when given). */
 function centredGram(src: BlockSource, side: 'primal' | 'dual', mu: Float64Array | undefined, into?: Float64Array): Float64Array {
-  const n = src.dense ? src.dense.rows : src.csr.rows;
-  const d = src.dense ? src.dense.cols : src.csr.cols;
-  if (side === 'primal') {
-    const gram = src.dense ? denseGram(src.dense, into) : csrGram(src.csr, into);
-    // (D - 1 mu^T)^T (D - 1 mu^T) = D^T D - N mu mu^T
-    if (mu) for (let i = 0; i < d; i++) for (let j = 0; j < d; j++) gram[i * d + j] -= n * mu[i] * mu[j];
-    return gram;
-  }
-  const gram = src.dense ? denseOuterGram(src.dense, into) : csrOuterGram(src.csr, into);
-  if (mu) centreSymmetric(gram, n);
+  const k = side === 'primal' ? blockCols(src) : blockRows(src);
+  const gram = into ?? new Float64Array(k * k);
+  for (const _ of centredGramPieces(src, side, mu, gram, Infinity));
   return gram;
 }
 
-/** The Cholesky factor (lower triangle) of lambda I + rho G~, G~ the side's centred Gram matrix, formed in `input.into`. */
-export function factorSystem(input: FactorInput): void {
-  const { side, mu, lambda, rho } = input;
-  const a = centredGram(input, side, mu, input.into);
+const blockRows = (src: BlockSource): number => (src.dense ? src.dense.rows : src.csr.rows);
+const blockCols = (src: BlockSource): number => (src.dense ? src.dense.cols : src.csr.cols);
+
+/** Multiply-adds in a piece of factorPieces: some 20 ms at the kernels' 1.5-2e9 a second. */
+const PIECE_WORK = 2 ** 25;
+
+/**
+ * run(from, to) over [0, count) in ranges of about `work` multiply-adds (cost(i) those of item
+ * i), each range's end a multiple of `align` (or count), yielding after each.
+ */
+function* inPieces(count: number, work: number, cost: (i: number) => number, run: (from: number, to: number) => void, align = 1): Generator<void, void, void> {
+  for (let from = 0; from < count; ) {
+    let to = from;
+    for (let w = 0; to < count && w < work; to++) w += cost(to);
+    to = Math.min(count, Math.ceil(to / align) * align);
+    run(from, to);
+    from = to;
+    yield;
+  }
+}
+
+/** centredGram's work in pieces of about `work` multiply-adds (inPieces), formed in `gram` (zeros). */
+function* centredGramPieces(src: BlockSource, side: 'primal' | 'dual', mu: Float64Array | undefined, gram: Float64Array, work: number): Generator<void, void, void> {
+  const n = blockRows(src);
+  const d = blockCols(src);
+  const { dense, csr } = src;
+  const nnz = (i: number): number => (csr ? csr.indptr[i + 1] - csr.indptr[i] : d);
+  if (side === 'primal') {
+    // (D - 1 mu^T)^T (D - 1 mu^T) = D^T D - N mu mu^T
+    if (dense) {
+      const panel = gramPanel(d);
+      yield* inPieces(n, work, () => (d * d) / 2, (from, to) => denseGramRows(dense, gram, from, to, panel), PANEL_ROWS);
+      mirrorUpper(gram, d);
+    } else yield* inPieces(n, work, (i) => nnz(i) ** 2, (from, to) => csrGramRows(csr!, gram, from, to));
+    if (mu) for (let i = 0; i < d; i++) for (let j = 0; j < d; j++) gram[i * d + j] -= n * mu[i] * mu[j];
+    return;
+  }
+  // Row i of D D^T is its dot products with rows i..n-1.
+  if (dense) yield* inPieces(n, work, (i) => (n - i) * d, (from, to) => denseOuterGramRows(dense, gram, from, to), 2);
+  else {
+    const scratch = new Float64Array(d);
+    yield* inPieces(n, work, (i) => (n - i) * nnz(i), (from, to) => csrOuterGramRows(csr!, gram, from, to, scratch));
+  }
+  if (mu) centreSymmetric(gram, n);
+}
+
+/**
+ * The Cholesky factor (lower triangle) of lambda I + rho G~, G~ the side's centred Gram
+ * matrix, formed in `input.into`, in pieces of about `work` multiply-adds (some 20 ms by
+ * default; inPieces): the caller runs them all at once (factorSystem) or gives its event loop
+ * a turn between them (RidgeXUpdate.factorInPieces).
+ */
+export function* factorPieces(input: FactorInput, work = PIECE_WORK): Generator<void, void, void> {
+  const { side, mu, lambda, rho, into: a } = input;
+  yield* centredGramPieces(input, side, mu, a, work);
   const k = Math.sqrt(a.length);
   for (let i = 0; i < k * k; i++) a[i] *= rho;
   for (let i = 0; i < k; i++) a[i * k + i] += lambda;
-  if (!choleskyInPlace(a, k))
-    throw new ConfigError(`the x-update's system (${k} x ${k}, lambda ${lambda}, rho ${rho}) is not positive definite to working precision: lambda is too small for the scale of this block's features (raise --lambda, or scale the features)`);
+  // Row i of the factor costs about i^2 / 2 multiply-adds.
+  yield* inPieces(
+    k,
+    work,
+    (i) => (i * i) / 2 + 1,
+    (from, to) => {
+      if (!choleskyRows(a, k, from, to))
+        throw new ConfigError(`the x-update's system (${k} x ${k}, lambda ${lambda}, rho ${rho}) is not positive definite to working precision: lambda is too small for the scale of this block's features (raise --lambda, or scale the features)`);
+    },
+  );
+}
+
+/** factorPieces all at once. */
+export function factorSystem(input: FactorInput): void {
+  for (const _ of factorPieces(input, Infinity));
 }
 
 /**

@@ -4,10 +4,8 @@
 ;; bit: IEEE double multiply then add, never fused (a single is widened to a double exactly).
 ;; Arguments are byte offsets into memory: indptr and indices (i32), values (f64), panels
 ;; (f32), vectors (f64). The encoded module is in wasm-kernels-bytes.ts (npm run wasm).
-;; The memory is shared (a SharedArrayBuffer), so a worker thread can write a factor straight
-;; into it; nothing here is atomic, and no two threads use one instance's memory at once.
 (module
-  (import "env" "memory" (memory 1 32768 shared))
+  (import "env" "memory" (memory 1))
 
   ;; out = A x  (csrMatVec): out[i] = sum over row i of values[k] * x[indices[k]]
   (func (export "matVec")

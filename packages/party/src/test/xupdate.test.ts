@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { Matrix, solve } from 'ml-matrix';
+import { CholeskyDecomposition, Matrix, solve } from 'ml-matrix';
 import { type Csr, csrFromDense } from '@admm-share/core';
-import { RidgeXUpdate } from '../xupdate.js';
+import { RidgeXUpdate, factorPieces } from '../xupdate.js';
 import { gaussian, randomVector, seeded } from '@admm-share/core/test-support';
 
 // ---------------------------------------------------------------------------------------
@@ -437,34 +437,68 @@ test('Cholesky form: no factorisation without lambda > 0 or above its limit (0: 
   }
 });
 
-test('Cholesky form: the factor computed in a worker thread is the one computed in place (dense, in shared memory, and sparse)', async () => {
+test('Cholesky form: factorInPieces forms the factor the constructor forms at once (a block mostly dense and one mostly sparse), and the event loop turns between the pieces', async () => {
   const rand = seeded(5454);
   for (const zeros of [0.1, 0.8]) {
     const rows = Array.from({ length: 50 }, () => Array.from({ length: 20 }, () => (rand() < zeros ? 0 : rand() - 0.3)));
     const D = csrFromDense(rows, 20);
     const inPlace = new RidgeXUpdate(D, 1e-2, true, { eigenLimit: 5, rho: 0.3 });
-    const inWorker = new RidgeXUpdate(D, 1e-2, true, { eigenLimit: 5 });
-    await inWorker.factorInWorker(0.3);
-    const ms = inWorker.factorMs;
+    const inPieces = new RidgeXUpdate(D, 1e-2, true, { eigenLimit: 5 });
+    let turns = 0;
+    const turn = (): void => void (inPieces.factorMs === 0 && (turns++, setImmediate(turn)));
+    setImmediate(turn);
+    const pieces = await inPieces.factorInPieces(0.3);
+    assert.ok(pieces >= 1);
+    assert.ok(turns >= pieces, `${turns} turns of the event loop in ${pieces} pieces`);
+    const ms = inPieces.factorMs;
     assert.ok(ms > 0);
     const w = Float64Array.from({ length: 50 }, () => rand() * 2 - 1);
     inPlace.solve(w.slice(), 0.3);
-    inWorker.solve(w.slice(), 0.3);
-    assert.equal(inWorker.factorMs, ms, 'the solve used the worker\'s factor (nothing factored again)');
-    assert.deepEqual(inWorker.x, inPlace.x, `${zeros} zeros`);
-    assert.deepEqual(inWorker.share, inPlace.share);
+    inPieces.solve(w.slice(), 0.3);
+    assert.equal(inPieces.factorMs, ms, 'the solve used the factor formed in pieces (nothing factored again)');
+    assert.deepEqual(inPieces.x, inPlace.x, `${zeros} zeros`);
+    assert.deepEqual(inPieces.share, inPlace.share);
   }
 });
 
-test('Cholesky form: a factorisation cancelled in its worker thread resolves with nothing factored, and the next solve factors in place', async () => {
+test('factorPieces in small pieces forms the Cholesky factor of lambda I + rho G~ (dense and sparse, primal and dual side, centred or not), checked against ml-matrix', () => {
+  const rand = seeded(5656);
+  const [lambda, rho] = [0.05, 0.7];
+  // 300 x 24 (primal: three panels of 128 rows) and 24 x 90 (dual), half the entries zero.
+  for (const [n, d, side] of [[300, 24, 'primal'], [24, 90, 'dual']] as const) {
+    const rows = randomDense(rand, n, d, 0.5);
+    const mu = Float64Array.from({ length: d }, (_, j) => rows.reduce((s, r) => s + r[j], 0) / n);
+    // G~ from the centred rows, independently of the kernels.
+    const c = new Matrix(rows.map((r) => r.map((v, j) => v - mu[j])));
+    for (const centred of [true, false]) {
+      const a = centred ? c : new Matrix(rows);
+      const g = side === 'primal' ? a.transpose().mmul(a) : a.mmul(a.transpose());
+      const k = g.rows;
+      const expected = new CholeskyDecomposition(Matrix.eye(k).mul(lambda).add(g.mul(rho))).lowerTriangularMatrix;
+      const csr = csrFromDense(rows, d);
+      const dense = { rows: n, cols: d, data: Float64Array.from(rows.flat()) };
+      for (const block of [{ dense }, { csr }]) {
+        const into = new Float64Array(k * k);
+        let pieces = 0;
+        for (const _ of factorPieces({ ...block, side, mu: centred ? mu : undefined, lambda, rho, into }, 2000)) pieces++;
+        const what = `${side} ${block.dense ? 'dense' : 'sparse'}${centred ? ' centred' : ''}`;
+        assert.ok(pieces >= 4, `${what}: ${pieces} pieces`);
+        for (let i = 0; i < k; i++)
+          for (let j = 0; j <= i; j++) assert.ok(Math.abs(into[i * k + j] - expected.get(i, j)) <= 1e-9 * (1 + Math.abs(expected.get(i, j))), `${what}: L[${i}][${j}] ${into[i * k + j]} against ${expected.get(i, j)}`);
+      }
+    }
+  }
+});
+
+test('Cholesky form: a factorisation cancelled between its pieces resolves with nothing factored, and the next solve factors in place', async () => {
   const rand = seeded(5555);
   const rows = Array.from({ length: 400 }, () => Array.from({ length: 300 }, () => rand() - 0.5));
   const D = csrFromDense(rows, 300);
   const x = new RidgeXUpdate(D, 1e-2, false, { eigenLimit: 5 });
   const reference = new RidgeXUpdate(D, 1e-2, false, { eigenLimit: 5, rho: 0.3 });
-  const pending = x.factorInWorker(0.3);
+  const pending = x.factorInPieces(0.3);
   x.cancelFactor();
-  await pending;
+  assert.equal(await pending, 0);
   assert.equal(x.factorMs, 0, 'nothing was factored');
   const w = Float64Array.from({ length: 400 }, () => rand() * 2 - 1);
   x.solve(w.slice(), 0.3);
