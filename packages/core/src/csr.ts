@@ -2,6 +2,8 @@
  * Compressed sparse row matrices over Float64Array. A party's feature block
  * stays in this form from file to model: nothing here densifies N x d.
  */
+import { packedAt, packedLength, unpackSymmetric } from './packed.js';
+
 export interface Csr {
   readonly rows: number;
   readonly cols: number;
@@ -322,49 +324,52 @@ export function csrColumnMeans(a: Csr): Float64Array {
   return m;
 }
 
-/** A^T A as a dense row-major cols x cols array (added to `g`, cols * cols zeros, when given). */
-export function csrGram(a: Csr, g: Float64Array = new Float64Array(a.cols * a.cols)): Float64Array {
+/** A^T A as a dense row-major cols x cols array (csrGramRows, unpacked). */
+export function csrGram(a: Csr): Float64Array {
+  const g = new Float64Array(packedLength(a.cols));
   csrGramRows(a, g, 0, a.rows);
-  return g;
+  return unpackSymmetric(g, a.cols);
 }
 
-/** Adds rows [from, to) of A to A^T A in `g` (cols x cols, both triangles). */
+/** Adds rows [from, to) of A to A^T A, packed (packedLength(cols)), in `g`. */
 export function csrGramRows(a: Csr, g: Float64Array, from: number, to: number): void {
-  const d = a.cols;
-  assertLength('gram', g, d * d);
+  assertLength('gram', g, packedLength(a.cols));
   const { indptr, indices, values } = a;
   for (let i = from; i < to; i++) {
     const s = indptr[i];
     const e = indptr[i + 1];
     for (let p = s; p < e; p++) {
-      const jp = indices[p] * d;
+      const jp = indices[p];
+      const at = packedAt(jp);
       const vp = values[p];
-      for (let q = s; q < e; q++) g[jp + indices[q]] += vp * values[q];
+      // Indices increase within a row: entries q <= p are the row's pairs in the lower triangle.
+      for (let q = s; q <= p; q++) g[at + indices[q]] += vp * values[q];
     }
   }
 }
 
-/** A A^T as a dense row-major rows x rows array (only for small row counts; in `k`, rows * rows, when given). */
-export function csrOuterGram(a: Csr, k: Float64Array = new Float64Array(a.rows * a.rows)): Float64Array {
+/** A A^T as a dense row-major rows x rows array (only for small row counts; csrOuterGramRows, unpacked). */
+export function csrOuterGram(a: Csr): Float64Array {
+  const k = new Float64Array(packedLength(a.rows));
   csrOuterGramRows(a, k, 0, a.rows);
-  return k;
+  return unpackSymmetric(k, a.rows);
 }
 
 /**
- * Rows [from, to) of A A^T in `k` (rows x rows), and the columns that mirror them. `dense` is
- * scratch space (cols zeros, left zero), for a caller that forms a range at a time.
+ * Rows [from, to) of A A^T's upper triangle, packed (packedLength(rows)) in `k` (row i against
+ * rows j >= i: element (j, i) of the lower triangle). `dense` is scratch space (cols zeros,
+ * left zero), for a caller that forms a range at a time.
  */
 export function csrOuterGramRows(a: Csr, k: Float64Array, from: number, to: number, dense = new Float64Array(a.cols)): void {
   const n = a.rows;
-  assertLength('gram', k, n * n);
+  assertLength('gram', k, packedLength(n));
   assertLength('scratch', dense, a.cols);
   for (let i = from; i < to; i++) {
     for (let p = a.indptr[i]; p < a.indptr[i + 1]; p++) dense[a.indices[p]] = a.values[p];
     for (let j = i; j < n; j++) {
       let acc = 0;
       for (let p = a.indptr[j]; p < a.indptr[j + 1]; p++) acc += a.values[p] * dense[a.indices[p]];
-      k[i * n + j] = acc;
-      k[j * n + i] = acc;
+      k[packedAt(j) + i] = acc;
     }
     for (let p = a.indptr[i]; p < a.indptr[i + 1]; p++) dense[a.indices[p]] = 0;
   }

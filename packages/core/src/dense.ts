@@ -5,6 +5,7 @@
 // from touching each cache line once (measured on a 2-core machine: about 1.5 G multiply-adds
 // per second for the Gram matrix, 3 to 4 times the naive triple loop).
 import { type Csr, assertLength } from './csr.js';
+import { packedAt, packedLength, unpackSymmetric } from './packed.js';
 
 /** A dense matrix, row-major: element (i, j) is data[i * cols + j]. */
 export interface Dense {
@@ -95,24 +96,22 @@ export function denseMatTVec(out: Float64Array, a: Dense, w: Float64Array): Floa
 /** Rows of a panel: a block of rows, transposed, stays in the L2 cache while every pair of its columns is multiplied. */
 export const PANEL_ROWS = 128;
 
-/**
- * A^T A, cols x cols, row-major and symmetric (both triangles filled), formed in `g` (cols *
- * cols zeros) when given: denseGramRows over all the rows, then mirrorUpper.
- */
-export function denseGram(a: Dense, g: Float64Array = new Float64Array(a.cols * a.cols)): Float64Array {
+/** A^T A, cols x cols, row-major and symmetric (both triangles filled): denseGramRows over all the rows, unpacked. */
+export function denseGram(a: Dense): Float64Array {
+  const g = new Float64Array(packedLength(a.cols));
   denseGramRows(a, g, 0, a.rows);
-  return mirrorUpper(g, a.cols);
+  return unpackSymmetric(g, a.cols);
 }
 
 /**
- * Adds rows [from, to) of A to the upper triangle of A^T A in `g` (cols x cols). The rows are
- * taken in panels of PANEL_ROWS, each copied transposed (a column of the panel is contiguous);
- * every 4 x 2 block of the upper triangle is then 8 dot products over the panel's rows. `panel`
- * is scratch space (gramPanel), for a caller that adds a range at a time.
+ * Adds rows [from, to) of A to A^T A, packed (packedLength(cols)), in `g`. The rows are taken
+ * in panels of PANEL_ROWS, each copied transposed (a column of the panel is contiguous); every
+ * 4 x 2 block of the triangle is then 8 dot products over the panel's rows. `panel` is scratch
+ * space (gramPanel), for a caller that adds a range at a time.
  */
 export function denseGramRows(a: Dense, g: Float64Array, from: number, to: number, panel = gramPanel(a.cols)): void {
   const { cols: d, data } = a;
-  assertLength('gram', g, d * d);
+  assertLength('gram', g, packedLength(d));
   const dp = (d + 3) & ~3; // padded to whole 4 x 2 blocks (the padding columns are zero)
   assertLength('panel', panel, dp * PANEL_ROWS);
   for (let r0 = from; r0 < to; r0 += PANEL_ROWS) {
@@ -147,10 +146,10 @@ export function denseGramRows(a: Dense, g: Float64Array, from: number, to: numbe
           s30 += a3 * b0;
           s31 += a3 * b1;
         }
-        addUpper(g, d, j, k, s00, s01);
-        addUpper(g, d, j + 1, k, s10, s11);
-        addUpper(g, d, j + 2, k, s20, s21);
-        addUpper(g, d, j + 3, k, s30, s31);
+        addPacked(g, d, j, k, s00, s01);
+        addPacked(g, d, j + 1, k, s10, s11);
+        addPacked(g, d, j + 2, k, s20, s21);
+        addPacked(g, d, j + 3, k, s30, s31);
       }
     }
   }
@@ -161,32 +160,28 @@ export function gramPanel(cols: number): Float64Array {
   return new Float64Array(((cols + 3) & ~3) * PANEL_ROWS);
 }
 
-/** Copies the upper triangle of the n x n row-major `g` to its lower triangle; returns `g`. */
-export function mirrorUpper(g: Float64Array, n: number): Float64Array {
-  for (let i = 0; i < n; i++) for (let j = i + 1; j < n; j++) g[j * n + i] = g[i * n + j];
-  return g;
-}
-
-/** g[i][k] += s0 and g[i][k + 1] += s1 where those are in the upper triangle of the d x d matrix. */
-function addUpper(g: Float64Array, d: number, i: number, k: number, s0: number, s1: number): void {
+/** Element (i, k) and (i, k + 1) of the symmetric d x d matrix, packed in `g`, += s0 and s1, each where k >= i (so each pair once). */
+function addPacked(g: Float64Array, d: number, i: number, k: number, s0: number, s1: number): void {
   if (i >= d) return;
-  if (k >= i && k < d) g[i * d + k] += s0;
-  if (k + 1 >= i && k + 1 < d) g[i * d + k + 1] += s1;
+  if (k >= i && k < d) g[packedAt(k) + i] += s0;
+  if (k + 1 >= i && k + 1 < d) g[packedAt(k + 1) + i] += s1;
 }
 
-/** A A^T, rows x rows, row-major and symmetric: the dot products of pairs of rows, 2 x 2 at a time (in `k`, rows * rows, when given). */
-export function denseOuterGram(a: Dense, k: Float64Array = new Float64Array(a.rows * a.rows)): Float64Array {
+/** A A^T, rows x rows, row-major and symmetric: the dot products of pairs of rows, 2 x 2 at a time (denseOuterGramRows, unpacked). */
+export function denseOuterGram(a: Dense): Float64Array {
+  const k = new Float64Array(packedLength(a.rows));
   denseOuterGramRows(a, k, 0, a.rows);
-  return k;
+  return unpackSymmetric(k, a.rows);
 }
 
 /**
- * Rows [from, to) of A A^T in `k` (rows x rows), and the columns that mirror them: row i
- * against rows j >= i, 2 x 2 at a time. `from` is even, so the pairs of rows line up.
+ * Rows [from, to) of A A^T's upper triangle, packed (packedLength(rows)) in `k` (row i against
+ * rows j >= i, 2 x 2 at a time: element (j, i) of the lower triangle). `from` is even, so the
+ * pairs of rows line up.
  */
 export function denseOuterGramRows(a: Dense, k: Float64Array, from: number, to: number): void {
   const { rows: n, cols, data } = a;
-  assertLength('gram', k, n * n);
+  assertLength('gram', k, packedLength(n));
   if (from % 2 !== 0) throw new RangeError(`denseOuterGramRows: from (${from}) must be even`);
   for (let i = from; i < to; i += 2) {
     const i1 = Math.min(i + 1, n - 1);
@@ -207,20 +202,21 @@ export function denseOuterGramRows(a: Dense, k: Float64Array, from: number, to: 
         s10 += x1 * y0;
         s11 += x1 * y1;
       }
-      k[i * n + j] = k[j * n + i] = s00;
-      k[i * n + j1] = k[j1 * n + i] = s01;
-      k[i1 * n + j] = k[j * n + i1] = s10;
-      k[i1 * n + j1] = k[j1 * n + i1] = s11;
+      // (i, j1) and (i1, j) are the same element when j = i (then j1 = i1): the same sum twice.
+      k[packedAt(j) + i] = s00;
+      k[packedAt(j1) + i] = s01;
+      k[packedAt(Math.max(i1, j)) + Math.min(i1, j)] = s10;
+      k[packedAt(j1) + i1] = s11;
     }
   }
 }
 
 /**
- * The Cholesky factor of a symmetric positive definite n x n row-major matrix, in place: on
- * return the lower triangle holds L with A = L L^T (the strict upper triangle is left as it
- * was). Row by row (the Cholesky-Crout order): L[i][j] is a dot product of the prefixes of rows
- * i and j, contiguous in memory. Returns false, with `a` partly overwritten, when a pivot is
- * not positive (A is not positive definite to working precision).
+ * The Cholesky factor of a symmetric positive definite n x n matrix given by its lower
+ * triangle, packed (packedLength), in place: on return `a` holds L with A = L L^T, packed.
+ * Row by row (the Cholesky-Crout order): L[i][j] is a dot product of the prefixes of rows i
+ * and j, contiguous in memory. Returns false, with `a` partly overwritten, when a pivot is not
+ * positive (A is not positive definite to working precision).
  */
 export function choleskyInPlace(a: Float64Array, n: number): boolean {
   return choleskyRows(a, n, 0, n);
@@ -231,10 +227,10 @@ export function choleskyInPlace(a: Float64Array, n: number): boolean {
  * factorisation can be done a range at a time). Returns false at a pivot that is not positive.
  */
 export function choleskyRows(a: Float64Array, n: number, from: number, to: number): boolean {
+  assertLength('factor', a, packedLength(n));
   for (let i = from; i < to; i++) {
-    const ri = i * n;
-    for (let j = 0; j <= i; j++) {
-      const rj = j * n;
+    const ri = packedAt(i);
+    for (let j = 0, rj = 0; j <= i; rj += ++j) {
       let s0 = 0;
       let s1 = 0;
       let s2 = 0;
@@ -258,16 +254,17 @@ export function choleskyRows(a: Float64Array, n: number, from: number, to: numbe
   return true;
 }
 
-/** Solves L L^T x = b in place (b becomes x), L the lower triangle of `l` from choleskyInPlace. */
+/** Solves L L^T x = b in place (b becomes x), L from choleskyInPlace (packed). */
 export function choleskySolveInPlace(l: Float64Array, n: number, b: Float64Array): void {
+  assertLength('factor', l, packedLength(n));
+  assertLength('b', b, n);
   forwardSubstitute(l, n, b);
   backSubstitute(l, n, b);
 }
 
-/** L y = b in place: a dot product with each row of L. */
+/** L y = b in place, L packed: a dot product with each row of L. */
 export function forwardSubstitute(l: Float64Array, n: number, b: Float64Array): void {
-  for (let i = 0; i < n; i++) {
-    const r = i * n;
+  for (let i = 0, r = 0; i < n; r += ++i) {
     let s0 = 0;
     let s1 = 0;
     let k = 0;
@@ -280,10 +277,10 @@ export function forwardSubstitute(l: Float64Array, n: number, b: Float64Array): 
   }
 }
 
-/** L^T x = y in place: by rows of L from the last, each solved entry subtracted from those before it. */
+/** L^T x = y in place, L packed: by rows of L from the last, each solved entry subtracted from those before it. */
 export function backSubstitute(l: Float64Array, n: number, b: Float64Array): void {
   for (let i = n - 1; i >= 0; i--) {
-    const r = i * n;
+    const r = packedAt(i);
     const xi = (b[i] /= l[r + i]);
     for (let k = 0; k < i; k++) b[k] -= l[r + k] * xi;
   }

@@ -11,6 +11,7 @@
  * (WasmCholesky.zeros), not copied there.
  */
 import { type Csr, assertLength, csrSelectRowsInto, csrSelectedEntries } from './csr.js';
+import { packedLength } from './packed.js';
 import { KERNELS_WASM } from './wasm-kernels-bytes.js';
 
 interface Kernels {
@@ -210,7 +211,7 @@ export class WasmPanel {
   }
 }
 
-/** A Cholesky factor L (lower triangle of a row-major n x n array), solving L L^T x = b (choleskySolveInPlace). */
+/** A Cholesky factor L (its lower triangle packed: packedLength(n)), solving L L^T x = b (choleskySolveInPlace). */
 export class WasmCholesky {
   /** The factor, viewing the instance's memory (read-only by contract). */
   readonly data: Float64Array;
@@ -227,16 +228,16 @@ export class WasmCholesky {
   ) {
     this.kernels = kernels;
     this.at = at;
-    this.data = new Float64Array(buffer, at[0], n * n);
+    this.data = new Float64Array(buffer, at[0], packedLength(n));
     this.vec = new Float64Array(buffer, at[1], n);
   }
 
   /**
-   * An n x n factor of zeros in WebAssembly memory, to be formed in place through `data`;
-   * undefined when it does not fit there.
+   * An n x n factor of zeros (packed) in WebAssembly memory, to be formed in place through
+   * `data`; undefined when it does not fit there.
    */
   static zeros(n: number): WasmCholesky | undefined {
-    const { at, bytes } = layout(8 * n * n, 8 * n);
+    const { at, bytes } = layout(8 * packedLength(n), 8 * n);
     const inst = instantiate(bytes);
     return inst && new WasmCholesky(n, inst.kernels, inst.buffer, at);
   }

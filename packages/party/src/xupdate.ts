@@ -22,7 +22,9 @@ import {
   gramPanel,
   dot,
   isDense,
-  mirrorUpper,
+  packedAt,
+  packedLength,
+  unpackSymmetric,
   matTVec,
   matVec,
   PANEL_ROWS,
@@ -216,7 +218,7 @@ export class RidgeXUpdate {
    */
   private factorTarget(): { cholW: WasmCholesky | undefined; chol: Float64Array } {
     const cholW = WasmCholesky.zeros(this.k);
-    return { cholW, chol: cholW?.data ?? new Float64Array(this.k * this.k) };
+    return { cholW, chol: cholW?.data ?? new Float64Array(packedLength(this.k)) };
   }
 
   /** Squared norms of the centred columns. */
@@ -714,15 +716,15 @@ export class RidgeXUpdate {
 /** A party's block: dense (row-major) or CSR. */
 export type BlockSource = { dense: Dense; csr?: undefined } | { csr: Csr; dense?: undefined };
 
-/** What the Cholesky factorisation needs: the block, and `into`, k x k zeros where the factor is formed. */
+/** What the Cholesky factorisation needs: the block, and `into`, packedLength(k) zeros where the factor is formed (packed). */
 export type FactorInput = BlockSource & { side: 'primal' | 'dual'; mu: Float64Array | undefined; lambda: number; rho: number; into: Float64Array };
 
-/** The side's Gram matrix of the centred block: D~^T D~ (d x d) or D~ D~^T (N x N), row-major (in `into`, zeros, when given). */
-function centredGram(src: BlockSource, side: 'primal' | 'dual', mu: Float64Array | undefined, into?: Float64Array): Float64Array {
+/** The side's Gram matrix of the centred block: D~^T D~ (d x d) or D~ D~^T (N x N), square and row-major. */
+function centredGram(src: BlockSource, side: 'primal' | 'dual', mu: Float64Array | undefined): Float64Array {
   const k = side === 'primal' ? blockCols(src) : blockRows(src);
-  const gram = into ?? new Float64Array(k * k);
+  const gram = new Float64Array(packedLength(k));
   for (const _ of centredGramPieces(src, side, mu, gram, Infinity));
-  return gram;
+  return unpackSymmetric(gram, k);
 }
 
 const blockRows = (src: BlockSource): number => (src.dense ? src.dense.rows : src.csr.rows);
@@ -746,7 +748,7 @@ function* inPieces(count: number, work: number, cost: (i: number) => number, run
   }
 }
 
-/** centredGram's work in pieces of about `work` multiply-adds (inPieces), formed in `gram` (zeros). */
+/** The centred Gram matrix in pieces of about `work` multiply-adds (inPieces), formed packed in `gram` (zeros). */
 function* centredGramPieces(src: BlockSource, side: 'primal' | 'dual', mu: Float64Array | undefined, gram: Float64Array, work: number): Generator<void, void, void> {
   const n = blockRows(src);
   const d = blockCols(src);
@@ -757,9 +759,8 @@ function* centredGramPieces(src: BlockSource, side: 'primal' | 'dual', mu: Float
     if (dense) {
       const panel = gramPanel(d);
       yield* inPieces(n, work, () => (d * d) / 2, (from, to) => denseGramRows(dense, gram, from, to, panel), PANEL_ROWS);
-      mirrorUpper(gram, d);
-    } else yield* inPieces(n, work, (i) => nnz(i) ** 2, (from, to) => csrGramRows(csr!, gram, from, to));
-    if (mu) for (let i = 0; i < d; i++) for (let j = 0; j < d; j++) gram[i * d + j] -= n * mu[i] * mu[j];
+    } else yield* inPieces(n, work, (i) => nnz(i) ** 2 / 2, (from, to) => csrGramRows(csr!, gram, from, to));
+    if (mu) for (let i = 0, r = 0; i < d; r += ++i) for (let j = 0; j <= i; j++) gram[r + j] -= n * mu[i] * mu[j];
     return;
   }
   // Row i of D D^T is its dot products with rows i..n-1.
@@ -779,10 +780,11 @@ function* centredGramPieces(src: BlockSource, side: 'primal' | 'dual', mu: Float
  */
 export function* factorPieces(input: FactorInput, work = PIECE_WORK): Generator<void, void, void> {
   const { side, mu, lambda, rho, into: a } = input;
+  const k = side === 'primal' ? blockCols(input) : blockRows(input);
+  assertLength('factor', a, packedLength(k));
   yield* centredGramPieces(input, side, mu, a, work);
-  const k = Math.sqrt(a.length);
-  for (let i = 0; i < k * k; i++) a[i] *= rho;
-  for (let i = 0; i < k; i++) a[i * k + i] += lambda;
+  for (let i = 0; i < a.length; i++) a[i] *= rho;
+  for (let i = 0; i < k; i++) a[packedAt(i) + i] += lambda;
   // Row i of the factor costs about i^2 / 2 multiply-adds.
   yield* inPieces(
     k,
@@ -877,16 +879,19 @@ function shrink(lambda: number, rho: number, ev: number): number {
   return den > 0 ? rho / den : 0;
 }
 
-/** K <- C K C with C = I - 1 1^T / n (double centring), in place. */
+/** K <- C K C with C = I - 1 1^T / n (double centring), in place, K symmetric and packed. */
 function centreSymmetric(k: Float64Array, n: number): void {
   const rowMean = new Float64Array(n);
-  let all = 0;
-  for (let i = 0; i < n; i++) {
-    let s = 0;
-    for (let j = 0; j < n; j++) s += k[i * n + j];
-    rowMean[i] = s / n;
-    all += s;
+  for (let i = 0, r = 0; i < n; r += ++i) {
+    for (let j = 0; j < i; j++) {
+      rowMean[i] += k[r + j];
+      rowMean[j] += k[r + j];
+    }
+    rowMean[i] += k[r + i];
   }
+  let all = 0;
+  for (let i = 0; i < n; i++) all += rowMean[i];
   all /= n * n;
-  for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) k[i * n + j] += all - rowMean[i] - rowMean[j];
+  for (let i = 0; i < n; i++) rowMean[i] /= n;
+  for (let i = 0, r = 0; i < n; r += ++i) for (let j = 0; j <= i; j++) k[r + j] += all - rowMean[i] - rowMean[j];
 }

@@ -141,14 +141,14 @@
         (local.set $c (i32.add (local.get $c) (i32.const 1)))
         (br $column))))
 
-  ;; L y = b in place (forwardSubstitute): L lower triangular, row-major n x n; each row's dot
-  ;; product in two interleaved sums, as the TypeScript does
+  ;; L y = b in place (forwardSubstitute): L lower triangular, packed (row i starts at entry
+  ;; i (i + 1) / 2); each row's dot product in two interleaved sums, as the TypeScript does
   (func (export "forward") (param $n i32) (param $l i32) (param $b i32)
     (local $i i32) (local $k i32) (local $row i32) (local $s0 f64) (local $s1 f64) (local $p i32) (local $q i32)
     (block $done
       (loop $rows
         (br_if $done (i32.ge_u (local.get $i) (local.get $n)))
-        (local.set $row (i32.add (local.get $l) (i32.shl (i32.mul (local.get $i) (local.get $n)) (i32.const 3))))
+        (local.set $row (i32.add (local.get $l) (i32.shl (i32.shr_u (i32.mul (local.get $i) (i32.add (local.get $i) (i32.const 1))) (i32.const 1)) (i32.const 3))))
         (local.set $s0 (f64.const 0))
         (local.set $s1 (f64.const 0))
         (local.set $k (i32.const 0))
@@ -183,7 +183,7 @@
       (loop $rows
         (br_if $done (i32.eqz (local.get $i)))
         (local.set $i (i32.sub (local.get $i) (i32.const 1)))
-        (local.set $row (i32.add (local.get $l) (i32.shl (i32.mul (local.get $i) (local.get $n)) (i32.const 3))))
+        (local.set $row (i32.add (local.get $l) (i32.shl (i32.shr_u (i32.mul (local.get $i) (i32.add (local.get $i) (i32.const 1))) (i32.const 1)) (i32.const 3))))
         (local.set $q (i32.add (local.get $b) (i32.shl (local.get $i) (i32.const 3))))
         (local.set $xi (f64.div (f64.load (local.get $q)) (f64.load (i32.add (local.get $row) (i32.shl (local.get $i) (i32.const 3))))))
         (f64.store (local.get $q) (local.get $xi))

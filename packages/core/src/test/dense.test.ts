@@ -3,6 +3,8 @@ import assert from 'node:assert/strict';
 import { CholeskyDecomposition, Matrix } from 'ml-matrix';
 import {
   choleskyInPlace,
+  packLower,
+  unpackSymmetric,
   choleskySolveInPlace,
   csrFromDense,
   csrToDense,
@@ -52,16 +54,17 @@ test('preferDense: at least half the entries non-zero', () => {
   assert.equal(preferDense(csrFromDense([[1, 1, 1], [0, 0, 0]])), true);
 });
 
-test('choleskyInPlace gives ml-matrix\'s factor, and choleskySolveInPlace solves the system', () => {
+test('choleskyInPlace gives ml-matrix\'s factor (packed), and choleskySolveInPlace solves the system', () => {
   const rand = seeded(12);
   for (const n of [1, 2, 5, 33, 150]) {
     const B = new Matrix(random(rand, n + 3, n));
     const S = B.transpose().mmul(B);
     for (let i = 0; i < n; i++) S.set(i, i, S.get(i, i) + 0.1);
-    const a = Float64Array.from(S.to1DArray());
+    const a = packLower(Float64Array.from(S.to1DArray()), n);
+    assert.equal(a.length, (n * (n + 1)) / 2);
     assert.ok(choleskyInPlace(a, n));
     const L = new CholeskyDecomposition(S).lowerTriangularMatrix;
-    for (let i = 0; i < n; i++) for (let j = 0; j <= i; j++) close(a[i * n + j], L.get(i, j), 1e-10, `L[${i}][${j}] at n = ${n}`);
+    for (let i = 0; i < n; i++) for (let j = 0; j <= i; j++) close(a[(i * (i + 1)) / 2 + j], L.get(i, j), 1e-10, `L[${i}][${j}] at n = ${n}`);
     const b = Float64Array.from({ length: n }, () => rand() - 0.5);
     const x = b.slice();
     choleskySolveInPlace(a, n, x);
@@ -70,8 +73,17 @@ test('choleskyInPlace gives ml-matrix\'s factor, and choleskySolveInPlace solves
   }
 });
 
+test('packLower and unpackSymmetric: the lower triangle by rows, and back to the symmetric square', () => {
+  const a = Float64Array.from([1, 9, 9, 2, 3, 9, 4, 5, 6]);
+  const p = packLower(a, 3);
+  assert.deepEqual(Array.from(p), [1, 2, 3, 4, 5, 6]);
+  assert.deepEqual(Array.from(unpackSymmetric(p, 3)), [1, 2, 4, 2, 3, 5, 4, 5, 6]);
+  assert.throws(() => unpackSymmetric(p, 4), /length 6, expected 10/);
+});
+
 test('choleskyInPlace refuses a matrix that is not positive definite', () => {
-  assert.equal(choleskyInPlace(Float64Array.from([1, 2, 2, 1]), 2), false);
-  assert.equal(choleskyInPlace(Float64Array.from([0, 0, 0, 1]), 2), false);
+  assert.equal(choleskyInPlace(Float64Array.from([1, 2, 1]), 2), false);
+  assert.equal(choleskyInPlace(Float64Array.from([0, 0, 1]), 2), false);
+  assert.throws(() => choleskyInPlace(Float64Array.from([1, 2, 2, 1]), 2), /length 4, expected 3/);
   assert.equal(choleskyInPlace(Float64Array.from([Number.NaN]), 1), false);
 });

@@ -96,12 +96,12 @@ test('WasmPanel and WasmCholesky: the preconditioner panel and the triangular so
   assert.throws(() => WasmPanel.from(u, cols, len + 1), /panel has length/);
 
   for (const n of [1, 2, 3, 50, 51]) {
-    const g = new Float64Array(n * n);
-    for (let i = 0; i < n; i++)
+    const g = new Float64Array((n * (n + 1)) / 2); // packed
+    for (let i = 0, r = 0; i < n; r += ++i)
       for (let j = 0; j <= i; j++) {
         let s = i === j ? n : 0;
         for (let k = 0; k < 3; k++) s += Math.sin(i + k) * Math.cos(j * k + 1);
-        g[i * n + j] = g[j * n + i] = s;
+        g[r + j] = s;
       }
     choleskyInPlace(g, n);
     const chol = WasmCholesky.zeros(n)!;
