@@ -1,6 +1,6 @@
-import { CholeskyDecomposition, Matrix } from 'ml-matrix';
 import { type Csr, csrAppendOnes, csrMatVec, cscMatTVec, csrToCsc } from './csr.js';
-import { type Dense, denseMatVec, isDense } from './dense.js';
+import { type Dense, choleskyInPlace, choleskySolveInPlace, denseMatVec, isDense } from './dense.js';
+import { packedAt, packedLength } from './packed.js';
 import { type Loss } from './losses.js';
 
 export interface CentralResult {
@@ -14,8 +14,10 @@ export interface CentralResult {
 /**
  * The plain centralised solver the distributed runs are compared with:
  * minimise (1/N) sum_i loss(y_i, a_i^T x + b) + lambda/2 ||x||^2 (b unpenalised,
- * present only with `intercept`) by Newton's method with a dense Hessian and
- * backtracking line search, to full precision. Dense d x d, so for d up to a few thousand.
+ * present only with `intercept`) by Newton's method with backtracking line search, to full
+ * precision. Each step solves with the Hessian: formed (its lower triangle, packed) and
+ * factored by Cholesky up to DENSE_HESSIAN_LIMIT features and no more features than rows,
+ * by conjugate gradients on Hessian-vector products otherwise (Newton-CG).
  */
 export function fitCentral(
   X: Csr,
@@ -42,10 +44,12 @@ export function fitCentral(
   let it = 0;
   const maxIt = opts.maxIterations ?? 100;
   const trial = new Float64Array(d);
-  const A_T = d > (opts.denseHessianLimit ?? DENSE_HESSIAN_LIMIT) ? csrToCsc(A) : undefined;
+  // Newton-CG above the limit, and wherever there are more features than rows: the Hessian is
+  // then lambda I plus a matrix of rank at most N, so conjugate gradients need about N steps.
+  const A_T = d > Math.min(opts.denseHessianLimit ?? DENSE_HESSIAN_LIMIT, n) ? csrToCsc(A) : undefined;
   for (; it < maxIt; it++) {
     const g = new Float64Array(d);
-    let step: Float64Array | number[];
+    let step: Float64Array;
     if (A_T) {
       // Too many features for a dense Hessian: solve H step = g by conjugate gradients
       // with Hessian-vector products H v = (1/N) A^T (h * A v) + lambda v (Newton-CG).
@@ -68,7 +72,9 @@ export function fitCentral(
         g,
       );
     } else {
-      const h = Array.from({ length: d }, () => new Float64Array(d));
+      // The Hessian's lower triangle, packed (H is symmetric); a row's indices increase, so
+      // its entries q <= p are its pairs in the lower triangle.
+      const h = new Float64Array(packedLength(d));
       for (let i = 0; i < n; i++) {
         const g1 = loss.deriv(y[i], scores[i]) / n;
         const h1 = loss.deriv2(y[i], scores[i]) / n;
@@ -76,21 +82,22 @@ export function fitCentral(
           const jp = A.indices[p];
           const vp = A.values[p];
           g[jp] += g1 * vp;
-          const row = h[jp];
-          for (let q = A.indptr[i]; q < A.indptr[i + 1]; q++) row[A.indices[q]] += h1 * (vp * A.values[q]); // vp*vq is exact-commutative: H stays symmetric
+          const row = packedAt(jp);
+          for (let q = A.indptr[i]; q <= p; q++) h[row + A.indices[q]] += h1 * (vp * A.values[q]);
         }
       }
       for (let j = 0; j < d; j++) {
+        const jj = packedAt(j) + j;
         if (penalised(j)) {
           g[j] += lambda * x[j];
-          h[j][j] += lambda;
+          h[jj] += lambda;
         }
         // A column that is zero everywhere and unpenalised would make H singular.
-        if (h[j][j] === 0) h[j][j] = 1;
+        if (h[jj] === 0) h[jj] = 1;
       }
-      const chol = new CholeskyDecomposition(new Matrix(h.map((r) => Array.from(r))));
-      if (!chol.isPositiveDefinite()) throw new Error('central solver: Hessian is not positive definite (lambda = 0 on rank-deficient data?)');
-      step = chol.solve(Matrix.columnVector(Array.from(g))).getColumn(0);
+      if (!choleskyInPlace(h, d)) throw new Error('central solver: Hessian is not positive definite (lambda = 0 on rank-deficient data?)');
+      step = g.slice();
+      choleskySolveInPlace(h, d, step);
     }
     let decrement = 0;
     for (let j = 0; j < d; j++) decrement += g[j] * step[j];
@@ -122,7 +129,7 @@ export function fitCentral(
   };
 }
 
-/** Above this many features the central solver uses Newton-CG instead of a dense Hessian. */
+/** Above this many features (or above the number of rows) the central solver uses Newton-CG instead of a dense Hessian. */
 export const DENSE_HESSIAN_LIMIT = 1000;
 
 /** Solve A x = b for symmetric positive definite A given as a product, to 1e-10 relative residual. */
