@@ -213,8 +213,8 @@ export class RidgeXUpdate {
   }
 
   /**
-   * k x k zeros for a factor, formed where the solves read it: WebAssembly memory, or (when it
-   * does not fit there) an array of its own. Nothing is copied once it is formed.
+   * Zeros for a k x k factor (packed: packedLength(k)), formed where the solves read it:
+   * WebAssembly memory, or (when it does not fit there) an array of its own.
    */
   private factorTarget(): { cholW: WasmCholesky | undefined; chol: Float64Array } {
     const cholW = WasmCholesky.zeros(this.k);
@@ -269,12 +269,15 @@ export class RidgeXUpdate {
     const token = Symbol('factorisation');
     this.factoring = token;
     let pieces = 0;
-    for (const _ of factorPieces(this.factorInput(rho, target.chol))) {
-      pieces++;
-      await nextTurn();
-      if (this.factoring !== token) return 0; // cancelled: nothing factored
+    try {
+      for (const _ of factorPieces(this.factorInput(rho, target.chol))) {
+        pieces++;
+        await nextTurn();
+        if (this.factoring !== token) return 0; // cancelled: nothing factored
+      }
+    } finally {
+      if (this.factoring === token) this.factoring = undefined;
     }
-    this.factoring = undefined;
     this.factored(target, rho, t0);
     return pieces;
   }
