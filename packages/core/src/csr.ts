@@ -2,7 +2,7 @@
  * Compressed sparse row matrices over Float64Array. A party's feature block
  * stays in this form from file to model: nothing here densifies N x d.
  */
-import { packedAt, packedLength, unpackSymmetric } from './packed.js';
+import { packedAt, packedLength } from './packed.js';
 
 export interface Csr {
   readonly rows: number;
@@ -324,13 +324,6 @@ export function csrColumnMeans(a: Csr): Float64Array {
   return m;
 }
 
-/** A^T A as a dense row-major cols x cols array (csrGramRows, unpacked). */
-export function csrGram(a: Csr): Float64Array {
-  const g = new Float64Array(packedLength(a.cols));
-  csrGramRows(a, g, 0, a.rows);
-  return unpackSymmetric(g, a.cols);
-}
-
 /** Adds rows [from, to) of A to A^T A, packed (packedLength(cols)), in `g`. */
 export function csrGramRows(a: Csr, g: Float64Array, from: number, to: number): void {
   assertLength('gram', g, packedLength(a.cols));
@@ -346,13 +339,6 @@ export function csrGramRows(a: Csr, g: Float64Array, from: number, to: number): 
       for (let q = s; q <= p; q++) g[at + indices[q]] += vp * values[q];
     }
   }
-}
-
-/** A A^T as a dense row-major rows x rows array (only for small row counts; csrOuterGramRows, unpacked). */
-export function csrOuterGram(a: Csr): Float64Array {
-  const k = new Float64Array(packedLength(a.rows));
-  csrOuterGramRows(a, k, 0, a.rows);
-  return unpackSymmetric(k, a.rows);
 }
 
 /**

@@ -5,7 +5,7 @@
 // from touching each cache line once (measured on a 2-core machine: about 1.5 G multiply-adds
 // per second for the Gram matrix, 3 to 4 times the naive triple loop).
 import { type Csr, assertLength } from './csr.js';
-import { packedAt, packedLength, unpackSymmetric } from './packed.js';
+import { packedAt, packedLength } from './packed.js';
 
 /** A dense matrix, row-major: element (i, j) is data[i * cols + j]. */
 export interface Dense {
@@ -96,13 +96,6 @@ export function denseMatTVec(out: Float64Array, a: Dense, w: Float64Array): Floa
 /** Rows of a panel: a block of rows, transposed, stays in the L2 cache while every pair of its columns is multiplied. */
 export const PANEL_ROWS = 128;
 
-/** A^T A, cols x cols, row-major and symmetric (both triangles filled): denseGramRows over all the rows, unpacked. */
-export function denseGram(a: Dense): Float64Array {
-  const g = new Float64Array(packedLength(a.cols));
-  denseGramRows(a, g, 0, a.rows);
-  return unpackSymmetric(g, a.cols);
-}
-
 /**
  * Adds rows [from, to) of A to A^T A, packed (packedLength(cols)), in `g`. The rows are taken
  * in panels of PANEL_ROWS, each copied transposed (a column of the panel is contiguous); every
@@ -165,13 +158,6 @@ function addPacked(g: Float64Array, d: number, i: number, k: number, s0: number,
   if (i >= d) return;
   if (k >= i && k < d) g[packedAt(k) + i] += s0;
   if (k + 1 >= i && k + 1 < d) g[packedAt(k + 1) + i] += s1;
-}
-
-/** A A^T, rows x rows, row-major and symmetric: the dot products of pairs of rows, 2 x 2 at a time (denseOuterGramRows, unpacked). */
-export function denseOuterGram(a: Dense): Float64Array {
-  const k = new Float64Array(packedLength(a.rows));
-  denseOuterGramRows(a, k, 0, a.rows);
-  return unpackSymmetric(k, a.rows);
 }
 
 /**

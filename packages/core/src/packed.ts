@@ -21,11 +21,3 @@ export function unpackSymmetric(p: Float64Array, n: number): Float64Array {
   for (let i = 0, r = 0; i < n; r += ++i) for (let j = 0; j <= i; j++) g[i * n + j] = g[j * n + i] = p[r + j];
   return g;
 }
-
-/** The lower triangle of the n x n row-major `a`, packed. */
-export function packLower(a: Float64Array, n: number): Float64Array {
-  if (a.length !== n * n) throw new RangeError(`matrix: length ${a.length}, expected ${n * n} for ${n} x ${n}`);
-  const p = new Float64Array(packedLength(n));
-  for (let i = 0, r = 0; i < n; r += ++i) p.set(a.subarray(i * n, i * n + i + 1), r);
-  return p;
-}

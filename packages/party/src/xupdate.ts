@@ -717,10 +717,10 @@ export class RidgeXUpdate {
 }
 
 /** A party's block: dense (row-major) or CSR. */
-export type BlockSource = { dense: Dense; csr?: undefined } | { csr: Csr; dense?: undefined };
+type BlockSource = { dense: Dense; csr?: undefined } | { csr: Csr; dense?: undefined };
 
 /** What the Cholesky factorisation needs: the block, and `into`, packedLength(k) zeros where the factor is formed (packed). */
-export type FactorInput = BlockSource & { side: 'primal' | 'dual'; mu: Float64Array | undefined; lambda: number; rho: number; into: Float64Array };
+type FactorInput = BlockSource & { side: 'primal' | 'dual'; mu: Float64Array | undefined; lambda: number; rho: number; into: Float64Array };
 
 /** The side's Gram matrix of the centred block: D~^T D~ (d x d) or D~ D~^T (N x N), square and row-major. */
 function centredGram(src: BlockSource, side: 'primal' | 'dual', mu: Float64Array | undefined): Float64Array {
@@ -801,7 +801,7 @@ export function* factorPieces(input: FactorInput, work = PIECE_WORK): Generator<
 }
 
 /** factorPieces all at once. */
-export function factorSystem(input: FactorInput): void {
+function factorSystem(input: FactorInput): void {
   for (const _ of factorPieces(input, Infinity));
 }
 

@@ -11,6 +11,7 @@ import { POINT_BYTES, PsiPool, blindPoints, hashToPoints, newPsiKey, packIds, po
 import { LabelPsi } from '@admm-share/coordinator';
 import { PartyPsi } from '@admm-share/party';
 import { type Ids, type PartyMessage, CloseCodes, PROTOCOL_VERSION, decode, encode, encodeIdsSource, validateCoordinatorMessage, validatePartyMessage } from '@admm-share/protocol';
+import { readAll } from '@admm-share/core/test-support';
 import { writeVerticalSplit } from '../split.js';
 import { BIN, killAll, run, tempDir } from './procs.js';
 import { psiAnswer, psiLabels } from './psi-peer.js';
@@ -32,9 +33,7 @@ test("the coordinator's view of a party's ids: replacing an id outside the inter
   for (const ids of [held, swapped]) {
     const answer = await new PartyPsi(pool, { train: packIds(ids), test: undefined }, quiet).answer('train', psi.points.slice());
     // The bytes the party sends: its answer read from its temporary files, as when it is sent.
-    const source = encodeIdsSource({ jobId: 'j', set: 'train' }, answer.points, answer.labelPoints);
-    const bytes = new Uint8Array(source.length);
-    source.readAt(0, bytes);
+    const bytes = readAll(encodeIdsSource({ jobId: 'j', set: 'train' }, answer.points, answer.labelPoints));
     const msg = validatePartyMessage(decode(bytes), {}) as Ids;
     const { positions } = await coordinator.match('p', msg, quiet());
     views.push({ msg, bytes, matched: [...positions.keys()].filter((r) => positions[r] >= 0) });

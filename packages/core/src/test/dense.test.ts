@@ -3,18 +3,17 @@ import assert from 'node:assert/strict';
 import { CholeskyDecomposition, Matrix } from 'ml-matrix';
 import {
   choleskyInPlace,
-  packLower,
-  unpackSymmetric,
   choleskySolveInPlace,
   csrFromDense,
   csrToDense,
-  denseGram,
+  denseGramRows,
   denseMatTVec,
   denseMatVec,
-  denseOuterGram,
+  denseOuterGramRows,
   preferDense,
+  unpackSymmetric,
 } from '../index.js';
-import { seeded } from './support.js';
+import { packLower, seeded } from './support.js';
 
 const close = (a: number, b: number, tol: number, what: string) => assert.ok(Math.abs(a - b) <= tol * (1 + Math.abs(b)), `${what}: ${a} vs ${b}`);
 
@@ -39,10 +38,18 @@ test('csrToDense, products and both Gram matrices agree with ml-matrix on shapes
     const refAtw = M.transpose().mmul(Matrix.columnVector(Array.from(w))).getColumn(0);
     for (let i = 0; i < n; i++) close(ax[i], refAx[i], 1e-12, `(A x)[${i}] at ${n} x ${d}`);
     for (let j = 0; j < d; j++) close(atw[j], refAtw[j], 1e-12, `(A^T w)[${j}] at ${n} x ${d}`);
-    const g = denseGram(A);
+    // Both Gram matrices formed in two ranges of rows (the second from an even row), packed.
+    const split = Math.floor(n / 4) * 2;
+    const gp = new Float64Array((d * (d + 1)) / 2);
+    denseGramRows(A, gp, 0, split);
+    denseGramRows(A, gp, split, n);
+    const g = unpackSymmetric(gp, d);
     const refG = M.transpose().mmul(M);
     for (let i = 0; i < d; i++) for (let j = 0; j < d; j++) close(g[i * d + j], refG.get(i, j), 1e-12, `G[${i}][${j}] at ${n} x ${d}`);
-    const k = denseOuterGram(A);
+    const kp = new Float64Array((n * (n + 1)) / 2);
+    denseOuterGramRows(A, kp, 0, split);
+    denseOuterGramRows(A, kp, split, n);
+    const k = unpackSymmetric(kp, n);
     const refK = M.mmul(M.transpose());
     for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) close(k[i * n + j], refK.get(i, j), 1e-12, `K[${i}][${j}] at ${n} x ${d}`);
   }
@@ -73,10 +80,8 @@ test('choleskyInPlace gives ml-matrix\'s factor (packed), and choleskySolveInPla
   }
 });
 
-test('packLower and unpackSymmetric: the lower triangle by rows, and back to the symmetric square', () => {
-  const a = Float64Array.from([1, 9, 9, 2, 3, 9, 4, 5, 6]);
-  const p = packLower(a, 3);
-  assert.deepEqual(Array.from(p), [1, 2, 3, 4, 5, 6]);
+test('unpackSymmetric: the lower triangle by rows back to the symmetric square', () => {
+  const p = Float64Array.from([1, 2, 3, 4, 5, 6]);
   assert.deepEqual(Array.from(unpackSymmetric(p, 3)), [1, 2, 4, 2, 3, 5, 4, 5, 6]);
   assert.throws(() => unpackSymmetric(p, 4), /length 6, expected 10/);
 });

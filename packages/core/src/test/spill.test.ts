@@ -8,7 +8,7 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Csr, CsrBuilder, SpilledBytes, SpilledCsr, WasmCsr, csrSelectRows } from '../index.js';
-import { seeded, tempDir } from './support.js';
+import { readAll, seeded, tempDir } from './support.js';
 
 const dir = tempDir({ after }, 'admm-core-spill-');
 
@@ -54,13 +54,8 @@ test('bytes kept in a temporary file already removed from its folder are read ba
   const spilled = withTmp(dir, () => new SpilledBytes(bytes));
   assert.ok(spilled.spilled);
   assert.deepEqual(readdirSync(dir), [], 'nothing left in the temporary folder');
-  const all = (b: SpilledBytes) => {
-    const into = new Uint8Array(b.length);
-    b.readAt(0, into);
-    return into;
-  };
-  assert.deepEqual(all(spilled), bytes);
-  assert.deepEqual(all(spilled), bytes, 'and again');
+  assert.deepEqual(readAll(spilled), bytes);
+  assert.deepEqual(readAll(spilled), bytes, 'and again');
   // A piece from the middle, across the 1 MiB a read or write takes at a time.
   const piece = new Uint8Array(2_000_000);
   spilled.readAt(777_777, piece);
@@ -68,7 +63,7 @@ test('bytes kept in a temporary file already removed from its folder are read ba
   assert.throws(() => spilled.readAt(bytes.length - 1, new Uint8Array(2)), RangeError);
   const kept = withTmp(join(dir, 'missing'), () => new SpilledBytes(bytes));
   assert.ok(!kept.spilled);
-  assert.deepEqual(all(kept), bytes, 'no temporary folder: kept in memory');
+  assert.deepEqual(readAll(kept), bytes, 'no temporary folder: kept in memory');
   kept.readAt(777_777, piece);
   assert.deepEqual(piece, bytes.subarray(777_777, 2_777_777));
 });

@@ -82,3 +82,18 @@ export interface PrivacyVectors {
 export function privacyVectors(): PrivacyVectors {
   return JSON.parse(readFileSync(SHARED.privacyVectors, 'utf8')) as PrivacyVectors;
 }
+
+/** Every byte of something read by pieces (a SpilledBytes, an encoded message's ByteSource), in a new array. */
+export function readAll(source: { length: number; readAt(at: number, into: Uint8Array): void }): Uint8Array {
+  const into = new Uint8Array(source.length);
+  source.readAt(0, into);
+  return into;
+}
+
+/** The lower triangle of the n x n row-major `a`, packed by rows (the kernels' packed form). */
+export function packLower(a: Float64Array, n: number): Float64Array {
+  assert.equal(a.length, n * n);
+  const p = new Float64Array((n * (n + 1)) / 2);
+  for (let i = 0, r = 0; i < n; r += ++i) p.set(a.subarray(i * n, i * n + i + 1), r);
+  return p;
+}

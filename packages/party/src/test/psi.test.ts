@@ -6,23 +6,17 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PsiPool, type SpilledBytes, blindPoints, hashToPoints, newPsiKey, packIds, pointKeys } from '@admm-share/core';
 import { ProtocolError } from '@admm-share/protocol';
+import { readAll } from '@admm-share/core/test-support';
 import { PartyPsi } from '../psi.js';
 
 const quiet = () => () => undefined;
 
-/** All the bytes kept. */
-function all(b: SpilledBytes): Uint8Array {
-  const into = new Uint8Array(b.length);
-  b.readAt(0, into);
-  return into;
-}
-
 /** What a coordinator holding `labels` learns from the party's answer: label row -> the party's position. */
 async function intersect(psi: PartyPsi, labels: string[], key = newPsiKey()): Promise<Map<number, number>> {
   const answer = await psi.answer('train', blindPoints(hashToPoints(labels), key));
-  const mine = new Map(pointKeys(blindPoints(all(answer.points), key)).map((k, i) => [k, i]));
+  const mine = new Map(pointKeys(blindPoints(readAll(answer.points), key)).map((k, i) => [k, i]));
   const out = new Map<number, number>();
-  pointKeys(all(answer.labelPoints)).forEach((k, j) => {
+  pointKeys(readAll(answer.labelPoints)).forEach((k, j) => {
     const i = mine.get(k);
     if (i !== undefined) out.set(j, i);
   });
@@ -39,7 +33,7 @@ test('the positions of the intersection map back to the file rows that hold the 
   [...matched.keys()].forEach((j, k) => assert.equal(partyIds[rows[k]], labels[j]));
   // The order sent is the party's own shuffle, not its file order.
   const answer = await psi.answer('train', blindPoints(hashToPoints(labels), newPsiKey()));
-  assert.notDeepEqual(all(answer.points), blindPoints(hashToPoints(partyIds), newPsiKey()));
+  assert.notDeepEqual(readAll(answer.points), blindPoints(hashToPoints(partyIds), newPsiKey()));
   // Another coordinator key (a restarted coordinator): the same rows for the same label ids.
   const again = await intersect(psi, labels);
   assert.deepEqual([...again.entries()].sort((x, y) => x[0] - y[0]), [...matched.entries()].sort((x, y) => x[0] - y[0]));
@@ -48,7 +42,7 @@ test('the positions of the intersection map back to the file rows that hold the 
 test('a repeated psi gets the same answer; a label point off the curve, or a set the party lacks, is refused', async () => {
   const psi = new PartyPsi(new PsiPool(), { train: packIds(['a', 'b', 'c']), test: undefined }, quiet);
   const labels = blindPoints(hashToPoints(['b', 'c', 'd']), newPsiKey());
-  const read = (a: { points: SpilledBytes; labelPoints: SpilledBytes }) => ({ points: all(a.points), labelPoints: all(a.labelPoints) });
+  const read = (a: { points: SpilledBytes; labelPoints: SpilledBytes }) => ({ points: readAll(a.points), labelPoints: readAll(a.labelPoints) });
   const first = read(await psi.answer('train', labels.slice()));
   assert.deepEqual(read(await psi.answer('train', labels.slice())), first);
   const bad = labels.slice();
