@@ -98,7 +98,8 @@ async function main(): Promise<void> {
           .option('baselines', { type: 'boolean', default: true, describe: 'also train centrally on all features and on party 1\'s only' })
           .option('dashboard', { type: 'boolean', default: false, describe: "serve the coordinator's live dashboard and metrics on 127.0.0.1 and print its address" })
           .option('dashboard-port', { type: 'number', default: 0, describe: 'the dashboard\'s port (0: a free one)' })
-          .option('dashboard-linger', { type: 'number', default: 0, describe: 'seconds the dashboard stays up after the job ends' }),
+          .option('dashboard-linger', { type: 'number', default: 0, describe: 'seconds the dashboard stays up after the job ends' })
+          .option('party-threads', { type: 'number', describe: "each party's --threads for a large dense block (default: the cores shared out among the processes, 0 on 2 cores)" }),
       async (a) => {
         if (!a.dashboard && (a['dashboard-linger'] !== 0 || a['dashboard-port'] !== 0)) throw new ConfigError('--dashboard-port and --dashboard-linger need --dashboard');
         await simulate({
@@ -123,6 +124,7 @@ async function main(): Promise<void> {
           baselines: a.baselines,
           privacy: simulatePrivacy(a),
           labelPrivacy: a['label-epsilon'] === undefined ? undefined : { epsilon: requirePositive('label-epsilon', a['label-epsilon']), ...(a.seed !== undefined ? { seed: a.seed } : {}) },
+          partyThreads: a['party-threads'] === undefined ? undefined : requireInteger('party-threads', a['party-threads'], 0),
           activeParty: activePartyFlag(a['active-party'], a.epsilon !== undefined && (a.mechanism === undefined || a.mechanism === 'score-release')),
           ...(a.dashboard
             ? { dashboard: { port: requireInteger('dashboard-port', a['dashboard-port'], 0), lingerSeconds: requireNonNegative('dashboard-linger', a['dashboard-linger']) } }

@@ -2,6 +2,7 @@
 // each party's command line (hyper-parameters, files, privacy flags), starting them as
 // separate processes on localhost, and turning the first failure into an error naming it.
 import { randomBytes } from 'node:crypto';
+import { availableParallelism } from 'node:os';
 import { join } from 'node:path';
 import { EXIT, PeerError } from '@admm-share/core';
 import type { AlgorithmName, MechanismName, Variant } from '@admm-share/protocol';
@@ -32,6 +33,16 @@ export interface LaunchOptions {
   dashboard?: { port: number; lingerSeconds: number; localBaseline?: string };
   /** Label privacy at the coordinator (--label-epsilon; with --seed S, flips seeded by `S/labels`). */
   labelPrivacy?: { epsilon: number; seed?: string };
+  /** Each party's --threads (default sharedMachineThreads). */
+  partyThreads?: number;
+}
+
+/**
+ * Threads beside its own for each of `parties` parties on this machine, beside the
+ * coordinator: the cores shared out, one per process first (none on 2 cores with 3 parties).
+ */
+export function sharedMachineThreads(parties: number): number {
+  return Math.max(0, Math.floor(availableParallelism() / (parties + 1)) - 1);
 }
 
 /** Privacy flags passed to every party; no noise unless asked. */
@@ -158,6 +169,7 @@ export function partyArgs(opts: LaunchOptions, job: Job, p: PartyFiles, m: numbe
     '--features', String(p.features),
     '--model', modelPath(job, p.id),
     ...(opts.intercept && m === 0 ? ['--intercept'] : []),
+    '--threads', String(opts.partyThreads ?? sharedMachineThreads(job.files.parties.length)),
     ...privacyArgs(opts.privacy, p.id, opts.activeParty),
   ];
 }

@@ -2,7 +2,7 @@
 // rows a party selects in place: a dense file then never exists as CSR (12 bytes a non-zero
 // against 8 an entry) and its aligned rows are not copied (docs/scaling.md, memory on gisette).
 import { type Csr, CsrBuilder } from './csr.js';
-import { type Dense, DENSE_DENSITY, csrToDense, preferDense } from './dense.js';
+import { type Dense, DENSE_DENSITY, csrToDense, preferDense, sharedFloat64 } from './dense.js';
 
 /** Rows collected as CSR before the density decides the form of the rest. */
 export const PROBE_ROWS = 64;
@@ -13,7 +13,8 @@ const MAX_DENSE_CAPACITY = 2 ** 31;
 /**
  * Builds a matrix row by row, like CsrBuilder, but dense when the data is: the first PROBE_ROWS
  * rows are collected as CSR, and if their non-zeros are at least DENSE_DENSITY of their rows x
- * columns the rest go straight into a row-major array. Its capacity in rows is estimated from
+ * columns the rest go straight into a row-major array in shared memory (the x-update's threads
+ * read it without a copy). Its capacity in rows is estimated from
  * the text read so far against the whole file's; pages never written are not resident, so an
  * estimate too large costs address space only, and one too small a copy. A later row with a
  * larger column index widens the array (a copy), unless the wider matrix would no longer be
@@ -100,7 +101,7 @@ export class BlockBuilder {
     this.width = a.cols;
     const estimate = Math.ceil((1.25 * this.rows * this.fileChars) / Math.max(1, this.chars));
     this.capacity = Math.max(2 * this.rows, Math.min(estimate, Math.floor(MAX_DENSE_CAPACITY / this.width)));
-    this.data = new Float64Array(this.capacity * this.width);
+    this.data = sharedFloat64(this.capacity * this.width);
     this.data.set(csrToDense(a).data);
     this.nonzeros = a.indices.length;
   }
@@ -120,7 +121,7 @@ export class BlockBuilder {
 
   /** The dense array again with `capacity` rows of `width` columns, the rows so far (and the one under way) copied over. */
   private relayout(capacity: number, width: number): void {
-    const data = new Float64Array(capacity * width);
+    const data = sharedFloat64(capacity * width);
     const rows = Math.min(this.rows + 1, this.capacity, capacity);
     if (width === this.width) data.set(this.data.subarray(0, rows * width));
     else for (let i = 0; i < rows; i++) data.set(this.data.subarray(i * this.width, (i + 1) * this.width), i * width);

@@ -22,10 +22,19 @@ export function preferDense(a: Csr): boolean {
   return a.rows > 0 && a.cols > 0 && a.indices.length >= DENSE_DENSITY * a.rows * a.cols;
 }
 
-/** Rows `order[0], order[1], ...` of a CSR matrix as a dense matrix (no CSR copy in between). */
+/**
+ * A zeroed Float64Array in shared memory. Dense blocks live there: the x-update's threads
+ * (DenseThreads) read the same memory instead of a copy. It costs nothing more than an
+ * ordinary array: pages never written are not resident either.
+ */
+export function sharedFloat64(length: number): Float64Array {
+  return new Float64Array(new SharedArrayBuffer(length * Float64Array.BYTES_PER_ELEMENT));
+}
+
+/** Rows `order[0], order[1], ...` of a CSR matrix as a dense matrix in shared memory (no CSR copy in between). */
 export function csrSelectRowsDense(a: Csr, order: ArrayLike<number>): Dense {
   const { cols } = a;
-  const data = new Float64Array(order.length * cols);
+  const data = sharedFloat64(order.length * cols);
   for (let r = 0; r < order.length; r++) {
     const i = order[r];
     if (!(i >= 0 && i < a.rows)) throw new RangeError(`row ${i} out of range [0, ${a.rows})`);
@@ -35,7 +44,7 @@ export function csrSelectRowsDense(a: Csr, order: ArrayLike<number>): Dense {
   return { rows: order.length, cols, data };
 }
 
-/** The matrix dense. */
+/** The matrix dense, in shared memory. */
 export function csrToDense(a: Csr): Dense {
   return csrSelectRowsDense(a, Uint32Array.from({ length: a.rows }, (_, i) => i));
 }
@@ -56,8 +65,14 @@ export function isDense(a: Csr | Dense): a is Dense {
 
 /** out = A x (length rows). */
 export function denseMatVec(out: Float64Array, a: Dense, x: Float64Array): Float64Array {
-  const { rows, cols, data } = a;
-  for (let i = 0; i < rows; i++) {
+  denseMatVecRows(out, a, x, 0, a.rows);
+  return out;
+}
+
+/** out[i] = (A x)[i] for rows i in [from, to). */
+export function denseMatVecRows(out: Float64Array, a: Dense, x: Float64Array, from: number, to: number): void {
+  const { cols, data } = a;
+  for (let i = from; i < to; i++) {
     const r = i * cols;
     let s0 = 0;
     let s1 = 0;
@@ -69,52 +84,61 @@ export function denseMatVec(out: Float64Array, a: Dense, x: Float64Array): Float
     if (j < cols) s0 += data[r + j] * x[j];
     out[i] = s0 + s1;
   }
-  return out;
 }
 
 /** out = A^T w (length cols), one pass over the rows. */
 export function denseMatTVec(out: Float64Array, a: Dense, w: Float64Array): Float64Array {
-  const { rows, cols, data } = a;
+  denseMatTVecRows(out, a, w, 0, a.rows);
+  return out;
+}
+
+/** out = A[from:to]^T w[from:to] (length cols): rows [from, to)'s part of A^T w. */
+export function denseMatTVecRows(out: Float64Array, a: Dense, w: Float64Array, from: number, to: number): void {
+  const { cols, data } = a;
   out.fill(0, 0, cols);
-  let i = 0;
+  let i = from;
   // Two rows per pass: half the passes over `out`.
-  for (; i + 1 < rows; i += 2) {
+  for (; i + 1 < to; i += 2) {
     const w0 = w[i];
     const w1 = w[i + 1];
     const r0 = i * cols;
     const r1 = r0 + cols;
     for (let j = 0; j < cols; j++) out[j] += data[r0 + j] * w0 + data[r1 + j] * w1;
   }
-  if (i < rows) {
+  if (i < to) {
     const wi = w[i];
     const r = i * cols;
     for (let j = 0; j < cols; j++) out[j] += data[r + j] * wi;
   }
-  return out;
 }
 
 /** Rows of a panel: a block of rows, transposed, stays in the L2 cache while every pair of its columns is multiplied. */
 export const PANEL_ROWS = 128;
 
 /**
- * Adds rows [from, to) of A to A^T A, packed (packedLength(cols)), in `g`. The rows are taken
- * in panels of PANEL_ROWS, each copied transposed (a column of the panel is contiguous); every
- * 4 x 2 block of the triangle is then 8 dot products over the panel's rows. `panel` is scratch
- * space (gramPanel), for a caller that adds a range at a time.
+ * Adds rows [from, to) of A to A^T A, packed (packedLength(cols)), in `g`: its columns [c0, c1)
+ * (c0 a multiple of 4), that is the elements (k, j) with j in [c0, c1) and k >= j, so that
+ * threads can form disjoint parts of one matrix. The rows are taken in panels of PANEL_ROWS,
+ * each copied transposed (a column of the panel is contiguous); every 4 x 2 block of the
+ * triangle is then 8 dot products over the panel's rows. `panel` is scratch space
+ * (gramPanel), for a caller that adds a range at a time.
  */
-export function denseGramRows(a: Dense, g: Float64Array, from: number, to: number, panel = gramPanel(a.cols)): void {
+export function denseGramRows(a: Dense, g: Float64Array, from: number, to: number, panel = gramPanel(a.cols), c0 = 0, c1 = a.cols): void {
   const { cols: d, data } = a;
   assertLength('gram', g, packedLength(d));
+  if (c0 >= c1) return;
+  if (c0 % 4 !== 0) throw new RangeError(`denseGramRows: c0 (${c0}) must be a multiple of 4`);
   const dp = (d + 3) & ~3; // padded to whole 4 x 2 blocks (the padding columns are zero)
   assertLength('panel', panel, dp * PANEL_ROWS);
   for (let r0 = from; r0 < to; r0 += PANEL_ROWS) {
     const rb = Math.min(PANEL_ROWS, to - r0);
     if (rb < PANEL_ROWS) panel.fill(0);
+    // Only the columns from c0 on are read (a block's partners k start at its own columns).
     for (let r = 0; r < rb; r++) {
       const off = (r0 + r) * d;
-      for (let j = 0; j < d; j++) panel[j * rb + r] = data[off + j];
+      for (let j = c0; j < d; j++) panel[j * rb + r] = data[off + j];
     }
-    for (let j = 0; j < d; j += 4) {
+    for (let j = c0; j < c1; j += 4) {
       const p0 = j * rb;
       const p1 = p0 + rb;
       const p2 = p1 + rb;

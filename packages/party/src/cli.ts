@@ -110,6 +110,11 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
     .option('tls-cert', { type: 'string', describe: 'mutual TLS: this party\'s client certificate (PEM)' })
     .option('tls-key', { type: 'string', describe: 'mutual TLS: its private key (PEM)' })
     .option('max-label-factor', { type: 'number', default: MAX_LABEL_FACTOR, describe: "the coordinator's label ids of a set may be at most this many times this party's rows (plus 1024): it bounds how many candidate ids the coordinator can test against this party's" })
+    .option('threads', {
+      type: 'string',
+      default: 'auto',
+      describe: "threads beside the party's own for a large dense block's per-round products and set-up (auto: one less than the cores, at most 3, for a block of 2^22 entries or more; 0 when parties share a machine's cores)",
+    })
     .option('log-level', { choices: LOG_LEVELS, default: 'info' as const })
     .parseSync();
   if (a.role === 'active') {
@@ -145,6 +150,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
     },
     releaseTestScores: a['release-test-scores'],
     model: resolve(a.model ?? `model-${a.id}.json`),
+    threads: parseThreads(a.threads),
   };
 }
 
@@ -203,3 +209,10 @@ export function parsePredictArgs(argv: string[]): ScoringConfig & { logLevel: Lo
 const args = hideBin(process.argv);
 if (args[0] === 'predict') void runService(`${TOOL} predict`, () => parsePredictArgs(args.slice(1)), (config, logger) => startScoring(config, { logger }));
 else void runService(TOOL, () => parseArgs(args), (config, logger) => start(config, { logger }));
+
+/** --threads: 'auto' or a whole number. */
+function parseThreads(v: string): number | 'auto' {
+  if (v === 'auto') return v;
+  if (!/^\d+$/.test(v)) throw new ConfigError(`--threads must be 'auto' or a whole number of threads, got '${v}'`);
+  return requireInteger('threads', Number(v), 0);
+}

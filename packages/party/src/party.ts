@@ -54,6 +54,11 @@ export interface PartyConfig {
    * candidate ids it can test against this party's.
    */
   maxLabelFactor?: number;
+  /**
+   * Threads beside the party's own for a large dense block's per-round products and set-up
+   * Gram matrix (default 'auto': threadsFor).
+   */
+  threads?: number | 'auto';
 }
 
 /** Default of --max-label-factor (as the coordinator's --max-rows-factor the other way). */
@@ -129,6 +134,7 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
     ledgerPath: ledgerPath(config.model),
     psi,
     maxLabelIds: Math.ceil((config.maxLabelFactor ?? MAX_LABEL_FACTOR) * Math.max(train.ids.length, test?.ids.length ?? 0)) + SLACK_LABEL_IDS,
+    threads: config.threads ?? 'auto',
     log,
   };
   // The file's matrix is spilled and its strings are packed: what the reader built is garbage.
@@ -177,6 +183,7 @@ export function startScoring(config: ScoringConfig, deps: { logger: Logger }): P
     psi: new PartyPsi(new PsiPool(), { train: rows.ids, test: undefined }, (set, what) => progress.counter(what)),
     maxLabelIds: Math.ceil((config.maxLabelFactor ?? MAX_LABEL_FACTOR) * data.ids.length) + SLACK_LABEL_IDS,
     scoring: { scorer, ledger: scoringLedgerPath(config.model) },
+    threads: 0, // scoring has no x-update
     log,
   };
   return run({ ...config, model: config.model, data: config.data, intercept: env.intercept, role: env.role, privacy: { mechanism: 'none', bx: DEFAULT_BX }, releaseTestScores: false }, env, 0);

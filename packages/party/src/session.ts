@@ -147,6 +147,8 @@ export interface SessionEnv {
   scoring?: { scorer: Scorer; ledger: string };
   /** The most label ids a `psi` may carry (admm-party --max-label-factor). */
   maxLabelIds: number;
+  /** Threads beside the party's own for a large dense block's products and set-up (admm-party --threads; threadsFor). */
+  threads: number | 'auto';
   log: Logger;
 }
 
@@ -186,8 +188,8 @@ export function connectionOpened(s: SessionState): void {
 /** The connection broke: nothing is expected until a new one opens. */
 export function connectionLost(s: SessionState): void {
   s.phase = 'connecting';
-  // A set-up abandoned: its factorisation stops (a rejoin sets up again).
-  s.factoring?.cancelFactor();
+  // A set-up abandoned: its factorisation and threads stop (a rejoin sets up again).
+  void s.factoring?.close();
   s.factoring = undefined;
 }
 
@@ -396,7 +398,7 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
     // them again). A sparse block's rows go straight into the x-update kernels' memory.
     const block = X instanceof DenseRows ? X.front(trainRows) : !(X instanceof SpilledCsr) && preferDense(X) ? csrSelectRowsDense(X, trainRows) : selectSparseBlock(X, trainRows);
     testX = test && (test instanceof DenseRows ? test.front(testRows) : selectCsr(test, testRows));
-    const x = new RidgeXUpdate(block, msg.lambda, env.intercept, { noiseFree: !privacy.enabled });
+    const x = new RidgeXUpdate(block, msg.lambda, env.intercept, { noiseFree: !privacy.enabled, threads: env.threads });
     if (privacy.enabled && x.form === 'cg')
       throw new ConfigError(
         msg.lambda > 0
@@ -424,6 +426,8 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
 function ready(s: SessionState, env: SessionEnv, msg: Setup, model: Model, testX: Csr | Dense | undefined, n: number, bw: number | undefined, t0: number, factorPieces: number | undefined): Outcome {
   const { privacy } = env;
   s.testX = testX;
+  // A rejoin's new model replaces the old one: its threads, if any, stop.
+  if (s.model?.kind === 'admm' && (model.kind !== 'admm' || s.model.x !== model.x)) void s.model.x.close();
   const info = privacy.calibrate({ lambda: msg.lambda, rho: msg.rho, rounds: msg.rounds, parties: msg.parties, features: env.features, n, algorithm: msg.algorithm, bw });
   s.model = model;
   // A fresh model is x = 0: that of round 0. A rejoin past round 0 waits for resume to recompute it.
@@ -439,6 +443,7 @@ function ready(s: SessionState, env: SessionEnv, msg: Setup, model: Model, testX
       role: msg.role,
       form: model.kind === 'admm' ? model.x.form : undefined,
       dense: model.kind === 'admm' ? model.x.dense : undefined,
+      threads: model.kind === 'admm' ? model.x.threads : undefined,
       factorMs: Math.round(performance.now() - t0),
       factorPieces,
     },
@@ -646,6 +651,7 @@ function onDone(s: SessionState, msg: Done): Outcome {
   if (!Number.isFinite(fit.intercept) || firstNonFinite(fit.x) >= 0)
     throw new ProtocolError('invalid', `the model of round ${s.round} has non-finite coefficients; no model written`);
   s.phase = 'done';
+  if (m.kind === 'admm') void m.x.close(); // its threads: the model is final
   return { kind: 'done', done: msg, model: { coefficients: fit.x, intercept: fit.withIntercept ? fit.intercept : null, rows: fit.n } };
 }
 

@@ -1,9 +1,11 @@
+import { availableParallelism } from 'node:os';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import seedrandom from 'seedrandom';
 import {
   type Csr,
   type Dense,
   ConfigError,
+  DenseThreads,
   assertLength,
   choleskyRows,
   choleskySolveInPlace,
@@ -30,6 +32,7 @@ import {
   PANEL_ROWS,
   predictScores,
   preferDense,
+  sharedFloat64,
   symmetricEigen,
   WasmCsr,
   WasmCholesky,
@@ -106,6 +109,8 @@ export class RidgeXUpdate {
   private readonly Dw: WasmCsr | undefined;
   /** A dense block, row-major. */
   private readonly Dd: Dense | undefined;
+  /** Threads beside this one for the dense block's products and Gram matrix (threadsFor), if any. */
+  private readonly pool: DenseThreads | undefined;
   /** cholesky form: the lower triangle holds L, L L^T = lambda I + rho times the Gram matrix, for cholRho. */
   private chol: Float64Array | undefined;
   /** The factor's solves in WebAssembly (chol views its memory); undefined if it did not fit there. */
@@ -137,6 +142,8 @@ export class RidgeXUpdate {
        * doubles less (8 MB for a million rows).
        */
       noiseFree?: boolean;
+      /** Threads beside this one for a dense block's products and set-up (threadsFor; default 0). Call close() when done. */
+      threads?: number | 'auto';
     } = {},
   ) {
     if (!(lambda >= 0)) throw new RangeError(`lambda must be >= 0, got ${lambda}`);
@@ -161,6 +168,8 @@ export class RidgeXUpdate {
       this.Dr = this.Dw?.csr ?? D;
     }
     this.mu = withIntercept ? (this.Dd ? denseColumnMeans(this.Dd) : csrColumnMeans(this.Dr!)) : undefined;
+    const threads = this.Dd ? threadsFor(opts.threads ?? 0, this.Dd) : 0;
+    this.pool = threads > 0 ? DenseThreads.start(this.Dd!, threads) : undefined;
     if (this.form === 'cg' || this.form === 'cholesky') {
       // cg: preconditioned by deflation (or the diagonal of lambda I + rho D~^T D~); cholesky:
       // Jacobi-preconditioned conjugate gradients find the ball's multiplier when the ball binds (solveBall).
@@ -192,13 +201,26 @@ export class RidgeXUpdate {
     this.tmp = new Float64Array(this.k);
   }
 
+  /** Threads used beside this one (0: none). */
+  get threads(): number {
+    return this.pool?.threads ?? 0;
+  }
+
+  /** Stops the threads, if any (the x-update is not used again). */
+  async close(): Promise<void> {
+    this.cancelFactor();
+    await this.pool?.close();
+  }
+
   /** out = D v (length N). */
   private mulD(out: Float64Array, v: Float64Array): Float64Array {
+    if (this.pool) return this.pool.matVec(out, v);
     return this.Dd ? denseMatVec(out, this.Dd, v) : this.Dw ? this.Dw.matVec(out, v) : csrMatVec(out, this.Dr!, v);
   }
 
   /** out = D^T w (length d). */
   private mulDT(out: Float64Array, w: Float64Array): Float64Array {
+    if (this.pool) return this.pool.matTVec(out, w);
     return this.Dd ? denseMatTVec(out, this.Dd, w) : this.Dw ? this.Dw.matTVec(out, w) : csrMatTVec(out, this.Dr!, w);
   }
 
@@ -257,8 +279,9 @@ export class RidgeXUpdate {
   /**
    * cholesky form: the factorisation for `rho` on this thread a piece at a time (factorPieces,
    * some 20 ms each), giving the event loop a turn between pieces, so that the party keeps
-   * answering the coordinator's heartbeats for the seconds it takes. Resolves with the number of
-   * pieces (0: nothing to do, another form or already factored for `rho`, or cancelled).
+   * answering the coordinator's heartbeats for the seconds it takes; with threads, they form
+   * their parts of the Gram matrix meanwhile. Resolves with the number of pieces on this thread
+   * (0: nothing to do, another form or already factored for `rho`, or cancelled).
    */
   async factorInPieces(rho: number): Promise<number> {
     if (this.form !== 'cholesky' || rho === this.cholRho) return 0;
@@ -270,9 +293,9 @@ export class RidgeXUpdate {
     this.factoring = token;
     let pieces = 0;
     try {
-      for (const _ of factorPieces(this.factorInput(rho, target.chol))) {
+      for (const step of factorPieces(this.factorInput(rho, target.chol), PIECE_WORK, this.pool)) {
         pieces++;
-        await nextTurn();
+        await (step ?? nextTurn());
         if (this.factoring !== token) return 0; // cancelled: nothing factored
       }
     } finally {
@@ -737,6 +760,35 @@ const blockCols = (src: BlockSource): number => (src.dense ? src.dense.cols : sr
 const PIECE_WORK = 2 ** 25;
 
 /**
+ * Entries of a dense block from which `threads: 'auto'` uses threads: 2^22 (32 MiB), where one
+ * product takes some 4 ms on one thread; below it a thread's 10-20 MB and the hand-over cost
+ * more than they save.
+ */
+export const THREADS_MIN_ENTRIES = 2 ** 22;
+/**
+ * Most threads beside the party's own that 'auto' takes. The products stream the block through
+ * memory, whose bandwidth the cores share; 2 threads in all measured 1.9-2x one on 2 cores
+ * (`npm run bench:threads`), more was not measured here.
+ */
+export const MAX_AUTO_THREADS = 3;
+
+/**
+ * Threads beside the party's own for a dense block: a number as given, or 'auto': none for a
+ * block under THREADS_MIN_ENTRIES or outside shared memory, else one less than the cores this
+ * process may use (at most MAX_AUTO_THREADS). Parties that share a machine (admm-share
+ * simulate) should say how many.
+ */
+export function threadsFor(setting: number | 'auto', block: Dense): number {
+  if (setting !== 'auto') {
+    if (!(Number.isInteger(setting) && setting >= 0)) throw new RangeError(`threads must be a whole number or 'auto', got ${setting}`);
+    return setting;
+  }
+  // Threads read the block where it is: only a block in shared memory (as the party's readers make it) can have them.
+  if (!(block.data.buffer instanceof SharedArrayBuffer) || block.rows * block.cols < THREADS_MIN_ENTRIES) return 0;
+  return Math.max(0, Math.min(availableParallelism() - 1, MAX_AUTO_THREADS));
+}
+
+/**
  * run(from, to) over [0, count) in ranges of about `work` multiply-adds (cost(i) those of item
  * i), each range's end a multiple of `align` (or count), yielding after each.
  */
@@ -751,41 +803,51 @@ function* inPieces(count: number, work: number, cost: (i: number) => number, run
   }
 }
 
-/** The centred Gram matrix in pieces of about `work` multiply-adds (inPieces), formed packed in `gram` (zeros). */
-function* centredGramPieces(src: BlockSource, side: 'primal' | 'dual', mu: Float64Array | undefined, gram: Float64Array, work: number): Generator<void, void, void> {
+/**
+ * The centred Gram matrix in pieces of about `work` multiply-adds (inPieces), formed packed in
+ * `gram` (zeros). With `pool` (a dense block's threads) the threads form their parts meanwhile,
+ * in shared memory (a copy of the matrix's size when `gram` is not there), and the last yield
+ * is a promise of their end.
+ */
+function* centredGramPieces(src: BlockSource, side: 'primal' | 'dual', mu: Float64Array | undefined, gram: Float64Array, work: number, pool?: DenseThreads): Generator<Promise<void> | void, void, void> {
   const n = blockRows(src);
   const d = blockCols(src);
   const { dense, csr } = src;
   const nnz = (i: number): number => (csr ? csr.indptr[i + 1] - csr.indptr[i] : d);
-  if (side === 'primal') {
-    // (D - 1 mu^T)^T (D - 1 mu^T) = D^T D - N mu mu^T
+  if (pool && dense) {
+    const g = gram.buffer instanceof SharedArrayBuffer ? gram : sharedFloat64(gram.length);
+    yield* pool.gram(g, side, work);
+    if (g !== gram) gram.set(g);
+  } else if (side === 'primal') {
     if (dense) {
       const panel = gramPanel(d);
       yield* inPieces(n, work, () => (d * d) / 2, (from, to) => denseGramRows(dense, gram, from, to, panel), PANEL_ROWS);
     } else yield* inPieces(n, work, (i) => nnz(i) ** 2 / 2, (from, to) => csrGramRows(csr!, gram, from, to));
-    if (mu) for (let i = 0, r = 0; i < d; r += ++i) for (let j = 0; j <= i; j++) gram[r + j] -= n * mu[i] * mu[j];
-    return;
-  }
-  // Row i of D D^T is its dot products with rows i..n-1.
-  if (dense) yield* inPieces(n, work, (i) => (n - i) * d, (from, to) => denseOuterGramRows(dense, gram, from, to), 2);
-  else {
+  } else if (dense) {
+    // Row i of D D^T is its dot products with rows i..n-1.
+    yield* inPieces(n, work, (i) => (n - i) * d, (from, to) => denseOuterGramRows(dense, gram, from, to), 2);
+  } else {
     const scratch = new Float64Array(d);
     yield* inPieces(n, work, (i) => (n - i) * nnz(i), (from, to) => csrOuterGramRows(csr!, gram, from, to, scratch));
   }
-  if (mu) centreSymmetric(gram, n);
+  if (!mu) return;
+  // (D - 1 mu^T)^T (D - 1 mu^T) = D^T D - N mu mu^T; C D D^T C with C = I - 1 1^T / N.
+  if (side === 'primal') for (let i = 0, r = 0; i < d; r += ++i) for (let j = 0; j <= i; j++) gram[r + j] -= n * mu[i] * mu[j];
+  else centreSymmetric(gram, n);
 }
 
 /**
  * The Cholesky factor (lower triangle) of lambda I + rho G~, G~ the side's centred Gram
  * matrix, formed in `input.into`, in pieces of about `work` multiply-adds (some 20 ms by
  * default; inPieces): the caller runs them all at once (factorSystem) or gives its event loop
- * a turn between them (RidgeXUpdate.factorInPieces).
+ * a turn between them (RidgeXUpdate.factorInPieces). With `pool`, threads form parts of the
+ * Gram matrix, and a yielded promise is awaited before going on.
  */
-export function* factorPieces(input: FactorInput, work = PIECE_WORK): Generator<void, void, void> {
+export function* factorPieces(input: FactorInput, work = PIECE_WORK, pool?: DenseThreads): Generator<Promise<void> | void, void, void> {
   const { side, mu, lambda, rho, into: a } = input;
   const k = side === 'primal' ? blockCols(input) : blockRows(input);
   assertLength('factor', a, packedLength(k));
-  yield* centredGramPieces(input, side, mu, a, work);
+  yield* centredGramPieces(input, side, mu, a, work, pool);
   for (let i = 0; i < a.length; i++) a[i] *= rho;
   for (let i = 0; i < k; i++) a[packedAt(i) + i] += lambda;
   // Row i of the factor costs about i^2 / 2 multiply-adds.

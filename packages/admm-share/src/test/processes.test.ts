@@ -210,7 +210,9 @@ test('wrong flags give usage errors with exit 64, never a stack trace', async (t
     [BIN.party, ['--coordinator', 'ws://x', '--id', 'p', '--data', 'x'], /choose a privacy setting: --epsilon E .* or --mechanism none/],
     [BIN.party, ['--coordinator', 'ws://x', '--id', 'p', '--data', 'x', '--mechanism', 'paper', '--epsilon', '1'], /needs --b1 and --c1/],
     [BIN.share, ['simulate', '--mechanism', 'gaussian-share'], /needs --epsilon/],
+    [BIN.party, ['--coordinator', 'ws://x', '--id', 'p', '--data', 'x', '--mechanism', 'none', '--threads', 'many'], /--threads must be 'auto' or a whole number of threads, got 'many'/],
     [BIN.share, ['simulate', '--rounds', '0'], /--rounds must be an integer >= 1/],
+    [BIN.share, ['simulate', '--party-threads', '-1'], /--party-threads must be an integer >= 0/],
     [BIN.share, ['frobnicate'], /Unknown argument|name a command/i],
   ];
   for (const [bin, args, re] of cases) {

@@ -130,7 +130,7 @@ test('simulate --algorithm sgd: mini-batch SGD over the same processes approache
   assert.equal(model.hyperParameters.variant, 'sgd');
 });
 
-test('simulate with two dense blocks of 700 features: each party factors its block by Cholesky in pieces, and the job reaches the central optimum', async (t) => {
+test('simulate with two dense blocks of 700 features and --party-threads 1: each party factors its block by Cholesky in pieces with a second thread, which shares its products, and the job reaches the central optimum', async (t) => {
   const dir = tempDir(t);
   // 1500 rows x 1400 dense features, labels from a logistic model on a few of them (seeded).
   const rand = (() => {
@@ -150,7 +150,7 @@ test('simulate with two dense blocks of 700 features: each party factors its blo
   writeFileSync(data, lines.join('\n') + '\n');
   const out = join(dir, 'run');
   const lambda = 1e-2;
-  const p = run(BIN.share, ['simulate', '--data', data, '--split', '700,700', '--lambda', String(lambda), '--rounds', '300', '--out', out, '--no-baselines']);
+  const p = run(BIN.share, ['simulate', '--data', data, '--split', '700,700', '--lambda', String(lambda), '--rounds', '300', '--out', out, '--no-baselines', '--party-threads', '1']);
   const { code } = await p.exit;
   assert.equal(code, 0, p.stderr());
   for (const id of ['party-1', 'party-2']) {
@@ -158,6 +158,7 @@ test('simulate with two dense blocks of 700 features: each party factors its blo
     assert.equal(setup?.form, 'cholesky', `${id}: ${JSON.stringify(setup)}`);
     assert.equal(setup?.dense, true);
     assert.ok(setup?.factorPieces > 1, `${id}: factored in pieces, the event loop's turns between them`);
+    assert.equal(setup?.threads, 1, `${id}: a thread beside its own (its block is in shared memory)`);
   }
   const t0 = readLibsvm(data, { features: d });
   const { y } = binaryLabels({ file: data, ids: t0.ids, raw: t0.firstTokens!, lines: t0.lines });

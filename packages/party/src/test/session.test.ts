@@ -65,6 +65,7 @@ function env(opts: { privacy?: PrivacyConfig; intercept?: boolean; ledgerPath?: 
     // The intersection is not under test here (psi.test.ts): setup names file rows directly.
     psi: { answer: () => Promise.reject(new Error('no psi in these tests')), blindAgain: () => Promise.reject(new Error('no psi in these tests')), fileRows: (_set, positions) => positions },
     maxLabelIds: 1000,
+    threads: 'auto',
     role: 'passive',
     log: opts.log ?? pino({ level: 'silent' }),
   };

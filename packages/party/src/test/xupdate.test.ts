@@ -1,8 +1,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CholeskyDecomposition, Matrix, solve } from 'ml-matrix';
-import { type Csr, csrFromDense } from '@admm-share/core';
-import { RidgeXUpdate, factorPieces } from '../xupdate.js';
+import { type Csr, csrFromDense, sharedFloat64 } from '@admm-share/core';
+import { RidgeXUpdate, THREADS_MIN_ENTRIES, factorPieces, threadsFor } from '../xupdate.js';
 import { gaussian, randomVector, seeded } from '@admm-share/core/test-support';
 
 // ---------------------------------------------------------------------------------------
@@ -505,6 +505,62 @@ test('Cholesky form: a factorisation cancelled between its pieces resolves with 
   reference.solve(w.slice(), 0.3);
   assert.ok(x.factorMs > 0, 'factored in place by the solve');
   assert.deepEqual(x.x, reference.x);
+});
+
+test('threads: a dense block in shared memory solves as on one thread, with 1 and 2 threads (Cholesky primal and dual, factored in pieces; eigen and cg forms), and stops when closed', async () => {
+  const rand = seeded(5757);
+  const close = (a: Float64Array, b: Float64Array, what: string): void => {
+    for (let i = 0; i < a.length; i++) assert.ok(Math.abs(a[i] - b[i]) <= 1e-9 * (1 + Math.abs(b[i])), `${what}[${i}]: ${a[i]} vs ${b[i]}`);
+  };
+  for (const [n, d, opts] of [
+    [300, 40, { eigenLimit: 10 }],
+    [40, 300, { eigenLimit: 10 }],
+    [80, 30, {}],
+    [120, 40, { eigenLimit: 10, choleskyLimit: 0 }],
+  ] as const) {
+    const data = sharedFloat64(n * d);
+    for (let i = 0; i < data.length; i++) data[i] = rand() - 0.3;
+    const D = { rows: n, cols: d, data };
+    const one = new RidgeXUpdate(D, 1e-2, true, { ...opts, rho: 0.4 });
+    for (const threads of [1, 2]) {
+      const what = `${n} x ${d} ${one.form}, ${threads} threads`;
+      const x = new RidgeXUpdate(D, 1e-2, true, { ...opts, threads });
+      try {
+        assert.equal(x.threads, threads);
+        if (x.form === 'cholesky') assert.ok((await x.factorInPieces(0.4)) >= 1, what);
+        for (let round = 0; round < 3; round++) {
+          const c = Float64Array.from({ length: n }, () => rand() * 2 - 1);
+          one.reset();
+          x.reset();
+          one.updateFromBroadcast(c, 0.4);
+          x.updateFromBroadcast(c, 0.4);
+          close(x.x, one.x, `${what}: x`);
+          close(x.share, one.share, `${what}: share`);
+        }
+      } finally {
+        await x.close();
+      }
+    }
+  }
+  // Closed while its threads form the Gram matrix: nothing factored, nothing left waiting.
+  const data = sharedFloat64(600 * 200);
+  for (let i = 0; i < data.length; i++) data[i] = rand() - 0.5;
+  const x = new RidgeXUpdate({ rows: 600, cols: 200, data }, 1e-2, false, { eigenLimit: 10, threads: 1 });
+  const pending = x.factorInPieces(0.3);
+  await x.close();
+  assert.equal(await pending, 0);
+  assert.equal(x.factorMs, 0);
+});
+
+test('threadsFor: a number as given; auto: none for a small block or one outside shared memory', () => {
+  const big = { rows: THREADS_MIN_ENTRIES, cols: 1, data: sharedFloat64(1) }; // only rows x cols and the buffer are read
+  assert.equal(threadsFor(2, big), 2);
+  assert.equal(threadsFor(0, big), 0);
+  assert.equal(threadsFor('auto', { ...big, rows: THREADS_MIN_ENTRIES - 1 }), 0);
+  assert.equal(threadsFor('auto', { ...big, data: new Float64Array(1) }), 0);
+  assert.ok(threadsFor('auto', big) <= 3);
+  assert.throws(() => threadsFor(-1, big), /whole number/);
+  assert.throws(() => threadsFor(1.5, big), /whole number/);
 });
 
 test('noiseFree: released is the share itself, and the rounds are those of a separate released vector, bit for bit', () => {

@@ -1,0 +1,266 @@
+// A dense block's products and Gram matrix over more than one thread: worker threads that read
+// the block in shared memory (no copy) and wait on an atomic flag between calls, so that a
+// product costs no message and the calling thread stays synchronous (it blocks for the
+// milliseconds the others take). The calling thread does a part itself.
+import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from 'node:worker_threads';
+import { assertLength } from './csr.js';
+import { type Dense, PANEL_ROWS, denseGramRows, denseMatTVecRows, denseMatVecRows, denseOuterGramRows, gramPanel } from './dense.js';
+import { packedLength } from './packed.js';
+
+/** What the threads are told to do (ctrl[OP]). */
+export const Op = {
+  MatVec: 1,
+  MatTVec: 2,
+  /** The packed A^T A, a range of its columns each (a message before the op holds the matrix and the range). */
+  Gram: 3,
+  /** The packed A A^T, a range of its rows each. */
+  OuterGram: 4,
+  Exit: 5,
+} as const;
+type Op = (typeof Op)[keyof typeof Op];
+
+/** Slots of the control array: a call's number (the threads wait for it to change), its Op, threads still at it, a failure. */
+export const GEN = 0;
+export const OP = 1;
+export const PENDING = 2;
+export const FAILED = 3;
+
+/** What each worker thread gets at its start. */
+export interface DenseWorkerData {
+  a: Dense;
+  /** Its rows for the products: [from, to). */
+  from: number;
+  to: number;
+  ctrl: Int32Array;
+  /** The products' input vectors (cols and rows long), their output (rows long) and this thread's part of A^T w (cols long). */
+  x: Float64Array;
+  w: Float64Array;
+  out: Float64Array;
+  partial: Float64Array;
+  /** Where the Gram ops' matrix and range come (one message before the op), and where a failure's message goes. */
+  port: MessagePort;
+}
+
+/** A Gram op's message to one thread: the packed matrix (shared) and its range of columns (Gram) or rows (OuterGram). */
+export interface GramPart {
+  g: Float64Array;
+  from: number;
+  to: number;
+}
+
+/** Longest wait for the threads' part of one call before they are taken for dead (a product takes milliseconds). */
+const STALL_MS = 120_000;
+
+/**
+ * [from, to) of `count` items cut into `parts` ranges of about equal cost (cost(i) that of
+ * item i), each boundary a multiple of `align` (or count).
+ */
+export function balancedRanges(count: number, parts: number, cost: (i: number) => number, align = 1): [number, number][] {
+  let total = 0;
+  for (let i = 0; i < count; i++) total += cost(i);
+  const ranges: [number, number][] = [];
+  let from = 0;
+  let acc = 0;
+  let i = 0;
+  for (let p = 1; p <= parts; p++) {
+    const goal = (total * p) / parts;
+    while (i < count && acc + cost(i) / 2 < goal) acc += cost(i++);
+    const to = p === parts ? count : Math.min(count, Math.ceil(i / align) * align);
+    ranges.push([from, Math.max(from, to)]);
+    from = Math.max(from, to);
+  }
+  return ranges;
+}
+
+/**
+ * Worker threads for one dense block (its data in a SharedArrayBuffer): `threads` of them and
+ * the calling thread each take a part of every call. Start with DenseThreads.start; close when
+ * the block is no longer used (the threads are unref'd, so they never keep a process alive).
+ */
+export class DenseThreads {
+  private readonly ctrl = new Int32Array(new SharedArrayBuffer(4 * Int32Array.BYTES_PER_ELEMENT));
+  private readonly x: Float64Array;
+  private readonly w: Float64Array;
+  private readonly out: Float64Array;
+  /** Thread t's part of A^T w at t * cols. */
+  private readonly partials: Float64Array;
+  private readonly workers: Worker[] = [];
+  private readonly ports: MessagePort[] = [];
+  /** The calling thread's rows for the products. */
+  private readonly mine: [number, number];
+  private closed = false;
+  /** Why a thread stopped, if one did. */
+  private failure: string | undefined;
+
+  private constructor(
+    private readonly a: Dense,
+    readonly threads: number,
+  ) {
+    if (!(a.data.buffer instanceof SharedArrayBuffer)) throw new RangeError('DenseThreads: the block is not in shared memory (sharedFloat64)');
+    if (!(Number.isInteger(threads) && threads >= 1)) throw new RangeError(`DenseThreads: threads must be an integer >= 1, got ${threads}`);
+    const { rows, cols } = a;
+    const shared = (n: number): Float64Array => new Float64Array(new SharedArrayBuffer(n * Float64Array.BYTES_PER_ELEMENT));
+    this.x = shared(cols);
+    this.w = shared(rows);
+    this.out = shared(rows);
+    this.partials = shared(threads * cols);
+    const ranges = balancedRanges(rows, threads + 1, () => 1);
+    this.mine = ranges[threads];
+    for (let t = 0; t < threads; t++) {
+      const { port1, port2 } = new MessageChannel();
+      const workerData: DenseWorkerData = {
+        a,
+        from: ranges[t][0],
+        to: ranges[t][1],
+        ctrl: this.ctrl,
+        x: this.x,
+        w: this.w,
+        out: this.out,
+        partial: this.partials.subarray(t * cols, (t + 1) * cols),
+        port: port2,
+      };
+      const worker = new Worker(new URL('./dense-worker.js', import.meta.url), { workerData, transferList: [port2] });
+      worker.unref();
+      worker.on('error', (e) => (this.failure ??= e.message));
+      worker.on('exit', (code) => {
+        if (!this.closed) this.failure ??= `a product thread exited (code ${code})`;
+      });
+      this.workers.push(worker);
+      this.ports.push(port1);
+    }
+  }
+
+  /** Threads for the dense block `a` (in shared memory: sharedFloat64). */
+  static start(a: Dense, threads: number): DenseThreads {
+    return new DenseThreads(a, threads);
+  }
+
+  /** out = A x, the rows split between the threads. */
+  matVec(out: Float64Array, x: Float64Array): Float64Array {
+    assertLength('out', out, this.a.rows);
+    assertLength('x', x, this.a.cols);
+    this.x.set(x);
+    this.begin(Op.MatVec);
+    const [from, to] = this.mine;
+    denseMatVecRows(out, this.a, x, from, to);
+    this.waitSync();
+    out.set(this.out.subarray(0, from));
+    return out;
+  }
+
+  /** out = A^T w: each thread sums its rows, then the parts are added. */
+  matTVec(out: Float64Array, w: Float64Array): Float64Array {
+    const { rows, cols } = this.a;
+    assertLength('out', out, cols);
+    assertLength('w', w, rows);
+    this.w.set(w);
+    this.begin(Op.MatTVec);
+    denseMatTVecRows(out, this.a, w, this.mine[0], this.mine[1]);
+    this.waitSync();
+    const p = this.partials;
+    for (let t = 0; t < this.threads; t++) for (let j = 0, o = t * cols; j < cols; j++) out[j] += p[o + j];
+    return out;
+  }
+
+  /**
+   * Adds A^T A (side primal: cols x cols) or A A^T (dual: rows x rows), packed, to `g` (in
+   * shared memory): the threads each take a range of the triangle's columns (primal) or rows
+   * (dual) of about equal work, the calling thread the last one, in pieces of about `work`
+   * multiply-adds with a yield after each. The generator's last yield is the threads' part,
+   * a promise: the caller awaits it before using `g`.
+   */
+  *gram(g: Float64Array, side: 'primal' | 'dual', work: number): Generator<Promise<void> | void, void, void> {
+    const { rows: n, cols: d } = this.a;
+    if (!(g.buffer instanceof SharedArrayBuffer)) throw new RangeError('DenseThreads.gram: the matrix is not in shared memory');
+    assertLength('gram', g, packedLength(side === 'primal' ? d : n));
+    const parts =
+      side === 'primal'
+        ? balancedRanges(d, this.threads + 1, (j) => d - j, 4) // column j's block pairs with the columns after it
+        : balancedRanges(n, this.threads + 1, (i) => n - i, 2); // row i, with the rows after it
+    for (let t = 0; t < this.threads; t++) this.ports[t].postMessage({ g, from: parts[t][0], to: parts[t][1] } satisfies GramPart);
+    this.begin(side === 'primal' ? Op.Gram : Op.OuterGram);
+    const [from, to] = parts[this.threads];
+    if (side === 'primal') {
+      const panel = gramPanel(d);
+      // Rows in pieces, each panel's part of the triangle for the columns [from, to).
+      const perRow = Math.max(1, ((to - from) * (d - (from + to) / 2)) | 0);
+      const rowsPerPiece = Math.max(PANEL_ROWS, Math.floor(work / perRow / PANEL_ROWS) * PANEL_ROWS);
+      for (let r = 0; r < n; r += rowsPerPiece) {
+        denseGramRows(this.a, g, r, Math.min(n, r + rowsPerPiece), panel, from, to);
+        yield;
+      }
+    } else {
+      for (let i = from; i < to; ) {
+        let end = i;
+        for (let w = 0; end < to && w < work; end += 2) w += 2 * (n - end) * d;
+        end = Math.min(end, to);
+        denseOuterGramRows(this.a, g, i, end);
+        i = end;
+        yield;
+      }
+    }
+    yield this.waitAsync();
+  }
+
+  /** Stop the threads (a call under way is not interrupted: call from the same thread as the calls). */
+  async close(): Promise<void> {
+    if (this.closed) return;
+    this.closed = true;
+    Atomics.store(this.ctrl, OP, Op.Exit);
+    Atomics.add(this.ctrl, GEN, 1);
+    Atomics.notify(this.ctrl, GEN);
+    for (const p of this.ports) p.close();
+    await Promise.all(this.workers.map((w) => w.terminate()));
+  }
+
+  /** Tell every thread to do `op` on its part. */
+  private begin(op: Op): void {
+    if (this.closed) throw new Error('DenseThreads: closed');
+    this.check();
+    Atomics.store(this.ctrl, PENDING, this.threads);
+    Atomics.store(this.ctrl, OP, op);
+    Atomics.add(this.ctrl, GEN, 1);
+    Atomics.notify(this.ctrl, GEN);
+  }
+
+  /** Block until every thread has done its part. */
+  private waitSync(): void {
+    const t0 = performance.now();
+    for (let p; (p = Atomics.load(this.ctrl, PENDING)) !== 0; ) {
+      if (Atomics.wait(this.ctrl, PENDING, p, 1000) === 'timed-out' && performance.now() - t0 > STALL_MS)
+        throw new Error(`DenseThreads: the product threads did not answer in ${STALL_MS / 1000} s`);
+    }
+    this.check();
+  }
+
+  /** Resolves when every thread has done its part, or the threads were closed (the event loop runs meanwhile). */
+  private async waitAsync(): Promise<void> {
+    // The threads keep the process alive while it waits for them (Atomics.waitAsync does not).
+    for (const w of this.workers) w.ref();
+    try {
+      // Closed meanwhile: the caller's work was abandoned (it sees so itself), nothing to wait for.
+      for (let p; !this.closed && (p = Atomics.load(this.ctrl, PENDING)) !== 0; ) {
+        const r = (Atomics as unknown as AtomicsWaitAsync).waitAsync(this.ctrl, PENDING, p, 1000);
+        if (r.async) await r.value;
+        this.check();
+      }
+    } finally {
+      for (const w of this.workers) w.unref();
+    }
+    this.check();
+  }
+
+  private check(): void {
+    if (Atomics.load(this.ctrl, FAILED) !== 0)
+      for (const port of this.ports) {
+        const m = receiveMessageOnPort(port)?.message as { failure?: string } | undefined;
+        if (m?.failure !== undefined) this.failure ??= m.failure;
+      }
+    if (this.failure !== undefined) throw new Error(`DenseThreads: ${this.failure}`);
+  }
+}
+
+/** Atomics.waitAsync (Node 16 and later; not in the ES2022 library's types). */
+interface AtomicsWaitAsync {
+  waitAsync(a: Int32Array, index: number, value: number, timeout: number): { async: false; value: 'not-equal' | 'timed-out' } | { async: true; value: Promise<'ok' | 'timed-out'> };
+}

@@ -1,0 +1,97 @@
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { Matrix } from 'ml-matrix';
+import { type Dense, DenseThreads, balancedRanges, packedLength, sharedFloat64, unpackSymmetric } from '../index.js';
+import { seeded } from './support.js';
+
+const close = (a: number, b: number, tol: number, what: string) => assert.ok(Math.abs(a - b) <= tol * (1 + Math.abs(b)), `${what}: ${a} vs ${b}`);
+
+/** An n x d matrix in shared memory, entries in [-1, 1), and the same as an ml-matrix Matrix. */
+function sharedRandom(rand: () => number, n: number, d: number): { A: Dense; M: Matrix } {
+  const data = sharedFloat64(n * d);
+  for (let i = 0; i < data.length; i++) data[i] = 2 * rand() - 1;
+  const M = new Matrix(Array.from({ length: n }, (_, i) => Array.from(data.subarray(i * d, (i + 1) * d))));
+  return { A: { rows: n, cols: d, data }, M };
+}
+
+/** Runs DenseThreads.gram to its end, awaiting the threads' part (as the x-update does). */
+async function gram(t: DenseThreads, g: Float64Array, side: 'primal' | 'dual', work: number): Promise<number> {
+  let pieces = 0;
+  for (const step of t.gram(g, side, work)) {
+    pieces++;
+    if (step) await step;
+  }
+  return pieces;
+}
+
+test('balancedRanges: contiguous, aligned, covering, and of about equal cost', () => {
+  for (const [count, parts, align] of [[2000, 2, 4], [2001, 3, 4], [7, 4, 2], [1, 3, 1], [0, 2, 1]]) {
+    const cost = (i: number) => count - i;
+    const r = balancedRanges(count, parts, cost, align);
+    assert.equal(r.length, parts);
+    assert.equal(r[0][0], 0);
+    assert.equal(r[parts - 1][1], count);
+    for (let p = 0; p < parts; p++) {
+      assert.ok(r[p][0] <= r[p][1], `range ${p} of ${count}`);
+      if (p > 0) assert.equal(r[p][0], r[p - 1][1]);
+      if (r[p][1] < count) assert.equal(r[p][1] % align, 0);
+    }
+    if (count >= 1000) {
+      const total = (count * (count + 1)) / 2;
+      for (const [from, to] of r) {
+        let c = 0;
+        for (let i = from; i < to; i++) c += cost(i);
+        assert.ok(Math.abs(c - total / parts) < 0.01 * total, `range [${from}, ${to}) costs ${c} of ${total}`);
+      }
+    }
+  }
+});
+
+test('DenseThreads: products and both Gram matrices agree with ml-matrix, with 1 and 2 threads', async () => {
+  const rand = seeded(5);
+  for (const [n, d, threads] of [[301, 37, 1], [300, 41, 2], [5, 130, 2], [2, 3, 2]]) {
+    const { A, M } = sharedRandom(rand, n, d);
+    const t = DenseThreads.start(A, threads);
+    try {
+      for (let call = 0; call < 3; call++) {
+        const x = Float64Array.from({ length: d }, () => rand() - 0.5);
+        const w = Float64Array.from({ length: n }, () => rand() - 0.5);
+        const ax = t.matVec(new Float64Array(n), x);
+        const atw = t.matTVec(new Float64Array(d), w);
+        const refAx = M.mmul(Matrix.columnVector(Array.from(x))).getColumn(0);
+        const refAtw = M.transpose().mmul(Matrix.columnVector(Array.from(w))).getColumn(0);
+        for (let i = 0; i < n; i++) close(ax[i], refAx[i], 1e-12, `(A x)[${i}] at ${n} x ${d}, ${threads} threads, call ${call}`);
+        for (let j = 0; j < d; j++) close(atw[j], refAtw[j], 1e-12, `(A^T w)[${j}] at ${n} x ${d}, ${threads} threads, call ${call}`);
+      }
+      // Small pieces on this thread, so that it yields more than once.
+      const gp = sharedFloat64(packedLength(d));
+      const piecesG = await gram(t, gp, 'primal', 2000);
+      const refG = M.transpose().mmul(M);
+      const g = unpackSymmetric(gp, d);
+      for (let i = 0; i < d; i++) for (let j = 0; j < d; j++) close(g[i * d + j], refG.get(i, j), 1e-12, `G[${i}][${j}] at ${n} x ${d}, ${threads} threads`);
+      const kp = sharedFloat64(packedLength(n));
+      const piecesK = await gram(t, kp, 'dual', 2000);
+      const refK = M.mmul(M.transpose());
+      const k = unpackSymmetric(kp, n);
+      for (let i = 0; i < n; i++) for (let j = 0; j < n; j++) close(k[i * n + j], refK.get(i, j), 1e-12, `K[${i}][${j}] at ${n} x ${d}, ${threads} threads`);
+      if (n === 300) assert.ok(piecesG > 2 && piecesK > 2, `pieces ${piecesG}, ${piecesK}`);
+      // Still answering products after the Gram calls.
+      const x = Float64Array.from({ length: d }, () => 1);
+      const ax = t.matVec(new Float64Array(n), x);
+      for (let i = 0; i < n; i++) close(ax[i], M.getRow(i).reduce((s, v) => s + v, 0), 1e-12, `row sum ${i}`);
+    } finally {
+      await t.close();
+    }
+  }
+});
+
+test('DenseThreads refuses a block or a Gram matrix outside shared memory, and calls after close', async () => {
+  assert.throws(() => DenseThreads.start({ rows: 2, cols: 2, data: new Float64Array(4) }, 1), /not in shared memory/);
+  const { A } = sharedRandom(seeded(1), 4, 3);
+  assert.throws(() => DenseThreads.start(A, 0), /threads must be an integer >= 1/);
+  const t = DenseThreads.start(A, 1);
+  assert.throws(() => t.gram(new Float64Array(packedLength(3)), 'primal', 100).next(), /not in shared memory/);
+  assert.throws(() => t.matVec(new Float64Array(3), new Float64Array(3)), /out/);
+  await t.close();
+  assert.throws(() => t.matVec(new Float64Array(4), new Float64Array(3)), /closed/);
+});
