@@ -14,7 +14,9 @@
 // features): per-round median and p90, set-up seconds, each party's factorisation form and
 // time, each process's peak resident memory against its block's size, and the same rounds in
 // one process (the product's RidgeXUpdate and AdmmCoordinator on the same blocks) as a ratio.
-//   npm run bench -- --case gisette [--rounds 20]
+// --party-threads N passes each party N threads for its dense block (default: simulate's, 0 on
+// 2 cores; docs/scaling.md, "Threads").
+//   npm run bench -- --case gisette [--rounds 20] [--party-threads 1]
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -29,6 +31,7 @@ const { values } = parseArgs({
     scale: { type: 'boolean', default: false },
     'scale-rows': { type: 'string', default: '1000000' },
     case: { type: 'string' },
+    'party-threads': { type: 'string' },
   },
 });
 const root = new URL('..', import.meta.url).pathname;
@@ -154,7 +157,8 @@ async function scale(rows, rounds) {
 async function builtIn(name, rounds) {
   const out = mkdtempSync(join(tmpdir(), `admm-bench-${name}-`));
   try {
-    const args = [cli, 'simulate', '--dataset', name, '--rounds', String(rounds), '--out', out, '--no-baselines'];
+    const threads = values['party-threads'];
+    const args = [cli, 'simulate', '--dataset', name, '--rounds', String(rounds), '--out', out, '--no-baselines', ...(threads !== undefined ? ['--party-threads', threads] : [])];
     const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
     let stderr = '';
     let stdout = '';
@@ -174,7 +178,7 @@ async function builtIn(name, rounds) {
     for (const f of readdirSync(join(out, 'logs')).filter((f) => f.startsWith('party-')).sort()) {
       const rec = readFileSync(join(out, 'logs', f), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((r) => r.msg === 'aligned and factorised');
       const id = f.replace(/\.log$/, '');
-      if (rec) console.log(`  ${id}: ${rec.rows} rows, form ${rec.form}${rec.dense ? ' (dense)' : ' (sparse)'}, set-up ${(rec.factorMs / 1000).toFixed(1)} s`);
+      if (rec) console.log(`  ${id}: ${rec.rows} rows, form ${rec.form}${rec.dense ? ' (dense)' : ' (sparse)'}, ${rec.threads ?? 0} threads beside its own, set-up ${(rec.factorMs / 1000).toFixed(1)} s`);
     }
     console.log(`peak resident memory: ${[...peaks].sort().map(([role, b]) => `${role} ${(b / 2 ** 20).toFixed(0)} MB`).join(', ')}`);
 

@@ -760,11 +760,14 @@ const blockCols = (src: BlockSource): number => (src.dense ? src.dense.cols : sr
 const PIECE_WORK = 2 ** 25;
 
 /**
- * Entries of a dense block from which `threads: 'auto'` uses threads: 2^22 (32 MiB), where one
- * product takes some 4 ms on one thread; below it a thread's 10-20 MB and the hand-over cost
- * more than they save.
+ * Entries of a dense block from which `threads: 'auto'` uses threads: 2^23 (64 MiB), where one
+ * product takes some 14 ms on one thread. Each thread costs about 10 MB (its own V8 heap), and
+ * a threaded set-up holds the Gram matrix twice for a moment (formed in shared memory, copied
+ * into the solves' WebAssembly memory): on the gisette-shaped set, one thread took the
+ * 2000-feature parties from 197-200 to 223 MB and the 1000-feature one (46 MB, under this
+ * limit) from 130 to 145 MB, over 3x its block (docs/scaling.md, "Threads").
  */
-export const THREADS_MIN_ENTRIES = 2 ** 22;
+export const THREADS_MIN_ENTRIES = 2 ** 23;
 /**
  * Most threads beside the party's own that 'auto' takes. The products stream the block through
  * memory, whose bandwidth the cores share; 2 threads in all measured 1.9-2x one on 2 cores
