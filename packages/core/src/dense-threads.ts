@@ -213,10 +213,10 @@ export class DenseThreads {
     await Promise.all(this.workers.map((w) => w.terminate()));
   }
 
-  /** Tell every thread to do `op` on its part. */
+  /** Tell every thread to do `op` on its part (once they are done with a call left unfinished: an abandoned Gram matrix). */
   private begin(op: Op): void {
     if (this.closed) throw new Error('DenseThreads: closed');
-    this.check();
+    this.waitSync();
     Atomics.store(this.ctrl, PENDING, this.threads);
     Atomics.store(this.ctrl, OP, op);
     Atomics.add(this.ctrl, GEN, 1);

@@ -542,14 +542,25 @@ test('threads: a dense block in shared memory solves as on one thread, with 1 an
       }
     }
   }
-  // Closed while its threads form the Gram matrix: nothing factored, nothing left waiting.
+  // Cancelled while its threads form the Gram matrix: nothing factored, and the next solve
+  // (which factors in place) waits for the threads to finish the abandoned call.
   const data = sharedFloat64(600 * 200);
   for (let i = 0; i < data.length; i++) data[i] = rand() - 0.5;
-  const x = new RidgeXUpdate({ rows: 600, cols: 200, data }, 1e-2, false, { eigenLimit: 10, threads: 1 });
-  const pending = x.factorInPieces(0.3);
-  await x.close();
+  const D = { rows: 600, cols: 200, data };
+  const x = new RidgeXUpdate(D, 1e-2, false, { eigenLimit: 10, threads: 1 });
+  const reference = new RidgeXUpdate(D, 1e-2, false, { eigenLimit: 10, rho: 0.3 });
+  let pending = x.factorInPieces(0.3);
+  x.cancelFactor();
   assert.equal(await pending, 0);
   assert.equal(x.factorMs, 0);
+  const w = Float64Array.from({ length: 600 }, () => rand() - 0.5);
+  x.solve(w.slice(), 0.3);
+  reference.solve(w.slice(), 0.3);
+  close(x.x, reference.x, 'after a cancelled factorisation: x');
+  // Closed while it factors: nothing factored, nothing left waiting.
+  pending = x.factorInPieces(0.5);
+  await x.close();
+  assert.equal(await pending, 0);
 });
 
 test('threadsFor: a number as given; auto: none for a small block or one outside shared memory', () => {
