@@ -1,13 +1,14 @@
 #!/usr/bin/env node
 // A large dense block's x-update work on 1, 2, ... threads, in one process (docs/scaling.md,
 // "Threads"): the two per-round products D x and D^T w (median of --calls each, alternating)
-// and the set-up's Gram matrix D^T D (packed), for a --rows x --cols block of seeded random
-// entries in shared memory. Threads are DenseThreads' workers beside the calling thread.
+// and the set-up's Gram matrix D^T D (packed) and Cholesky factor of I + D^T D, for a --rows x
+// --cols block of seeded random entries in shared memory. Threads are DenseThreads' workers
+// beside the calling thread.
 // Prints figures; asserts nothing.
 //   npm run bench:threads [-- --rows 6000 --cols 2000 --threads 0,1 --calls 20]
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
-import { DenseThreads, denseGramRows, denseMatTVec, denseMatVec, gramPanel, packedLength, sharedFloat64 } from '@admm-share/core';
+import { DenseThreads, choleskyInPlace, denseGramRows, denseMatTVec, denseMatVec, gramPanel, packedAt, packedLength, sharedFloat64 } from '@admm-share/core';
 
 const { values } = parseArgs({
   options: {
@@ -60,11 +61,23 @@ for (const extra of counts) {
     for (const step of pool.gram(g, 'primal', 2 ** 25)) if (step) await step;
   } else denseGramRows(A, g, 0, n, gramPanel(d));
   const gramMs = performance.now() - t0;
-  const row = { products: median(tv) + median(tt), gram: gramMs };
+  for (let i = 0; i < d; i++) g[packedAt(i) + i] += 1;
+  t0 = performance.now();
+  let ok;
+  if (pool) {
+    const gen = pool.cholesky(g, d, 2 ** 25);
+    let r;
+    while (!(r = gen.next()).done);
+    ok = r.value;
+  } else ok = choleskyInPlace(g, d);
+  const cholMs = performance.now() - t0;
+  if (!ok) throw new Error('bench-threads: I + D^T D not positive definite?');
+  const row = { products: median(tv) + median(tt), gram: gramMs, chol: cholMs };
   base[0] ??= row;
   console.log(
     `threads ${extra + 1}: D x ${median(tv).toFixed(2)} ms, D^T w ${median(tt).toFixed(2)} ms (median of ${calls}), ` +
-      `Gram ${(gramMs / 1000).toFixed(2)} s; speed-up ${(base[0].products / row.products).toFixed(2)}x products, ${(base[0].gram / row.gram).toFixed(2)}x Gram`,
+      `Gram ${(gramMs / 1000).toFixed(2)} s, Cholesky ${(cholMs / 1000).toFixed(2)} s; ` +
+      `speed-up ${(base[0].products / row.products).toFixed(2)}x products, ${(base[0].gram / row.gram).toFixed(2)}x Gram, ${(base[0].chol / row.chol).toFixed(2)}x Cholesky`,
   );
   await pool?.close();
 }

@@ -4,7 +4,7 @@
 // milliseconds the others take). The calling thread does a part itself.
 import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from 'node:worker_threads';
 import { assertLength } from './csr.js';
-import { type Dense, PANEL_ROWS, denseGramRows, denseMatTVecRows, denseMatVecRows, denseOuterGramRows, gramPanel } from './dense.js';
+import { type Dense, PANEL_ROWS, choleskyRows, denseGramRows, denseMatTVecRows, denseMatVecRows, denseOuterGramRows, gramPanel } from './dense.js';
 import { packedLength } from './packed.js';
 
 /** What the threads are told to do (ctrl[OP]). */
@@ -16,6 +16,8 @@ export const Op = {
   /** The packed A A^T, a range of its rows each. */
   OuterGram: 4,
   Exit: 5,
+  /** A block of rows of a packed Cholesky factor, their columns before the block: a range of the rows each. */
+  CholeskyLeft: 6,
 } as const;
 type Op = (typeof Op)[keyof typeof Op];
 
@@ -37,15 +39,20 @@ export interface DenseWorkerData {
   w: Float64Array;
   out: Float64Array;
   partial: Float64Array;
-  /** Where the Gram ops' matrix and range come (one message before the op), and where a failure's message goes. */
+  /** Where the ops on a packed matrix get it and their range (one message before the op), and where a failure's message goes. */
   port: MessagePort;
 }
 
-/** A Gram op's message to one thread: the packed matrix (shared) and its range of columns (Gram) or rows (OuterGram). */
-export interface GramPart {
+/**
+ * An op's message to one thread: the packed matrix (shared), its range of columns (Gram) or
+ * rows (OuterGram, CholeskyLeft); for CholeskyLeft the matrix's order and the columns to form, [0, upTo).
+ */
+export interface PackedPart {
   g: Float64Array;
   from: number;
   to: number;
+  n?: number;
+  upTo?: number;
 }
 
 /** Longest wait for the threads' part of one call before they are taken for dead (a product takes milliseconds). */
@@ -177,7 +184,7 @@ export class DenseThreads {
       side === 'primal'
         ? balancedRanges(d, this.threads + 1, (j) => d - j, 4) // column j's block pairs with the columns after it
         : balancedRanges(n, this.threads + 1, (i) => n - i, 2); // row i, with the rows after it
-    for (let t = 0; t < this.threads; t++) this.ports[t].postMessage({ g, from: parts[t][0], to: parts[t][1] } satisfies GramPart);
+    for (let t = 0; t < this.threads; t++) this.ports[t].postMessage({ g, from: parts[t][0], to: parts[t][1] } satisfies PackedPart);
     this.begin(side === 'primal' ? Op.Gram : Op.OuterGram);
     const [from, to] = parts[this.threads];
     if (side === 'primal') {
@@ -200,6 +207,35 @@ export class DenseThreads {
       }
     }
     yield this.waitAsync();
+  }
+
+  /**
+   * The Cholesky factor of the packed n x n matrix `a` (in shared memory) in place, as
+   * choleskyInPlace, by blocks of rows: the threads and this one form the block's columns
+   * before it (each a range of its rows: they need only the rows before the block), then this
+   * thread the block's own triangle. A yield after each block, whose work is about `work`
+   * multiply-adds on each thread. Returns false at a pivot that is not positive.
+   */
+  *cholesky(a: Float64Array, n: number, work: number): Generator<void, boolean, void> {
+    if (!(a.buffer instanceof SharedArrayBuffer)) throw new RangeError('DenseThreads.cholesky: the matrix is not in shared memory');
+    assertLength('factor', a, packedLength(n));
+    for (let b0 = 0; b0 < n; ) {
+      // About `work` on each thread: a row's columns before the block cost b0^2 / 2 multiply-adds
+      // (the first block, all on this thread, is at most 128 rows).
+      const rows = Math.max(8, Math.min(128, Math.floor(((this.threads + 1) * work) / ((b0 + 8) ** 2 / 2))));
+      const b1 = Math.min(n, b0 + rows);
+      if (b0 > 0) {
+        const parts = balancedRanges(b1 - b0, this.threads + 1, () => 1);
+        for (let t = 0; t < this.threads; t++) this.ports[t].postMessage({ g: a, n, from: b0 + parts[t][0], to: b0 + parts[t][1], upTo: b0 } satisfies PackedPart);
+        this.begin(Op.CholeskyLeft);
+        choleskyRows(a, n, b0 + parts[this.threads][0], b0 + parts[this.threads][1], 0, b0);
+        this.waitSync();
+      }
+      if (!choleskyRows(a, n, b0, b1, b0)) return false;
+      b0 = b1;
+      yield;
+    }
+    return true;
   }
 
   /** Stop the threads (a call under way is not interrupted: call from the same thread as the calls). */

@@ -1,8 +1,8 @@
 // One thread of DenseThreads (dense-threads.ts): waits for the call number to change, does its
 // part of the call on the shared block, and counts itself done.
 import { receiveMessageOnPort, workerData } from 'node:worker_threads';
-import { type DenseWorkerData, FAILED, GEN, type GramPart, OP, Op, PENDING } from './dense-threads.js';
-import { denseGramRows, denseMatTVecRows, denseMatVecRows, denseOuterGramRows } from './dense.js';
+import { type DenseWorkerData, FAILED, GEN, type PackedPart, OP, Op, PENDING } from './dense-threads.js';
+import { choleskyRows, denseGramRows, denseMatTVecRows, denseMatVecRows, denseOuterGramRows } from './dense.js';
 
 const { a, from, to, ctrl, x, w, out, partial, port } = workerData as DenseWorkerData;
 
@@ -13,10 +13,12 @@ function part(op: number): void {
     case Op.MatTVec:
       return denseMatTVecRows(partial, a, w, from, to);
     case Op.Gram:
-    case Op.OuterGram: {
-      const m = gramPart();
+    case Op.OuterGram:
+    case Op.CholeskyLeft: {
+      const m = packedPart();
       if (op === Op.Gram) denseGramRows(a, m.g, 0, a.rows, undefined, m.from, m.to);
-      else denseOuterGramRows(a, m.g, m.from, m.to);
+      else if (op === Op.OuterGram) denseOuterGramRows(a, m.g, m.from, m.to);
+      else choleskyRows(m.g, m.n!, m.from, m.to, 0, m.upTo);
       return;
     }
     default:
@@ -24,15 +26,15 @@ function part(op: number): void {
   }
 }
 
-/** The Gram call's message, posted before the call (a short wait in case it is not here yet). */
-function gramPart(): GramPart {
+/** The call's message, posted before the call (a short wait in case it is not here yet). */
+function packedPart(): PackedPart {
   const nap = new Int32Array(new SharedArrayBuffer(4));
   for (let tries = 0; tries < 1000; tries++) {
     const m = receiveMessageOnPort(port);
-    if (m) return m.message as GramPart;
+    if (m) return m.message as PackedPart;
     Atomics.wait(nap, 0, 0, 1);
   }
-  throw new Error('a Gram call came without its matrix');
+  throw new Error(`a call (op ${Atomics.load(ctrl, OP)}) came without its matrix`);
 }
 
 // The call number starts at 0: a call begun before this thread got here is not missed.

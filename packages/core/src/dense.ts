@@ -235,12 +235,16 @@ export function choleskyInPlace(a: Float64Array, n: number): boolean {
 /**
  * Rows [from, to) of choleskyInPlace's factor, rows before `from` already factored (so a
  * factorisation can be done a range at a time). Returns false at a pivot that is not positive.
+ * With [j0, j1), only those columns of each row, the columns before j0 already factored: the
+ * columns before `from` of rows [from, to) need only the rows before `from`, so threads can
+ * form them for different rows at once (DenseThreads.cholesky).
  */
-export function choleskyRows(a: Float64Array, n: number, from: number, to: number): boolean {
+export function choleskyRows(a: Float64Array, n: number, from: number, to: number, j0 = 0, j1 = n): boolean {
   assertLength('factor', a, packedLength(n));
   for (let i = from; i < to; i++) {
     const ri = packedAt(i);
-    for (let j = 0, rj = 0; j <= i; rj += ++j) {
+    const end = Math.min(i, j1 - 1);
+    for (let j = j0, rj = packedAt(j0); j <= end; rj += ++j) {
       let s0 = 0;
       let s1 = 0;
       let s2 = 0;

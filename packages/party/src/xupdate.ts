@@ -808,20 +808,16 @@ function* inPieces(count: number, work: number, cost: (i: number) => number, run
 
 /**
  * The centred Gram matrix in pieces of about `work` multiply-adds (inPieces), formed packed in
- * `gram` (zeros). With `pool` (a dense block's threads) the threads form their parts meanwhile,
- * in shared memory (a copy of the matrix's size when `gram` is not there), and the last yield
- * is a promise of their end.
+ * `gram` (zeros). With `pool` (a dense block's threads; `gram` in shared memory) the threads
+ * form their parts meanwhile, and the last yield is a promise of their end.
  */
 function* centredGramPieces(src: BlockSource, side: 'primal' | 'dual', mu: Float64Array | undefined, gram: Float64Array, work: number, pool?: DenseThreads): Generator<Promise<void> | void, void, void> {
   const n = blockRows(src);
   const d = blockCols(src);
   const { dense, csr } = src;
   const nnz = (i: number): number => (csr ? csr.indptr[i + 1] - csr.indptr[i] : d);
-  if (pool && dense) {
-    const g = gram.buffer instanceof SharedArrayBuffer ? gram : sharedFloat64(gram.length);
-    yield* pool.gram(g, side, work);
-    if (g !== gram) gram.set(g);
-  } else if (side === 'primal') {
+  if (pool && dense) yield* pool.gram(gram, side, work);
+  else if (side === 'primal') {
     if (dense) {
       const panel = gramPanel(d);
       yield* inPieces(n, work, () => (d * d) / 2, (from, to) => denseGramRows(dense, gram, from, to, panel), PANEL_ROWS);
@@ -847,20 +843,30 @@ function* centredGramPieces(src: BlockSource, side: 'primal' | 'dual', mu: Float
  * Gram matrix, and a yielded promise is awaited before going on.
  */
 export function* factorPieces(input: FactorInput, work = PIECE_WORK, pool?: DenseThreads): Generator<Promise<void> | void, void, void> {
-  const { side, mu, lambda, rho, into: a } = input;
+  const { side, mu, lambda, rho, into } = input;
   const k = side === 'primal' ? blockCols(input) : blockRows(input);
-  assertLength('factor', a, packedLength(k));
-  yield* centredGramPieces(input, side, mu, a, work, pool);
+  assertLength('factor', into, packedLength(k));
+  // Threads work on a dense block's matrix in shared memory: formed there, then copied into
+  // `into` (the solves' WebAssembly memory, not shared), both held for that moment.
+  const threads = pool && input.dense ? pool : undefined;
+  const a = threads && !(into.buffer instanceof SharedArrayBuffer) ? sharedFloat64(into.length) : into;
+  yield* centredGramPieces(input, side, mu, a, work, threads);
   for (let i = 0; i < a.length; i++) a[i] *= rho;
   for (let i = 0; i < k; i++) a[packedAt(i) + i] += lambda;
+  const notDefinite = (): ConfigError =>
+    new ConfigError(`the x-update's system (${k} x ${k}, lambda ${lambda}, rho ${rho}) is not positive definite to working precision: lambda is too small for the scale of this block's features (raise --lambda, or scale the features)`);
+  if (threads) {
+    if (!(yield* threads.cholesky(a, k, work))) throw notDefinite();
+    into.set(a);
+    return;
+  }
   // Row i of the factor costs about i^2 / 2 multiply-adds.
   yield* inPieces(
     k,
     work,
     (i) => (i * i) / 2 + 1,
     (from, to) => {
-      if (!choleskyRows(a, k, from, to))
-        throw new ConfigError(`the x-update's system (${k} x ${k}, lambda ${lambda}, rho ${rho}) is not positive definite to working precision: lambda is too small for the scale of this block's features (raise --lambda, or scale the features)`);
+      if (!choleskyRows(a, k, from, to)) throw notDefinite();
     },
   );
 }

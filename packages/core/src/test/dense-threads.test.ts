@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Matrix } from 'ml-matrix';
-import { type Dense, DenseThreads, balancedRanges, packedLength, sharedFloat64, unpackSymmetric } from '../index.js';
+import { type Dense, DenseThreads, balancedRanges, choleskyInPlace, packedAt, packedLength, sharedFloat64, unpackSymmetric } from '../index.js';
 import { seeded } from './support.js';
 
 const close = (a: number, b: number, tol: number, what: string) => assert.ok(Math.abs(a - b) <= tol * (1 + Math.abs(b)), `${what}: ${a} vs ${b}`);
@@ -79,6 +79,41 @@ test('DenseThreads: products and both Gram matrices agree with ml-matrix, with 1
       const x = Float64Array.from({ length: d }, () => 1);
       const ax = t.matVec(new Float64Array(n), x);
       for (let i = 0; i < n; i++) close(ax[i], M.getRow(i).reduce((s, v) => s + v, 0), 1e-12, `row sum ${i}`);
+    } finally {
+      await t.close();
+    }
+  }
+});
+
+test('DenseThreads.cholesky: the factor choleskyInPlace forms, by blocks of rows over 1 and 2 threads; false for a matrix that is not positive definite', async () => {
+  const rand = seeded(9);
+  const { A } = sharedRandom(rand, 4, 3); // the threads' block is not used by this op
+  for (const threads of [1, 2]) {
+    const t = DenseThreads.start(A, threads);
+    try {
+      for (const n of [1, 9, 100, 131]) {
+        // M M^T + n I, packed.
+        const m = Array.from({ length: n }, () => Array.from({ length: n }, () => rand() - 0.5));
+        const a = sharedFloat64(packedLength(n));
+        for (let i = 0; i < n; i++) for (let j = 0; j <= i; j++) a[packedAt(i) + j] = m[i].reduce((s, v, k) => s + v * m[j][k], 0) + (i === j ? n : 0);
+        const expected = a.slice();
+        assert.ok(choleskyInPlace(expected, n));
+        const gen = t.cholesky(a, n, 100); // small pieces: blocks of 8 rows
+        let blocks = 0;
+        let r;
+        while (!(r = gen.next()).done) blocks++;
+        assert.equal(r.value, true);
+        if (n >= 100) assert.ok(blocks > 5, `${blocks} blocks`);
+        for (let i = 0; i < a.length; i++) close(a[i], expected[i], 1e-12, `L (packed)[${i}] at n ${n}, ${threads} threads`);
+      }
+      // Not positive definite: a negative pivot in a later block.
+      const n = 40;
+      const a = sharedFloat64(packedLength(n));
+      for (let i = 0; i < n; i++) a[packedAt(i) + i] = i === 30 ? -1 : 1;
+      const gen = t.cholesky(a, n, 10);
+      let r;
+      while (!(r = gen.next()).done);
+      assert.equal(r.value, false);
     } finally {
       await t.close();
     }
