@@ -113,7 +113,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
     .option('threads', {
       type: 'string',
       default: 'auto',
-      describe: "threads beside the party's own for a large dense block's per-round products and set-up (auto: one less than the cores, at most 3, for a dense block of 2^23 entries (64 MiB) or more; 0 when parties share a machine's cores)",
+      describe: "threads beside the party's own for a large dense block's per-round products and set-up factorisation (auto: one less than the cores, at most 3, for a dense block of 2^23 entries (64 MiB) or more; 0 when parties share a machine's cores)",
     })
     .option('log-level', { choices: LOG_LEVELS, default: 'info' as const })
     .parseSync();
