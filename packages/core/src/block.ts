@@ -14,12 +14,11 @@ const MAX_DENSE_CAPACITY = 2 ** 31;
  * Builds a matrix row by row, like CsrBuilder, but dense when the data is: the first PROBE_ROWS
  * rows are collected as CSR, and if their non-zeros are at least DENSE_DENSITY of their rows x
  * columns the rest go straight into a row-major array in shared memory (the x-update's threads
- * read it without a copy). Its capacity in rows is estimated from
- * the text read so far against the whole file's; pages never written are not resident, so an
- * estimate too large costs address space only, and one too small a copy. A later row with a
- * larger column index widens the array (a copy), unless the wider matrix would no longer be
- * dense: then the rest goes on as CSR. A file that turns out sparse after all is stored as CSR
- * at the end.
+ * read it without a copy). Its capacity in rows is estimated from the text read so far against
+ * the whole file's; pages never written are not resident, so an estimate too large costs
+ * address space only, and one too small a copy. A later row with a larger column index widens
+ * the array (a copy), unless the wider matrix would no longer be dense: then the rest goes on
+ * as CSR. A file that turns out sparse after all is stored as CSR at the end.
  */
 export class BlockBuilder {
   private csr: CsrBuilder | undefined;
