@@ -55,8 +55,14 @@ export interface PackedPart {
   upTo?: number;
 }
 
-/** Longest wait for the threads' part of one call before they are taken for dead (a product takes milliseconds). */
-const STALL_MS = 120_000;
+/**
+ * Longest wait for the threads' part of one call before they are taken for dead: a product
+ * takes milliseconds, a block of the Cholesky factor tens of them. A thread that dies (out of
+ * memory) cannot say so while this thread waits (its exit event needs the event loop), so this
+ * is how a waiting party learns of it; under the 30 s in which the coordinator would take it
+ * for gone.
+ */
+const STALL_MS = 20_000;
 
 /**
  * [from, to) of `count` items cut into `parts` ranges of about equal cost (cost(i) that of
@@ -128,9 +134,14 @@ export class DenseThreads {
       };
       const worker = new Worker(new URL('./dense-worker.js', import.meta.url), { workerData, transferList: [port2] });
       worker.unref();
-      worker.on('error', (e) => (this.failure ??= e.message));
+      // Either wakes a wait for the threads' part (waitAsync), which then reports it.
+      worker.on('error', (e) => {
+        this.failure ??= e.message;
+        Atomics.notify(this.ctrl, PENDING);
+      });
       worker.on('exit', (code) => {
         if (!this.closed) this.failure ??= `a product thread exited (code ${code})`;
+        Atomics.notify(this.ctrl, PENDING);
       });
       this.workers.push(worker);
       this.ports.push(port1);
@@ -184,8 +195,7 @@ export class DenseThreads {
       side === 'primal'
         ? balancedRanges(d, this.threads + 1, (j) => d - j, 4) // column j's block pairs with the columns after it
         : balancedRanges(n, this.threads + 1, (i) => n - i, 2); // row i, with the rows after it
-    for (let t = 0; t < this.threads; t++) this.ports[t].postMessage({ g, from: parts[t][0], to: parts[t][1] } satisfies PackedPart);
-    this.begin(side === 'primal' ? Op.Gram : Op.OuterGram);
+    this.begin(side === 'primal' ? Op.Gram : Op.OuterGram, (t) => ({ g, from: parts[t][0], to: parts[t][1] }));
     const [from, to] = parts[this.threads];
     if (side === 'primal') {
       const panel = gramPanel(d);
@@ -226,8 +236,7 @@ export class DenseThreads {
       const b1 = Math.min(n, b0 + rows);
       if (b0 > 0) {
         const parts = balancedRanges(b1 - b0, this.threads + 1, () => 1);
-        for (let t = 0; t < this.threads; t++) this.ports[t].postMessage({ g: a, n, from: b0 + parts[t][0], to: b0 + parts[t][1], upTo: b0 } satisfies PackedPart);
-        this.begin(Op.CholeskyLeft);
+        this.begin(Op.CholeskyLeft, (t) => ({ g: a, n, from: b0 + parts[t][0], to: b0 + parts[t][1], upTo: b0 }));
         choleskyRows(a, n, b0 + parts[this.threads][0], b0 + parts[this.threads][1], 0, b0);
         this.waitSync();
       }
@@ -245,34 +254,43 @@ export class DenseThreads {
     Atomics.store(this.ctrl, OP, Op.Exit);
     Atomics.add(this.ctrl, GEN, 1);
     Atomics.notify(this.ctrl, GEN);
+    Atomics.notify(this.ctrl, PENDING); // a wait for the threads' part (waitAsync) ends now
     for (const p of this.ports) p.close();
     await Promise.all(this.workers.map((w) => w.terminate()));
   }
 
-  /** Tell every thread to do `op` on its part (once they are done with a call left unfinished: an abandoned Gram matrix). */
-  private begin(op: Op): void {
+  /**
+   * Tell every thread to do `op` on its part, once they are done with a call left unfinished
+   * (an abandoned Gram matrix); `part(t)` is thread t's message for the ops on a packed matrix,
+   * posted only then, so that a call that never began leaves none behind.
+   */
+  private begin(op: Op, part?: (t: number) => PackedPart): void {
     if (this.closed) throw new Error('DenseThreads: closed');
     this.waitSync();
+    if (part) for (let t = 0; t < this.threads; t++) this.ports[t].postMessage(part(t));
     Atomics.store(this.ctrl, PENDING, this.threads);
     Atomics.store(this.ctrl, OP, op);
     Atomics.add(this.ctrl, GEN, 1);
     Atomics.notify(this.ctrl, GEN);
   }
 
-  /** Block until every thread has done its part. */
+  /** Block until every thread has done its part (a thread that died, or stalled, is an error from then on). */
   private waitSync(): void {
+    this.check();
     const t0 = performance.now();
     for (let p; (p = Atomics.load(this.ctrl, PENDING)) !== 0; ) {
-      if (Atomics.wait(this.ctrl, PENDING, p, 1000) === 'timed-out' && performance.now() - t0 > STALL_MS)
-        throw new Error(`DenseThreads: the product threads did not answer in ${STALL_MS / 1000} s`);
+      if (Atomics.wait(this.ctrl, PENDING, p, 1000) === 'timed-out' && performance.now() - t0 > STALL_MS) {
+        this.failure ??= `the threads did not finish their part in ${STALL_MS / 1000} s (one died?)`;
+        break;
+      }
     }
     this.check();
   }
 
   /** Resolves when every thread has done its part, or the threads were closed (the event loop runs meanwhile). */
   private async waitAsync(): Promise<void> {
-    // The threads keep the process alive while it waits for them (Atomics.waitAsync does not).
-    for (const w of this.workers) w.ref();
+    // A timer keeps the process alive while it waits (Atomics.waitAsync does not, nor does a thread that died).
+    const alive = setInterval(() => {}, 1 << 30);
     try {
       // Closed meanwhile: the caller's work was abandoned (it sees so itself), nothing to wait for.
       for (let p; !this.closed && (p = Atomics.load(this.ctrl, PENDING)) !== 0; ) {
@@ -281,7 +299,7 @@ export class DenseThreads {
         this.check();
       }
     } finally {
-      for (const w of this.workers) w.unref();
+      clearInterval(alive);
     }
     this.check();
   }

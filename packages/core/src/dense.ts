@@ -192,6 +192,7 @@ function addPacked(g: Float64Array, d: number, i: number, k: number, s0: number,
 export function denseOuterGramRows(a: Dense, k: Float64Array, from: number, to: number): void {
   const { rows: n, cols, data } = a;
   assertLength('gram', k, packedLength(n));
+  if (from >= to) return;
   if (from % 2 !== 0) throw new RangeError(`denseOuterGramRows: from (${from}) must be even`);
   for (let i = from; i < to; i += 2) {
     const i1 = Math.min(i + 1, n - 1);

@@ -399,22 +399,30 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
     const block = X instanceof DenseRows ? X.front(trainRows) : !(X instanceof SpilledCsr) && preferDense(X) ? csrSelectRowsDense(X, trainRows) : selectSparseBlock(X, trainRows);
     testX = test && (test instanceof DenseRows ? test.front(testRows) : selectCsr(test, testRows));
     const x = new RidgeXUpdate(block, msg.lambda, env.intercept, { noiseFree: !privacy.enabled, threads: env.threads });
-    if (privacy.enabled && x.form === 'cg')
+    if (privacy.enabled && x.form === 'cg') {
+      void x.close();
       throw new ConfigError(
         msg.lambda > 0
           ? `privacy needs a factorised x-update, and this block (${n} rows x ${X.cols} features) is too large for one (limit ${CHOLESKY_LIMIT} on the smaller side)`
           : `privacy needs a factorised x-update, and this block (${n} rows x ${X.cols} features) is factorised only with lambda > 0`,
       );
+    }
     if (x.form === 'cholesky') {
       // Seconds of work on a large block, in pieces with the event loop's turns between them,
       // then the rest of the set-up (unless the connection was lost meanwhile: a rejoin sets up again).
       const connection = s.connection;
       s.factoring = x;
       // Lost meanwhile: the phase left 'setup' (and a new connection has another number).
-      const work = x.factorInPieces(msg.rho).then((pieces): Outcome => {
-        if (s.factoring === x) s.factoring = undefined;
-        return s.connection !== connection || s.phase !== 'setup' ? reply() : ready(s, env, msg, { kind: 'admm', x }, testX, n, undefined, t0, pieces);
-      });
+      const work = x.factorInPieces(msg.rho).then(
+        (pieces): Outcome => {
+          if (s.factoring === x) s.factoring = undefined;
+          return s.connection !== connection || s.phase !== 'setup' ? reply() : ready(s, env, msg, { kind: 'admm', x }, testX, n, undefined, t0, pieces);
+        },
+        (err: unknown) => {
+          void x.close(); // set-up failed: this x-update is not used
+          throw err;
+        },
+      );
       return { kind: 'later', work };
     }
     model = { kind: 'admm', x };

@@ -168,8 +168,6 @@ export class RidgeXUpdate {
       this.Dr = this.Dw?.csr ?? D;
     }
     this.mu = withIntercept ? (this.Dd ? denseColumnMeans(this.Dd) : csrColumnMeans(this.Dr!)) : undefined;
-    const threads = this.Dd ? threadsFor(opts.threads ?? 0, this.Dd) : 0;
-    this.pool = threads > 0 ? DenseThreads.start(this.Dd!, threads) : undefined;
     if (this.form === 'cg' || this.form === 'cholesky') {
       // cg: preconditioned by deflation (or the diagonal of lambda I + rho D~^T D~); cholesky:
       // Jacobi-preconditioned conjugate gradients find the ball's multiplier when the ball binds (solveBall).
@@ -199,6 +197,9 @@ export class RidgeXUpdate {
     this.wc = new Float64Array(this.n);
     this.t = new Float64Array(this.k);
     this.tmp = new Float64Array(this.k);
+    // Last, so that a constructor that throws leaves no threads behind.
+    const threads = this.Dd ? threadsFor(opts.threads ?? 0, this.Dd) : 0;
+    this.pool = threads > 0 ? DenseThreads.start(this.Dd!, threads) : undefined;
   }
 
   /** Threads used beside this one (0: none). */

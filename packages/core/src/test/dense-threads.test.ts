@@ -1,4 +1,5 @@
 import { test } from 'node:test';
+import type { Worker } from 'node:worker_threads';
 import assert from 'node:assert/strict';
 import { Matrix } from 'ml-matrix';
 import { type Dense, DenseThreads, balancedRanges, choleskyInPlace, packedAt, packedLength, sharedFloat64, unpackSymmetric } from '../index.js';
@@ -49,7 +50,7 @@ test('balancedRanges: contiguous, aligned, covering, and of about equal cost', (
 
 test('DenseThreads: products and both Gram matrices agree with ml-matrix, with 1 and 2 threads', async () => {
   const rand = seeded(5);
-  for (const [n, d, threads] of [[301, 37, 1], [300, 41, 2], [5, 130, 2], [2, 3, 2]]) {
+  for (const [n, d, threads] of [[301, 37, 1], [300, 41, 2], [5, 130, 2], [2, 3, 2], [1, 5, 4]]) {
     const { A, M } = sharedRandom(rand, n, d);
     const t = DenseThreads.start(A, threads);
     try {
@@ -129,4 +130,44 @@ test('DenseThreads refuses a block or a Gram matrix outside shared memory, and c
   assert.throws(() => t.matVec(new Float64Array(3), new Float64Array(3)), /out/);
   await t.close();
   assert.throws(() => t.matVec(new Float64Array(4), new Float64Array(3)), /closed/);
+});
+
+/** The pool's workers (private), to make one die. */
+const workersOf = (t: DenseThreads): Worker[] => (t as unknown as { workers: Worker[] }).workers;
+
+test('DenseThreads: a thread that died makes the next call fail at once, naming its exit', async () => {
+  const { A } = sharedRandom(seeded(2), 50, 20);
+  const t = DenseThreads.start(A, 2);
+  try {
+    t.matVec(new Float64Array(50), new Float64Array(20));
+    await workersOf(t)[1].terminate(); // its exit event has run when this resolves
+    const t0 = performance.now();
+    assert.throws(() => t.matVec(new Float64Array(50), new Float64Array(20)), /a product thread exited/);
+    assert.throws(() => t.matTVec(new Float64Array(20), new Float64Array(50)), /a product thread exited/, 'and the call after it');
+    assert.ok(performance.now() - t0 < 1000, 'not after a wait');
+  } finally {
+    await t.close();
+  }
+});
+
+test('DenseThreads.gram: a thread that dies during the call rejects the wait for its part with its exit; closing during the wait settles it', async () => {
+  const rand = seeded(3);
+  const { A } = sharedRandom(rand, 1500, 600);
+  for (const ending of ['dies', 'closed'] as const) {
+    const t = DenseThreads.start(A, 1);
+    t.matVec(new Float64Array(1500), new Float64Array(600)); // the thread is up
+    // Killed as the call begins: its part (some 1e8 multiply-adds) is never done.
+    if (ending === 'dies') void workersOf(t)[0].terminate();
+    const gen = t.gram(sharedFloat64(packedLength(600)), 'primal', 1e12); // this thread's part in one piece
+    let step = gen.next();
+    while (!step.done && !(step.value instanceof Promise)) step = gen.next();
+    assert.ok(step.value instanceof Promise, 'the last yield is the threads\' part');
+    if (ending === 'dies') await assert.rejects(step.value, /a product thread exited/);
+    else {
+      const closing = t.close();
+      await step.value; // settles (a wait left pending would end this test file early)
+      await closing;
+    }
+    await t.close();
+  }
 });

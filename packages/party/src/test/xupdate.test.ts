@@ -517,6 +517,7 @@ test('threads: a dense block in shared memory solves as on one thread, with 1 an
     [40, 300, { eigenLimit: 10 }],
     [80, 30, {}],
     [120, 40, { eigenLimit: 10, choleskyLimit: 0 }],
+    [400, 200, { eigenLimit: 10 }], // a factor of more than one block of rows: the threads form the later blocks' columns
   ] as const) {
     const data = sharedFloat64(n * d);
     for (let i = 0; i < data.length; i++) data[i] = rand() - 0.3;
