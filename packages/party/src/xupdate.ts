@@ -281,7 +281,7 @@ export class RidgeXUpdate {
    * cholesky form: the factorisation for `rho` on this thread a piece at a time (factorPieces,
    * some 20 ms each), giving the event loop a turn between pieces, so that the party keeps
    * answering the coordinator's heartbeats for the seconds it takes; with threads, they form
-   * their parts of the Gram matrix meanwhile. Resolves with the number of pieces on this thread
+   * their parts of the Gram matrix and the factor meanwhile. Resolves with the number of pieces on this thread
    * (0: nothing to do, another form or already factored for `rho`, or cancelled).
    */
   async factorInPieces(rho: number): Promise<number> {
@@ -765,14 +765,15 @@ const PIECE_WORK = 2 ** 25;
  * product takes some 14 ms on one thread. Each thread costs about 10 MB (its own V8 heap), and
  * a threaded set-up holds the Gram matrix twice for a moment (formed in shared memory, copied
  * into the solves' WebAssembly memory): on the gisette-shaped set, one thread took the
- * 2000-feature parties from 197-200 to 223 MB and the 1000-feature one (46 MB, under this
- * limit) from 130 to 145 MB, over 3x its block (docs/scaling.md, "Threads").
+ * 2000-feature parties from 197-201 to 221-224 MB and the 1000-feature one (46 MB, under this
+ * limit) from 130-131 to 145-147 MB, over 3x its block (docs/scaling.md, "Threads for a large
+ * dense block").
  */
 export const THREADS_MIN_ENTRIES = 2 ** 23;
 /**
  * Most threads beside the party's own that 'auto' takes. The products stream the block through
  * memory, whose bandwidth the cores share; 2 threads in all measured 1.9-2x one on 2 cores
- * (`npm run bench:threads`), more was not measured here.
+ * (`npm run bench:threads`); more was not measured here.
  */
 export const MAX_AUTO_THREADS = 3;
 
@@ -840,8 +841,9 @@ function* centredGramPieces(src: BlockSource, side: 'primal' | 'dual', mu: Float
  * The Cholesky factor (lower triangle) of lambda I + rho G~, G~ the side's centred Gram
  * matrix, formed in `input.into`, in pieces of about `work` multiply-adds (some 20 ms by
  * default; inPieces): the caller runs them all at once (factorSystem) or gives its event loop
- * a turn between them (RidgeXUpdate.factorInPieces). With `pool`, threads form parts of the
- * Gram matrix, and a yielded promise is awaited before going on.
+ * a turn between them (RidgeXUpdate.factorInPieces). With `pool`, threads form parts of a
+ * dense block's Gram matrix and factor (DenseThreads), and a yielded promise is awaited before
+ * going on.
  */
 export function* factorPieces(input: FactorInput, work = PIECE_WORK, pool?: DenseThreads): Generator<Promise<void> | void, void, void> {
   const { side, mu, lambda, rho, into } = input;
