@@ -7,8 +7,9 @@
  * The data is copied once into an instance's own memory and viewed there, so a holder keeps
  * one copy. That memory never grows afterwards (growing would detach the views). Data too
  * large for it (2 GiB, or memory refused) gets no instance: `from` returns undefined and the
- * caller uses the TypeScript loops. A factor is formed where the solves read it
- * (WasmCholesky.zeros), not copied there.
+ * caller uses the TypeScript loops. The memory is shared (a SharedArrayBuffer), so the
+ * x-update's threads (DenseThreads) form a factor where the solves read it (WasmCholesky.zeros),
+ * not copied there.
  */
 import { type Csr, assertLength, csrSelectRowsInto, csrSelectedEntries } from './csr.js';
 import { packedLength } from './packed.js';
@@ -31,12 +32,13 @@ const PAGE = 65536;
 let compiled: WebAssembly.Module | undefined;
 
 /** A new instance with `bytes` of zeroed memory, or undefined when that is too much. */
-function instantiate(bytes: number): { kernels: Kernels; buffer: ArrayBuffer } | undefined {
+function instantiate(bytes: number): { kernels: Kernels; buffer: SharedArrayBuffer } | undefined {
   // Node run with --jitless has no WebAssembly.
   if (bytes > MAX_BYTES || typeof WebAssembly === 'undefined') return undefined;
   let memory: WebAssembly.Memory;
   try {
-    memory = new WebAssembly.Memory({ initial: Math.max(1, Math.ceil(bytes / PAGE)) });
+    const pages = Math.max(1, Math.ceil(bytes / PAGE));
+    memory = new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true });
   } catch (err) {
     // Memory refused (address space, a ulimit): the TypeScript loops do the same.
     if (err instanceof RangeError) return undefined;
@@ -73,7 +75,7 @@ export class WasmCsr {
   private readonly long: Float64Array;
   private readonly short: Float64Array;
 
-  private constructor(rows: number, cols: number, nnz: number, kernels: Kernels, buffer: ArrayBuffer, at: number[]) {
+  private constructor(rows: number, cols: number, nnz: number, kernels: Kernels, buffer: SharedArrayBuffer, at: number[]) {
     this.kernels = kernels;
     this.at = at;
     this.csr = { rows, cols, indptr: new Int32Array(buffer, at[0], rows + 1), indices: new Int32Array(buffer, at[1], nnz), values: new Float64Array(buffer, at[2], nnz) };
@@ -170,7 +172,7 @@ export class WasmPanel {
     readonly cols: number,
     readonly len: number,
     kernels: Kernels,
-    buffer: ArrayBuffer,
+    buffer: SharedArrayBuffer,
     at: number[],
   ) {
     this.kernels = kernels;
@@ -223,7 +225,7 @@ export class WasmCholesky {
   private constructor(
     readonly n: number,
     kernels: Kernels,
-    buffer: ArrayBuffer,
+    buffer: SharedArrayBuffer,
     at: number[],
   ) {
     this.kernels = kernels;

@@ -5,8 +5,9 @@ declare namespace WebAssembly {
     constructor(bytes: Uint8Array);
   }
   class Memory {
-    constructor(descriptor: { initial: number; maximum?: number });
-    readonly buffer: ArrayBuffer;
+    constructor(descriptor: { initial: number; maximum: number; shared: true });
+    /** The memory is shared: a SharedArrayBuffer. */
+    readonly buffer: SharedArrayBuffer;
   }
   class Instance {
     constructor(module: Module, imports?: Record<string, Record<string, unknown>>);

@@ -419,6 +419,7 @@ function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
           return s.connection !== connection || s.phase !== 'setup' ? reply() : ready(s, env, msg, { kind: 'admm', x }, testX, n, undefined, t0, pieces);
         },
         (err: unknown) => {
+          if (s.factoring === x) s.factoring = undefined;
           void x.close(); // set-up failed: this x-update is not used
           throw err;
         },

@@ -237,11 +237,12 @@ export class RidgeXUpdate {
 
   /**
    * Zeros for a k x k factor (packed: packedLength(k)), formed where the solves read it:
-   * WebAssembly memory, or (when it does not fit there) an array of its own.
+   * WebAssembly memory, or (when it does not fit there) an array of its own. Both are shared
+   * memory, so threads (DenseThreads) form the factor in place.
    */
   private factorTarget(): { cholW: WasmCholesky | undefined; chol: Float64Array } {
     const cholW = WasmCholesky.zeros(this.k);
-    return { cholW, chol: cholW?.data ?? new Float64Array(packedLength(this.k)) };
+    return { cholW, chol: cholW?.data ?? sharedFloat64(packedLength(this.k)) };
   }
 
   /** Squared norms of the centred columns. */
@@ -281,8 +282,9 @@ export class RidgeXUpdate {
    * cholesky form: the factorisation for `rho` on this thread a piece at a time (factorPieces,
    * some 20 ms each), giving the event loop a turn between pieces, so that the party keeps
    * answering the coordinator's heartbeats for the seconds it takes; with threads, they form
-   * their parts of the Gram matrix and the factor meanwhile. Resolves with the number of pieces on this thread
-   * (0: nothing to do, another form or already factored for `rho`, or cancelled).
+   * their parts of the Gram matrix and the factor meanwhile. Resolves with the number of
+   * pieces on this thread (0: nothing to do, another form or already factored for `rho`, or
+   * cancelled).
    */
   async factorInPieces(rho: number): Promise<number> {
     if (this.form !== 'cholesky' || rho === this.cholRho) return 0;
@@ -762,12 +764,9 @@ const PIECE_WORK = 2 ** 25;
 
 /**
  * Entries of a dense block from which `threads: 'auto'` uses threads: 2^23 (64 MiB), where one
- * product takes some 14 ms on one thread. Each thread costs about 10 MB (its own V8 heap), and
- * a threaded set-up holds the Gram matrix twice for a moment (formed in shared memory, copied
- * into the solves' WebAssembly memory): on the gisette-shaped set, one thread took the
- * 2000-feature parties from 197-201 to 221-224 MB and the 1000-feature one (46 MB, under this
- * limit) from 130-131 to 145-147 MB, over 3x its block (docs/scaling.md, "Threads for a large
- * dense block").
+ * product takes some 14 ms on one thread. Each thread costs about 10 MB (its own V8 heap): on
+ * the gisette-shaped set, one thread took the 1000-feature party (46 MB, under this limit)
+ * over 3x its block (docs/scaling.md, "Threads for a large dense block").
  */
 export const THREADS_MIN_ENTRIES = 2 ** 23;
 /**
@@ -846,13 +845,11 @@ function* centredGramPieces(src: BlockSource, side: 'primal' | 'dual', mu: Float
  * going on.
  */
 export function* factorPieces(input: FactorInput, work = PIECE_WORK, pool?: DenseThreads): Generator<Promise<void> | void, void, void> {
-  const { side, mu, lambda, rho, into } = input;
+  const { side, mu, lambda, rho, into: a } = input;
   const k = side === 'primal' ? blockCols(input) : blockRows(input);
-  assertLength('factor', into, packedLength(k));
-  // Threads work on a dense block's matrix in shared memory: formed there, then copied into
-  // `into` (the solves' WebAssembly memory, not shared), both held for that moment.
+  assertLength('factor', a, packedLength(k));
+  // Threads work on a dense block's matrix where it is formed (`into` in shared memory).
   const threads = pool && input.dense ? pool : undefined;
-  const a = threads && !(into.buffer instanceof SharedArrayBuffer) ? sharedFloat64(into.length) : into;
   yield* centredGramPieces(input, side, mu, a, work, threads);
   for (let i = 0; i < a.length; i++) a[i] *= rho;
   for (let i = 0; i < k; i++) a[packedAt(i) + i] += lambda;
@@ -860,7 +857,6 @@ export function* factorPieces(input: FactorInput, work = PIECE_WORK, pool?: Dens
     new ConfigError(`the x-update's system (${k} x ${k}, lambda ${lambda}, rho ${rho}) is not positive definite to working precision: lambda is too small for the scale of this block's features (raise --lambda, or scale the features)`);
   if (threads) {
     if (!(yield* threads.cholesky(a, k, work))) throw notDefinite();
-    into.set(a);
     return;
   }
   // Row i of the factor costs about i^2 / 2 multiply-adds.
