@@ -33,7 +33,7 @@ function randomCsr(rand: () => number, rows: number, cols: number, zeros: number
 test('the committed WebAssembly is kernels.wat encoded (npm run wasm writes it)', async () => {
   const wabt = await wabtInit();
   const source = readFileSync(new URL('../../src/kernels/kernels.wat', import.meta.url), 'utf8');
-  const { buffer } = wabt.parseWat('kernels.wat', source).toBinary({});
+  const { buffer } = wabt.parseWat('kernels.wat', source, { threads: true }).toBinary({});
   assert.equal(Buffer.from(buffer).toString('base64'), KERNELS_WASM, 'wasm-kernels-bytes.ts is stale: run npm run wasm');
 });
 
@@ -105,6 +105,7 @@ test('WasmPanel and WasmCholesky: the preconditioner panel and the triangular so
       }
     choleskyInPlace(g, n);
     const chol = WasmCholesky.zeros(n)!;
+    assert.ok(chol.data.buffer instanceof SharedArrayBuffer, 'the factor is in shared memory (the threads form it in place)');
     chol.data.set(g);
     const b = Float64Array.from({ length: n }, () => rand() - 0.5);
     const x = b.slice();
