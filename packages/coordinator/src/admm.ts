@@ -1,6 +1,9 @@
 import { type Loss, assertLength } from '@admm-share/core';
 import type { Variant } from '@admm-share/protocol';
+import { NORM_DUAL, NORM_S, NORM_Z, DUAL_SQ, PRIMAL_SQ, STEP_SUMS, type StepArrays, stepRange, unpackRange } from './admm-kernels.js';
 import { Anderson, type AndersonSnapshot, type AndersonStep } from './anderson.js';
+import { sharedArray, splitByDefault } from './split-worker.js';
+import { StepSplit } from './step-split.js';
 
 /** The ADMM form, from the protocol's VARIANTS table. */
 export type { Variant };
@@ -24,6 +27,8 @@ export interface AdmmOptions {
    * each party its own vector (cFor), still one N-vector each way per round.
    */
   anderson?: number;
+  /** Whether the step's passes are split with worker threads (default: from SPLIT_FROM values of state on a machine of two cores or more; split-worker.ts). */
+  split?: boolean;
 }
 
 export interface AdmmSnapshot {
@@ -76,62 +81,80 @@ export class AdmmCoordinator {
   readonly dualVar: Float64Array;
   /** sum_m s_m of the last step: the model's training scores. */
   readonly sum: Float64Array;
-  private readonly prevShares: Float64Array[];
-  /**
-   * Per sample, for the step's dual residual (their values between steps are not used):
-   * exact: zbar - mean(s) before the step, then its change; the new zbar - mean(s).
-   * paper: z before the step.
-   */
-  private readonly gap: Float64Array;
-  private readonly offset: Float64Array;
-  /** Prox points, solutions (t = M zbar or z) and slopes dt/da of the last z-update. */
-  private readonly a: Float64Array;
-  private readonly t: Float64Array;
-  private readonly slope: Float64Array;
-  private readonly curvature: Float64Array;
   private readonly weight: number;
+  /**
+   * The per-sample arrays of a step (admm-kernels.ts), among them: prevShares, the last step's
+   * shares; gap and offset, for the step's dual residual (their values between steps are not
+   * used; exact: zbar - mean(s) before the step, then its change, and the new zbar - mean(s);
+   * paper: z before the step); the prox points a, solutions t (M zbar or z), and slopes and
+   * curvatures dt/da of the last z-update.
+   */
+  private readonly arrays: StepArrays;
+  /** The residuals' sums of a step (admm-kernels.ts, PRIMAL_SQ...). */
+  private readonly sums = new Float64Array(STEP_SUMS);
+  /** The worker thread that takes half of the samples of each step, on a large state (split-worker.ts). */
+  private readonly split: StepSplit | undefined;
   /**
    * Anderson acceleration of the round as a fixed-point map of the state v = (w_1..w_M, zbar, u),
    * w_m = s_m - c being party m's target (RidgeXUpdate): every next round depends on v alone.
-   * `packed` holds F(v) after a step; `cs[m]` is what party m gets so that its target is the
-   * accelerated w_m (w = released - c at the party; the coordinator knows what was released).
+   * The step packs F(v) into its input (arrays.packed); `arrays.cs[m]` is what party m gets so
+   * that its target is the accelerated w_m (w = released - c at the party; the coordinator
+   * knows what was released).
    */
   private readonly anderson: Anderson | undefined;
-  private readonly packed: Float64Array;
-  private readonly cs: Float64Array[];
 
   constructor(readonly opts: AdmmOptions) {
     const n = opts.y.length;
+    const M = opts.parties;
     this.n = n;
     this.rho = opts.rho;
     this.weight = 1 / n;
-    this.c = new Float64Array(n);
-    this.z = new Float64Array(n);
-    this.dualVar = new Float64Array(n);
-    this.sum = new Float64Array(n);
-    this.gap = new Float64Array(n);
-    this.offset = new Float64Array(opts.variant === 'exact' ? n : 0);
-    this.a = new Float64Array(n);
-    this.t = new Float64Array(n);
-    this.slope = new Float64Array(n);
-    this.curvature = new Float64Array(n);
-    this.prevShares = Array.from({ length: opts.parties }, () => new Float64Array(n));
     const memory = opts.anderson ?? 0;
     if (memory > 0 && opts.variant !== 'exact') throw new RangeError('Anderson acceleration is for the exact sharing form');
-    const dim = (opts.parties + 2) * n;
-    this.anderson = memory > 0 ? new Anderson(dim, memory) : undefined;
-    this.packed = this.anderson ? this.anderson.input : new Float64Array(0);
-    this.cs = this.anderson ? Array.from({ length: opts.parties }, () => new Float64Array(n)) : [];
+    const dim = (M + 2) * n;
+    const split = opts.split ?? splitByDefault(dim);
+    // Split, every array the worker thread reads or writes is in shared memory.
+    const f64 = (len: number) => (split ? sharedArray(Float64Array, len) : new Float64Array(len));
+    this.c = f64(n);
+    this.z = f64(n);
+    this.dualVar = f64(n);
+    this.sum = f64(n);
+    this.anderson = memory > 0 ? new Anderson(dim, memory, split) : undefined;
+    this.arrays = {
+      shares: split ? Array.from({ length: M }, () => f64(n)) : [],
+      prevShares: Array.from({ length: M }, () => f64(n)),
+      y: split ? Float64Array.from(opts.y) : opts.y,
+      sum: this.sum,
+      gap: f64(n),
+      offset: f64(opts.variant === 'exact' ? n : 0),
+      z: this.z,
+      dual: this.dualVar,
+      a: f64(n),
+      t: f64(n),
+      slope: f64(n),
+      curvature: f64(n),
+      c: this.c,
+      packed: this.anderson ? this.anderson.input : new Float64Array(0),
+      point: this.anderson ? this.anderson.point : new Float64Array(0),
+      cs: this.anderson ? Array.from({ length: M }, () => f64(n)) : [],
+    };
+    if (split) this.arrays.y.set(opts.y);
+    this.split = split ? new StepSplit(this.arrays, { name: opts.loss.name, labelFlip: opts.loss.labelFlip ?? 0 }) : undefined;
   }
 
   /** What party m is sent for the next round: c, or its own vector under Anderson acceleration. */
   cFor(m: number): Float64Array {
-    return this.anderson ? this.cs[m] : this.c;
+    return this.anderson ? this.arrays.cs[m] : this.c;
   }
 
   /** Whether each party gets its own vector (Anderson acceleration). */
   get accelerated(): boolean {
     return this.anderson !== undefined;
+  }
+
+  /** Whether the step's passes are split with worker threads. */
+  get splitting(): boolean {
+    return this.split !== undefined;
   }
 
   /** Extrapolated points kept and rejected so far (undefined without acceleration). */
@@ -143,97 +166,30 @@ export class AdmmCoordinator {
    * One coordinator step after every party pushed its share. `initial`: the step from zero
    * shares before round 1; Anderson acceleration starts its memory after it (the jump from
    * the zero state says little about the iteration; measured, docs/rho.md).
+   *
+   * Per sample, exact minimises l_i(M zbar) + M rho/2 (zbar - v)^2 and paper
+   * l_i(z) - y_i z + rho/2 (z - S)^2: the passes are in admm-kernels.ts (stepRange). Split, the
+   * main thread takes the first half of the samples and a worker thread the rest; the worker's
+   * residual sums are added after the main thread's, always in that order.
    */
   step(shares: readonly Float64Array[], initial = false): RoundStats {
-    const { n, opts, sum, gap, offset, z, a, t, slope, curvature, weight, dualVar: dual, c, prevShares } = this;
+    const { n, opts, arrays, split } = this;
     const M = opts.parties;
     if (shares.length !== M) throw new RangeError(`expected ${M} shares, got ${shares.length}`);
     for (const s of shares) assertLength('share', s, n);
     const rho = this.rho;
     const exact = opts.variant === 'exact';
-    const alpha = opts.alpha;
-    const invM = 1 / M;
-    // The loops that touch every share go one party at a time: with a loop over the parties
-    // inside the loop over samples, a step at a million rows took a fifth longer (docs/scaling.md).
-    // Pass 0: the sum of the shares, and what the dual residual needs of the step before
-    // (exact: zbar - mean(s); paper: z).
-    for (let m = 0; m < M; m++) {
-      const s = shares[m];
-      if (m > 0) for (let i = 0; i < n; i++) sum[i] += s[i];
-      else if (exact)
-        for (let i = 0; i < n; i++) {
-          gap[i] = z[i] - sum[i] * invM;
-          sum[i] = s[i];
-        }
-      else {
-        gap.set(z);
-        sum.set(s);
-      }
-    }
-    // Pass 1: the prox points. Per sample, exact minimises l_i(M zbar) + M rho/2 (zbar - v)^2,
-    // i.e. with t = M zbar the prox of l_i with kappa = rho/M at M v; paper minimises
-    // l_i(z) - y_i z + rho/2 (z - S)^2, the prox with kappa = rho at S + y_i/rho. The warm
-    // start is the last solution moved along its slope and curvature.
-    for (let i = 0; i < n; i++) {
-      const S = sum[i];
-      const ai = exact ? M * (dual[i] + alpha * S * invM + (1 - alpha) * z[i]) : S + dual[i] / rho;
-      const da = ai - a[i];
-      t[i] += da * (slope[i] + 0.5 * da * curvature[i]);
-      a[i] = ai;
-    }
-    opts.loss.proxInto(t, slope, curvature, opts.y, a, exact ? rho * invM : rho, weight);
-    // Pass 2: z, dual, broadcast vector, residuals and their scales.
-    let primalSq = 0;
-    let dualSq = 0;
-    let normS = 0;
-    let normZ = 0;
-    let normDual = 0;
-    for (let i = 0; i < n; i++) {
-      const S = sum[i];
-      if (exact) {
-        const zi = t[i] * invM;
-        z[i] = zi;
-        const ui = a[i] * invM - zi; // u + mean^ - zbar
-        dual[i] = ui;
-        const mean = S * invM;
-        c[i] = mean - zi + ui;
-        primalSq += (mean - zi) * (mean - zi);
-        normDual += ui * ui;
-        offset[i] = zi - mean;
-        gap[i] = zi - mean - gap[i];
-      } else {
-        const zi = t[i];
-        z[i] = zi;
-        const r = S - zi;
-        const yi = dual[i] + rho * r;
-        dual[i] = yi;
-        c[i] = r + yi / rho;
-        primalSq += r * r;
-        const dz = zi - gap[i];
-        dualSq += dz * dz;
-        normS += S * S;
-        normZ += zi * zi;
-        normDual += yi * yi;
-      }
-    }
-    // Pass 3, party by party: exact's dual residual, rho ||z_m^new - z_m^old|| over parties,
-    // z_m = s_m + zbar - mean(s) (so z_m's change is s_m's plus gap's), and the norms of s_m
-    // and z_m; every share becomes the last one.
-    for (let m = 0; m < M; m++) {
-      const s = shares[m];
-      const old = prevShares[m];
-      if (exact)
-        for (let i = 0; i < n; i++) {
-          const si = s[i];
-          const dz = si - old[i] + gap[i];
-          dualSq += dz * dz;
-          normS += si * si;
-          const zm = si + offset[i];
-          normZ += zm * zm;
-          old[i] = si;
-        }
-      else old.set(s);
-    }
+    const params = { exact, rho, alpha: opts.alpha, weight: this.weight };
+    const sums = this.sums;
+    if (split) {
+      shares.forEach((s, m) => arrays.shares[m].set(s));
+      split.step(params, () => stepRange(arrays, opts.loss, params, 0, split.split, sums));
+      const other = split.sums;
+      for (let k = 0; k < STEP_SUMS; k++) sums[k] += other[k];
+    } else stepRange({ ...arrays, shares: [...shares] }, opts.loss, params, 0, n, sums);
+    let primalSq = sums[PRIMAL_SQ];
+    let dualSq = sums[DUAL_SQ];
+    let normDual = sums[NORM_DUAL];
     if (exact) {
       primalSq *= M;
       normDual *= rho * rho * M;
@@ -245,50 +201,34 @@ export class AdmmCoordinator {
     return {
       primal: Math.sqrt(primalSq),
       dual: Math.sqrt(dualSq),
-      epsPrimal: Math.sqrt(dim) * abs + rel * Math.sqrt(Math.max(normS, normZ)),
+      epsPrimal: Math.sqrt(dim) * abs + rel * Math.sqrt(Math.max(sums[NORM_S], sums[NORM_Z])),
       epsDual: Math.sqrt(dim) * abs + rel * Math.sqrt(normDual),
       rho,
-      ...(this.anderson ? { acceleration: this.accelerate(shares, initial) } : {}),
+      ...(this.anderson ? { acceleration: this.accelerate(initial) } : {}),
     };
   }
 
-  /** F(v) from the step just taken, handed to Anderson; the next z, u and each party's vector from its point. */
-  private accelerate(shares: readonly Float64Array[], initial: boolean): AndersonStep {
-    const { n, c, z, dualVar, packed } = this;
+  /** F(v), packed by the step, handed to Anderson; the next z, u and each party's vector from its point. */
+  private accelerate(initial: boolean): AndersonStep {
     const anderson = this.anderson!;
-    const M = shares.length;
-    for (let m = 0; m < M; m++) {
-      const s = shares[m];
-      const off = m * n;
-      for (let i = 0; i < n; i++) packed[off + i] = s[i] - c[i];
-    }
-    packed.set(z, M * n);
-    packed.set(dualVar, (M + 1) * n);
     let step: AndersonStep = 'plain';
-    if (initial) anderson.restart(packed);
-    else step = anderson.next(packed);
-    this.unpack(shares);
+    if (initial) anderson.restart(anderson.input);
+    else step = anderson.next(anderson.input);
+    this.unpack();
     return step;
   }
 
-  /** z, u and each party's vector from Anderson's point: party m's target released_m - c_m is the point's w_m. */
-  private unpack(shares: readonly Float64Array[]): void {
-    const { n, z, dualVar, cs } = this;
-    const M = shares.length;
-    const p = this.anderson!.point;
-    z.set(p.subarray(M * n, (M + 1) * n));
-    dualVar.set(p.subarray((M + 1) * n));
-    for (let m = 0; m < M; m++) {
-      const s = shares[m];
-      const out = cs[m];
-      const off = m * n;
-      for (let i = 0; i < n; i++) out[i] = s[i] - p[off + i];
-    }
+  /** z, u and each party's vector from Anderson's point (unpackRange). */
+  private unpack(): void {
+    const { arrays, split } = this;
+    if (split) split.unpack(() => unpackRange(arrays, 0, split.split));
+    else unpackRange(arrays, 0, this.n);
   }
 
   /** Everything the next steps depend on, for a checkpoint. */
   snapshot(): AdmmSnapshot {
-    const { rho, c, z, dualVar, sum, a, t, slope, curvature, prevShares } = this;
+    const { rho, c, z, dualVar, sum } = this;
+    const { a, t, slope, curvature, prevShares } = this.arrays;
     return { rho, c, z, dualVar, sum, a, t, slope, curvature, prevShares, ...(this.anderson ? { anderson: { memory: this.anderson.memory, state: this.anderson.snapshot() } } : {}) };
   }
 
@@ -296,24 +236,27 @@ export class AdmmCoordinator {
   restore(snap: AdmmSnapshot): void {
     if (snap.c.length !== this.n || snap.prevShares.length !== this.opts.parties) throw new RangeError('checkpoint does not match this job (N or number of parties)');
     this.rho = snap.rho;
-    for (const key of ['c', 'z', 'dualVar', 'sum', 'a', 't', 'slope', 'curvature'] as const) this[key].set(snap[key]);
-    snap.prevShares.forEach((s, m) => this.prevShares[m].set(s));
+    const { arrays } = this;
+    for (const key of ['c', 'z', 'sum', 'a', 't', 'slope', 'curvature'] as const) arrays[key].set(snap[key]);
+    arrays.dual.set(snap.dualVar);
+    snap.prevShares.forEach((s, m) => arrays.prevShares[m].set(s));
     if (Boolean(snap.anderson) !== Boolean(this.anderson)) throw new RangeError(`checkpoint was written ${snap.anderson ? 'with' : 'without'} Anderson acceleration; this job runs ${this.anderson ? 'with' : 'without'} it`);
     if (snap.anderson && this.anderson) {
       this.anderson.restore(snap.anderson.state);
       // The last step's shares are prevShares; the same arithmetic as after that step.
-      this.unpack(this.prevShares);
+      this.unpack();
     }
   }
 
-  /** Ends Anderson acceleration's worker thread, if it has one (a large state; anderson.ts). */
+  /** Ends the worker threads, if the step has them (a large state; split-worker.ts). */
   close(): void {
+    this.split?.close();
     this.anderson?.close();
   }
 
   /** Party m's share as of the last step (what a rejoining party resumes from). */
   lastShare(m: number): Float64Array {
-    return this.prevShares[m];
+    return this.arrays.prevShares[m];
   }
 
   /**

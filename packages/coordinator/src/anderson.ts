@@ -26,11 +26,12 @@
  * Cost per call: about memory + 2 passes over vectors of the state's length (the new
  * differences, the Gram row of the new one two slots at a time, the combination two slots at
  * a time, its first pair with the copies); memory: 3 such vectors in double precision and
- * 2 * memory in single. From PARALLEL_FROM values on, each pass is split with a worker
- * thread (Halves), the vectors in shared memory.
+ * 2 * memory in single. On a large state each pass is split with a worker thread (Halves,
+ * split-worker.ts), the vectors in shared memory.
  */
 import { ConfigError } from '@admm-share/core';
 import { Halves } from './anderson-halves.js';
+import { splitByDefault } from './split-worker.js';
 import { NEW_RHS, NEW_SQ, NORM_SQ, ROW, firstPass, nextPoint } from './anderson-kernels.js';
 
 /** The default memory (docs/rho.md has the measurements behind it), and the largest accepted. */
@@ -63,15 +64,6 @@ export interface AndersonSnapshot {
 
 const REGULARISATION = 1e-8;
 
-/**
- * The state length from which each pass of `next` is split in two, the upper half in a worker
- * thread: 2^20 values (a9a's state is 130k; a million rows and four parties make 6e6). The
- * passes are bound by memory traffic, and on the two-core development machine two threads
- * take a pass over 6e6 values in about half the time of one (16.5 against 32.3 ms); below
- * this length the hand-over (two waits on shared memory a pass) is not worth a thread.
- */
-export const PARALLEL_FROM = 1 << 20;
-
 export class Anderson {
   /** The point F is to be evaluated at next. */
   readonly point: Float64Array;
@@ -92,8 +84,6 @@ export class Anderson {
   /** Extrapolated points kept and rejected so far. */
   readonly counts = { extrapolated: 0, rejected: 0 };
 
-  /** Whether the passes are split with a worker thread. */
-  readonly parallel: boolean;
   /**
    * Where a caller may write F(v) before `next(input)`: on a large state this is shared memory,
    * which the worker thread reads where it is (another array is copied here first).
@@ -108,11 +98,10 @@ export class Anderson {
   constructor(
     readonly dim: number,
     readonly memory: number,
-    /** From this length on, each pass is split with a worker thread (PARALLEL_FROM). */
-    parallelFrom = PARALLEL_FROM,
+    /** Whether each pass is split with a worker thread (default: from SPLIT_FROM values on a machine of two cores or more). */
+    readonly parallel = splitByDefault(dim),
   ) {
     if (!(Number.isInteger(memory) && memory >= 1)) throw new RangeError(`Anderson memory must be an integer >= 1, got ${memory}`);
-    this.parallel = dim >= parallelFrom;
     const f64 = () => (this.parallel ? new Float64Array(new SharedArrayBuffer(dim * 8)) : new Float64Array(dim));
     const f32 = () => (this.parallel ? new Float32Array(new SharedArrayBuffer(dim * 4)) : new Float32Array(dim));
     this.input = f64();

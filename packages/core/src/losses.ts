@@ -23,6 +23,8 @@ export function sigmoidNeg(m: number): number {
 
 export interface Loss {
   readonly name: LossName;
+  /** The flip probability a flip-corrected loss corrects for (absent: 0); trainingLoss(name, labelFlip) makes the same loss again, in another thread. */
+  readonly labelFlip?: number;
   /** loss(y, t), unweighted. */
   value(y: number, t: number): number;
   /** d/dt loss(y, t). */
@@ -134,6 +136,7 @@ export function flipCorrectedLogistic(p: number): Loss {
   if (c === 0) return logistic;
   return {
     name: 'logistic',
+    labelFlip: p,
     value: (y, t) => log1pExpNeg(y * t) - c * y * t,
     deriv: (y, t) => -y * (sigmoidNeg(y * t) + c),
     deriv2: logistic.deriv2,

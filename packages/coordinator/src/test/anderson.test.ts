@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { Matrix, solve } from 'ml-matrix';
-import { DataError, csrFromDense, csrHStack, fitCentral, logistic } from '@admm-share/core';
+import { DataError, csrFromDense, csrHStack, fitCentral, flipCorrectedLogistic, logistic } from '@admm-share/core';
 import { normal, seeded, tempDir } from '@admm-share/core/test-support';
 import { AdmmCoordinator } from '../admm.js';
 import { Anderson } from '../anderson.js';
@@ -100,9 +100,9 @@ test('Anderson with its passes split with a worker thread: deterministic, conver
   // An odd length, so that the halves' two-at-a-time loops meet unevenly.
   const dim = 1001;
   const { apply, error } = linearMap(dim);
-  const serial = new Anderson(dim, 4, Infinity);
-  const split = new Anderson(dim, 4, 0);
-  const twin = new Anderson(dim, 4, 0);
+  const serial = new Anderson(dim, 4, false);
+  const split = new Anderson(dim, 4, true);
+  const twin = new Anderson(dim, 4, true);
   assert.equal(serial.parallel, false);
   assert.equal(split.parallel, true);
   assert.ok(split.input.buffer instanceof SharedArrayBuffer, 'the worker reads F(v) where the caller wrote it');
@@ -137,7 +137,7 @@ test('Anderson with its passes split with a worker thread: deterministic, conver
     assert.ok(split.counts.extrapolated > 0);
     assert.ok(error(split.point) < 0.5, `converging (the error at the start is 1): error ${error(split.point)}`);
     // A snapshot of the split iteration restored into another continues bit for bit.
-    const restored = new Anderson(dim, 4, 0);
+    const restored = new Anderson(dim, 4, true);
     try {
       const snap = split.snapshot();
       restored.restore({ ...snap, point: snap.point.slice(), prevF: snap.prevF.slice(), prevG: snap.prevG.slice(), dF: snap.dF.map((x) => x.slice()), dG: snap.dG.map((x) => x.slice()), gram: snap.gram.slice(), rhs: snap.rhs.slice() });
@@ -216,6 +216,52 @@ test('exact ADMM with Anderson acceleration (each party its own c): the central 
   assert.ok(Number.isFinite(plain.rounds), 'the plain iteration converges');
   assert.ok(fast.co.accelerationCounts!.extrapolated > 0);
   assert.ok(fast.rounds * 2 <= plain.rounds, `Anderson ${fast.rounds} rounds, plain ${plain.rounds}`);
+});
+
+test('the step split with a worker thread sends every party what one thread sends: the same vectors (to rounding with acceleration), the same residuals to rounding, with the flip-corrected loss, and after a restore', () => {
+  const { N, blocks, y } = problem('step-split');
+  const lambda = 1e-3;
+  const rho = 0.01 / N;
+  const M = blocks.length;
+  const cases = [
+    { variant: 'exact', anderson: 4, loss: logistic },
+    // The worker makes the loss again from its name and flip probability: a plain logistic there would change its samples.
+    { variant: 'exact', anderson: 0, loss: flipCorrectedLogistic(0.2) },
+    { variant: 'paper', anderson: 0, loss: logistic },
+  ] as const;
+  for (const { variant, anderson, loss } of cases) {
+    const what = `${variant}, anderson ${anderson}, flip ${loss.labelFlip ?? 0}`;
+    const opts = { variant, loss, y, parties: M, lambda, rho, alpha: variant === 'exact' ? 1.6 : 1, tolerance: { abs: 1e-4, rel: 1e-3 }, anderson };
+    const serial = new AdmmCoordinator({ ...opts, split: false });
+    const split = new AdmmCoordinator({ ...opts, split: true });
+    const resumed = new AdmmCoordinator({ ...opts, split: false });
+    assert.equal(serial.splitting, false);
+    assert.equal(split.splitting, true);
+    try {
+      const runs = [serial, split].map((co) => ({ co, parties: blocks.map((b) => party(b, lambda, rho)) }));
+      for (const { co } of runs) co.step(blocks.map(() => new Float64Array(N)), true);
+      for (let r = 1; r <= 12; r++) {
+        const [a, b] = runs.map(({ co, parties }) => {
+          parties.forEach((p, m) => p.update(co.cFor(m)));
+          return co.step(parties.map((p) => p.share));
+        });
+        for (const key of ['primal', 'dual', 'epsPrimal', 'epsDual'] as const) assert.ok(Math.abs(a[key] - b[key]) <= 1e-12 * a[key], `${what}, round ${r}: ${key} ${b[key]} split, ${a[key]} serial`);
+        assert.equal(b.acceleration, a.acceleration);
+        // With acceleration the combination's weights come from sums added in another order: equal to rounding, which the rounds carry on.
+        const same = (u: Float64Array, v: Float64Array, where: string) => {
+          if (anderson === 0) assert.deepEqual(Array.from(v), Array.from(u), where);
+          else for (let i = 0; i < N; i++) assert.ok(Math.abs(v[i] - u[i]) <= 1e-9 * (1 + Math.abs(u[i])), `${where}, sample ${i}: ${v[i]} against ${u[i]}`);
+        };
+        for (let m = 0; m < M; m++) same(serial.cFor(m), split.cFor(m), `${what}, round ${r}, party ${m}`);
+        // The split coordinator's snapshot (its arrays in shared memory) goes on in one thread as it did.
+        if (r > 6) resumed.step(runs[1].parties.map((p) => p.share));
+        if (r === 6) resumed.restore(split.snapshot());
+        if (r >= 6) for (let m = 0; m < M; m++) same(split.cFor(m), resumed.cFor(m), `${what}, restored after round 6, round ${r}, party ${m}`);
+      }
+    } finally {
+      for (const co of [serial, split, resumed]) co.close();
+    }
+  }
 });
 
 test('a checkpoint keeps Anderson acceleration: the restored coordinator sends every party the same vectors as the uninterrupted one; a damaged state is refused', async (t) => {

@@ -1,0 +1,171 @@
+/*
+ * The coordinator step's passes over the samples (admm.ts), each over a range [from, to) of
+ * them, so that two threads can split one step (StepSplit). Every value a pass writes at
+ * sample i depends on that sample alone; only the residuals' sums cross samples, and they go
+ * to `out` (below) for the caller to add up.
+ */
+import type { Loss } from '@admm-share/core';
+
+/** Where stepRange puts its sums. */
+export const PRIMAL_SQ = 0;
+export const DUAL_SQ = 1;
+export const NORM_S = 2;
+export const NORM_Z = 3;
+export const NORM_DUAL = 4;
+export const STEP_SUMS = 5;
+
+/** The per-sample arrays of a step (AdmmCoordinator's fields). */
+export interface StepArrays {
+  /** This step's shares, and the last step's (which become this step's). */
+  shares: Float64Array[];
+  prevShares: Float64Array[];
+  y: Float64Array;
+  sum: Float64Array;
+  gap: Float64Array;
+  offset: Float64Array;
+  z: Float64Array;
+  dual: Float64Array;
+  a: Float64Array;
+  t: Float64Array;
+  slope: Float64Array;
+  curvature: Float64Array;
+  c: Float64Array;
+  /** With Anderson acceleration, F(v) = (w_1..w_M, zbar, u), w_m = s_m - c (else empty); its next point; each party's vector. */
+  packed: Float64Array;
+  point: Float64Array;
+  cs: Float64Array[];
+}
+
+export interface StepParams {
+  exact: boolean;
+  rho: number;
+  alpha: number;
+  weight: number;
+}
+
+/**
+ * Passes 0 to 3 of a step over the samples [from, to): the sum of the shares, the prox points,
+ * the z-update (loss.proxInto), z, the dual, c, and the residuals' sums (to out[PRIMAL_SQ..]);
+ * with Anderson acceleration also F(v) into `packed`. See AdmmCoordinator.step for the maths.
+ */
+export function stepRange(st: StepArrays, loss: Loss, p: StepParams, from: number, to: number, out: Float64Array): void {
+  const { shares, prevShares, y, sum, gap, offset, z, dual, a, t, slope, curvature, c, packed } = st;
+  const { exact, rho, alpha, weight } = p;
+  const M = shares.length;
+  const n = sum.length;
+  const invM = 1 / M;
+  const pack = packed.length > 0;
+  // The loops that touch every share go one party at a time: with a loop over the parties
+  // inside the loop over samples, a step at a million rows took a fifth longer (docs/scaling.md).
+  // Pass 0: the sum of the shares, and what the dual residual needs of the step before
+  // (exact: zbar - mean(s); paper: z).
+  for (let m = 0; m < M; m++) {
+    const s = shares[m];
+    if (m > 0) for (let i = from; i < to; i++) sum[i] += s[i];
+    else if (exact)
+      for (let i = from; i < to; i++) {
+        gap[i] = z[i] - sum[i] * invM;
+        sum[i] = s[i];
+      }
+    else
+      for (let i = from; i < to; i++) {
+        gap[i] = z[i];
+        sum[i] = s[i];
+      }
+  }
+  // Pass 1: the prox points. Per sample, exact minimises l_i(M zbar) + M rho/2 (zbar - v)^2,
+  // i.e. with t = M zbar the prox of l_i with kappa = rho/M at M v; paper minimises
+  // l_i(z) - y_i z + rho/2 (z - S)^2, the prox with kappa = rho at S + y_i/rho. The warm
+  // start is the last solution moved along its slope and curvature.
+  for (let i = from; i < to; i++) {
+    const S = sum[i];
+    const ai = exact ? M * (dual[i] + alpha * S * invM + (1 - alpha) * z[i]) : S + dual[i] / rho;
+    const da = ai - a[i];
+    t[i] += da * (slope[i] + 0.5 * da * curvature[i]);
+    a[i] = ai;
+  }
+  loss.proxInto(t.subarray(from, to), slope.subarray(from, to), curvature.subarray(from, to), y.subarray(from, to), a.subarray(from, to), exact ? rho * invM : rho, weight);
+  // Pass 2: z, dual, broadcast vector, residuals and their scales.
+  let primalSq = 0;
+  let dualSq = 0;
+  let normS = 0;
+  let normZ = 0;
+  let normDual = 0;
+  const zAt = M * n;
+  const uAt = (M + 1) * n;
+  for (let i = from; i < to; i++) {
+    const S = sum[i];
+    if (exact) {
+      const zi = t[i] * invM;
+      z[i] = zi;
+      const ui = a[i] * invM - zi; // u + mean^ - zbar
+      dual[i] = ui;
+      const mean = S * invM;
+      c[i] = mean - zi + ui;
+      primalSq += (mean - zi) * (mean - zi);
+      normDual += ui * ui;
+      offset[i] = zi - mean;
+      gap[i] = zi - mean - gap[i];
+      if (pack) {
+        packed[zAt + i] = zi;
+        packed[uAt + i] = ui;
+      }
+    } else {
+      const zi = t[i];
+      z[i] = zi;
+      const r = S - zi;
+      const yi = dual[i] + rho * r;
+      dual[i] = yi;
+      c[i] = r + yi / rho;
+      primalSq += r * r;
+      const dz = zi - gap[i];
+      dualSq += dz * dz;
+      normS += S * S;
+      normZ += zi * zi;
+      normDual += yi * yi;
+    }
+  }
+  // Pass 3, party by party: exact's dual residual, rho ||z_m^new - z_m^old|| over parties,
+  // z_m = s_m + zbar - mean(s) (so z_m's change is s_m's plus gap's), and the norms of s_m
+  // and z_m; every share becomes the last one; with acceleration, w_m = s_m - c.
+  for (let m = 0; m < M; m++) {
+    const s = shares[m];
+    const old = prevShares[m];
+    const off = m * n;
+    if (exact)
+      for (let i = from; i < to; i++) {
+        const si = s[i];
+        const dz = si - old[i] + gap[i];
+        dualSq += dz * dz;
+        normS += si * si;
+        const zm = si + offset[i];
+        normZ += zm * zm;
+        old[i] = si;
+        if (pack) packed[off + i] = si - c[i];
+      }
+    else old.set(s.subarray(from, to), from);
+  }
+  out[PRIMAL_SQ] = primalSq;
+  out[DUAL_SQ] = dualSq;
+  out[NORM_S] = normS;
+  out[NORM_Z] = normZ;
+  out[NORM_DUAL] = normDual;
+}
+
+/**
+ * z, u and each party's vector from Anderson's next point over [from, to): party m's target
+ * released_m - c_m is the point's w_m, and released_m is its last share (prevShares).
+ */
+export function unpackRange(st: StepArrays, from: number, to: number): void {
+  const { prevShares, z, dual, point, cs } = st;
+  const M = prevShares.length;
+  const n = z.length;
+  z.set(point.subarray(M * n + from, M * n + to), from);
+  dual.set(point.subarray((M + 1) * n + from, (M + 1) * n + to), from);
+  for (let m = 0; m < M; m++) {
+    const s = prevShares[m];
+    const out = cs[m];
+    const off = m * n;
+    for (let i = from; i < to; i++) out[i] = s[i] - point[off + i];
+  }
+}
