@@ -1,6 +1,6 @@
 import { type Loss, assertLength } from '@admm-share/core';
 import type { Variant } from '@admm-share/protocol';
-import { NORM_DUAL, NORM_S, NORM_Z, DUAL_SQ, PRIMAL_SQ, STEP_SUMS, type StepArrays, stepRange, unpackRange } from './admm-kernels.js';
+import { DUAL_SQ, NORM_DUAL, NORM_S, NORM_Z, PRIMAL_SQ, STEP_SUMS, type StepArrays, stepRange, unpackRange } from './admm-kernels.js';
 import { Anderson, type AndersonSnapshot, type AndersonStep } from './anderson.js';
 import { sharedArray, splitByDefault } from './split-worker.js';
 import { StepSplit } from './step-split.js';
@@ -123,7 +123,7 @@ export class AdmmCoordinator {
     this.arrays = {
       shares: split ? Array.from({ length: M }, () => f64(n)) : [],
       prevShares: Array.from({ length: M }, () => f64(n)),
-      y: split ? Float64Array.from(opts.y) : opts.y,
+      y: split ? f64(n) : opts.y,
       sum: this.sum,
       gap: f64(n),
       offset: f64(opts.variant === 'exact' ? n : 0),
