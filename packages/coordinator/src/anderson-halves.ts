@@ -1,6 +1,7 @@
 // Anderson acceleration's passes in two halves (anderson.ts): the main thread runs the lower
 // half of each pass and a worker thread (split-worker.ts) the upper half, on shared memory.
-import { ROW, firstPass, nextPoint } from './anderson-kernels.js';
+import { type VectorMemory, vectorKernels } from '@admm-share/core';
+import { firstPass, nextPoint } from './anderson-kernels.js';
 import { type SplitInit, SplitWorker, serveSplit, sharedArray } from './split-worker.js';
 
 /** The arrays both threads work on, in shared memory. */
@@ -11,6 +12,10 @@ export interface SharedState {
   prevG: Float64Array;
   dF: Float32Array[];
   dG: Float32Array[];
+  /** Where the worker's sums of a first pass go. */
+  sums: Float64Array;
+  /** The WebAssembly memory the vectors are views of, when they are (the worker runs the kernels on it). */
+  memory: VectorMemory | undefined;
 }
 
 const FIRST_PASS = 1;
@@ -22,7 +27,6 @@ export interface HalvesInit extends SharedState, SplitInit {
   /** [slot, kept count, kept slots..., difference count, difference slots...] (2 * memory + 3 entries). */
   slots: Int32Array;
   gamma: Float64Array;
-  sums: Float64Array;
   from: number;
   to: number;
 }
@@ -47,7 +51,6 @@ export class Halves {
       control: SplitWorker.control(),
       slots: sharedArray(Int32Array, 2 * memory + 3),
       gamma: sharedArray(Float64Array, memory),
-      sums: sharedArray(Float64Array, ROW + memory),
       from: split,
       to: dim,
     };
@@ -89,15 +92,16 @@ export class Halves {
 /** The worker thread's side: the upper half of each pass asked for. */
 export function serveHalf(init: HalvesInit): void {
   const { control, slots, gamma, sums, f, point, prevF, prevG, dF, dG, from, to } = init;
+  const k = init.memory && vectorKernels(init.memory);
   const at = 2 + dF.length;
   serveSplit(control, (job) => {
     if (job === FIRST_PASS) {
       const slot = slots[0];
       const kept = Array.from({ length: slots[1] }, (_, k) => dG[slots[2 + k]]);
-      firstPass(f, point, prevF, prevG, slot >= 0 ? dF[slot] : undefined, slot >= 0 ? dG[slot] : undefined, kept, from, to, sums);
+      firstPass(f, point, prevF, prevG, slot >= 0 ? dF[slot] : undefined, slot >= 0 ? dG[slot] : undefined, kept, from, to, sums, k);
     } else if (job === NEXT_POINT) {
       const ds = Array.from({ length: slots[at] }, (_, k) => dF[slots[at + 1 + k]]);
-      nextPoint(point, prevF, prevG, f, ds, ds.length > 0 ? gamma : undefined, from, to);
+      nextPoint(point, prevF, prevG, f, ds, ds.length > 0 ? gamma : undefined, from, to, k);
     }
   });
 }

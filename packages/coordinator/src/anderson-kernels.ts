@@ -8,7 +8,12 @@
  * square and the copies done by memcpy (set), one call of `next` on a9a's state (130k
  * elements, memory 5) went from about 4.7 ms to about 2 ms; the copies now ride along with
  * the first pair of the combination (nextPoint), and the differences are single precision.
+ *
+ * With `k`, the kernels of core's kernels.wat (aa*) do the loops, two elements at a time: every
+ * array is then a view of k's memory. The sums here keep the even elements' and the odd
+ * elements' apart, as the WebAssembly's two lanes do, so that both give the same bits.
  */
+import type { VectorKernels } from '@admm-share/core';
 
 /** Where firstPass puts its sums: ||g||^2, dG_new . g, dG_new . dG_new, then dG_new . dG_kept[r]. */
 export const NORM_SQ = 0;
@@ -32,41 +37,68 @@ export function firstPass(
   from: number,
   to: number,
   out: Float64Array,
+  k?: VectorKernels,
 ): void {
-  let normSq = 0;
-  let newRhs = 0;
-  let newSq = 0;
-  if (dFs && dGs) {
-    for (let i = from; i < to; i++) {
-      const fi = f[i];
-      const gi = fi - point[i];
-      normSq += gi * gi;
-      dFs[i] = fi - prevF[i];
-      // The stored (single-precision) difference, so that the Gram matrix is that of the stored vectors.
-      const dg = Math.fround(gi - prevG[i]);
-      dGs[i] = dg;
-      newRhs += dg * gi;
-      newSq += dg * dg;
+  out.fill(0, 0, ROW + kept.length);
+  if (k) {
+    if (dFs && dGs) k.aaFirst(from, to, f.byteOffset, point.byteOffset, prevF.byteOffset, prevG.byteOffset, dFs.byteOffset, dGs.byteOffset, out.byteOffset);
+    else k.aaNorm(from, to, f.byteOffset, point.byteOffset, out.byteOffset);
+  } else {
+    // Sums of the even elements (0) and of the odd ones (1); a last odd element goes to 0.
+    const end = to - ((to - from) & 1);
+    let n0 = 0;
+    let n1 = 0;
+    let r0 = 0;
+    let r1 = 0;
+    let q0 = 0;
+    let q1 = 0;
+    if (dFs && dGs) {
+      for (let i = from; i < to; i++) {
+        const fi = f[i];
+        const gi = fi - point[i];
+        dFs[i] = fi - prevF[i];
+        // The stored (single-precision) difference, so that the Gram matrix is that of the stored vectors.
+        const dg = Math.fround(gi - prevG[i]);
+        dGs[i] = dg;
+        if (((i - from) & 1) === 0) {
+          n0 += gi * gi;
+          r0 += dg * gi;
+          q0 += dg * dg;
+        } else {
+          n1 += gi * gi;
+          r1 += dg * gi;
+          q1 += dg * dg;
+        }
+      }
+    } else
+      for (let i = from; i < end; i += 2) {
+        const gi = f[i] - point[i];
+        const gj = f[i + 1] - point[i + 1];
+        n0 += gi * gi;
+        n1 += gj * gj;
+      }
+    if (!dGs && end < to) {
+      const g = f[end] - point[end];
+      n0 += g * g;
     }
-    for (let r = 0; r < kept.length; r++) out[ROW + r] = 0;
-    addDots(out, ROW, dGs, kept, from, to);
-  } else
-    for (let i = from; i < to; i++) {
-      const gi = f[i] - point[i];
-      normSq += gi * gi;
-    }
-  out[NORM_SQ] = normSq;
-  out[NEW_RHS] = newRhs;
-  out[NEW_SQ] = newSq;
+    out[NORM_SQ] = n0 + n1;
+    out[NEW_RHS] = r0 + r1;
+    out[NEW_SQ] = q0 + q1;
+  }
+  if (dGs) addDots(out, ROW, dGs, kept, from, to, k);
 }
 
 /** out[at + r] += a . b_r over [from, to), two vectors at a time. */
-function addDots(out: Float64Array, at: number, a: Float32Array, bs: readonly Float32Array[], from: number, to: number): void {
+function addDots(out: Float64Array, at: number, a: Float32Array, bs: readonly Float32Array[], from: number, to: number, k: VectorKernels | undefined): void {
   const end = to - ((to - from) & 1);
   let r = 0;
   for (; r + 1 < bs.length; r += 2) {
     const b = bs[r];
     const c = bs[r + 1];
+    if (k) {
+      k.aaDots2(from, to, a.byteOffset, b.byteOffset, c.byteOffset, out.byteOffset + 8 * (at + r));
+      continue;
+    }
     let b0 = 0;
     let b1 = 0;
     let c0 = 0;
@@ -86,7 +118,8 @@ function addDots(out: Float64Array, at: number, a: Float32Array, bs: readonly Fl
     out[at + r] += b0 + b1;
     out[at + r + 1] += c0 + c1;
   }
-  if (r < bs.length) {
+  if (r < bs.length && k) k.aaDot1(from, to, a.byteOffset, bs[r].byteOffset, out.byteOffset + 8 * (at + r));
+  else if (r < bs.length) {
     const b = bs[r];
     let s0 = 0;
     let s1 = 0;
@@ -107,8 +140,8 @@ function addDots(out: Float64Array, at: number, a: Float32Array, bs: readonly Fl
 /**
  * Pass 2 of `next` over [from, to): prevG = f - point, prevF = f and point = f - sum_r
  * gamma_r d_r in one pass with the first two differences, then two more per pass (the same
- * arithmetic, in the same order, as copying f and subtracting pair by pair). Without gamma,
- * the plain step: point = f.
+ * arithmetic, in the same order, as copying f and subtracting pair by pair; a last odd
+ * difference goes in a pair with itself, weighed 0). Without gamma, the plain step: point = f.
  */
 export function nextPoint(
   point: Float64Array,
@@ -119,6 +152,7 @@ export function nextPoint(
   gamma: Float64Array | undefined,
   from: number,
   to: number,
+  k?: VectorKernels,
 ): void {
   if (!gamma || ds.length === 0) {
     for (let i = from; i < to; i++) prevG[i] = f[i] - point[i];
@@ -127,28 +161,21 @@ export function nextPoint(
     point.set(part, from);
     return;
   }
-  // With one difference the second term is 0 * a[i], which adds an exact zero.
-  const a = ds[0];
-  const ga = gamma[0];
-  const b = ds.length > 1 ? ds[1] : a;
-  const gb = ds.length > 1 ? gamma[1] : 0;
-  for (let i = from; i < to; i++) {
-    const fi = f[i];
-    prevG[i] = fi - point[i];
-    prevF[i] = fi;
-    point[i] = fi - (ga * a[i] + gb * b[i]);
-  }
-  let r = 2;
-  for (; r + 1 < ds.length; r += 2) {
-    const c = ds[r];
-    const d = ds[r + 1];
-    const gc = gamma[r];
-    const gd = gamma[r + 1];
-    for (let i = from; i < to; i++) point[i] -= gc * c[i] + gd * d[i];
-  }
-  if (r < ds.length) {
+  // A term weighed 0 adds an exact zero.
+  for (let r = 0; r < ds.length; r += 2) {
     const c = ds[r];
     const gc = gamma[r];
-    for (let i = from; i < to; i++) point[i] -= gc * c[i];
+    const d = r + 1 < ds.length ? ds[r + 1] : c;
+    const gd = r + 1 < ds.length ? gamma[r + 1] : 0;
+    if (k && r === 0) k.aaNextFirst(from, to, point.byteOffset, prevF.byteOffset, prevG.byteOffset, f.byteOffset, c.byteOffset, d.byteOffset, gc, gd);
+    else if (k) k.aaNextPair(from, to, point.byteOffset, c.byteOffset, d.byteOffset, gc, gd);
+    else if (r === 0)
+      for (let i = from; i < to; i++) {
+        const fi = f[i];
+        prevG[i] = fi - point[i];
+        prevF[i] = fi;
+        point[i] = fi - (gc * c[i] + gd * d[i]);
+      }
+    else for (let i = from; i < to; i++) point[i] -= gc * c[i] + gd * d[i];
   }
 }

@@ -25,13 +25,16 @@
  *
  * Cost per call: about memory + 2 passes over vectors of the state's length (the new
  * differences, the Gram row of the new one two slots at a time, the combination two slots at
- * a time, its first pair with the copies); memory: 3 such vectors in double precision and
- * 2 * memory in single. On a large state each pass is split with a worker thread (Halves,
- * split-worker.ts), the vectors in shared memory.
+ * a time, its first pair with the copies); memory: 4 such vectors in double precision and
+ * 2 * memory in single. The passes run in WebAssembly (core's kernels.wat, two elements at a
+ * time), on vectors in its memory: on a9a's state one call's passes take about 0.4 ms
+ * against 2 in TypeScript, which remains for Node without WebAssembly. On a large state each
+ * pass is split with a worker thread (Halves, split-worker.ts); the memory is shared.
  */
 import { ConfigError } from '@admm-share/core';
 import { Halves } from './anderson-halves.js';
 import { splitByDefault } from './split-worker.js';
+import { type VectorKernels, type VectorMemory, vectorMemory } from '@admm-share/core';
 import { NEW_RHS, NEW_SQ, NORM_SQ, ROW, firstPass, nextPoint } from './anderson-kernels.js';
 
 /** The default memory (docs/rho.md has the measurements behind it), and the largest accepted. */
@@ -85,12 +88,20 @@ export class Anderson {
   readonly counts = { extrapolated: 0, rejected: 0 };
 
   /**
-   * Where a caller may write F(v) before `next(input)`: on a large state this is shared memory,
-   * which the worker thread reads where it is (another array is copied here first).
+   * Where a caller may write F(v) before `next(input)`: the kernels' memory (without WebAssembly,
+   * shared memory on a large state), which they and the worker thread read where it is (another
+   * array is copied here first).
    */
   readonly input: Float64Array;
-  /** The main thread's sums of pass 1 (anderson-kernels.ts). */
+  /** The main thread's sums of pass 1 (anderson-kernels.ts), and the worker's. */
   private readonly sums: Float64Array;
+  private readonly workerSums: Float64Array;
+  /**
+   * The WebAssembly kernels (core's kernels.wat) and the shared memory every vector above is a
+   * view of; without WebAssembly (or when the memory is refused) the TypeScript loops do the
+   * same, on arrays of their own.
+   */
+  private readonly wasm: { memory: VectorMemory; kernels: VectorKernels } | undefined;
 
   /** The worker thread that takes the upper half of each pass on a large state (see Halves). */
   private halves: Halves | undefined;
@@ -102,17 +113,36 @@ export class Anderson {
     readonly parallel = splitByDefault(dim),
   ) {
     if (!(Number.isInteger(memory) && memory >= 1)) throw new RangeError(`Anderson memory must be an integer >= 1, got ${memory}`);
-    const f64 = () => (this.parallel ? new Float64Array(new SharedArrayBuffer(dim * 8)) : new Float64Array(dim));
-    const f32 = () => (this.parallel ? new Float32Array(new SharedArrayBuffer(dim * 4)) : new Float32Array(dim));
-    this.input = f64();
-    this.point = f64();
-    this.prevF = f64();
-    this.prevG = f64();
-    this.dF = Array.from({ length: memory }, f32);
-    this.dG = Array.from({ length: memory }, f32);
+    // Every vector 16-byte aligned, for the kernels' two-element loads.
+    const align = (bytes: number) => Math.ceil(bytes / 16) * 16;
+    const sizes = [...Array<number>(4).fill(align(dim * 8)), ...Array<number>(2 * memory).fill(align(dim * 4)), align((ROW + memory) * 8), align((ROW + memory) * 8)];
+    this.wasm = vectorMemory(sizes.reduce((a, b) => a + b, 0));
+    let at = 0;
+    let k = 0;
+    /** The next vector: a view of the WebAssembly memory, else an array of its own (shared to be split). */
+    const place = (length: number, bytes: number) => {
+      const offset = at;
+      at += sizes[k++];
+      return this.wasm ? { buffer: this.wasm.memory.buffer, offset } : { buffer: this.parallel ? new SharedArrayBuffer(length * bytes) : new ArrayBuffer(length * bytes), offset: 0 };
+    };
+    const f64 = (length: number) => {
+      const { buffer, offset } = place(length, 8);
+      return new Float64Array(buffer, offset, length);
+    };
+    const f32 = (length: number) => {
+      const { buffer, offset } = place(length, 4);
+      return new Float32Array(buffer, offset, length);
+    };
+    this.input = f64(dim);
+    this.point = f64(dim);
+    this.prevF = f64(dim);
+    this.prevG = f64(dim);
+    this.dF = Array.from({ length: memory }, () => f32(dim));
+    this.dG = Array.from({ length: memory }, () => f32(dim));
+    this.sums = f64(ROW + memory);
+    this.workerSums = f64(ROW + memory);
     this.gram = new Float64Array(memory * memory);
     this.rhs = new Float64Array(memory);
-    this.sums = new Float64Array(ROW + memory);
   }
 
   /** Ends the worker thread, if one was started (a later `next` starts another). */
@@ -141,18 +171,19 @@ export class Anderson {
     const dFs = slot >= 0 ? this.dF[slot] : undefined;
     const dGs = slot >= 0 ? this.dG[slot] : undefined;
     const kept = keep.map((j) => this.dG[j]);
-    if (f !== this.input && this.parallel) {
+    if (f !== this.input && (this.parallel || this.wasm)) {
       this.input.set(f);
       f = this.input;
     }
     const { sums } = this;
-    const halves = this.parallel ? (this.halves ??= new Halves({ f: this.input, point, prevF, prevG, dF: this.dF, dG: this.dG })) : undefined;
+    const k = this.wasm?.kernels;
+    const halves = this.parallel ? (this.halves ??= new Halves({ f: this.input, point, prevF, prevG, dF: this.dF, dG: this.dG, sums: this.workerSums, memory: this.wasm?.memory })) : undefined;
     if (halves) {
-      halves.firstPass(slot, keep, () => firstPass(f, point, prevF, prevG, dFs, dGs, kept, 0, halves.split, sums));
+      halves.firstPass(slot, keep, () => firstPass(f, point, prevF, prevG, dFs, dGs, kept, 0, halves.split, sums, k));
       // The upper half's sums after the lower half's, in this order every time: the same state gives the same result.
       const other = halves.sums;
       for (let k = 0; k < ROW + keep.length; k++) sums[k] += other[k];
-    } else firstPass(f, point, prevF, prevG, dFs, dGs, kept, 0, dim, sums);
+    } else firstPass(f, point, prevF, prevG, dFs, dGs, kept, 0, dim, sums, k);
     const normSq = sums[NORM_SQ];
     const newRhs = sums[NEW_RHS];
     const newSq = sums[NEW_SQ];
@@ -181,8 +212,8 @@ export class Anderson {
     const gamma = this.order.length > 0 ? this.coefficients() : undefined;
     // Pass 2: f and g become the previous ones; the next point is f - sum_j gamma_j dF_j.
     const ds = gamma ? this.order.map((j) => this.dF[j]) : [];
-    if (halves) halves.nextPoint(gamma ? this.order : [], gamma, () => nextPoint(point, prevF, prevG, f, ds, gamma, 0, halves.split));
-    else nextPoint(point, prevF, prevG, f, ds, gamma, 0, dim);
+    if (halves) halves.nextPoint(gamma ? this.order : [], gamma, () => nextPoint(point, prevF, prevG, f, ds, gamma, 0, halves.split, k));
+    else nextPoint(point, prevF, prevG, f, ds, gamma, 0, dim, k);
     this.havePrev = true;
     this.extrapolated = gamma !== undefined;
     return gamma ? 'extrapolated' : 'plain';

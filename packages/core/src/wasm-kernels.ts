@@ -25,6 +25,20 @@ interface Kernels {
   back(n: number, l: number, b: number): void;
 }
 
+/**
+ * Anderson acceleration's passes (kernels.wat, aa*; their TypeScript twins are the coordinator's
+ * anderson-kernels.ts): element ranges [from, to), byte offsets of f64 and f32 vectors and of
+ * the doubles the sums go to.
+ */
+export interface VectorKernels {
+  aaNorm(from: number, to: number, f: number, point: number, out: number): void;
+  aaFirst(from: number, to: number, f: number, point: number, prevF: number, prevG: number, dF: number, dG: number, out: number): void;
+  aaDots2(from: number, to: number, a: number, b: number, c: number, out: number): void;
+  aaDot1(from: number, to: number, a: number, b: number, out: number): void;
+  aaNextFirst(from: number, to: number, point: number, prevF: number, prevG: number, f: number, a: number, b: number, ga: number, gb: number): void;
+  aaNextPair(from: number, to: number, point: number, c: number, d: number, gc: number, gd: number): void;
+}
+
 /** Byte offsets are i32 in the kernels. */
 const MAX_BYTES = 2 ** 31 - 1;
 const PAGE = 65536;
@@ -32,7 +46,7 @@ const PAGE = 65536;
 let compiled: WebAssembly.Module | undefined;
 
 /** A new instance with `bytes` of zeroed memory, or undefined when that is too much. */
-function instantiate(bytes: number): { kernels: Kernels; buffer: SharedArrayBuffer } | undefined {
+function instantiate(bytes: number): { kernels: Kernels & VectorKernels; buffer: SharedArrayBuffer; memory: WebAssembly.Memory } | undefined {
   // Node run with --jitless has no WebAssembly.
   if (bytes > MAX_BYTES || typeof WebAssembly === 'undefined') return undefined;
   let memory: WebAssembly.Memory;
@@ -44,9 +58,33 @@ function instantiate(bytes: number): { kernels: Kernels; buffer: SharedArrayBuff
     if (err instanceof RangeError) return undefined;
     throw err;
   }
+  return { kernels: kernelsOn(memory), buffer: memory.buffer as SharedArrayBuffer, memory };
+}
+
+function kernelsOn(memory: WebAssembly.Memory): Kernels & VectorKernels {
   compiled ??= new WebAssembly.Module(Buffer.from(KERNELS_WASM, 'base64'));
-  const kernels = new WebAssembly.Instance(compiled, { env: { memory } }).exports as unknown as Kernels;
-  return { kernels, buffer: memory.buffer };
+  return new WebAssembly.Instance(compiled, { env: { memory } }).exports as unknown as Kernels & VectorKernels;
+}
+
+/** A shared WebAssembly memory (a WebAssembly.Memory, which a worker thread can be given). */
+export interface VectorMemory {
+  readonly buffer: SharedArrayBuffer;
+}
+
+/**
+ * `bytes` of zeroed shared memory for the caller's vectors (Float64Array and Float32Array views
+ * of `memory.buffer`, laid out by the caller, 16-byte aligned for the two-element loads) and
+ * the kernels on it; undefined without WebAssembly, above 2 GiB, or when the memory is
+ * refused. Another thread gets its own kernels on the same memory with vectorKernels.
+ */
+export function vectorMemory(bytes: number): { memory: VectorMemory; kernels: VectorKernels } | undefined {
+  const inst = instantiate(bytes);
+  return inst && { memory: inst.memory, kernels: inst.kernels };
+}
+
+/** The kernels on a memory that vectorMemory made (in another thread). */
+export function vectorKernels(memory: VectorMemory): VectorKernels {
+  return kernelsOn(memory as WebAssembly.Memory);
 }
 
 /** Byte offsets of consecutive arrays of the given byte lengths, each 8-byte aligned, and the total. */

@@ -198,4 +198,198 @@
             (f64.store (local.get $q) (f64.sub (f64.load (local.get $q)) (f64.mul (f64.load (local.get $p)) (local.get $xi))))
             (local.set $k (i32.add (local.get $k) (i32.const 1)))
             (br $entries)))
-        (br $rows)))))
+        (br $rows))))
+
+  ;; Anderson acceleration's passes (the coordinator's anderson-kernels.ts) over elements
+  ;; [from, to): two at a time (f64x2), the even element in lane 0 and the odd one in lane 1.
+  ;; The TypeScript twins keep a sum per lane the same way and add lane 0's to lane 1's at the
+  ;; end; a last odd element goes to lane 0's sum. Doubles are f64; the differences are f32,
+  ;; rounded to nearest when stored and widened exactly when read.
+
+  ;; out[0] = ||f - point||^2
+  (func (export "aaNorm") (param $from i32) (param $to i32) (param $f i32) (param $point i32) (param $out i32)
+    (local $i i32) (local $end i32) (local $g v128) (local $n v128) (local $s f64) (local $t f64)
+    (local.set $i (local.get $from))
+    (local.set $end (i32.sub (local.get $to) (i32.and (i32.sub (local.get $to) (local.get $from)) (i32.const 1))))
+    (block $done
+      (loop $pair
+        (br_if $done (i32.ge_s (local.get $i) (local.get $end)))
+        (local.set $g (f64x2.sub
+          (v128.load (i32.add (local.get $f) (i32.shl (local.get $i) (i32.const 3))))
+          (v128.load (i32.add (local.get $point) (i32.shl (local.get $i) (i32.const 3))))))
+        (local.set $n (f64x2.add (local.get $n) (f64x2.mul (local.get $g) (local.get $g))))
+        (local.set $i (i32.add (local.get $i) (i32.const 2)))
+        (br $pair)))
+    (local.set $s (f64x2.extract_lane 0 (local.get $n)))
+    (if (i32.lt_s (local.get $end) (local.get $to))
+      (then
+        (local.set $t (f64.sub
+          (f64.load (i32.add (local.get $f) (i32.shl (local.get $end) (i32.const 3))))
+          (f64.load (i32.add (local.get $point) (i32.shl (local.get $end) (i32.const 3))))))
+        (local.set $s (f64.add (local.get $s) (f64.mul (local.get $t) (local.get $t))))))
+    (f64.store (local.get $out) (f64.add (local.get $s) (f64x2.extract_lane 1 (local.get $n)))))
+
+  ;; g = f - point; dF = f - prevF and dG = g - prevG (stored as f32); out[0] = ||g||^2,
+  ;; out[1] = dG . g, out[2] = dG . dG (dG as stored)
+  (func (export "aaFirst")
+    (param $from i32) (param $to i32) (param $f i32) (param $point i32) (param $prevF i32) (param $prevG i32) (param $dF i32) (param $dG i32) (param $out i32)
+    (local $i i32) (local $end i32) (local $a64 i32) (local $a32 i32)
+    (local $fv v128) (local $g v128) (local $d v128) (local $n v128) (local $r v128) (local $q v128)
+    (local $fs f64) (local $gs f64) (local $ds f64) (local $n0 f64) (local $r0 f64) (local $q0 f64)
+    (local.set $i (local.get $from))
+    (local.set $end (i32.sub (local.get $to) (i32.and (i32.sub (local.get $to) (local.get $from)) (i32.const 1))))
+    (block $done
+      (loop $pair
+        (br_if $done (i32.ge_s (local.get $i) (local.get $end)))
+        (local.set $a64 (i32.shl (local.get $i) (i32.const 3)))
+        (local.set $a32 (i32.shl (local.get $i) (i32.const 2)))
+        (local.set $fv (v128.load (i32.add (local.get $f) (local.get $a64))))
+        (local.set $g (f64x2.sub (local.get $fv) (v128.load (i32.add (local.get $point) (local.get $a64)))))
+        (local.set $n (f64x2.add (local.get $n) (f64x2.mul (local.get $g) (local.get $g))))
+        (v128.store64_lane 0 (i32.add (local.get $dF) (local.get $a32))
+          (f32x4.demote_f64x2_zero (f64x2.sub (local.get $fv) (v128.load (i32.add (local.get $prevF) (local.get $a64))))))
+        (local.set $d (f32x4.demote_f64x2_zero (f64x2.sub (local.get $g) (v128.load (i32.add (local.get $prevG) (local.get $a64))))))
+        (v128.store64_lane 0 (i32.add (local.get $dG) (local.get $a32)) (local.get $d))
+        (local.set $d (f64x2.promote_low_f32x4 (local.get $d)))
+        (local.set $r (f64x2.add (local.get $r) (f64x2.mul (local.get $d) (local.get $g))))
+        (local.set $q (f64x2.add (local.get $q) (f64x2.mul (local.get $d) (local.get $d))))
+        (local.set $i (i32.add (local.get $i) (i32.const 2)))
+        (br $pair)))
+    (local.set $n0 (f64x2.extract_lane 0 (local.get $n)))
+    (local.set $r0 (f64x2.extract_lane 0 (local.get $r)))
+    (local.set $q0 (f64x2.extract_lane 0 (local.get $q)))
+    (if (i32.lt_s (local.get $end) (local.get $to))
+      (then
+        (local.set $a64 (i32.shl (local.get $end) (i32.const 3)))
+        (local.set $a32 (i32.shl (local.get $end) (i32.const 2)))
+        (local.set $fs (f64.load (i32.add (local.get $f) (local.get $a64))))
+        (local.set $gs (f64.sub (local.get $fs) (f64.load (i32.add (local.get $point) (local.get $a64)))))
+        (local.set $n0 (f64.add (local.get $n0) (f64.mul (local.get $gs) (local.get $gs))))
+        (f32.store (i32.add (local.get $dF) (local.get $a32))
+          (f32.demote_f64 (f64.sub (local.get $fs) (f64.load (i32.add (local.get $prevF) (local.get $a64))))))
+        (local.set $ds (f64.promote_f32 (f32.demote_f64 (f64.sub (local.get $gs) (f64.load (i32.add (local.get $prevG) (local.get $a64)))))))
+        (f32.store (i32.add (local.get $dG) (local.get $a32)) (f32.demote_f64 (local.get $ds)))
+        (local.set $r0 (f64.add (local.get $r0) (f64.mul (local.get $ds) (local.get $gs))))
+        (local.set $q0 (f64.add (local.get $q0) (f64.mul (local.get $ds) (local.get $ds))))))
+    (f64.store (local.get $out) (f64.add (local.get $n0) (f64x2.extract_lane 1 (local.get $n))))
+    (f64.store offset=8 (local.get $out) (f64.add (local.get $r0) (f64x2.extract_lane 1 (local.get $r))))
+    (f64.store offset=16 (local.get $out) (f64.add (local.get $q0) (f64x2.extract_lane 1 (local.get $q)))))
+
+  ;; out[0] += a . b and out[1] += a . c (all f32)
+  (func (export "aaDots2") (param $from i32) (param $to i32) (param $a i32) (param $b i32) (param $c i32) (param $out i32)
+    (local $i i32) (local $end i32) (local $a32 i32) (local $x v128) (local $sb v128) (local $sc v128) (local $xs f64) (local $b0 f64) (local $c0 f64)
+    (local.set $i (local.get $from))
+    (local.set $end (i32.sub (local.get $to) (i32.and (i32.sub (local.get $to) (local.get $from)) (i32.const 1))))
+    (block $done
+      (loop $pair
+        (br_if $done (i32.ge_s (local.get $i) (local.get $end)))
+        (local.set $a32 (i32.shl (local.get $i) (i32.const 2)))
+        (local.set $x (f64x2.promote_low_f32x4 (v128.load64_zero (i32.add (local.get $a) (local.get $a32)))))
+        (local.set $sb (f64x2.add (local.get $sb) (f64x2.mul (local.get $x) (f64x2.promote_low_f32x4 (v128.load64_zero (i32.add (local.get $b) (local.get $a32)))))))
+        (local.set $sc (f64x2.add (local.get $sc) (f64x2.mul (local.get $x) (f64x2.promote_low_f32x4 (v128.load64_zero (i32.add (local.get $c) (local.get $a32)))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 2)))
+        (br $pair)))
+    (local.set $b0 (f64x2.extract_lane 0 (local.get $sb)))
+    (local.set $c0 (f64x2.extract_lane 0 (local.get $sc)))
+    (if (i32.lt_s (local.get $end) (local.get $to))
+      (then
+        (local.set $a32 (i32.shl (local.get $end) (i32.const 2)))
+        (local.set $xs (f64.promote_f32 (f32.load (i32.add (local.get $a) (local.get $a32)))))
+        (local.set $b0 (f64.add (local.get $b0) (f64.mul (local.get $xs) (f64.promote_f32 (f32.load (i32.add (local.get $b) (local.get $a32)))))))
+        (local.set $c0 (f64.add (local.get $c0) (f64.mul (local.get $xs) (f64.promote_f32 (f32.load (i32.add (local.get $c) (local.get $a32)))))))))
+    (f64.store (local.get $out) (f64.add (f64.load (local.get $out)) (f64.add (local.get $b0) (f64x2.extract_lane 1 (local.get $sb)))))
+    (f64.store offset=8 (local.get $out) (f64.add (f64.load offset=8 (local.get $out)) (f64.add (local.get $c0) (f64x2.extract_lane 1 (local.get $sc))))))
+
+  ;; out[0] += a . b (f32), four elements at a time: s0 + s1 + (s2 + s3), the rest into s0
+  (func (export "aaDot1") (param $from i32) (param $to i32) (param $a i32) (param $b i32) (param $out i32)
+    (local $i i32) (local $a32 i32) (local $s01 v128) (local $s23 v128) (local $s0 f64)
+    (local.set $i (local.get $from))
+    (block $done
+      (loop $quad
+        (br_if $done (i32.ge_s (i32.add (local.get $i) (i32.const 3)) (local.get $to)))
+        (local.set $a32 (i32.shl (local.get $i) (i32.const 2)))
+        (local.set $s01 (f64x2.add (local.get $s01)
+          (f64x2.mul (f64x2.promote_low_f32x4 (v128.load64_zero (i32.add (local.get $a) (local.get $a32)))) (f64x2.promote_low_f32x4 (v128.load64_zero (i32.add (local.get $b) (local.get $a32)))))))
+        (local.set $s23 (f64x2.add (local.get $s23)
+          (f64x2.mul (f64x2.promote_low_f32x4 (v128.load64_zero (i32.add (local.get $a) (i32.add (local.get $a32) (i32.const 8))))) (f64x2.promote_low_f32x4 (v128.load64_zero (i32.add (local.get $b) (i32.add (local.get $a32) (i32.const 8))))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 4)))
+        (br $quad)))
+    (local.set $s0 (f64x2.extract_lane 0 (local.get $s01)))
+    (block $end
+      (loop $rest
+        (br_if $end (i32.ge_s (local.get $i) (local.get $to)))
+        (local.set $a32 (i32.shl (local.get $i) (i32.const 2)))
+        (local.set $s0 (f64.add (local.get $s0)
+          (f64.mul (f64.promote_f32 (f32.load (i32.add (local.get $a) (local.get $a32)))) (f64.promote_f32 (f32.load (i32.add (local.get $b) (local.get $a32)))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $rest)))
+    (f64.store (local.get $out) (f64.add (f64.load (local.get $out))
+      (f64.add (f64.add (local.get $s0) (f64x2.extract_lane 1 (local.get $s01)))
+        (f64.add (f64x2.extract_lane 0 (local.get $s23)) (f64x2.extract_lane 1 (local.get $s23)))))))
+
+  ;; prevG = f - point, prevF = f, point = f - (ga a + gb b) (a and b f32)
+  (func (export "aaNextFirst")
+    (param $from i32) (param $to i32) (param $point i32) (param $prevF i32) (param $prevG i32) (param $f i32) (param $a i32) (param $b i32) (param $ga f64) (param $gb f64)
+    (local $i i32) (local $end i32) (local $a64 i32) (local $a32 i32) (local $fv v128) (local $gav v128) (local $gbv v128) (local $fs f64)
+    (local.set $gav (f64x2.splat (local.get $ga)))
+    (local.set $gbv (f64x2.splat (local.get $gb)))
+    (local.set $i (local.get $from))
+    (local.set $end (i32.sub (local.get $to) (i32.and (i32.sub (local.get $to) (local.get $from)) (i32.const 1))))
+    (block $done
+      (loop $pair
+        (br_if $done (i32.ge_s (local.get $i) (local.get $end)))
+        (local.set $a64 (i32.shl (local.get $i) (i32.const 3)))
+        (local.set $a32 (i32.shl (local.get $i) (i32.const 2)))
+        (local.set $fv (v128.load (i32.add (local.get $f) (local.get $a64))))
+        (v128.store (i32.add (local.get $prevG) (local.get $a64)) (f64x2.sub (local.get $fv) (v128.load (i32.add (local.get $point) (local.get $a64)))))
+        (v128.store (i32.add (local.get $prevF) (local.get $a64)) (local.get $fv))
+        (v128.store (i32.add (local.get $point) (local.get $a64))
+          (f64x2.sub (local.get $fv)
+            (f64x2.add
+              (f64x2.mul (local.get $gav) (f64x2.promote_low_f32x4 (v128.load64_zero (i32.add (local.get $a) (local.get $a32)))))
+              (f64x2.mul (local.get $gbv) (f64x2.promote_low_f32x4 (v128.load64_zero (i32.add (local.get $b) (local.get $a32))))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 2)))
+        (br $pair)))
+    (if (i32.lt_s (local.get $end) (local.get $to))
+      (then
+        (local.set $a64 (i32.shl (local.get $end) (i32.const 3)))
+        (local.set $a32 (i32.shl (local.get $end) (i32.const 2)))
+        (local.set $fs (f64.load (i32.add (local.get $f) (local.get $a64))))
+        (f64.store (i32.add (local.get $prevG) (local.get $a64)) (f64.sub (local.get $fs) (f64.load (i32.add (local.get $point) (local.get $a64)))))
+        (f64.store (i32.add (local.get $prevF) (local.get $a64)) (local.get $fs))
+        (f64.store (i32.add (local.get $point) (local.get $a64))
+          (f64.sub (local.get $fs)
+            (f64.add
+              (f64.mul (local.get $ga) (f64.promote_f32 (f32.load (i32.add (local.get $a) (local.get $a32)))))
+              (f64.mul (local.get $gb) (f64.promote_f32 (f32.load (i32.add (local.get $b) (local.get $a32)))))))))))
+
+  ;; point -= gc c + gd d (c and d f32)
+  (func (export "aaNextPair")
+    (param $from i32) (param $to i32) (param $point i32) (param $c i32) (param $d i32) (param $gc f64) (param $gd f64)
+    (local $i i32) (local $end i32) (local $a64 i32) (local $a32 i32) (local $gcv v128) (local $gdv v128)
+    (local.set $gcv (f64x2.splat (local.get $gc)))
+    (local.set $gdv (f64x2.splat (local.get $gd)))
+    (local.set $i (local.get $from))
+    (local.set $end (i32.sub (local.get $to) (i32.and (i32.sub (local.get $to) (local.get $from)) (i32.const 1))))
+    (block $done
+      (loop $pair
+        (br_if $done (i32.ge_s (local.get $i) (local.get $end)))
+        (local.set $a64 (i32.add (local.get $point) (i32.shl (local.get $i) (i32.const 3))))
+        (local.set $a32 (i32.shl (local.get $i) (i32.const 2)))
+        (v128.store (local.get $a64)
+          (f64x2.sub (v128.load (local.get $a64))
+            (f64x2.add
+              (f64x2.mul (local.get $gcv) (f64x2.promote_low_f32x4 (v128.load64_zero (i32.add (local.get $c) (local.get $a32)))))
+              (f64x2.mul (local.get $gdv) (f64x2.promote_low_f32x4 (v128.load64_zero (i32.add (local.get $d) (local.get $a32))))))))
+        (local.set $i (i32.add (local.get $i) (i32.const 2)))
+        (br $pair)))
+    (if (i32.lt_s (local.get $end) (local.get $to))
+      (then
+        (local.set $a64 (i32.add (local.get $point) (i32.shl (local.get $end) (i32.const 3))))
+        (local.set $a32 (i32.shl (local.get $end) (i32.const 2)))
+        (f64.store (local.get $a64)
+          (f64.sub (f64.load (local.get $a64))
+            (f64.add
+              (f64.mul (local.get $gc) (f64.promote_f32 (f32.load (i32.add (local.get $c) (local.get $a32)))))
+              (f64.mul (local.get $gd) (f64.promote_f32 (f32.load (i32.add (local.get $d) (local.get $a32)))))))))))
+)

@@ -33,7 +33,7 @@ function randomCsr(rand: () => number, rows: number, cols: number, zeros: number
 test('the committed WebAssembly is kernels.wat encoded (npm run wasm writes it)', async () => {
   const wabt = await wabtInit();
   const source = readFileSync(new URL('../../src/kernels/kernels.wat', import.meta.url), 'utf8');
-  const { buffer } = wabt.parseWat('kernels.wat', source, { threads: true }).toBinary({});
+  const { buffer } = wabt.parseWat('kernels.wat', source, { threads: true, simd: true }).toBinary({});
   assert.equal(Buffer.from(buffer).toString('base64'), KERNELS_WASM, 'wasm-kernels-bytes.ts is stale: run npm run wasm');
 });
 
