@@ -31,11 +31,10 @@
  * against 2 in TypeScript, which remains for Node without WebAssembly. On a large state each
  * pass is split with a worker thread (Halves, split-worker.ts); the memory is shared.
  */
-import { ConfigError } from '@admm-share/core';
+import { ConfigError, type VectorKernels, type VectorMemory, vectorMemory } from '@admm-share/core';
 import { Halves } from './anderson-halves.js';
-import { splitByDefault } from './split-worker.js';
-import { type VectorKernels, type VectorMemory, vectorMemory } from '@admm-share/core';
 import { NEW_RHS, NEW_SQ, NORM_SQ, ROW, firstPass, nextPoint } from './anderson-kernels.js';
+import { splitByDefault } from './split-worker.js';
 
 /** The default memory (docs/rho.md has the measurements behind it), and the largest accepted. */
 export const DEFAULT_ANDERSON = 5;
@@ -182,7 +181,7 @@ export class Anderson {
       halves.firstPass(slot, keep, () => firstPass(f, point, prevF, prevG, dFs, dGs, kept, 0, halves.split, sums, k));
       // The upper half's sums after the lower half's, in this order every time: the same state gives the same result.
       const other = halves.sums;
-      for (let k = 0; k < ROW + keep.length; k++) sums[k] += other[k];
+      for (let j = 0; j < ROW + keep.length; j++) sums[j] += other[j];
     } else firstPass(f, point, prevF, prevG, dFs, dGs, kept, 0, dim, sums, k);
     const normSq = sums[NORM_SQ];
     const newRhs = sums[NEW_RHS];
