@@ -48,7 +48,7 @@ export class Halves {
     this.init = {
       ...state,
       kind: 'anderson',
-      control: SplitWorker.control(),
+      ...SplitWorker.shared(),
       slots: sharedArray(Int32Array, 2 * memory + 3),
       gamma: sharedArray(Float64Array, memory),
       from: split,

@@ -1,6 +1,6 @@
 // The coordinator step's passes over the samples in two parts (admm.ts): the main thread takes
 // the samples [0, split) and a worker thread (split-worker.ts) the samples [split, N).
-import { type LossName, trainingLoss } from '@admm-share/core';
+import { type Loss, type LossName, trainingLoss } from '@admm-share/core';
 import { STEP_SUMS, type StepArrays, type StepParams, stepRange, unpackRange } from './admm-kernels.js';
 import { type SplitInit, SplitWorker, serveSplit, sharedArray } from './split-worker.js';
 
@@ -25,7 +25,7 @@ export class StepSplit {
 
   constructor(arrays: StepArrays, loss: { name: LossName; labelFlip: number }) {
     const n = arrays.sum.length;
-    this.init = { kind: 'step', control: SplitWorker.control(), arrays, loss, params: sharedArray(Float64Array, 4), sums: sharedArray(Float64Array, STEP_SUMS), from: n >> 1, to: n };
+    this.init = { kind: 'step', ...SplitWorker.shared(), arrays, loss, params: sharedArray(Float64Array, 4), sums: sharedArray(Float64Array, STEP_SUMS), from: n >> 1, to: n };
     this.worker = new SplitWorker(this.init);
   }
 
@@ -60,7 +60,8 @@ export class StepSplit {
 /** The worker thread's side: its samples of each pass asked for. */
 export function serveStep(init: StepInit): void {
   const { control, arrays, params, sums, from, to } = init;
-  const loss = trainingLoss(init.loss.name, init.loss.labelFlip);
+  const loss = trainingLoss(init.loss.name, init.loss.labelFlip) as Loss | undefined;
+  if (!loss) throw new Error(`no loss named '${init.loss.name}' to make again in the worker thread`);
   serveSplit(control, (job) => {
     if (job === STEP) stepRange(arrays, loss, { exact: params[0] === 1, rho: params[1], alpha: params[2], weight: params[3] }, from, to, sums);
     else if (job === UNPACK) unpackRange(arrays, from, to);

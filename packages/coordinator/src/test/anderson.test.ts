@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { Matrix, solve } from 'ml-matrix';
-import { DataError, csrFromDense, csrHStack, fitCentral, flipCorrectedLogistic, logistic } from '@admm-share/core';
+import { DataError, InternalError, csrFromDense, csrHStack, fitCentral, flipCorrectedLogistic, logistic } from '@admm-share/core';
 import { normal, seeded, tempDir } from '@admm-share/core/test-support';
 import { AdmmCoordinator } from '../admm.js';
 import { Anderson } from '../anderson.js';
@@ -261,6 +261,27 @@ test('the step split with a worker thread sends every party what one thread send
     } finally {
       for (const co of [serial, split, resumed]) co.close();
     }
+  }
+});
+
+test('a worker thread that fails is reported at once by the step that waits for it, with its message, and by every later step', () => {
+  const { N, blocks, y } = problem('step-split-failure');
+  // The worker makes the loss again by its name: one it does not know fails it as it starts.
+  const loss = { ...logistic, name: 'hinge' as unknown as typeof logistic.name };
+  const co = new AdmmCoordinator({ variant: 'exact', loss, y, parties: blocks.length, lambda: 1e-3, rho: 0.01 / N, alpha: 1.6, tolerance: { abs: 1e-4, rel: 1e-3 }, anderson: 0, split: true });
+  try {
+    const zeros = blocks.map(() => new Float64Array(N));
+    for (const when of ['first', 'next']) {
+      const t0 = performance.now();
+      assert.throws(
+        () => co.step(zeros),
+        (err: unknown) => err instanceof InternalError && /in the coordinator's step worker thread/.test(err.message) && /hinge/.test(err.message),
+        `${when} step`,
+      );
+      assert.ok(performance.now() - t0 < 10_000, `${when} step: reported at once, not after the 60 s wait`);
+    }
+  } finally {
+    co.close();
   }
 });
 
