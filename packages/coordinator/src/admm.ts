@@ -1,8 +1,8 @@
-import { type Loss, assertLength } from '@admm-share/core';
+import { type Loss, assertLength, sharedArray } from '@admm-share/core';
 import type { Variant } from '@admm-share/protocol';
 import { DUAL_SQ, NORM_DUAL, NORM_S, NORM_Z, PRIMAL_SQ, STEP_SUMS, type StepArrays, stepRange, unpackRange } from './admm-kernels.js';
 import { Anderson, type AndersonSnapshot, type AndersonStep } from './anderson.js';
-import { sharedArray, splitByDefault } from './split-worker.js';
+import { splitByDefault } from './split-worker.js';
 import { StepSplit } from './step-split.js';
 
 /** The ADMM form, from the protocol's VARIANTS table. */

@@ -1,8 +1,8 @@
 // Anderson acceleration's passes in two halves (anderson.ts): the main thread runs the lower
 // half of each pass and a worker thread (split-worker.ts) the upper half, on shared memory.
-import { type VectorMemory, vectorKernels } from '@admm-share/core';
+import { type ThreadTeam, type VectorMemory, sharedArray, vectorKernels } from '@admm-share/core';
 import { firstPass, nextPoint } from './anderson-kernels.js';
-import { type SplitInit, SplitWorker, serveSplit, sharedArray } from './split-worker.js';
+import { type SplitData, runSplit, splitTeam } from './split-worker.js';
 
 /** The arrays both threads work on, in shared memory. */
 export interface SharedState {
@@ -22,7 +22,7 @@ const FIRST_PASS = 1;
 const NEXT_POINT = 2;
 
 /** What the worker thread is given. */
-export interface HalvesInit extends SharedState, SplitInit {
+export interface HalvesInit extends SharedState, SplitData {
   kind: 'anderson';
   /** [slot, kept count, kept slots..., difference count, difference slots...] (2 * memory + 3 entries). */
   slots: Int32Array;
@@ -38,7 +38,7 @@ export interface HalvesInit extends SharedState, SplitInit {
  */
 export class Halves {
   private readonly init: HalvesInit;
-  private readonly worker: SplitWorker;
+  private readonly team: ThreadTeam;
 
   constructor(state: SharedState) {
     const dim = state.f.length;
@@ -48,13 +48,12 @@ export class Halves {
     this.init = {
       ...state,
       kind: 'anderson',
-      ...SplitWorker.shared(),
       slots: sharedArray(Int32Array, 2 * memory + 3),
       gamma: sharedArray(Float64Array, memory),
       from: split,
       to: dim,
     };
-    this.worker = new SplitWorker(this.init);
+    this.team = splitTeam(this.init);
   }
 
   /** Where the main thread's half ends and the worker's begins. */
@@ -72,7 +71,7 @@ export class Halves {
     slots[0] = slot;
     slots[1] = keep.length;
     keep.forEach((j, k) => (slots[2 + k] = j));
-    this.worker.run(FIRST_PASS, mine);
+    runSplit(this.team, FIRST_PASS, mine);
   }
 
   nextPoint(order: readonly number[], gamma: Float64Array | undefined, mine: () => void): void {
@@ -81,20 +80,20 @@ export class Halves {
     slots[at] = order.length;
     order.forEach((j, k) => (slots[at + 1 + k] = j));
     if (gamma) this.init.gamma.set(gamma);
-    this.worker.run(NEXT_POINT, mine);
+    runSplit(this.team, NEXT_POINT, mine);
   }
 
   close(): void {
-    this.worker.close();
+    void this.team.close();
   }
 }
 
 /** The worker thread's side: the upper half of each pass asked for. */
-export function serveHalf(init: HalvesInit): void {
-  const { control, slots, gamma, sums, f, point, prevF, prevG, dF, dG, from, to } = init;
+export function halfCalls(init: HalvesInit): (job: number) => void {
+  const { slots, gamma, sums, f, point, prevF, prevG, dF, dG, from, to } = init;
   const k = init.memory && vectorKernels(init.memory);
   const at = 2 + dF.length;
-  serveSplit(control, (job) => {
+  return (job) => {
     if (job === FIRST_PASS) {
       const slot = slots[0];
       const kept = Array.from({ length: slots[1] }, (_, k) => dG[slots[2 + k]]);
@@ -103,5 +102,5 @@ export function serveHalf(init: HalvesInit): void {
       const ds = Array.from({ length: slots[at] }, (_, k) => dF[slots[at + 1 + k]]);
       nextPoint(point, prevF, prevG, f, ds, ds.length > 0 ? gamma : undefined, from, to, k);
     }
-  });
+  };
 }

@@ -44,46 +44,25 @@ export function firstPass(
     if (dFs && dGs) k.aaFirst(from, to, f.byteOffset, point.byteOffset, prevF.byteOffset, prevG.byteOffset, dFs.byteOffset, dGs.byteOffset, out.byteOffset);
     else k.aaNorm(from, to, f.byteOffset, point.byteOffset, out.byteOffset);
   } else {
-    // Sums of the even elements (0) and of the odd ones (1); a last odd element goes to 0.
-    const end = to - ((to - from) & 1);
-    let n0 = 0;
-    let n1 = 0;
-    let r0 = 0;
-    let r1 = 0;
-    let q0 = 0;
-    let q1 = 0;
-    if (dFs && dGs) {
-      for (let i = from; i < to; i++) {
-        const fi = f[i];
-        const gi = fi - point[i];
+    // The sums of the even elements (lane 0) and of the odd ones (lane 1), as the kernels' two lanes.
+    const lanes = new Float64Array(6); // ||g||^2, dG . g, dG . dG for lane 0, then for lane 1
+    for (let i = from; i < to; i++) {
+      const o = ((i - from) & 1) * 3;
+      const fi = f[i];
+      const gi = fi - point[i];
+      lanes[o] += gi * gi;
+      if (dFs && dGs) {
         dFs[i] = fi - prevF[i];
         // The stored (single-precision) difference, so that the Gram matrix is that of the stored vectors.
         const dg = Math.fround(gi - prevG[i]);
         dGs[i] = dg;
-        if (((i - from) & 1) === 0) {
-          n0 += gi * gi;
-          r0 += dg * gi;
-          q0 += dg * dg;
-        } else {
-          n1 += gi * gi;
-          r1 += dg * gi;
-          q1 += dg * dg;
-        }
+        lanes[o + 1] += dg * gi;
+        lanes[o + 2] += dg * dg;
       }
-    } else
-      for (let i = from; i < end; i += 2) {
-        const gi = f[i] - point[i];
-        const gj = f[i + 1] - point[i + 1];
-        n0 += gi * gi;
-        n1 += gj * gj;
-      }
-    if (!dGs && end < to) {
-      const g = f[end] - point[end];
-      n0 += g * g;
     }
-    out[NORM_SQ] = n0 + n1;
-    out[NEW_RHS] = r0 + r1;
-    out[NEW_SQ] = q0 + q1;
+    out[NORM_SQ] = lanes[0] + lanes[3];
+    out[NEW_RHS] = lanes[1] + lanes[4];
+    out[NEW_SQ] = lanes[2] + lanes[5];
   }
   if (dGs) addDots(out, ROW, dGs, kept, from, to, k);
 }

@@ -1,14 +1,6 @@
-// A worker thread of the coordinator's step (split-worker.ts): the upper part of each pass.
-import { workerData } from 'node:worker_threads';
-import { type HalvesInit, serveHalf } from './anderson-halves.js';
-import { reportFailure } from './split-worker.js';
-import { type StepInit, serveStep } from './step-split.js';
+// The worker thread of the coordinator's step (split-worker.ts): the upper part of each pass.
+import { type TeamWorkerData, serveTeam } from '@admm-share/core';
+import { type HalvesInit, halfCalls } from './anderson-halves.js';
+import { type StepInit, stepCalls } from './step-split.js';
 
-const init = workerData as HalvesInit | StepInit;
-try {
-  if (init.kind === 'anderson') serveHalf(init);
-  else serveStep(init);
-} catch (err) {
-  // The main thread throws it from the step it waits in.
-  reportFailure(init, err);
-}
+serveTeam<(HalvesInit | StepInit) & TeamWorkerData>((init) => (init.kind === 'anderson' ? halfCalls(init) : stepCalls(init)));

@@ -1,14 +1,14 @@
 // The coordinator step's passes over the samples in two parts (admm.ts): the main thread takes
 // the samples [0, split) and a worker thread (split-worker.ts) the samples [split, N).
-import { type Loss, type LossName, trainingLoss } from '@admm-share/core';
+import { type Loss, type LossName, type ThreadTeam, sharedArray, trainingLoss } from '@admm-share/core';
 import { STEP_SUMS, type StepArrays, type StepParams, stepRange, unpackRange } from './admm-kernels.js';
-import { type SplitInit, SplitWorker, serveSplit, sharedArray } from './split-worker.js';
+import { type SplitData, runSplit, splitTeam } from './split-worker.js';
 
 const STEP = 1;
 const UNPACK = 2;
 
 /** What the worker thread is given: the arrays (in shared memory) and the loss by name, to make it again there. */
-export interface StepInit extends SplitInit {
+export interface StepInit extends SplitData {
   kind: 'step';
   arrays: StepArrays;
   loss: { name: LossName; labelFlip: number };
@@ -21,12 +21,12 @@ export interface StepInit extends SplitInit {
 
 export class StepSplit {
   private readonly init: StepInit;
-  private readonly worker: SplitWorker;
+  private readonly team: ThreadTeam;
 
   constructor(arrays: StepArrays, loss: { name: LossName; labelFlip: number }) {
     const n = arrays.sum.length;
-    this.init = { kind: 'step', ...SplitWorker.shared(), arrays, loss, params: sharedArray(Float64Array, 4), sums: sharedArray(Float64Array, STEP_SUMS), from: n >> 1, to: n };
-    this.worker = new SplitWorker(this.init);
+    this.init = { kind: 'step', arrays, loss, params: sharedArray(Float64Array, 4), sums: sharedArray(Float64Array, STEP_SUMS), from: n >> 1, to: n };
+    this.team = splitTeam(this.init);
   }
 
   /** Where the main thread's samples end and the worker's begin. */
@@ -45,25 +45,25 @@ export class StepSplit {
     params[1] = p.rho;
     params[2] = p.alpha;
     params[3] = p.weight;
-    this.worker.run(STEP, mine);
+    runSplit(this.team, STEP, mine);
   }
 
   unpack(mine: () => void): void {
-    this.worker.run(UNPACK, mine);
+    runSplit(this.team, UNPACK, mine);
   }
 
   close(): void {
-    this.worker.close();
+    void this.team.close();
   }
 }
 
 /** The worker thread's side: its samples of each pass asked for. */
-export function serveStep(init: StepInit): void {
-  const { control, arrays, params, sums, from, to } = init;
+export function stepCalls(init: StepInit): (job: number) => void {
+  const { arrays, params, sums, from, to } = init;
   const loss = trainingLoss(init.loss.name, init.loss.labelFlip) as Loss | undefined;
   if (!loss) throw new Error(`no loss named '${init.loss.name}' to make again in the worker thread`);
-  serveSplit(control, (job) => {
+  return (job) => {
     if (job === STEP) stepRange(arrays, loss, { exact: params[0] === 1, rho: params[1], alpha: params[2], weight: params[3] }, from, to, sums);
     else if (job === UNPACK) unpackRange(arrays, from, to);
-  });
+  };
 }

@@ -2,10 +2,10 @@
 // the block in shared memory (no copy) and wait on an atomic flag between calls, so that a
 // product costs no message and the calling thread stays synchronous (it blocks for the
 // milliseconds the others take). The calling thread does a part itself.
-import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort } from 'node:worker_threads';
 import { assertLength } from './csr.js';
-import { type Dense, PANEL_ROWS, choleskyRows, denseGramRows, denseMatTVecRows, denseMatVecRows, denseOuterGramRows, gramPanel } from './dense.js';
+import { type Dense, PANEL_ROWS, sharedFloat64, choleskyRows, denseGramRows, denseMatTVecRows, denseMatVecRows, denseOuterGramRows, gramPanel } from './dense.js';
 import { packedLength } from './packed.js';
+import { ThreadTeam } from './thread-team.js';
 
 /** What the threads are told to do (ctrl[OP]). */
 export const Op = {
@@ -15,17 +15,10 @@ export const Op = {
   Gram: 3,
   /** The packed A A^T, a range of its rows each. */
   OuterGram: 4,
-  Exit: 5,
   /** A block of rows of a packed Cholesky factor, their columns before the block: a range of the rows each. */
   CholeskyLeft: 6,
 } as const;
 type Op = (typeof Op)[keyof typeof Op];
-
-/** Slots of the control array: a call's number (the threads wait for it to change), its Op, threads still at it, a failure. */
-export const GEN = 0;
-export const OP = 1;
-export const PENDING = 2;
-export const FAILED = 3;
 
 /** What each worker thread gets at its start. */
 export interface DenseWorkerData {
@@ -33,14 +26,11 @@ export interface DenseWorkerData {
   /** Its rows for the products: [from, to). */
   from: number;
   to: number;
-  ctrl: Int32Array;
   /** The products' input vectors (cols and rows long), their output (rows long) and this thread's part of A^T w (cols long). */
   x: Float64Array;
   w: Float64Array;
   out: Float64Array;
   partial: Float64Array;
-  /** Where the ops on a packed matrix get it and their range (one message before the op), and where a failure's message goes. */
-  port: MessagePort;
 }
 
 /**
@@ -54,15 +44,6 @@ export interface PackedPart {
   n?: number;
   upTo?: number;
 }
-
-/**
- * Longest wait for the threads' part of one call before they are taken for dead: a product
- * takes milliseconds, a block of the Cholesky factor tens of them. A thread that dies (out of
- * memory) cannot say so while this thread waits (its exit event needs the event loop), so this
- * is how a waiting party learns of it; under the 30 s in which the coordinator would take it
- * for gone.
- */
-const STALL_MS = 20_000;
 
 /**
  * [from, to) of `count` items cut into `parts` ranges of about equal cost (cost(i) that of
@@ -91,19 +72,14 @@ export function balancedRanges(count: number, parts: number, cost: (i: number) =
  * the block is no longer used (the threads are unref'd, so they never keep a process alive).
  */
 export class DenseThreads {
-  private readonly ctrl = new Int32Array(new SharedArrayBuffer(4 * Int32Array.BYTES_PER_ELEMENT));
   private readonly x: Float64Array;
   private readonly w: Float64Array;
   private readonly out: Float64Array;
   /** Thread t's part of A^T w at t * cols. */
   private readonly partials: Float64Array;
-  private readonly workers: Worker[] = [];
-  private readonly ports: MessagePort[] = [];
+  private readonly team: ThreadTeam;
   /** The calling thread's rows for the products. */
   private readonly mine: [number, number];
-  private closed = false;
-  /** Why a thread stopped, if one did. */
-  private failure: string | undefined;
 
   private constructor(
     private readonly a: Dense,
@@ -112,40 +88,19 @@ export class DenseThreads {
     if (!(a.data.buffer instanceof SharedArrayBuffer)) throw new RangeError('DenseThreads: the block is not in shared memory (sharedFloat64)');
     if (!(Number.isInteger(threads) && threads >= 1)) throw new RangeError(`DenseThreads: threads must be an integer >= 1, got ${threads}`);
     const { rows, cols } = a;
-    const shared = (n: number): Float64Array => new Float64Array(new SharedArrayBuffer(n * Float64Array.BYTES_PER_ELEMENT));
-    this.x = shared(cols);
-    this.w = shared(rows);
-    this.out = shared(rows);
-    this.partials = shared(threads * cols);
+    this.x = sharedFloat64(cols);
+    this.w = sharedFloat64(rows);
+    this.out = sharedFloat64(rows);
+    this.partials = sharedFloat64(threads * cols);
     const ranges = balancedRanges(rows, threads + 1, () => 1);
     this.mine = ranges[threads];
-    for (let t = 0; t < threads; t++) {
-      const { port1, port2 } = new MessageChannel();
-      const workerData: DenseWorkerData = {
-        a,
-        from: ranges[t][0],
-        to: ranges[t][1],
-        ctrl: this.ctrl,
-        x: this.x,
-        w: this.w,
-        out: this.out,
-        partial: this.partials.subarray(t * cols, (t + 1) * cols),
-        port: port2,
-      };
-      const worker = new Worker(new URL('./dense-worker.js', import.meta.url), { workerData, transferList: [port2] });
-      worker.unref();
-      // Either wakes a wait for the threads' part (waitAsync), which then reports it.
-      worker.on('error', (e) => {
-        this.failure ??= e.message;
-        Atomics.notify(this.ctrl, PENDING);
-      });
-      worker.on('exit', (code) => {
-        if (!this.closed) this.failure ??= `a product thread exited (code ${code})`;
-        Atomics.notify(this.ctrl, PENDING);
-      });
-      this.workers.push(worker);
-      this.ports.push(port1);
-    }
+    this.team = new ThreadTeam({
+      script: new URL('./dense-worker.js', import.meta.url),
+      data: (t): DenseWorkerData => ({ a, from: ranges[t][0], to: ranges[t][1], x: this.x, w: this.w, out: this.out, partial: this.partials.subarray(t * cols, (t + 1) * cols) }),
+      threads,
+      name: 'a product thread',
+      fail: (failure) => new Error(`DenseThreads: ${failure}`),
+    });
   }
 
   /** Threads for the dense block `a` (in shared memory: sharedFloat64). */
@@ -158,10 +113,10 @@ export class DenseThreads {
     assertLength('out', out, this.a.rows);
     assertLength('x', x, this.a.cols);
     this.x.set(x);
-    this.begin(Op.MatVec);
+    this.team.begin(Op.MatVec);
     const [from, to] = this.mine;
     denseMatVecRows(out, this.a, x, from, to);
-    this.waitSync();
+    this.team.waitSync();
     out.set(this.out.subarray(0, from));
     return out;
   }
@@ -172,9 +127,9 @@ export class DenseThreads {
     assertLength('out', out, cols);
     assertLength('w', w, rows);
     this.w.set(w);
-    this.begin(Op.MatTVec);
+    this.team.begin(Op.MatTVec);
     denseMatTVecRows(out, this.a, w, this.mine[0], this.mine[1]);
-    this.waitSync();
+    this.team.waitSync();
     const p = this.partials;
     for (let t = 0; t < this.threads; t++) for (let j = 0, o = t * cols; j < cols; j++) out[j] += p[o + j];
     return out;
@@ -195,7 +150,7 @@ export class DenseThreads {
       side === 'primal'
         ? balancedRanges(d, this.threads + 1, (j) => d - j, 4) // column j's block pairs with the columns after it
         : balancedRanges(n, this.threads + 1, (i) => n - i, 2); // row i, with the rows after it
-    this.begin(side === 'primal' ? Op.Gram : Op.OuterGram, (t) => ({ g, from: parts[t][0], to: parts[t][1] }));
+    this.team.begin(side === 'primal' ? Op.Gram : Op.OuterGram, (t) => ({ g, from: parts[t][0], to: parts[t][1] }));
     const [from, to] = parts[this.threads];
     if (side === 'primal') {
       const panel = gramPanel(d);
@@ -216,7 +171,7 @@ export class DenseThreads {
         yield;
       }
     }
-    yield this.waitAsync();
+    yield this.team.waitAsync();
   }
 
   /**
@@ -236,9 +191,9 @@ export class DenseThreads {
       const b1 = Math.min(n, b0 + rows);
       if (b0 > 0) {
         const parts = balancedRanges(b1 - b0, this.threads + 1, () => 1);
-        this.begin(Op.CholeskyLeft, (t) => ({ g: a, n, from: b0 + parts[t][0], to: b0 + parts[t][1], upTo: b0 }));
+        this.team.begin(Op.CholeskyLeft, (t) => ({ g: a, n, from: b0 + parts[t][0], to: b0 + parts[t][1], upTo: b0 }));
         choleskyRows(a, n, b0 + parts[this.threads][0], b0 + parts[this.threads][1], 0, b0);
-        this.waitSync();
+        this.team.waitSync();
       }
       if (!choleskyRows(a, n, b0, b1, b0)) return false;
       b0 = b1;
@@ -248,73 +203,8 @@ export class DenseThreads {
   }
 
   /** Stop the threads (a call under way is not interrupted: call from the same thread as the calls). */
-  async close(): Promise<void> {
-    if (this.closed) return;
-    this.closed = true;
-    Atomics.store(this.ctrl, OP, Op.Exit);
-    Atomics.add(this.ctrl, GEN, 1);
-    Atomics.notify(this.ctrl, GEN);
-    Atomics.notify(this.ctrl, PENDING); // a wait for the threads' part (waitAsync) ends now
-    for (const p of this.ports) p.close();
-    await Promise.all(this.workers.map((w) => w.terminate()));
-  }
-
-  /**
-   * Tell every thread to do `op` on its part, once they are done with a call left unfinished
-   * (an abandoned Gram matrix); `part(t)` is thread t's message for the ops on a packed matrix,
-   * posted only then, so that a call that never began leaves none behind.
-   */
-  private begin(op: Op, part?: (t: number) => PackedPart): void {
-    if (this.closed) throw new Error('DenseThreads: closed');
-    this.waitSync();
-    if (part) for (let t = 0; t < this.threads; t++) this.ports[t].postMessage(part(t));
-    Atomics.store(this.ctrl, PENDING, this.threads);
-    Atomics.store(this.ctrl, OP, op);
-    Atomics.add(this.ctrl, GEN, 1);
-    Atomics.notify(this.ctrl, GEN);
-  }
-
-  /** Block until every thread has done its part (a thread that died, or stalled, is an error from then on). */
-  private waitSync(): void {
-    this.check();
-    const t0 = performance.now();
-    for (let p; (p = Atomics.load(this.ctrl, PENDING)) !== 0; ) {
-      if (Atomics.wait(this.ctrl, PENDING, p, 1000) === 'timed-out' && performance.now() - t0 > STALL_MS) {
-        this.failure ??= `the threads did not finish their part in ${STALL_MS / 1000} s (one died?)`;
-        break;
-      }
-    }
-    this.check();
-  }
-
-  /** Resolves when every thread has done its part, or the threads were closed (the event loop runs meanwhile). */
-  private async waitAsync(): Promise<void> {
-    // A timer keeps the process alive while it waits (Atomics.waitAsync does not, nor does a thread that died).
-    const alive = setInterval(() => {}, 1 << 30);
-    try {
-      // Closed meanwhile: the caller's work was abandoned (it sees so itself), nothing to wait for.
-      for (let p; !this.closed && (p = Atomics.load(this.ctrl, PENDING)) !== 0; ) {
-        const r = (Atomics as unknown as AtomicsWaitAsync).waitAsync(this.ctrl, PENDING, p, 1000);
-        if (r.async) await r.value;
-        this.check();
-      }
-    } finally {
-      clearInterval(alive);
-    }
-    this.check();
-  }
-
-  private check(): void {
-    if (Atomics.load(this.ctrl, FAILED) !== 0)
-      for (const port of this.ports) {
-        const m = receiveMessageOnPort(port)?.message as { failure?: string } | undefined;
-        if (m?.failure !== undefined) this.failure ??= m.failure;
-      }
-    if (this.failure !== undefined) throw new Error(`DenseThreads: ${this.failure}`);
+  close(): Promise<void> {
+    return this.team.close();
   }
 }
 
-/** Atomics.waitAsync (Node 16 and later; not in the ES2022 library's types). */
-interface AtomicsWaitAsync {
-  waitAsync(a: Int32Array, index: number, value: number, timeout: number): { async: false; value: 'not-equal' | 'timed-out' } | { async: true; value: Promise<'ok' | 'timed-out'> };
-}

@@ -28,7 +28,12 @@ export function preferDense(a: Csr): boolean {
  * ordinary array: pages never written are not resident either.
  */
 export function sharedFloat64(length: number): Float64Array {
-  return new Float64Array(new SharedArrayBuffer(length * Float64Array.BYTES_PER_ELEMENT));
+  return sharedArray(Float64Array, length);
+}
+
+/** A typed array of `length` elements in a SharedArrayBuffer (worker threads read it where it is). */
+export function sharedArray<T>(C: { new (b: SharedArrayBuffer): T; BYTES_PER_ELEMENT: number }, length: number): T {
+  return new C(new SharedArrayBuffer(length * C.BYTES_PER_ELEMENT));
 }
 
 /** Rows `order[0], order[1], ...` of a CSR matrix as a dense matrix in shared memory (no CSR copy in between). */

@@ -7,6 +7,7 @@ export * from './metrics.js';
 export * from './linalg.js';
 export * from './dense.js';
 export * from './dense-threads.js';
+export * from './thread-team.js';
 export * from './packed.js';
 export * from './block.js';
 export * from './spill.js';

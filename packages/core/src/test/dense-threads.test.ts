@@ -133,7 +133,7 @@ test('DenseThreads refuses a block or a Gram matrix outside shared memory, and c
 });
 
 /** The pool's workers (private), to make one die. */
-const workersOf = (t: DenseThreads): Worker[] => (t as unknown as { workers: Worker[] }).workers;
+const workersOf = (t: DenseThreads): Worker[] => (t as unknown as { team: { workers: Worker[] } }).team.workers;
 
 test('DenseThreads: a thread that died makes the next call fail at once, naming its exit', async () => {
   const { A } = sharedRandom(seeded(2), 50, 20);
