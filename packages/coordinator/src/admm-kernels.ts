@@ -12,7 +12,9 @@ export const DUAL_SQ = 1;
 export const NORM_S = 2;
 export const NORM_Z = 3;
 export const NORM_DUAL = 4;
-export const STEP_SUMS = 5;
+/** The training loss at the shares' sum (the objective's loss term, before its weight). */
+export const LOSS = 5;
+export const STEP_SUMS = 6;
 
 /** The per-sample arrays of a step (AdmmCoordinator's fields). */
 export interface StepArrays {
@@ -45,7 +47,8 @@ export interface StepParams {
 
 /**
  * Passes 0 to 3 of a step over the samples [from, to): the sum of the shares, the prox points,
- * the z-update (loss.proxInto), z, the dual, c, and the residuals' sums (to out[PRIMAL_SQ..]);
+ * the z-update (loss.proxInto), z, the dual, c, the residuals' sums (to out[PRIMAL_SQ..]) and
+ * the loss at the shares' sum (out[LOSS], for the objective);
  * with Anderson acceleration also F(v) into `packed`. See AdmmCoordinator.step for the maths.
  */
 export function stepRange(st: StepArrays, loss: Loss, p: StepParams, from: number, to: number, out: Float64Array): void {
@@ -91,10 +94,12 @@ export function stepRange(st: StepArrays, loss: Loss, p: StepParams, from: numbe
   let normS = 0;
   let normZ = 0;
   let normDual = 0;
+  let lossSum = 0;
   const zAt = M * n;
   const uAt = (M + 1) * n;
   for (let i = from; i < to; i++) {
     const S = sum[i];
+    lossSum += loss.value(y[i], S);
     if (exact) {
       const zi = t[i] * invM;
       z[i] = zi;
@@ -150,6 +155,55 @@ export function stepRange(st: StepArrays, loss: Loss, p: StepParams, from: numbe
   out[NORM_S] = normS;
   out[NORM_Z] = normZ;
   out[NORM_DUAL] = normDual;
+  out[LOSS] = lossSum;
+}
+
+/**
+ * Samples in a chunk of a step's passes. A step goes over the samples chunk by chunk: every
+ * pass over one chunk, then the next (a chunk's arrays stay in the cache between its passes).
+ * Split, each thread takes the next chunk left until none is (claimChunks), so a thread that
+ * starts late does less; each chunk's sums have their own place and are added in the chunks'
+ * order, so the result is the same bits whichever thread did which chunk, and as in one thread.
+ */
+export const CHUNK = 2048;
+
+/** The number of chunks of n samples. */
+export function chunkCount(n: number): number {
+  return Math.ceil(n / CHUNK);
+}
+
+/** Run `work` on each chunk of n samples left, taking them one at a time from next[0] (Atomics: it may be shared with another thread). */
+export function claimChunks(next: Int32Array, n: number, work: (from: number, to: number, chunk: number) => void): void {
+  const chunks = chunkCount(n);
+  for (let k = Atomics.add(next, 0, 1); k < chunks; k = Atomics.add(next, 0, 1)) work(k * CHUNK, Math.min(n, (k + 1) * CHUNK), k);
+}
+
+/** stepRange over the chunks left (claimChunks); chunk k's sums go to sums[k * STEP_SUMS...]. */
+export function stepChunks(st: StepArrays, loss: Loss, p: StepParams, next: Int32Array, sums: Float64Array): void {
+  claimChunks(next, st.sum.length, (from, to, k) => stepRange(st, loss, p, from, to, sums.subarray(k * STEP_SUMS, (k + 1) * STEP_SUMS)));
+}
+
+/** unpackRange over the chunks left (claimChunks). */
+export function unpackChunks(st: StepArrays, next: Int32Array): void {
+  claimChunks(next, st.sum.length, (from, to) => unpackRange(st, from, to));
+}
+
+/** out = the chunks' sums (stepChunks) added in the chunks' order. */
+export function addChunkSums(sums: Float64Array, out: Float64Array): void {
+  out.fill(0);
+  for (let at = 0; at < sums.length; at += STEP_SUMS) for (let k = 0; k < STEP_SUMS; k++) out[k] += sums[at + k];
+}
+
+/** The sum of loss(y_i, sum_i) added as the step adds it (LOSS): chunk by chunk, then the chunks in order. */
+export function chunkedLoss(loss: Loss, y: Float64Array, sum: Float64Array): number {
+  let total = 0;
+  for (let from = 0; from < sum.length; from += CHUNK) {
+    const to = Math.min(sum.length, from + CHUNK);
+    let f = 0;
+    for (let i = from; i < to; i++) f += loss.value(y[i], sum[i]);
+    total += f;
+  }
+  return total;
 }
 
 /**

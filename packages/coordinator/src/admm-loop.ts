@@ -1,7 +1,7 @@
 /**
  * The ADMM training loop. One round t:
  *   sendRound (round t: rho and c to every party; with Anderson acceleration each its own c)
- *   -> traceRound (round t-1's objective and trace line, while the parties compute)
+ *   -> round t-1's trace line, while the parties compute (its objective's loss summed by the step)
  *   -> collect the shares (each recorded for replays as it arrives)
  *   -> AdmmCoordinator.step (z-update, dual update, residuals, next c)
  *   -> checkpoint (when due; written in the background) -> evaluate (when due).
@@ -233,7 +233,7 @@ export class AdmmLoop {
     );
   }
 
-  /** Round r's trace line; its objective costs a log and an exp per sample, so it is computed while the parties work. */
+  /** Round r's trace line (its objective's loss was summed by the step). */
   private traceLine(r: FinishedRound, noisy: boolean): TraceLine {
     return {
       round: r.round,

@@ -1,6 +1,6 @@
 import { type Loss, assertLength, sharedArray } from '@admm-share/core';
 import type { Variant } from '@admm-share/protocol';
-import { DUAL_SQ, NORM_DUAL, NORM_S, NORM_Z, PRIMAL_SQ, STEP_SUMS, type StepArrays, stepRange, unpackRange } from './admm-kernels.js';
+import { DUAL_SQ, LOSS, NORM_DUAL, NORM_S, NORM_Z, PRIMAL_SQ, STEP_SUMS, type StepArrays, addChunkSums, chunkCount, chunkedLoss, stepChunks, unpackChunks } from './admm-kernels.js';
 import { Anderson, type AndersonSnapshot, type AndersonStep } from './anderson.js';
 import { splitByDefault } from './split-worker.js';
 import { StepSplit } from './step-split.js';
@@ -92,7 +92,12 @@ export class AdmmCoordinator {
   private readonly arrays: StepArrays;
   /** The residuals' sums of a step (admm-kernels.ts, PRIMAL_SQ...). */
   private readonly sums = new Float64Array(STEP_SUMS);
-  /** The worker thread that takes half of the samples of each step, on a large state (split-worker.ts). */
+  /** The loss at `sum`, summed over the samples by the last step (none after a restore). */
+  private lossSum: number | undefined;
+  /** The next chunk of a step's passes to take, and each chunk's sums (admm-kernels.ts, stepChunks). */
+  private readonly next: Int32Array;
+  private readonly chunkSums: Float64Array;
+  /** The worker thread that takes chunks of each step, on a large state (split-worker.ts). */
   private readonly split: StepSplit | undefined;
   /**
    * Anderson acceleration of the round as a fixed-point map of the state v = (w_1..w_M, zbar, u),
@@ -139,7 +144,9 @@ export class AdmmCoordinator {
       cs: this.anderson ? Array.from({ length: M }, () => f64(n)) : [],
     };
     if (split) this.arrays.y.set(opts.y);
-    this.split = split ? new StepSplit(this.arrays, { name: opts.loss.name, labelFlip: opts.loss.labelFlip ?? 0 }) : undefined;
+    this.next = split ? sharedArray(Int32Array, 1) : new Int32Array(1);
+    this.chunkSums = f64(chunkCount(n) * STEP_SUMS);
+    this.split = split ? new StepSplit(this.arrays, { name: opts.loss.name, labelFlip: opts.loss.labelFlip ?? 0 }, this.next, this.chunkSums) : undefined;
   }
 
   /** What party m is sent for the next round: c, or its own vector under Anderson acceleration. */
@@ -168,9 +175,9 @@ export class AdmmCoordinator {
    * the zero state says little about the iteration; measured, docs/rho.md).
    *
    * Per sample, exact minimises l_i(M zbar) + M rho/2 (zbar - v)^2 and paper
-   * l_i(z) - y_i z + rho/2 (z - S)^2: the passes are in admm-kernels.ts (stepRange). Split, the
-   * main thread takes the first half of the samples and a worker thread the rest; the worker's
-   * residual sums are added after the main thread's, always in that order.
+   * l_i(z) - y_i z + rho/2 (z - S)^2: the passes are in admm-kernels.ts (stepRange), chunk by
+   * chunk. Split, the main thread and a worker thread each take the next chunk left; the
+   * chunks' sums are added in the chunks' order, so the step is the same bits as in one thread.
    */
   step(shares: readonly Float64Array[], initial = false): RoundStats {
     const { n, opts, arrays, split } = this;
@@ -180,13 +187,14 @@ export class AdmmCoordinator {
     const rho = this.rho;
     const exact = opts.variant === 'exact';
     const params = { exact, rho, alpha: opts.alpha, weight: this.weight };
-    const sums = this.sums;
+    const { sums, next, chunkSums } = this;
+    next[0] = 0;
     if (split) {
       shares.forEach((s, m) => arrays.shares[m].set(s));
-      split.step(params, () => stepRange(arrays, opts.loss, params, 0, split.split, sums));
-      const other = split.sums;
-      for (let k = 0; k < STEP_SUMS; k++) sums[k] += other[k];
-    } else stepRange({ ...arrays, shares: [...shares] }, opts.loss, params, 0, n, sums);
+      split.step(params, () => stepChunks(arrays, opts.loss, params, next, chunkSums));
+    } else stepChunks({ ...arrays, shares: [...shares] }, opts.loss, params, next, chunkSums);
+    addChunkSums(chunkSums, sums);
+    this.lossSum = sums[LOSS];
     let primalSq = sums[PRIMAL_SQ];
     let dualSq = sums[DUAL_SQ];
     let normDual = sums[NORM_DUAL];
@@ -220,9 +228,10 @@ export class AdmmCoordinator {
 
   /** z, u and each party's vector from Anderson's point (unpackRange). */
   private unpack(): void {
-    const { arrays, split } = this;
-    if (split) split.unpack(() => unpackRange(arrays, 0, split.split));
-    else unpackRange(arrays, 0, this.n);
+    const { arrays, split, next } = this;
+    next[0] = 0;
+    if (split) split.unpack(() => unpackChunks(arrays, next));
+    else unpackChunks(arrays, next);
   }
 
   /** Everything the next steps depend on, for a checkpoint. */
@@ -236,6 +245,7 @@ export class AdmmCoordinator {
   restore(snap: AdmmSnapshot): void {
     if (snap.c.length !== this.n || snap.prevShares.length !== this.opts.parties) throw new RangeError('checkpoint does not match this job (N or number of parties)');
     this.rho = snap.rho;
+    this.lossSum = undefined;
     const { arrays } = this;
     for (const key of ['c', 'z', 'sum', 'a', 't', 'slope', 'curvature'] as const) arrays[key].set(snap[key]);
     arrays.dual.set(snap.dualVar);
@@ -261,13 +271,12 @@ export class AdmmCoordinator {
 
   /**
    * Training objective of the model whose shares the last step received:
-   * l(sum_m s_m) + lambda/2 sum_m ||x_m||^2. Separate from `step` so that the coordinator
-   * can compute it while the parties work on the next round.
+   * l(sum_m s_m) + lambda/2 sum_m ||x_m||^2. Its loss term was summed by the step, in the
+   * pass that reads the sum anyway; after a restore it is summed here, in the same order.
    */
   objective(penaltySq: number): number {
     const { n, sum, opts } = this;
-    let f = 0;
-    for (let i = 0; i < n; i++) f += opts.loss.value(opts.y[i], sum[i]);
+    const f = this.lossSum ?? chunkedLoss(opts.loss, opts.y, sum);
     return f / n + (opts.lambda / 2) * penaltySq;
   }
 }

@@ -199,6 +199,8 @@ test("the z-update's warm start (the last solution moved along its slope and cur
         Math.exp = exp;
       }
     }
-    assert.ok(calls <= 1.15 * 6 * N, `${variant}: ${(calls / (6 * N)).toFixed(2)} exponentials per sample and round`);
+    // The step also sums the loss at the shares' sum, for the objective: one exponential a sample.
+    const prox = calls - 6 * N;
+    assert.ok(prox <= 1.15 * 6 * N, `${variant}: ${(prox / (6 * N)).toFixed(2)} exponentials per sample and round in the prox`);
   }
 });

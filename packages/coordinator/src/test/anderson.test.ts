@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { Matrix, solve } from 'ml-matrix';
 import { DataError, InternalError, csrFromDense, csrHStack, fitCentral, flipCorrectedLogistic, logistic } from '@admm-share/core';
 import { normal, seeded, tempDir } from '@admm-share/core/test-support';
+import { CHUNK } from '../admm-kernels.js';
 import { AdmmCoordinator } from '../admm.js';
 import { Anderson } from '../anderson.js';
 import { type Checkpoint, readCheckpoint, writeCheckpoint } from '../checkpoint.js';
@@ -173,9 +174,8 @@ function party(D: number[][], lambda: number, rho: number) {
   };
 }
 
-function problem(seed: string) {
+function problem(seed: string, N = 300) {
   const rng = seeded(seed);
-  const N = 300;
   const widths = [4, 3, 5];
   const blocks = widths.map((w) => Array.from({ length: N }, () => Array.from({ length: w }, () => normal(rng))));
   const y = Float64Array.from({ length: N }, (_, i) => (blocks.reduce((acc, b) => acc + b[i].reduce((s, v) => s + v, 0), 0) + 2 * normal(rng) > 0 ? 1 : -1));
@@ -218,8 +218,9 @@ test('exact ADMM with Anderson acceleration (each party its own c): the central 
   assert.ok(fast.rounds * 2 <= plain.rounds, `Anderson ${fast.rounds} rounds, plain ${plain.rounds}`);
 });
 
-test('the step split with a worker thread sends every party what one thread sends: the same vectors (to rounding with acceleration), the same residuals to rounding, with the flip-corrected loss, and after a restore', () => {
-  const { N, blocks, y } = problem('step-split');
+test('the step split with a worker thread sends every party what one thread sends: the same vectors, residuals and objective (to rounding with acceleration), with the flip-corrected loss, and after a restore', () => {
+  // Several chunks, the last one short: the threads take them as they come.
+  const { N, blocks, y } = problem('step-split', 2 * CHUNK + 517);
   const lambda = 1e-3;
   const rho = 0.01 / N;
   const M = blocks.length;
@@ -245,7 +246,15 @@ test('the step split with a worker thread sends every party what one thread send
           parties.forEach((p, m) => p.update(co.cFor(m)));
           return co.step(parties.map((p) => p.share));
         });
-        for (const key of ['primal', 'dual', 'epsPrimal', 'epsDual'] as const) assert.ok(Math.abs(a[key] - b[key]) <= 1e-12 * a[key], `${what}, round ${r}: ${key} ${b[key]} split, ${a[key]} serial`);
+        // The chunks' sums are added in the chunks' order, whichever thread took them.
+        const objectives = [serial, split].map((co) => co.objective(1));
+        if (anderson === 0) {
+          assert.deepEqual(b, a, `${what}, round ${r}: the residuals`);
+          assert.equal(objectives[1], objectives[0], `${what}, round ${r}: the objective`);
+        } else {
+          for (const key of ['primal', 'dual', 'epsPrimal', 'epsDual'] as const) assert.ok(Math.abs(a[key] - b[key]) <= 1e-12 * a[key], `${what}, round ${r}: ${key} ${b[key]} split, ${a[key]} serial`);
+          assert.ok(Math.abs(objectives[1] - objectives[0]) <= 1e-12 * objectives[0], `${what}, round ${r}: objective`);
+        }
         assert.equal(b.acceleration, a.acceleration);
         // With acceleration the combination's weights come from sums added in another order: equal to rounding, which the rounds carry on.
         const same = (u: Float64Array, v: Float64Array, where: string) => {
@@ -255,7 +264,11 @@ test('the step split with a worker thread sends every party what one thread send
         for (let m = 0; m < M; m++) same(serial.cFor(m), split.cFor(m), `${what}, round ${r}, party ${m}`);
         // The split coordinator's snapshot (its arrays in shared memory) goes on in one thread as it did.
         if (r > 6) resumed.step(runs[1].parties.map((p) => p.share));
-        if (r === 6) resumed.restore(split.snapshot());
+        if (r === 6) {
+          resumed.restore(split.snapshot());
+          // The restored coordinator sums the objective's loss itself, as the step did.
+          assert.equal(resumed.objective(1), split.objective(1), `${what}, the objective after a restore`);
+        }
         if (r >= 6) for (let m = 0; m < M; m++) same(split.cFor(m), resumed.cFor(m), `${what}, restored after round 6, round ${r}, party ${m}`);
       }
     } finally {
