@@ -5,6 +5,7 @@
  * to `out` (below) for the caller to add up.
  */
 import type { Loss } from '@admm-share/core';
+import { claimChunks } from './split-worker.js';
 
 /** Where stepRange puts its sums. */
 export const PRIMAL_SQ = 0;
@@ -161,37 +162,18 @@ export function stepRange(st: StepArrays, loss: Loss, p: StepParams, from: numbe
 /**
  * Samples in a chunk of a step's passes. A step goes over the samples chunk by chunk: every
  * pass over one chunk, then the next (a chunk's arrays stay in the cache between its passes).
- * Split, each thread takes the next chunk left until none is (claimChunks), so a thread that
- * starts late does less; each chunk's sums have their own place and are added in the chunks'
- * order, so the result is the same bits whichever thread did which chunk, and as in one thread.
+ * Split, each thread takes the next chunk left (claimChunks, split-worker.ts).
  */
 export const CHUNK = 2048;
 
-/** The number of chunks of n samples. */
-export function chunkCount(n: number): number {
-  return Math.ceil(n / CHUNK);
-}
-
-/** Run `work` on each chunk of n samples left, taking them one at a time from next[0] (Atomics: it may be shared with another thread). */
-export function claimChunks(next: Int32Array, n: number, work: (from: number, to: number, chunk: number) => void): void {
-  const chunks = chunkCount(n);
-  for (let k = Atomics.add(next, 0, 1); k < chunks; k = Atomics.add(next, 0, 1)) work(k * CHUNK, Math.min(n, (k + 1) * CHUNK), k);
-}
-
 /** stepRange over the chunks left (claimChunks); chunk k's sums go to sums[k * STEP_SUMS...]. */
 export function stepChunks(st: StepArrays, loss: Loss, p: StepParams, next: Int32Array, sums: Float64Array): void {
-  claimChunks(next, st.sum.length, (from, to, k) => stepRange(st, loss, p, from, to, sums.subarray(k * STEP_SUMS, (k + 1) * STEP_SUMS)));
+  claimChunks(next, st.sum.length, CHUNK, (from, to, k) => stepRange(st, loss, p, from, to, sums.subarray(k * STEP_SUMS, (k + 1) * STEP_SUMS)));
 }
 
 /** unpackRange over the chunks left (claimChunks). */
 export function unpackChunks(st: StepArrays, next: Int32Array): void {
-  claimChunks(next, st.sum.length, (from, to) => unpackRange(st, from, to));
-}
-
-/** out = the chunks' sums (stepChunks) added in the chunks' order. */
-export function addChunkSums(sums: Float64Array, out: Float64Array): void {
-  out.fill(0);
-  for (let at = 0; at < sums.length; at += STEP_SUMS) for (let k = 0; k < STEP_SUMS; k++) out[k] += sums[at + k];
+  claimChunks(next, st.sum.length, CHUNK, (from, to) => unpackRange(st, from, to));
 }
 
 /** The sum of loss(y_i, sum_i) added as the step adds it (LOSS): chunk by chunk, then the chunks in order. */

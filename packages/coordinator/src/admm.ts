@@ -1,8 +1,8 @@
 import { type Loss, assertLength, sharedArray } from '@admm-share/core';
 import type { Variant } from '@admm-share/protocol';
-import { DUAL_SQ, LOSS, NORM_DUAL, NORM_S, NORM_Z, PRIMAL_SQ, STEP_SUMS, type StepArrays, addChunkSums, chunkCount, chunkedLoss, stepChunks, unpackChunks } from './admm-kernels.js';
+import { CHUNK, DUAL_SQ, LOSS, NORM_DUAL, NORM_S, NORM_Z, PRIMAL_SQ, STEP_SUMS, type StepArrays, chunkedLoss, stepChunks, unpackChunks } from './admm-kernels.js';
 import { Anderson, type AndersonSnapshot, type AndersonStep } from './anderson.js';
-import { splitByDefault } from './split-worker.js';
+import { addChunkSums, chunkCount, splitByDefault } from './split-worker.js';
 import { StepSplit } from './step-split.js';
 
 /** The ADMM form, from the protocol's VARIANTS table. */
@@ -145,7 +145,7 @@ export class AdmmCoordinator {
     };
     if (split) this.arrays.y.set(opts.y);
     this.next = split ? sharedArray(Int32Array, 1) : new Int32Array(1);
-    this.chunkSums = f64(chunkCount(n) * STEP_SUMS);
+    this.chunkSums = f64(chunkCount(n, CHUNK) * STEP_SUMS);
     this.split = split ? new StepSplit(this.arrays, { name: opts.loss.name, labelFlip: opts.loss.labelFlip ?? 0 }, this.next, this.chunkSums) : undefined;
   }
 
@@ -193,7 +193,7 @@ export class AdmmCoordinator {
       shares.forEach((s, m) => arrays.shares[m].set(s));
       split.step(params, () => stepChunks(arrays, opts.loss, params, next, chunkSums));
     } else stepChunks({ ...arrays, shares: [...shares] }, opts.loss, params, next, chunkSums);
-    addChunkSums(chunkSums, sums);
+    addChunkSums(chunkSums, chunkCount(n, CHUNK), STEP_SUMS, STEP_SUMS, sums);
     this.lossSum = sums[LOSS];
     let primalSq = sums[PRIMAL_SQ];
     let dualSq = sums[DUAL_SQ];

@@ -29,12 +29,14 @@
  * 2 * memory in single. The passes run in WebAssembly (core's kernels.wat, two elements at a
  * time), on vectors in its memory: on a9a's state one call's passes take about 0.4 ms
  * against 2 in TypeScript, which remains for Node without WebAssembly. On a large state each
- * pass is split with a worker thread (Halves, split-worker.ts); the memory is shared.
+ * pass is shared with a worker thread (AndersonSplit), chunk by chunk; the memory is shared.
+ * The passes' sums are added chunk by chunk in the chunks' order, split or not: the same
+ * state gives the same bits on any machine.
  */
-import { ConfigError, type VectorKernels, type VectorMemory, vectorMemory } from '@admm-share/core';
-import { Halves } from './anderson-halves.js';
-import { NEW_RHS, NEW_SQ, NORM_SQ, ROW, firstPass, nextPoint } from './anderson-kernels.js';
-import { splitByDefault } from './split-worker.js';
+import { ConfigError, type VectorKernels, type VectorMemory, sharedArray, vectorMemory } from '@admm-share/core';
+import { NEW_RHS, NEW_SQ, NORM_SQ, ROW } from './anderson-kernels.js';
+import { ANDERSON_CHUNK, AndersonSplit, type SharedState, firstPassChunks, nextPointChunks } from './anderson-split.js';
+import { addChunkSums, chunkCount, splitByDefault } from './split-worker.js';
 
 /** The default memory (docs/rho.md has the measurements behind it), and the largest accepted. */
 export const DEFAULT_ANDERSON = 5;
@@ -92,9 +94,10 @@ export class Anderson {
    * array is copied here first).
    */
   readonly input: Float64Array;
-  /** The main thread's sums of pass 1 (anderson-kernels.ts), and the worker's. */
+  /** The sums of pass 1 (anderson-kernels.ts), added up from its chunks'. */
   private readonly sums: Float64Array;
-  private readonly workerSums: Float64Array;
+  /** What both threads' passes work on, the chunks' sums among it (anderson-split.ts). */
+  private readonly shared: SharedState;
   /**
    * The WebAssembly kernels (core's kernels.wat) and the shared memory every vector above is a
    * view of; without WebAssembly (or when the memory is refused) the TypeScript loops do the
@@ -102,8 +105,8 @@ export class Anderson {
    */
   private readonly wasm: { memory: VectorMemory; kernels: VectorKernels } | undefined;
 
-  /** The worker thread that takes the upper half of each pass on a large state (see Halves). */
-  private halves: Halves | undefined;
+  /** The worker thread that takes chunks of each pass on a large state. */
+  private split: AndersonSplit | undefined;
 
   constructor(
     readonly dim: number,
@@ -114,7 +117,8 @@ export class Anderson {
     if (!(Number.isInteger(memory) && memory >= 1)) throw new RangeError(`Anderson memory must be an integer >= 1, got ${memory}`);
     // Every vector 16-byte aligned, for the kernels' two-element loads.
     const align = (bytes: number) => Math.ceil(bytes / 16) * 16;
-    const sizes = [...Array<number>(4).fill(align(dim * 8)), ...Array<number>(2 * memory).fill(align(dim * 4)), align((ROW + memory) * 8), align((ROW + memory) * 8)];
+    const chunks = chunkCount(dim, ANDERSON_CHUNK);
+    const sizes = [...Array<number>(4).fill(align(dim * 8)), ...Array<number>(2 * memory).fill(align(dim * 4)), align((ROW + memory) * 8), align(chunks * (ROW + memory) * 8)];
     this.wasm = vectorMemory(sizes.reduce((a, b) => a + b, 0));
     let at = 0;
     let k = 0;
@@ -139,15 +143,17 @@ export class Anderson {
     this.dF = Array.from({ length: memory }, () => f32(dim));
     this.dG = Array.from({ length: memory }, () => f32(dim));
     this.sums = f64(ROW + memory);
-    this.workerSums = f64(ROW + memory);
+    const { input: f, point, prevF, prevG, dF, dG } = this;
+    const next = this.parallel ? sharedArray(Int32Array, 1) : new Int32Array(1);
+    this.shared = { f, point, prevF, prevG, dF, dG, next, sums: f64(chunks * (ROW + memory)), memory: this.wasm?.memory };
     this.gram = new Float64Array(memory * memory);
     this.rhs = new Float64Array(memory);
   }
 
   /** Ends the worker thread, if one was started (a later `next` starts another). */
   close(): void {
-    this.halves?.close();
-    this.halves = undefined;
+    this.split?.close();
+    this.split = undefined;
   }
 
   /** Start (again) at v with an empty memory: the next call extrapolates nothing. */
@@ -174,15 +180,14 @@ export class Anderson {
       this.input.set(f);
       f = this.input;
     }
-    const { sums } = this;
+    const { sums, shared } = this;
     const k = this.wasm?.kernels;
-    const halves = this.parallel ? (this.halves ??= new Halves({ f: this.input, point, prevF, prevG, dF: this.dF, dG: this.dG, sums: this.workerSums, memory: this.wasm?.memory })) : undefined;
-    if (halves) {
-      halves.firstPass(slot, keep, () => firstPass(f, point, prevF, prevG, dFs, dGs, kept, 0, halves.split, sums, k));
-      // The upper half's sums after the lower half's, in this order every time: the same state gives the same result.
-      const other = halves.sums;
-      for (let j = 0; j < ROW + keep.length; j++) sums[j] += other[j];
-    } else firstPass(f, point, prevF, prevG, dFs, dGs, kept, 0, dim, sums, k);
+    const split = this.parallel ? (this.split ??= new AndersonSplit(shared)) : undefined;
+    const pass1 = () => firstPassChunks(shared, f, dFs, dGs, kept, k);
+    shared.next[0] = 0;
+    if (split) split.firstPass(slot, keep, pass1);
+    else pass1();
+    addChunkSums(shared.sums, chunkCount(dim, ANDERSON_CHUNK), ROW + memory, ROW + keep.length, sums);
     const normSq = sums[NORM_SQ];
     const newRhs = sums[NEW_RHS];
     const newSq = sums[NEW_SQ];
@@ -211,8 +216,10 @@ export class Anderson {
     const gamma = this.order.length > 0 ? this.coefficients() : undefined;
     // Pass 2: f and g become the previous ones; the next point is f - sum_j gamma_j dF_j.
     const ds = gamma ? this.order.map((j) => this.dF[j]) : [];
-    if (halves) halves.nextPoint(gamma ? this.order : [], gamma, () => nextPoint(point, prevF, prevG, f, ds, gamma, 0, halves.split, k));
-    else nextPoint(point, prevF, prevG, f, ds, gamma, 0, dim, k);
+    const pass2 = () => nextPointChunks(shared, f, ds, gamma, k);
+    shared.next[0] = 0;
+    if (split) split.nextPoint(gamma ? this.order : [], gamma, pass2);
+    else pass2();
     this.havePrev = true;
     this.extrapolated = gamma !== undefined;
     return gamma ? 'extrapolated' : 'plain';

@@ -1,8 +1,8 @@
 // A second thread for the coordinator's step. The parties wait while the coordinator steps, so
-// on a machine with two cores or more the step's passes over every sample can be split: the
-// main thread runs the lower part of a pass and a worker thread (a ThreadTeam of one) the upper
-// part, on shared memory; the step stays synchronous. Two users: the z-update's passes (admm.ts,
-// StepSplit) and Anderson acceleration's (anderson-halves.ts).
+// on a machine with two cores or more the step's passes over every sample can be shared: the
+// main thread and a worker thread (a ThreadTeam of one) each take the next chunk of a pass
+// left (claimChunks), on shared memory; the step stays synchronous. Two users: the z-update's passes (admm.ts,
+// StepSplit) and Anderson acceleration's (anderson-split.ts).
 import { availableParallelism } from 'node:os';
 import { InternalError, ThreadTeam } from '@admm-share/core';
 
@@ -36,4 +36,27 @@ export function runSplit(team: ThreadTeam, job: number, mine: () => void): void 
   team.begin(job);
   mine();
   team.waitSync();
+}
+
+/** The number of chunks of n values, `size` a chunk. */
+export function chunkCount(n: number, size: number): number {
+  return Math.ceil(n / size);
+}
+
+/**
+ * Run `work` on each chunk of n values left (`size` a chunk), taking them one at a time from
+ * next[0] with Atomics: split, both threads run this on the same counter, so a thread that
+ * starts late does less. A pass's sums go to a place of each chunk's own and are then added in
+ * the chunks' order (addChunkSums): the same bits whichever thread took which chunk, and as in
+ * one thread, whatever the machine.
+ */
+export function claimChunks(next: Int32Array, n: number, size: number, work: (from: number, to: number, chunk: number) => void): void {
+  const chunks = chunkCount(n, size);
+  for (let k = Atomics.add(next, 0, 1); k < chunks; k = Atomics.add(next, 0, 1)) work(k * size, Math.min(n, (k + 1) * size), k);
+}
+
+/** out[0..count) = the sums of `chunks` chunks added in the chunks' order; chunk k's are sums[k * stride...]. */
+export function addChunkSums(sums: Float64Array, chunks: number, stride: number, count: number, out: Float64Array): void {
+  out.fill(0, 0, count);
+  for (let k = 0; k < chunks; k++) for (let j = 0; j < count; j++) out[j] += sums[k * stride + j];
 }
