@@ -146,7 +146,9 @@ export class AdmmCoordinator {
     if (split) this.arrays.y.set(opts.y);
     this.next = split ? sharedArray(Int32Array, 1) : new Int32Array(1);
     this.chunkSums = f64(chunkCount(n, CHUNK) * STEP_SUMS);
-    this.split = split ? new StepSplit(this.arrays, { name: opts.loss.name, labelFlip: opts.loss.labelFlip ?? 0 }, this.next, this.chunkSums) : undefined;
+    this.split = split ? new StepSplit(this.arrays, { name: opts.loss.name, labelFlip: opts.loss.labelFlip ?? 0 }, this.next, this.chunkSums, this.anderson?.splitInit) : undefined;
+    // One worker thread for the step's passes and Anderson's, which follow them.
+    if (this.split && this.anderson) this.anderson.useTeam(this.split.thread);
   }
 
   /** What party m is sent for the next round: c, or its own vector under Anderson acceleration. */

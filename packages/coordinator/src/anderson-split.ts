@@ -25,8 +25,9 @@ export interface SharedState {
   memory: VectorMemory | undefined;
 }
 
-const FIRST_PASS = 1;
-const NEXT_POINT = 2;
+/** The ops of a call (the step's own are 1 and 2, step-split.ts: one thread can serve both). */
+const FIRST_PASS = 3;
+const NEXT_POINT = 4;
 
 /** What the worker thread is given. */
 export interface SplitInit extends SharedState, SplitData {
@@ -47,15 +48,25 @@ export function nextPointChunks(s: SharedState, f: Float64Array, ds: readonly Fl
   claimChunks(s.next, f.length, ANDERSON_CHUNK, (from, to) => nextPoint(s.point, s.prevF, s.prevG, f, ds, gamma, from, to, k));
 }
 
-/** A worker thread that takes chunks of each pass while the main thread does: `next` stays synchronous. */
+/** What a worker thread needs for Anderson's passes on `state`. */
+export function andersonInit(state: SharedState): SplitInit {
+  const memory = state.dF.length;
+  return { ...state, kind: 'anderson', slots: sharedArray(Int32Array, 2 * memory + 3), gamma: sharedArray(Float64Array, memory) };
+}
+
+/**
+ * A worker thread that takes chunks of each pass while the main thread does: `next` stays
+ * synchronous. Its own thread, or the coordinator step's (`team`, started with `init` among its
+ * data, step-split.ts), which it then leaves for its owner to close.
+ */
 export class AndersonSplit {
-  private readonly init: SplitInit;
   private readonly team: ThreadTeam;
 
-  constructor(state: SharedState) {
-    const memory = state.dF.length;
-    this.init = { ...state, kind: 'anderson', slots: sharedArray(Int32Array, 2 * memory + 3), gamma: sharedArray(Float64Array, memory) };
-    this.team = splitTeam(this.init);
+  constructor(
+    private readonly init: SplitInit,
+    private readonly shared?: ThreadTeam,
+  ) {
+    this.team = shared ?? splitTeam(init);
   }
 
   firstPass(slot: number, keep: readonly number[], mine: () => void): void {
@@ -76,7 +87,7 @@ export class AndersonSplit {
   }
 
   close(): void {
-    void this.team.close();
+    if (!this.shared) void this.team.close();
   }
 }
 

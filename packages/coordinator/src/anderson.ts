@@ -33,9 +33,9 @@
  * The passes' sums are added chunk by chunk in the chunks' order, split or not: the same
  * state gives the same bits on any machine.
  */
-import { ConfigError, type VectorKernels, type VectorMemory, sharedArray, vectorMemory } from '@admm-share/core';
+import { ConfigError, type ThreadTeam, type VectorKernels, type VectorMemory, sharedArray, vectorMemory } from '@admm-share/core';
 import { NEW_RHS, NEW_SQ, NORM_SQ, ROW } from './anderson-kernels.js';
-import { ANDERSON_CHUNK, AndersonSplit, type SharedState, firstPassChunks, nextPointChunks } from './anderson-split.js';
+import { ANDERSON_CHUNK, AndersonSplit, type SharedState, type SplitInit, andersonInit, firstPassChunks, nextPointChunks } from './anderson-split.js';
 import { addChunkSums, chunkCount, splitByDefault } from './split-worker.js';
 
 /** The default memory (docs/rho.md has the measurements behind it), and the largest accepted. */
@@ -98,6 +98,10 @@ export class Anderson {
   private readonly sums: Float64Array;
   /** What both threads' passes work on, the chunks' sums among it (anderson-split.ts). */
   private readonly shared: SharedState;
+  /** What a worker thread needs for the passes (split only). */
+  readonly splitInit: SplitInit | undefined;
+  /** The coordinator step's thread, when the passes use it instead of one of their own (useTeam). */
+  private team: ThreadTeam | undefined;
   /**
    * The WebAssembly kernels (core's kernels.wat) and the shared memory every vector above is a
    * view of; without WebAssembly (or when the memory is refused) the TypeScript loops do the
@@ -146,14 +150,21 @@ export class Anderson {
     const { input: f, point, prevF, prevG, dF, dG } = this;
     const next = this.parallel ? sharedArray(Int32Array, 1) : new Int32Array(1);
     this.shared = { f, point, prevF, prevG, dF, dG, next, sums: f64(chunks * (ROW + memory)), memory: this.wasm?.memory };
+    this.splitInit = this.parallel ? andersonInit(this.shared) : undefined;
     this.gram = new Float64Array(memory * memory);
     this.rhs = new Float64Array(memory);
   }
 
-  /** Ends the worker thread, if one was started (a later `next` starts another). */
+  /** Ends the worker thread, if one was started (a later `next` starts another); a team given by useTeam is its owner's to close. */
   close(): void {
     this.split?.close();
     this.split = undefined;
+  }
+
+  /** Run the split passes in `team`'s thread, started with `splitInit` among its data (the coordinator's step thread). */
+  useTeam(team: ThreadTeam): void {
+    this.close();
+    this.team = team;
   }
 
   /** Start (again) at v with an empty memory: the next call extrapolates nothing. */
@@ -182,7 +193,7 @@ export class Anderson {
     }
     const { sums, shared } = this;
     const k = this.wasm?.kernels;
-    const split = this.parallel ? (this.split ??= new AndersonSplit(shared)) : undefined;
+    const split = this.splitInit ? (this.split ??= new AndersonSplit(this.splitInit, this.team)) : undefined;
     const pass1 = () => firstPassChunks(shared, f, dFs, dGs, kept, k);
     shared.next[0] = 0;
     if (split) split.firstPass(slot, keep, pass1);

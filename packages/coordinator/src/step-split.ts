@@ -1,7 +1,9 @@
 // The coordinator step's passes shared with a worker thread (admm.ts): both threads take the
-// step's chunks (admm-kernels.ts, claimChunks) until none is left.
+// step's chunks (split-worker.ts, claimChunks) until none is left. The same thread takes
+// Anderson acceleration's chunks (anderson-split.ts) right after the step's.
 import { type Loss, type LossName, type ThreadTeam, sharedArray, trainingLoss } from '@admm-share/core';
 import { type StepArrays, type StepParams, stepChunks, unpackChunks } from './admm-kernels.js';
+import { type SplitInit, andersonCalls } from './anderson-split.js';
 import { type SplitData, runSplit, splitTeam } from './split-worker.js';
 
 const STEP = 1;
@@ -17,15 +19,22 @@ export interface StepInit extends SplitData {
   /** The next chunk to take, and each chunk's sums (stepChunks). */
   next: Int32Array;
   sums: Float64Array;
+  /** Anderson acceleration's arrays, when its passes run in this thread too (ops 3 and 4). */
+  anderson: SplitInit | undefined;
 }
 
 export class StepSplit {
   private readonly init: StepInit;
   private readonly team: ThreadTeam;
 
-  constructor(arrays: StepArrays, loss: { name: LossName; labelFlip: number }, next: Int32Array, sums: Float64Array) {
-    this.init = { kind: 'step', arrays, loss, params: sharedArray(Float64Array, 4), next, sums };
+  constructor(arrays: StepArrays, loss: { name: LossName; labelFlip: number }, next: Int32Array, sums: Float64Array, anderson: SplitInit | undefined) {
+    this.init = { kind: 'step', arrays, loss, params: sharedArray(Float64Array, 4), next, sums, anderson };
     this.team = splitTeam(this.init);
+  }
+
+  /** The worker thread, for Anderson's passes (Anderson.useTeam). */
+  get thread(): ThreadTeam {
+    return this.team;
   }
 
   /** The step's chunks in both threads: `mine` takes them here. */
@@ -47,13 +56,15 @@ export class StepSplit {
   }
 }
 
-/** The worker thread's side: the chunks it takes of each pass asked for. */
+/** The worker thread's side: the chunks it takes of each pass asked for, Anderson's too. */
 export function stepCalls(init: StepInit): (job: number) => void {
   const { arrays, params, next, sums } = init;
   const loss = trainingLoss(init.loss.name, init.loss.labelFlip) as Loss | undefined;
   if (!loss) throw new Error(`no loss named '${init.loss.name}' to make again in the worker thread`);
+  const anderson = init.anderson && andersonCalls(init.anderson);
   return (job) => {
     if (job === STEP) stepChunks(arrays, loss, { exact: params[0] === 1, rho: params[1], alpha: params[2], weight: params[3] }, next, sums);
     else if (job === UNPACK) unpackChunks(arrays, next);
+    else anderson?.(job);
   };
 }
