@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { EXIT, PeerError } from '@admm-share/core';
 import type { AlgorithmName, MechanismName, Variant } from '@admm-share/protocol';
 import { SimulationError } from './errors.js';
-import { type Child, PARTY_ENV, PARTY_NODE_FLAGS, binPath, killAll, spawnNode } from './processes.js';
+import { COORDINATOR_NODE_FLAGS, type Child, PARTY_ENV, PARTY_NODE_FLAGS, binPath, killAll, spawnNode } from './processes.js';
 import type { Progress } from '@admm-share/runtime';
 import { writeCredentials } from './credentials.js';
 import type { PartyFiles, SplitFiles } from './split.js';
@@ -247,11 +247,18 @@ export async function runProcesses(
   const portKnown = new Promise<number>((r) => (resolvePort = r));
   let lingers!: () => void;
   const lingering = new Promise<void>((r) => (lingers = r));
-  const c = spawnNode('coordinator', binPath('coordinator', 'admm-coordinator'), coordinator.args, coordinator.log, (rec) => {
-    if (rec.msg === 'listening' && typeof rec.port === 'number') resolvePort(rec.port);
-    coordinator.onRecord?.(rec);
-    if (coordinator.lingers?.(rec)) lingers();
-  });
+  const c = spawnNode(
+    'coordinator',
+    binPath('coordinator', 'admm-coordinator'),
+    coordinator.args,
+    coordinator.log,
+    (rec) => {
+      if (rec.msg === 'listening' && typeof rec.port === 'number') resolvePort(rec.port);
+      coordinator.onRecord?.(rec);
+      if (coordinator.lingers?.(rec)) lingers();
+    },
+    COORDINATOR_NODE_FLAGS,
+  );
   children.add(c);
   const port = await Promise.race([
     portKnown,

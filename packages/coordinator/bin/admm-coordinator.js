@@ -1,2 +1,2 @@
-#!/usr/bin/env node
+#!/usr/bin/env -S node --initial-old-space-size=128
 import "../dist/cli.js";

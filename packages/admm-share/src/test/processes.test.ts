@@ -10,7 +10,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { csrSelectRows, fitCentral, helloProof, logistic, syntheticDataset } from '@admm-share/core';
 import { CloseCodes, PROTOCOL_VERSION, decode, encode, validateCoordinatorMessage } from '@admm-share/protocol';
 import { writeVerticalSplit } from '../split.js';
-import { PARTY_ENV, PARTY_NODE_FLAGS } from '../processes.js';
+import { COORDINATOR_NODE_FLAGS, PARTY_ENV, PARTY_NODE_FLAGS } from '../processes.js';
 import { assertNearOptimum } from '@admm-share/core/test-support';
 import { BIN, STACK_LINE, killAll, run, tempDir } from './procs.js';
 
@@ -58,11 +58,13 @@ function hello(partyId: string, protocolVersion = PROTOCOL_VERSION) {
   return encode({ type: 'hello', protocolVersion, partyId, jobId: null, features: 3, trainRows: 10, testRows: 10, proof: null, noise: false, model: null });
 }
 
-test("the party's executable starts node with the flags and environment simulate gives its parties, and runs as a command", () => {
+test("the party's and the coordinator's executables start node with the flags and environment simulate gives them, and run as commands", () => {
   const env = Object.entries(PARTY_ENV).map(([k, v]) => `${k}=${v} `).join('');
   assert.equal(readFileSync(BIN.party, 'utf8').split('\n')[0], `#!/usr/bin/env -S ${env}node ${PARTY_NODE_FLAGS.join(' ')}`);
-  // Run through its first line (as `admm-party` on a PATH), not as `node admm-party.js`.
+  assert.equal(readFileSync(BIN.coordinator, 'utf8').split('\n')[0], `#!/usr/bin/env -S node ${COORDINATOR_NODE_FLAGS.join(' ')}`);
+  // Run through their first lines (as `admm-party` on a PATH), not as `node admm-party.js`.
   assert.match(execFileSync(BIN.party, ['--help'], { encoding: 'utf8' }), /^admm-party --coordinator/);
+  assert.match(execFileSync(BIN.coordinator, ['--help'], { encoding: 'utf8' }), /^admm-coordinator/);
 });
 
 test('hostile and mistaken clients are turned away with named close codes, and the job still completes', async (t) => {
