@@ -1,8 +1,8 @@
 // A second thread for the coordinator's step. The parties wait while the coordinator steps, so
 // on a machine with two cores or more the step's passes over every sample can be shared: the
 // main thread and a worker thread (a ThreadTeam of one) each take the next chunk of a pass
-// left (claimChunks), on shared memory; the step stays synchronous. Two users: the z-update's passes (admm.ts,
-// StepSplit) and Anderson acceleration's (anderson-split.ts).
+// left (claimChunks), on shared memory; the step stays synchronous. Two users, one thread:
+// the z-update's passes (admm.ts, StepSplit) and Anderson acceleration's (anderson-split.ts).
 import { availableParallelism } from 'node:os';
 import { InternalError, ThreadTeam } from '@admm-share/core';
 
