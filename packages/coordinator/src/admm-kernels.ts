@@ -179,12 +179,11 @@ export function unpackChunks(st: StepArrays, next: Int32Array): void {
 /** The sum of loss(y_i, sum_i) added as the step adds it (LOSS): chunk by chunk, then the chunks in order. */
 export function chunkedLoss(loss: Loss, y: Float64Array, sum: Float64Array): number {
   let total = 0;
-  for (let from = 0; from < sum.length; from += CHUNK) {
-    const to = Math.min(sum.length, from + CHUNK);
+  claimChunks(new Int32Array(1), sum.length, CHUNK, (from, to) => {
     let f = 0;
     for (let i = from; i < to; i++) f += loss.value(y[i], sum[i]);
     total += f;
-  }
+  });
   return total;
 }
 

@@ -33,7 +33,7 @@
  * The passes' sums are added chunk by chunk in the chunks' order, split or not: the same
  * state gives the same bits on any machine.
  */
-import { ConfigError, type ThreadTeam, type VectorKernels, type VectorMemory, sharedArray, vectorMemory } from '@admm-share/core';
+import { ConfigError, type ThreadTeam, type VectorKernels, type VectorMemory, sharedArray, vectorLayout, vectorMemory } from '@admm-share/core';
 import { NEW_RHS, NEW_SQ, NORM_SQ, ROW } from './anderson-kernels.js';
 import { ANDERSON_CHUNK, AndersonSplit, type SharedState, type SplitInit, andersonInit, firstPassChunks, nextPointChunks } from './anderson-split.js';
 import { addChunkSums, chunkCount, splitByDefault } from './split-worker.js';
@@ -119,38 +119,29 @@ export class Anderson {
     readonly parallel = splitByDefault(dim),
   ) {
     if (!(Number.isInteger(memory) && memory >= 1)) throw new RangeError(`Anderson memory must be an integer >= 1, got ${memory}`);
-    // Every vector 16-byte aligned, for the kernels' two-element loads.
-    const align = (bytes: number) => Math.ceil(bytes / 16) * 16;
     const chunks = chunkCount(dim, ANDERSON_CHUNK);
-    const sizes = [...Array<number>(4).fill(align(dim * 8)), ...Array<number>(2 * memory).fill(align(dim * 4)), align((ROW + memory) * 8), align(chunks * (ROW + memory) * 8)];
-    this.wasm = vectorMemory(sizes.reduce((a, b) => a + b, 0));
-    let at = 0;
+    const lengths = [...Array<number>(4).fill(dim * 8), ...Array<number>(2 * memory).fill(dim * 4), chunks * (ROW + memory) * 8];
+    const { at, bytes } = vectorLayout(lengths);
+    this.wasm = vectorMemory(bytes);
     let k = 0;
-    /** The next vector: a view of the WebAssembly memory, else an array of its own (shared to be split). */
-    const place = (length: number, bytes: number) => {
-      const offset = at;
-      at += sizes[k++];
-      return this.wasm ? { buffer: this.wasm.memory.buffer, offset } : { buffer: this.parallel ? new SharedArrayBuffer(length * bytes) : new ArrayBuffer(length * bytes), offset: 0 };
+    /** The next array: a view of the WebAssembly memory, else one of its own (shared to be split). */
+    const place = <T>(C: { new (b: ArrayBufferLike, offset: number, length: number): T; BYTES_PER_ELEMENT: number }, length: number): T => {
+      const bytes = length * C.BYTES_PER_ELEMENT;
+      const offset = at[k++];
+      return this.wasm ? new C(this.wasm.memory.buffer, offset, length) : new C(this.parallel ? new SharedArrayBuffer(bytes) : new ArrayBuffer(bytes), 0, length);
     };
-    const f64 = (length: number) => {
-      const { buffer, offset } = place(length, 8);
-      return new Float64Array(buffer, offset, length);
-    };
-    const f32 = (length: number) => {
-      const { buffer, offset } = place(length, 4);
-      return new Float32Array(buffer, offset, length);
-    };
-    this.input = f64(dim);
-    this.point = f64(dim);
-    this.prevF = f64(dim);
-    this.prevG = f64(dim);
-    this.dF = Array.from({ length: memory }, () => f32(dim));
-    this.dG = Array.from({ length: memory }, () => f32(dim));
-    this.sums = f64(ROW + memory);
+    this.input = place(Float64Array, dim);
+    this.point = place(Float64Array, dim);
+    this.prevF = place(Float64Array, dim);
+    this.prevG = place(Float64Array, dim);
+    this.dF = Array.from({ length: memory }, () => place(Float32Array, dim));
+    this.dG = Array.from({ length: memory }, () => place(Float32Array, dim));
+    const chunkSums = place(Float64Array, chunks * (ROW + memory));
     const { input: f, point, prevF, prevG, dF, dG } = this;
     const next = this.parallel ? sharedArray(Int32Array, 1) : new Int32Array(1);
-    this.shared = { f, point, prevF, prevG, dF, dG, next, sums: f64(chunks * (ROW + memory)), memory: this.wasm?.memory };
+    this.shared = { f, point, prevF, prevG, dF, dG, next, sums: chunkSums, memory: this.wasm?.memory };
     this.splitInit = this.parallel ? andersonInit(this.shared) : undefined;
+    this.sums = new Float64Array(ROW + memory);
     this.gram = new Float64Array(memory * memory);
     this.rhs = new Float64Array(memory);
   }

@@ -87,15 +87,25 @@ export function vectorKernels(memory: VectorMemory): VectorKernels {
   return kernelsOn(memory as WebAssembly.Memory);
 }
 
-/** Byte offsets of consecutive arrays of the given byte lengths, each 8-byte aligned, and the total. */
-function layout(...lengths: number[]): { at: number[]; bytes: number } {
+/** Byte offsets of consecutive arrays of the given byte lengths, each `align`-byte aligned, and the total. */
+function layoutAligned(align: number, lengths: readonly number[]): { at: number[]; bytes: number } {
   const at: number[] = [];
   let end = 0;
   for (const len of lengths) {
     at.push(end);
-    end = Math.ceil((end + len) / 8) * 8;
+    end = Math.ceil((end + len) / align) * align;
   }
   return { at, bytes: end };
+}
+
+/** layoutAligned for the kernels' doubles: 8-byte aligned. */
+function layout(...lengths: number[]): { at: number[]; bytes: number } {
+  return layoutAligned(8, lengths);
+}
+
+/** Byte offsets of a vectorMemory's consecutive arrays of the given byte lengths, each 16-byte aligned (the two-element loads), and the total. */
+export function vectorLayout(lengths: readonly number[]): { at: number[]; bytes: number } {
+  return layoutAligned(16, lengths);
 }
 
 /** A CSR matrix (D x, D^T w and D^T D v as csrMatVec, csrMatTVec and csrGramVec). */
