@@ -224,7 +224,8 @@ export class AdmmLoop {
     const round = (c: Float64Array) => ({ type: 'round' as const, jobId: job.jobId, round: t, rho, c });
     const types = ['share', 'exhausted'] as const;
     const ctx = () => ({ jobId: job.jobId, n: job.n, round: t });
-    const requests = shared ? parties.requestAll(round(shared), types, ctx) : parties.requestEach((m) => round(cs[m]), types, ctx);
+    const into = (m: number) => this.replay.receivedInto(m, t);
+    const requests = shared ? parties.requestAll(round(shared), types, ctx, into) : parties.requestEach((m) => round(cs[m]), types, ctx, into);
     return requests.map((r, m) =>
       r.then((reply) => {
         if (reply.type === 'share') this.replay.record(m, t, rho, cs[m], reply.share);

@@ -16,6 +16,7 @@ import {
   type Resume,
   type SampleSet,
   type Setup,
+  type ValidationContext,
   CloseCodes,
   PROTOCOL_VERSION,
   ProtocolError,
@@ -24,7 +25,7 @@ import {
 import { type AuthPolicy, admitHello } from './auth.js';
 import { AlignmentError, rowsFor } from './alignment.js';
 import type { LabelPsi } from './psi.js';
-import { type ConnectionDeps, type PartyMessageType, type Reply, type Traffic, PartyConnection } from './party-connection.js';
+import { type ConnectionDeps, type PartyMessageType, type Reply, type Traffic, PartyConnection, encodeShared } from './party-connection.js';
 
 /** What a lost connection means: before the job, the party may join again; during it, it may rejoin or the job fails. */
 export type LossPolicy = 'may-join-again' | 'may-rejoin' | 'fatal';
@@ -145,14 +146,14 @@ export class Parties {
   }
 
   /** The same request to every party, encoded once; replies in job order. */
-  requestAll<T extends PartyMessageType>(msg: CoordinatorMessage, types: readonly T[], ctx: (p: PartyConnection) => Parameters<PartyConnection['request']>[2]): Promise<Reply<T>>[] {
-    const bytes = encode(msg);
-    return this.list.map((p) => p.request(bytes, types, ctx(p)));
+  requestAll<T extends PartyMessageType>(msg: CoordinatorMessage, types: readonly T[], ctx: (p: PartyConnection) => ValidationContext, partsInto?: (m: number) => Float64Array): Promise<Reply<T>>[] {
+    const out = encodeShared(msg);
+    return this.list.map((p, m) => p.request(out, types, ctx(p), partsInto && (() => partsInto(m))));
   }
 
   /** Party m (in job order) is sent msgFor(m), encoded into its connection's reusable buffer (encodeForSend); replies in job order. */
-  requestEach<T extends PartyMessageType>(msgFor: (m: number) => CoordinatorMessage, types: readonly T[], ctx: (p: PartyConnection) => Parameters<PartyConnection['request']>[2]): Promise<Reply<T>>[] {
-    return this.list.map((p, m) => p.request(p.encodeForSend(msgFor(m)), types, ctx(p)));
+  requestEach<T extends PartyMessageType>(msgFor: (m: number) => CoordinatorMessage, types: readonly T[], ctx: (p: PartyConnection) => ValidationContext, partsInto?: (m: number) => Float64Array): Promise<Reply<T>>[] {
+    return this.list.map((p, m) => p.request(p.encodeForSend(msgFor(m)), types, ctx(p), partsInto && (() => partsInto(m))));
   }
 
   /** The job's last message; resolves when every party has closed after it (or after `graceMs` for connected ones). */

@@ -13,8 +13,11 @@ import {
   type CloseKind,
   type CoordinatorMessage,
   type EncodeScratch,
+  PART_VALUES,
+  PartAssembler,
   type PartyMessage,
   type PrivacyInfo,
+  type Round,
   type ValidationContext,
   CloseCodes,
   ProtocolError,
@@ -23,6 +26,7 @@ import {
   decode,
   encode,
   encodeToSend,
+  inParts,
   validatePartyMessage,
 } from '@admm-share/protocol';
 import { closeAndDrop } from './drop.js';
@@ -60,8 +64,28 @@ interface Waiting {
 }
 
 interface Pending extends Waiting {
-  bytes: Uint8Array;
+  out: Outgoing;
+  /** Where a share sent in parts is put together (a fresh array when not given). */
+  partsInto?: () => Float64Array;
   fail(err: Error): void;
+}
+
+/**
+ * What a request sends: encoded bytes, or a round whose vector is long (more than PART_VALUES
+ * values), sent in parts (parts.ts), each encoded into the connection's reusable buffer once the
+ * one before has left for the system. The vector must stay as it is until the reply (a rejoin
+ * sends it again).
+ */
+export type Outgoing = Uint8Array | { parted: Round };
+
+/** Whether `msg` is sent in parts: a round whose vector is longer than PART_VALUES. */
+function parted(msg: CoordinatorMessage): msg is Round {
+  return msg.type === 'round' && msg.c.length > PART_VALUES;
+}
+
+/** `msg` encoded once for every party that is sent it (a long round's parts are encoded by each connection as they are sent). */
+export function encodeShared(msg: CoordinatorMessage): Outgoing {
+  return parted(msg) ? { parted: msg } : encode(msg);
 }
 
 function isReply<T extends PartyMessageType>(msg: PartyMessage, types: readonly T[]): msg is Reply<T> {
@@ -98,6 +122,8 @@ export class PartyConnection {
   private final: Uint8Array | undefined;
   /** The buffer encodeForSend reuses. */
   private readonly scratch: EncodeScratch = {};
+  /** A share's parts as they come (parts.ts). */
+  private readonly parts = new PartAssembler();
 
   constructor(
     readonly id: string,
@@ -117,6 +143,7 @@ export class PartyConnection {
     this.alive = true;
     this.closing = undefined;
     this.step = undefined;
+    this.parts.reset();
     ws.on('message', (data: RawData, isBinary: boolean) => {
       if (ws === this.ws) this.onFrame(data, isBinary);
     });
@@ -158,30 +185,51 @@ export class PartyConnection {
    * left for the system), else into a fresh one. The bytes stay as they are until the next
    * encodeForSend, which comes only after this request's reply: a rejoin can resend them.
    */
-  encodeForSend(msg: CoordinatorMessage): Uint8Array {
+  encodeForSend(msg: CoordinatorMessage): Outgoing {
+    if (parted(msg)) return { parted: msg };
     return encodeToSend(msg, this.scratch, this.ws?.bufferedAmount);
   }
 
   /** A party that stops reading would make its queue grow without bound: close it instead. */
-  sendBytes(bytes: Uint8Array): void {
+  sendBytes(out: Outgoing): void {
     const ws = this.ws;
     if (!ws) return; // away: it gets what it needs when it rejoins
-    if (ws.bufferedAmount > MAX_QUEUED_MESSAGES * Math.max(bytes.length, SLOW_READER_UNIT)) {
+    const length = out instanceof Uint8Array ? out.length : 8 * out.parted.c.length;
+    if (ws.bufferedAmount > MAX_QUEUED_MESSAGES * Math.max(length, SLOW_READER_UNIT)) {
       const detail = `${ws.bufferedAmount} bytes unread`;
       this.close('slowReader', detail);
       this.deps.onFailure(new PeerError(`party ${this.id} stopped reading (${detail})`));
       return;
     }
-    this.deps.traffic.out += bytes.length;
-    this.bytes.out += bytes.length;
-    ws.send(bytes);
+    if (!(out instanceof Uint8Array)) return this.sendParts(ws, out.parted);
+    this.count(out.length);
+    ws.send(out);
+  }
+
+  private count(bytes: number): void {
+    this.deps.traffic.out += bytes;
+    this.bytes.out += bytes;
+  }
+
+  /** `msg` in parts on `ws`, each encoded once the one before is written; stops if the socket is no longer this party's or open. */
+  private sendParts(ws: WebSocket, msg: Round): void {
+    const parts = inParts(msg);
+    const next = (err?: Error): void => {
+      if (err || ws !== this.ws || ws.readyState !== ws.OPEN) return;
+      const p = parts.next();
+      if (p.done) return;
+      const bytes = encodeToSend(p.value, this.scratch, ws.bufferedAmount);
+      this.count(bytes.length);
+      ws.send(bytes, next);
+    };
+    next();
   }
 
   /**
    * Send `bytes` (one encoding may serve every party) and wait for one of `types`, validated
    * against `ctx`. The party has --round-timeout to answer, across a rejoin.
    */
-  request<T extends PartyMessageType>(bytes: Uint8Array, types: readonly T[], ctx: ValidationContext): Promise<Reply<T>> {
+  request<T extends PartyMessageType>(out: Outgoing, types: readonly T[], ctx: ValidationContext, partsInto?: () => Float64Array): Promise<Reply<T>> {
     if (this.pending) return Promise.reject(new Error(`internal: a second request to party ${this.id} while one is pending`));
     const sent = performance.now();
     const before = { in: this.bytes.in, out: this.bytes.out };
@@ -193,7 +241,8 @@ export class PartyConnection {
         reject(new PeerError(`party ${this.id}: ${detail}`));
       }, this.deps.roundTimeoutMs);
       this.pending = {
-        bytes,
+        out,
+        partsInto,
         types,
         ctx,
         deliver: (msg) => {
@@ -208,7 +257,7 @@ export class PartyConnection {
           reject(err);
         },
       };
-      this.sendBytes(bytes);
+      this.sendBytes(out);
     });
   }
 
@@ -232,7 +281,7 @@ export class PartyConnection {
 
   /** After a rejoin: send again what the party has not answered yet. */
   resendOutstanding(): void {
-    if (this.pending) this.sendBytes(this.pending.bytes);
+    if (this.pending) this.sendBytes(this.pending.out);
     else if (this.final) this.sendBytes(this.final);
   }
 
@@ -267,7 +316,15 @@ export class PartyConnection {
       if (!isBinary) throw new ProtocolError('malformed', 'text frame; messages are binary MessagePack');
       const waiting = this.step ?? this.pending;
       if (!waiting) throw new ProtocolError('unexpected', 'a message when none was asked for');
-      const msg = validatePartyMessage(decode(bytes), waiting.ctx);
+      const got = validatePartyMessage(decode(bytes), waiting.ctx);
+      const n = waiting.ctx.n ?? 0;
+      if (got.type === 'part') {
+        if (!waiting.types.includes('share') || n === 0) throw new ProtocolError('unexpected', `a part of a vector while waiting for '${waiting.types.join("' or '")}'`);
+        this.parts.add(got, n, (waiting === this.pending && this.pending.partsInto) || (() => new Float64Array(n)));
+        return;
+      }
+      if (got.type !== 'share' && this.parts.pending) throw new ProtocolError('invalid', `'${got.type}' among the parts of a share`);
+      const msg = got.type === 'share' ? this.parts.complete(got, n) : got;
       switch (msg.type) {
         case 'hello':
           throw new ProtocolError('unexpected', 'a second hello');

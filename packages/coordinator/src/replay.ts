@@ -36,6 +36,8 @@ export class ReplayLog {
    * next is sent, so the third is never held.
    */
   private readonly copies: Float64Array[][];
+  /** Per party, four arrays its shares sent in parts are put together in, used in turn by round (receivedInto). */
+  private readonly received: Float64Array[][];
 
   constructor(
     parties: number,
@@ -47,6 +49,7 @@ export class ReplayLog {
       from ? [{ round: from.round, rho: from.rho, c: from.cs[m], previousShare: from.previousShares[m], share: from.shares[m] }] : [],
     );
     this.copies = Array.from({ length: parties }, () => []);
+    this.received = Array.from({ length: parties }, () => []);
   }
 
   /**
@@ -58,6 +61,16 @@ export class ReplayLog {
     const slot = (this.copies[m][round % 3] ??= new Float64Array(this.n));
     slot.set(c);
     return slot;
+  }
+
+  /**
+   * The array party m's share of round `round` is put together in when it comes in parts
+   * (the protocol's parts.ts), instead of a fresh one a round. The log holds a party's shares of
+   * the last three rounds at most (its two answered rounds' shares, and the share before the
+   * older one as that round's previous share), so with four used in turn the next is never held.
+   */
+  receivedInto(m: number, round: number): Float64Array {
+    return (this.received[m][round % 4] ??= new Float64Array(this.n));
   }
 
   /** Party m answered round `round` (sent with `rho` and `c`; `c` must not change afterwards). */

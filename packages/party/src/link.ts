@@ -10,6 +10,8 @@ import {
   type CloseKind,
   type CoordinatorMessage,
   type EncodeScratch,
+  type Part,
+  PartAssembler,
   type PartyMessage,
   type ValidationContext,
   CloseCodes,
@@ -18,13 +20,18 @@ import {
   CLOSE_HANDSHAKE_MS,
   ENVELOPE_BYTES,
   POINT_BYTES,
+  PART_VALUES,
   MIN_HEARTBEAT_MS,
   RETRIABLE_CLOSE_CODES,
   closeReason,
   decode,
   encodeToSend,
+  inParts,
   validateCoordinatorMessage,
 } from '@admm-share/protocol';
+
+/** A message from the coordinator as the session gets it: a long vector's parts already put together. */
+export type WholeMessage = Exclude<CoordinatorMessage, Part>;
 
 /**
  * Bytes of each frame a larger message is sent in. A client masks what it sends (RFC 6455),
@@ -81,7 +88,22 @@ export class MessageWriter {
   write(ws: WebSocket, message: Uint8Array | ByteSource): void {
     const before = this.pending?.ws === ws ? this.pending.done : undefined;
     if (!before && message instanceof Uint8Array && message.length <= FRAME_BYTES) return ws.send(message);
-    const done = (before ?? Promise.resolve()).then(() => sendInFrames(ws, message));
+    this.after(ws, before, () => sendInFrames(ws, message));
+  }
+
+  /**
+   * Messages one after the other, each made (`next`) only once the one before is written, so
+   * that each may be encoded into the buffer the last one was: a long vector's parts.
+   */
+  writeEach(ws: WebSocket, next: () => Uint8Array | undefined): void {
+    const each = async (): Promise<void> => {
+      for (let m = next(); m !== undefined && ws.readyState === WebSocket.OPEN; m = next()) await sendInFrames(ws, m);
+    };
+    this.after(ws, this.pending?.ws === ws ? this.pending.done : undefined, each);
+  }
+
+  private after(ws: WebSocket, before: Promise<void> | undefined, send: () => Promise<void>): void {
+    const done = (before ?? Promise.resolve()).then(send);
     this.pending = { ws, done };
     void done.then(() => {
       if (this.pending?.done === done) this.pending = undefined;
@@ -157,8 +179,8 @@ export interface LinkEvents {
   open(reconnect: boolean): void;
   /** The connection broke; another is tried after a delay. */
   lost(why: string): void;
-  /** A frame that decoded and validated. */
-  message(msg: CoordinatorMessage): void;
+  /** A frame that decoded and validated (a `round` sent in parts: once its last part is in). */
+  message(msg: WholeMessage): void;
   /** A frame that did not decode or validate (a ProtocolError). The link stays open: the receiver decides. */
   invalid(err: unknown): void;
   /** The link gave up (connection refused, closed on purpose, or could not rejoin in time). */
@@ -205,6 +227,9 @@ export class CoordinatorLink {
 
   /** The buffer `send` reuses. */
   private readonly scratch: EncodeScratch = {};
+  /** The parts of a round's long vector, put together in `received` (reused round after round: the session does not keep a round's vector). */
+  private readonly parts = new PartAssembler();
+  private received: Float64Array | undefined;
   private readonly writer = new MessageWriter();
 
   /**
@@ -213,7 +238,15 @@ export class CoordinatorLink {
    * encoded there have left for the system), else into a fresh one.
    */
   send(msg: PartyMessage): void {
-    this.writer.write(this.ws, encodeToSend(msg, this.scratch, this.writer.busy(this.ws) ? undefined : this.ws.bufferedAmount));
+    const ws = this.ws;
+    if (msg.type === 'share' && msg.share.length > PART_VALUES) {
+      // In parts, each encoded into the reusable buffer once the one before has been written.
+      const parts = inParts(msg);
+      this.writer.writeEach(ws, () => {
+        const p = parts.next();
+        return p.done ? undefined : encodeToSend(p.value, this.scratch, ws.bufferedAmount);
+      });
+    } else this.writer.write(ws, encodeToSend(msg, this.scratch, this.writer.busy(ws) ? undefined : ws.bufferedAmount));
   }
 
   /** Send a message already encoded, or made a piece at a time (encodeIdsSource), on the current connection. */
@@ -289,6 +322,7 @@ export class CoordinatorLink {
   /** Open a connection; every listener ignores it once it is no longer the current one. */
   private connect(): WebSocket {
     const { opts, log } = this;
+    this.parts.reset();
     // Before joining, all attempts share one --connect-timeout, counted from the first.
     const timeoutMs = this.retrying ? opts.connectTimeoutMs : Math.max(1, (this.lostAt ?? Date.now()) + opts.connectTimeoutMs - Date.now());
     const ws = new WebSocket(this.url, {
@@ -353,11 +387,22 @@ export class CoordinatorLink {
   }
 
   private onFrame(data: RawData, isBinary: boolean): void {
-    let msg: CoordinatorMessage;
+    let msg: WholeMessage;
     try {
       if (!isBinary) throw new ProtocolError('malformed', 'text frame; messages are binary MessagePack');
-      msg = validateCoordinatorMessage(decode(data as Buffer), this.events.context());
+      const ctx = this.events.context();
+      const got = validateCoordinatorMessage(decode(data as Buffer), ctx);
+      const n = ctx.n ?? 0;
+      if (got.type === 'part') {
+        if (n === 0) throw new ProtocolError('unexpected', 'a part of a vector before the setup');
+        this.parts.add(got, n, () => (this.received?.length === n ? this.received : (this.received = new Float64Array(n))));
+        return;
+      }
+      if (got.type === 'round') msg = this.parts.complete(got, n);
+      else if (this.parts.pending) throw new ProtocolError('invalid', `'${got.type}' among the parts of a round's vector`);
+      else msg = got;
     } catch (err) {
+      this.parts.reset();
       this.events.invalid(err);
       return;
     }

@@ -4,4 +4,5 @@ export * from './close-codes.js';
 export * from './errors.js';
 export * from './codec.js';
 export * from './validate.js';
+export * from './parts.js';
 export * from './timing.js';

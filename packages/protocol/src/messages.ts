@@ -1,11 +1,11 @@
 /**
  * Every message of the admm-share protocol. See PROTOCOL.md for the state machine.
- * Party -> coordinator: hello, ids, ready, share, exhausted, scores, batchScores, released, fitted, found, partial.
- * Coordinator -> party: challenge, welcome, psi, setup, resume, round, evaluate, sgd, release, fit, done, lookup, score.
+ * Party -> coordinator: hello, ids, ready, share, exhausted, scores, batchScores, released, fitted, found, partial, part.
+ * Coordinator -> party: challenge, welcome, psi, setup, resume, round, evaluate, sgd, release, fit, done, lookup, score, part.
  */
 import type { AccountantName, AlgorithmName, LossName, MechanismName, Role, SampleSet, StopReason } from './names.js';
 
-export const PROTOCOL_VERSION = 10;
+export const PROTOCOL_VERSION = 11;
 
 /** Bytes of a point of the private set intersection: an X25519 u-coordinate (RFC 7748), as core's POINT_BYTES. */
 export const POINT_BYTES = 32;
@@ -33,6 +33,11 @@ export const ENVELOPE_BYTES = 4096;
 export const MAX_SHARE_MAGNITUDE = 1e100;
 /** Largest `penaltySq` (||x_m||^2) a party may report: MAX_SHARE_MAGNITUDE squared, by the same reasoning. */
 export const MAX_PENALTY_SQ = MAX_SHARE_MAGNITUDE * MAX_SHARE_MAGNITUDE;
+/**
+ * Values in each `part` of a long vector (parts.ts): 2^16 doubles, 512 KiB, so that a part and
+ * its envelope fit one WebSocket frame of a party's (link.ts, FRAME_BYTES).
+ */
+export const PART_VALUES = 1 << 16;
 /** Party ids and job ids: short printable names. */
 export const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
@@ -369,8 +374,20 @@ export interface Found {
   points: Uint8Array;
 }
 
-export type PartyMessage = Hello | Ids | Ready | Share | Exhausted | Scores | BatchScores | Released | Fitted | Found | PartialScores;
-export type CoordinatorMessage = Challenge | Welcome | Psi | Setup | Resume | Round | Evaluate | Sgd | Release | Fit | Done | Lookup | Score;
+/**
+ * Values at..at + PART_VALUES (fewer in the last part) of the vector of the `round` or `share`
+ * of round `round` that follows, sent with an empty vector (parts.ts).
+ */
+export interface Part {
+  type: 'part';
+  jobId: string;
+  round: number;
+  at: number;
+  values: Float64Array;
+}
+
+export type PartyMessage = Hello | Ids | Ready | Share | Exhausted | Scores | BatchScores | Released | Fitted | Found | PartialScores | Part;
+export type CoordinatorMessage = Challenge | Welcome | Psi | Setup | Resume | Round | Evaluate | Sgd | Release | Fit | Done | Lookup | Score | Part;
 export type Message = PartyMessage | CoordinatorMessage;
 export type MessageType = Message['type'];
 

@@ -9,6 +9,8 @@ import {
   MAX_SHARE_MAGNITUDE,
   NAME_RE,
   NONCE_BYTES,
+  type Part,
+  PART_VALUES,
   type PartyMessage,
   POINT_BYTES,
   PROOF_BYTES,
@@ -145,6 +147,28 @@ function vector(o: Obj, type: string, key: string, length: number | undefined, b
     if (Math.abs(v[i]) > bound) invalid(`${type}.${key}[${i}] = ${v[i]} exceeds the bound ${bound}`);
   }
   return v;
+}
+
+/**
+ * The vector of a message that may come in parts (parts.ts): of length N, or empty (then its
+ * parts came before it, which the receiver's PartAssembler checks).
+ */
+function vectorOrParts(o: Obj, type: string, key: string, length: number | undefined, bound = Infinity): Float64Array {
+  const v = o[key];
+  return v instanceof Float64Array && v.length === 0 ? v : vector(o, type, key, length, bound);
+}
+
+/** A `part`: its place a multiple of PART_VALUES inside the N values, PART_VALUES values (fewer in the last part). */
+function part(o: Obj, ctx: ValidationContext, bound = Infinity): Part {
+  const type = 'part';
+  exactKeys(o, type, ['type', 'jobId', 'round', 'at', 'values']);
+  const jobId = job(o, type, ctx);
+  const r = round(o, type, ctx);
+  const at = count(o, type, 'at');
+  if (at % PART_VALUES !== 0) invalid(`part.at: ${at} is not a multiple of ${PART_VALUES}`);
+  if (ctx.n !== undefined && at >= ctx.n) invalid(`part.at: ${at}, but the vector has ${ctx.n} values`);
+  const length = ctx.n === undefined ? undefined : Math.min(PART_VALUES, ctx.n - at);
+  return { type, jobId, round: r, at, values: vector(o, type, 'values', length, bound) };
 }
 
 function bool(o: Obj, type: string, key: string): boolean {
@@ -291,8 +315,10 @@ export function validatePartyMessage(value: unknown, ctx: ValidationContext = {}
       if (penaltySq > MAX_PENALTY_SQ) invalid(`share.penaltySq: ${penaltySq} exceeds the bound ${MAX_PENALTY_SQ}`);
       const epsilonSpent = finite(o, type, 'epsilonSpent');
       if (epsilonSpent < 0) invalid(`share.epsilonSpent: ${epsilonSpent} is negative`);
-      return { type, jobId, round: r, share: vector(o, type, 'share', ctx.n, MAX_SHARE_MAGNITUDE), penaltySq, epsilonSpent, solver: solverStats(o.solver) };
+      return { type, jobId, round: r, share: vectorOrParts(o, type, 'share', ctx.n, MAX_SHARE_MAGNITUDE), penaltySq, epsilonSpent, solver: solverStats(o.solver) };
     }
+    case 'part':
+      return part(o, ctx, MAX_SHARE_MAGNITUDE);
     case 'batchScores': {
       exactKeys(o, type, ['type', 'jobId', 'step', 'scores']);
       const jobId = job(o, type, ctx);
@@ -421,8 +447,10 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
       exactKeys(o, type, ['type', 'jobId', 'round', 'rho', 'c']);
       const jobId = job(o, type, ctx);
       const r = round(o, type, ctx);
-      return { type, jobId, round: r, rho: finite(o, type, 'rho', true), c: vector(o, type, 'c', ctx.n) };
+      return { type, jobId, round: r, rho: finite(o, type, 'rho', true), c: vectorOrParts(o, type, 'c', ctx.n) };
     }
+    case 'part':
+      return part(o, ctx);
     case 'sgd': {
       exactKeys(o, type, ['type', 'jobId', 'step', 'epoch', 'lr', 'gradient', 'rows', 'full']);
       const jobId = job(o, type, ctx);

@@ -71,3 +71,24 @@ test('MessageWriter: small and large messages written together arrive whole, in 
   ws.close();
   close();
 });
+
+test('MessageWriter.writeEach: messages made one at a time into one buffer arrive whole, in order among the others written around them', async () => {
+  const { ws, received, close } = await pair();
+  const writer = new MessageWriter();
+  const parts = [bytes(FRAME_BYTES - 3, 1), bytes(FRAME_BYTES + 9, 2), bytes(70, 3)];
+  // One buffer for every part: each is made in it once the last has been written.
+  const buffer = new Uint8Array(2 * FRAME_BYTES);
+  let k = 0;
+  writer.write(ws, bytes(2 * FRAME_BYTES, 9));
+  writer.writeEach(ws, () => {
+    if (k === parts.length) return undefined;
+    buffer.set(parts[k]);
+    return buffer.subarray(0, parts[k++].length);
+  });
+  writer.write(ws, bytes(11, 4));
+  await until(() => received.length === 5);
+  assert.deepEqual(received.map((b) => new Uint8Array(b)), [bytes(2 * FRAME_BYTES, 9), ...parts, bytes(11, 4)]);
+  await until(() => !writer.busy(ws));
+  ws.close();
+  close();
+});

@@ -17,6 +17,7 @@ import {
   packedBound,
   MAX_PENALTY_SQ,
   MAX_SHARE_MAGNITUDE,
+  PART_VALUES,
   type Message,
   type PartyMessage,
   PROTOCOL_VERSION,
@@ -577,13 +578,19 @@ function assertSatisfiesContext(m: PartyMessage | CoordinatorMessage, ctx: Valid
     if (ctx.step !== undefined && step !== ctx.step) fail(`step ${step}`);
   };
   switch (m.type) {
+    // Empty when the vector came in parts before the message (the receiver's assembler checks them).
     case 'share':
       sameRound(m.round);
-      length(m.share, ctx.n, 'share');
+      if (m.share.length > 0) length(m.share, ctx.n, 'share');
       break;
     case 'round':
       sameRound(m.round);
-      length(m.c, ctx.n, 'c');
+      if (m.c.length > 0) length(m.c, ctx.n, 'c');
+      break;
+    case 'part':
+      sameRound(m.round);
+      if (m.at % PART_VALUES !== 0) fail(`a part at ${m.at}`);
+      if (ctx.n !== undefined && (m.at >= ctx.n || m.values.length !== Math.min(PART_VALUES, ctx.n - m.at))) fail(`a part of ${m.values.length} at ${m.at}`);
       break;
     case 'scores':
       sameRound(m.round);

@@ -1,0 +1,73 @@
+// A party's connection over a real socket (in this process: the peer is a bare ws client):
+// a round with a long vector goes out in parts, in order; a share that comes back in parts is
+// put together in the array the request names, bit for bit; parts out of order end the
+// connection with 4003 and fail the job with the party's name.
+import { test } from 'node:test';
+import assert from 'node:assert/strict';
+import { once } from 'node:events';
+import pino from 'pino';
+import WebSocket, { WebSocketServer } from 'ws';
+import { CloseCodes, type Part, PART_VALUES, type Round, type Share, decode, encode, inParts } from '@admm-share/protocol';
+import { PartyConnection } from '../party-connection.js';
+
+const JOB = 'job-1';
+const N = 3 * PART_VALUES + 77;
+
+async function connected(): Promise<{ conn: PartyConnection; client: WebSocket; failures: Error[]; close(): void }> {
+  const server = new WebSocketServer({ port: 0, maxPayload: 64 << 20 });
+  await once(server, 'listening');
+  const failures: Error[] = [];
+  const conn = new PartyConnection('party-1', 0, { log: pino({ level: 'silent' }), traffic: { in: 0, out: 0 }, roundTimeoutMs: 10_000, onFailure: (e) => failures.push(e), onClose: () => {} });
+  server.on('connection', (ws) => conn.attach(ws));
+  const client = new WebSocket(`ws://127.0.0.1:${(server.address() as { port: number }).port}`, { maxPayload: 64 << 20 });
+  await once(client, 'open');
+  while (!conn.connected) await new Promise((r) => setTimeout(r, 5));
+  return { conn, client, failures, close: () => (client.close(), server.close()) };
+}
+
+const ramp = (n: number, scale: number) => Float64Array.from({ length: n }, (_, i) => Math.sin(i * scale) * 1e3 + i);
+
+test('a long round goes in parts; the share that answers it in parts is put together in the array the request names', async () => {
+  const { conn, client, close } = await connected();
+  const c = ramp(N, 0.001);
+  const answer = ramp(N, 0.002);
+  const got: (Part | Round)[] = [];
+  client.on('message', (data: Buffer) => {
+    const m = decode(data) as Part | Round;
+    got.push(m);
+    if (m.type === 'round') for (const p of inParts<Share>({ type: 'share', jobId: JOB, round: m.round, share: answer, penaltySq: 0, epsilonSpent: 0, solver: null })) client.send(encode(p));
+  });
+  const into = new Float64Array(N);
+  const round: Round = { type: 'round', jobId: JOB, round: 1, rho: 0.5, c };
+  const reply = await conn.request(conn.encodeForSend(round), ['share'], { jobId: JOB, n: N, round: 1 }, () => into);
+  assert.deepEqual(
+    got.map((m) => (m.type === 'part' ? m.at : m.type)),
+    [0, PART_VALUES, 2 * PART_VALUES, 3 * PART_VALUES, 'round'],
+  );
+  const sent = new Float64Array(N);
+  for (const m of got) if (m.type === 'part') sent.set(m.values, m.at);
+  assert.deepEqual(sent, c, 'the parts sent are the round vector');
+  assert.equal((got[got.length - 1] as Round).c.length, 0);
+  assert.equal(reply.share, into, 'the share is the array the request named');
+  assert.deepEqual(new Uint8Array(into.buffer), new Uint8Array(answer.buffer), 'bit for bit');
+  close();
+});
+
+test('a share whose parts come out of order ends the connection with 4003 and fails the job, naming the party', async () => {
+  const { conn, client, failures, close } = await connected();
+  client.on('message', (data: Buffer) => {
+    const m = decode(data) as Part | Round;
+    if (m.type !== 'round') return;
+    const parts = [...inParts<Share>({ type: 'share', jobId: JOB, round: 1, share: new Float64Array(N), penaltySq: 0, epsilonSpent: 0, solver: null })];
+    client.send(encode(parts[1]));
+  });
+  const closed = once(client, 'close');
+  const reply = conn.request(conn.encodeForSend({ type: 'round', jobId: JOB, round: 1, rho: 0.5, c: new Float64Array(N) }), ['share'], { jobId: JOB, n: N, round: 1 });
+  const [code] = (await closed) as [number];
+  assert.equal(code, CloseCodes.invalid.code);
+  assert.equal(failures.length, 1);
+  assert.match(failures[0].message, /party party-1: part\.at: 65536, expected 0 \(parts come in order\)/);
+  conn.failPending(new Error('test over'));
+  await assert.rejects(reply, /test over/);
+  close();
+});

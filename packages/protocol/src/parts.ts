@@ -1,0 +1,93 @@
+// Long vectors in parts (PROTOCOL.md, "Long vectors"): a `round` or `share` whose vector holds
+// more than PART_VALUES values is sent as `part` messages of PART_VALUES values each, in order,
+// then the message itself with an empty vector. Whole, a million-row vector is an 8 MB message:
+// the receiving WebSocket joins its frames into a fresh 8 MB buffer, the decoder copies the
+// vector out of it into another, and a party collected them every round to stay within its
+// memory. In parts, nothing larger than a part is allocated, and the receiver copies each
+// part into an array it keeps (PartAssembler).
+import { ProtocolError } from './errors.js';
+import { type Part, PART_VALUES, type Round, type Share } from './messages.js';
+
+/** The messages that may be sent in parts, and the field that holds each one's vector. */
+export type PartedMessage = Round | Share;
+
+const EMPTY = new Float64Array(0);
+
+/** The vector field of `msg`, and its name. */
+function vectorOf(msg: PartedMessage): [Float64Array, string] {
+  return msg.type === 'round' ? [msg.c, 'c'] : [msg.share, 'share'];
+}
+
+/** `msg` with `v` for its vector. */
+function withVector<T extends PartedMessage>(msg: T, v: Float64Array): T {
+  return msg.type === 'round' ? { ...msg, c: v } : { ...msg, share: v };
+}
+
+/**
+ * `msg` as it is sent: [msg] when its vector is short; otherwise its parts (views of the
+ * vector, not copies: made one at a time as they are sent) and, last, `msg` with an empty vector.
+ */
+export function* inParts<T extends PartedMessage>(msg: T): Generator<Part | T> {
+  const [v] = vectorOf(msg);
+  if (v.length <= PART_VALUES) {
+    yield msg;
+    return;
+  }
+  for (let at = 0; at < v.length; at += PART_VALUES) yield { type: 'part', jobId: msg.jobId, round: msg.round, at, values: v.subarray(at, at + PART_VALUES) };
+  yield withVector(msg, EMPTY);
+}
+
+/**
+ * The receiving side: the parts of one message, validated one by one (validate.ts: job, round,
+ * place, length and values), copied in order into an array, then given to the message they
+ * came before. Anything else (a part out of order, parts of another round, a message with an
+ * empty vector and missing parts, parts that no message follows) is a ProtocolError.
+ */
+export class PartAssembler {
+  private into: Float64Array | undefined;
+  private round = 0;
+  private next = 0;
+
+  /** Part `p` of a vector of n values, copied into `into` (the array the first part chooses; every part of the message goes there). */
+  add(p: Part, n: number, into: () => Float64Array): void {
+    if (p.at !== this.next) throw new ProtocolError('invalid', `part.at: ${p.at}, expected ${this.next} (parts come in order)`);
+    if (p.at === 0) {
+      this.round = p.round;
+      this.into = into();
+      if (this.into.length !== n) throw new Error(`internal: parts of ${n} values into an array of ${this.into.length}`);
+    } else if (p.round !== this.round) throw new ProtocolError('invalid', `part of round ${p.round} among the parts of round ${this.round}`);
+    this.into!.set(p.values, p.at);
+    this.next = p.at + p.values.length;
+  }
+
+  /** Whether a message's parts are under way (some arrived, the message not yet). */
+  get pending(): boolean {
+    return this.next > 0;
+  }
+
+  /**
+   * `msg` with its vector: as it came when not empty (no parts may be pending), else the
+   * parts' array, which must hold all n values of the same round.
+   */
+  complete<T extends PartedMessage>(msg: T, n: number): T {
+    const [v, key] = vectorOf(msg);
+    const { into, next, round } = this;
+    this.reset();
+    if (v.length > 0) {
+      if (next > 0) throw new ProtocolError('invalid', `${msg.type}: a whole ${key} after parts of one`);
+      return msg;
+    }
+    if (n === 0) return msg;
+    if (next === 0) throw new ProtocolError('invalid', `${msg.type}.${key}: empty, and no parts came before it`);
+    if (next !== n) throw new ProtocolError('invalid', `${msg.type}.${key}: its parts hold ${next} of ${n} values`);
+    if (round !== msg.round) throw new ProtocolError('invalid', `${msg.type} of round ${msg.round} after parts of round ${round}`);
+    return withVector(msg, into!);
+  }
+
+  /** Forget parts under way (a new connection starts afresh). */
+  reset(): void {
+    this.into = undefined;
+    this.next = 0;
+    this.round = 0;
+  }
+}
