@@ -13,7 +13,6 @@ import {
   type CloseKind,
   type CoordinatorMessage,
   type EncodeScratch,
-  PART_VALUES,
   PartAssembler,
   type PartyMessage,
   type PrivacyInfo,
@@ -27,6 +26,7 @@ import {
   encode,
   encodeToSend,
   inParts,
+  sentInParts,
   validatePartyMessage,
 } from '@admm-share/protocol';
 import { closeAndDrop } from './drop.js';
@@ -71,16 +71,16 @@ interface Pending extends Waiting {
 }
 
 /**
- * What a request sends: encoded bytes, or a round whose vector is long (more than PART_VALUES
+ * What a request sends: encoded bytes, or a round whose vector is long (more than PARTS_ABOVE
  * values), sent in parts (parts.ts), each encoded into the connection's reusable buffer once the
  * one before has left for the system. The vector must stay as it is until the reply (a rejoin
  * sends it again).
  */
 export type Outgoing = Uint8Array | { parted: Round };
 
-/** Whether `msg` is sent in parts: a round whose vector is longer than PART_VALUES. */
+/** Whether `msg` is sent in parts: a round with a long vector. */
 function parted(msg: CoordinatorMessage): msg is Round {
-  return msg.type === 'round' && msg.c.length > PART_VALUES;
+  return msg.type === 'round' && sentInParts(msg.c.length);
 }
 
 /** `msg` encoded once for every party that is sent it (a long round's parts are encoded by each connection as they are sent). */

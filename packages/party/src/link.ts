@@ -20,13 +20,13 @@ import {
   CLOSE_HANDSHAKE_MS,
   ENVELOPE_BYTES,
   POINT_BYTES,
-  PART_VALUES,
   MIN_HEARTBEAT_MS,
   RETRIABLE_CLOSE_CODES,
   closeReason,
   decode,
   encodeToSend,
   inParts,
+  sentInParts,
   validateCoordinatorMessage,
 } from '@admm-share/protocol';
 
@@ -239,7 +239,7 @@ export class CoordinatorLink {
    */
   send(msg: PartyMessage): void {
     const ws = this.ws;
-    if (msg.type === 'share' && msg.share.length > PART_VALUES) {
+    if (msg.type === 'share' && sentInParts(msg.share.length)) {
       // In parts, each encoded into the reusable buffer once the one before has been written.
       const parts = inParts(msg);
       this.writer.writeEach(ws, () => {

@@ -38,6 +38,12 @@ export const MAX_PENALTY_SQ = MAX_SHARE_MAGNITUDE * MAX_SHARE_MAGNITUDE;
  * its envelope fit one WebSocket frame of a party's (link.ts, FRAME_BYTES).
  */
 export const PART_VALUES = 1 << 16;
+/**
+ * Vectors longer than this (2^17 doubles, 1 MiB) are sent in parts. A shorter one is one frame
+ * and is not joined from frames by the receiver; in parts it only costs messages (a round of
+ * 1e5 rows and four parties took 47 ms in parts against 39 whole, docs/scaling.md).
+ */
+export const PARTS_ABOVE = 1 << 17;
 /** Party ids and job ids: short printable names. */
 export const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 

@@ -1,12 +1,12 @@
 // Long vectors in parts (PROTOCOL.md, "Long vectors"): a `round` or `share` whose vector holds
-// more than PART_VALUES values is sent as `part` messages of PART_VALUES values each, in order,
+// more than PARTS_ABOVE values is sent as `part` messages of PART_VALUES values each, in order,
 // then the message itself with an empty vector. Whole, a million-row vector is an 8 MB message:
 // the receiving WebSocket joins its frames into a fresh 8 MB buffer, the decoder copies the
 // vector out of it into another, and a party collected them every round to stay within its
 // memory. In parts, nothing larger than a part is allocated, and the receiver copies each
 // part into an array it keeps (PartAssembler).
 import { ProtocolError } from './errors.js';
-import { type Part, PART_VALUES, type Round, type Share } from './messages.js';
+import { type Part, PART_VALUES, PARTS_ABOVE, type Round, type Share } from './messages.js';
 
 /** The messages that may be sent in parts, and the field that holds each one's vector. */
 export type PartedMessage = Round | Share;
@@ -23,13 +23,18 @@ function withVector<T extends PartedMessage>(msg: T, v: Float64Array): T {
   return msg.type === 'round' ? { ...msg, c: v } : { ...msg, share: v };
 }
 
+/** Whether a vector of `length` values is sent in parts. */
+export function sentInParts(length: number): boolean {
+  return length > PARTS_ABOVE;
+}
+
 /**
- * `msg` as it is sent: [msg] when its vector is short; otherwise its parts (views of the
+ * `msg` as it is sent: [msg] when its vector is not sentInParts; otherwise its parts (views of the
  * vector, not copies: made one at a time as they are sent) and, last, `msg` with an empty vector.
  */
 export function* inParts<T extends PartedMessage>(msg: T): Generator<Part | T> {
   const [v] = vectorOf(msg);
-  if (v.length <= PART_VALUES) {
+  if (!sentInParts(v.length)) {
     yield msg;
     return;
   }

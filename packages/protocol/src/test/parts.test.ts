@@ -1,4 +1,4 @@
-// Long vectors in parts: a round or share longer than PART_VALUES goes as parts then the message
+// Long vectors in parts: a round or share longer than PARTS_ABOVE goes as parts then the message
 // with an empty vector; through the wire and the validators, the assembler gives back the same
 // bits, and refuses every way the parts can be wrong.
 import { test } from 'node:test';
@@ -6,6 +6,7 @@ import assert from 'node:assert/strict';
 import {
   type Part,
   PART_VALUES,
+  PARTS_ABOVE,
   type PartedMessage,
   PartAssembler,
   ProtocolError,
@@ -53,7 +54,7 @@ function throwsProtocol(fn: () => unknown, kind: string, message: RegExp): void 
   assert.throws(fn, (err: unknown) => err instanceof ProtocolError && err.kind === kind && message.test(err.message));
 }
 
-test('a long share and a long round go as parts of PART_VALUES values, then the message with an empty vector; reassembled, the same bits', () => {
+test('a share and a round of more than PARTS_ABOVE values go as parts of PART_VALUES values, then the message with an empty vector; reassembled, the same bits', () => {
   const v = values(N, 'parts');
   for (const [msg, validate] of [
     [share(v), validatePartyMessage],
@@ -75,13 +76,14 @@ test('a long share and a long round go as parts of PART_VALUES values, then the 
   }
 });
 
-test('a vector of at most PART_VALUES values goes whole, and a whole vector passes the assembler as it came', () => {
-  const v = values(PART_VALUES, 'short');
+test('a vector of at most PARTS_ABOVE values goes whole, and a whole vector passes the assembler as it came', () => {
+  assert.ok(N > PARTS_ABOVE && PARTS_ABOVE > PART_VALUES);
+  const v = values(PARTS_ABOVE, 'short');
   const msg = share(v);
   const sent = [...inParts(msg)];
   assert.deepEqual(sent, [msg]);
   assert.equal(sent[0], msg, 'the message itself');
-  const out = assemble(received(sent, validatePartyMessage, { jobId: JOB, n: PART_VALUES }), PART_VALUES);
+  const out = assemble(received(sent, validatePartyMessage, { jobId: JOB, n: PARTS_ABOVE }), PARTS_ABOVE);
   assert.deepEqual(out.share, v);
 });
 
