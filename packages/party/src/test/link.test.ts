@@ -1,11 +1,13 @@
 // Large messages sent frame by frame: each arrives as one message, equal to what was sent, in
 // the order written, small and large mixed; the frames are FRAME_BYTES; a closed socket ends a send.
+// Long vectors in parts, both ways, through the party's link.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import WebSocket, { WebSocketServer } from 'ws';
-import { bytesSource } from '@admm-share/protocol';
-import { FRAME_BYTES, MessageWriter, sendInFrames } from '../link.js';
+import pino from 'pino';
+import { type Part, PART_VALUES, PARTS_ABOVE, type Round, type Share, bytesSource, decode, encode, inParts } from '@admm-share/protocol';
+import { CoordinatorLink, FRAME_BYTES, MessageWriter, type WholeMessage, sendInFrames } from '../link.js';
 
 async function pair(): Promise<{ ws: WebSocket; received: Buffer[]; close(): void }> {
   const server = new WebSocketServer({ port: 0, maxPayload: 64 << 20 });
@@ -91,4 +93,45 @@ test('MessageWriter.writeEach: messages made one at a time into one buffer arriv
   await until(() => !writer.busy(ws));
   ws.close();
   close();
+});
+
+test('CoordinatorLink: a round in parts reaches the session once its last part is in, in an array the link keeps; a share in parts goes back in order; a part out of order is invalid', async () => {
+  const N = 2 * PART_VALUES + PART_VALUES / 2 + 3;
+  assert.ok(N > PARTS_ABOVE);
+  const server = new WebSocketServer({ port: 0, maxPayload: 64 << 20 });
+  await once(server, 'listening');
+  const peer = new Promise<WebSocket>((resolve) => server.on('connection', resolve));
+  const messages: WholeMessage[] = [];
+  const invalid: unknown[] = [];
+  const link = new CoordinatorLink(
+    { coordinator: `ws://127.0.0.1:${(server.address() as { port: number }).port}`, maxPayload: 64 << 20, connectTimeoutMs: 5000, reconnectTimeoutMs: 5000, heartbeatTimeoutMs: 60_000 },
+    pino({ level: 'silent' }),
+    { context: () => ({ jobId: 'j', n: N }), open: () => {}, lost: () => {}, message: (m) => messages.push(m), invalid: (e) => invalid.push(e), failed: () => {} },
+  );
+  const ws = await peer;
+  const shares: (Part | Share)[] = [];
+  ws.on('message', (data: Buffer) => shares.push(decode(data) as Part | Share));
+  const c = (round: number) => Float64Array.from({ length: N }, (_, i) => Math.cos(i + round) * 1e3);
+  for (const round of [1, 2]) for (const m of inParts<Round>({ type: 'round', jobId: 'j', round, rho: 0.5, c: c(round) })) ws.send(encode(m));
+  await until(() => messages.length === 2);
+  const [r1, r2] = messages as Round[];
+  assert.deepEqual([r1.round, r2.round], [1, 2]);
+  assert.equal(r1.c, r2.c, 'one array, reused round after round');
+  assert.deepEqual(new Uint8Array(r2.c.buffer), new Uint8Array(c(2).buffer), 'bit for bit');
+  // The party's share of round 2 goes back in parts, in order.
+  const share = Float64Array.from({ length: N }, (_, i) => i * 0.5);
+  link.send({ type: 'share', jobId: 'j', round: 2, share, penaltySq: 0, epsilonSpent: 0, solver: null });
+  await until(() => shares.length === 4);
+  assert.deepEqual(shares.map((m) => (m.type === 'part' ? m.at : m.type)), [0, PART_VALUES, 2 * PART_VALUES, 'share']);
+  const back = new Float64Array(N);
+  for (const m of shares) if (m.type === 'part') back.set(m.values, m.at);
+  assert.deepEqual(back, share);
+  // Parts out of order: the session hears of it as an invalid message (it then closes with 4003).
+  const parts = [...inParts<Round>({ type: 'round', jobId: 'j', round: 3, rho: 0.5, c: c(3) })];
+  ws.send(encode(parts[1]));
+  await until(() => invalid.length === 1);
+  assert.match((invalid[0] as Error).message, /part\.at: 65536, expected 0/);
+  assert.equal(messages.length, 2);
+  link.abort('done', 'test over');
+  server.close();
 });
