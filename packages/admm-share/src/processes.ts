@@ -37,10 +37,10 @@ export const COORDINATOR_NODE_FLAGS = ['--initial-old-space-size=128'];
  * threshold to the size of each large block freed (up to 32 MiB); freed heap memory mostly stays
  * resident. A million-row party's vectors and points are 8-32 MB each: after the intersection
  * its heap held 110-124 MB, most of it free (docs/scaling.md). A fixed threshold of 4 MiB gives
- * every larger block back to the system when it is freed: the points, the intersection's
- * messages, and each round's message and decoded vector (8 MB at a million rows; the party
- * collects them at the start of the next round). A fresh block costs a page fault every 4 KiB
- * as it is written, a few milliseconds a round at that size.
+ * every larger block back to the system when it is freed: the points and the intersection's
+ * messages (and, before long vectors came in parts of 512 KiB, each round's message and
+ * decoded vector, 8 MB at a million rows). A fresh block costs a page fault every 4 KiB as it
+ * is written.
  */
 export const PARTY_ENV: Readonly<Record<string, string>> = { MALLOC_MMAP_THRESHOLD_: String(4 << 20) };
 

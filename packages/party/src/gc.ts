@@ -13,8 +13,8 @@ export function collectGarbage(): void {
 
 /**
  * A young-generation collection now (with --expose-gc): the buffers a round's messages leave
- * die young, and a young collection frees them (ArrayBuffers included) in well under a
- * millisecond, where a full one marks the whole heap.
+ * die young, and a young collection frees them (ArrayBuffers included) without marking the
+ * old generation, as a full one does (0.5 ms in a small process).
  */
 export function collectYoung(): void {
   (globalThis as { gc?: (options?: { type: 'minor' }) => void }).gc?.({ type: 'minor' });
@@ -25,8 +25,8 @@ export function collectYoung(): void {
  * (vectors of 1 MiB): a round leaves the buffers its parts came in and were decoded into and
  * the frames its share went out in (about 24 MB at a million rows), which take next to no room
  * in V8's own heap, so V8 let rounds of them pile up. They are young, so a young-generation
- * collection frees them; a full one (before vectors came in parts of 512 KiB, when a round
- * left whole 8 MB buffers that outlived the young generation) cost about 9 ms of CPU a round
- * at a million rows, four parties on two cores.
+ * collection frees them. A full one was needed while a round left whole 8 MB buffers, which
+ * outlived the young generation; in a skeleton of a million-row round (four parties on two
+ * cores) it took 9 ms of CPU (docs/scaling.md, long vectors in parts).
  */
 export const ROUND_COLLECTION_ROWS = 1 << 17;
