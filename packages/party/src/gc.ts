@@ -12,21 +12,11 @@ export function collectGarbage(): void {
 }
 
 /**
- * A young-generation collection now (with --expose-gc): the buffers a round's messages leave
- * die young, and a young collection frees them (ArrayBuffers included) without marking the
- * old generation, as a full one does (0.5 ms in a small process).
- */
-export function collectYoung(): void {
-  (globalThis as { gc?: (options?: { type: 'minor' }) => void }).gc?.({ type: 'minor' });
-}
-
-/**
- * Rows from which a party also collects the young generation at the start of each round
- * (vectors of 1 MiB): a round leaves the buffers its parts came in and were decoded into and
- * the frames its share went out in (about 24 MB at a million rows), which take next to no room
- * in V8's own heap, so V8 let rounds of them pile up. They are young, so a young-generation
- * collection frees them. A full one was needed while a round left whole 8 MB buffers, which
- * outlived the young generation; in a skeleton of a million-row round (four parties on two
- * cores) it took 9 ms of CPU (docs/scaling.md, long vectors in parts).
+ * Rows from which a party also collects at the start of each round (vectors of 1 MiB): a round
+ * leaves the buffers its parts came in and were decoded into and the frames its share went out
+ * in (about 24 MB at a million rows), which take next to no room in V8's own heap, so V8 let
+ * rounds of them pile up. A young-generation collection was tried instead (docs/scaling.md,
+ * long vectors in parts): what a scavenge in the middle of a round promotes is left for V8's
+ * own full collections, and one party's peak reached 301 MB in a million-row run.
  */
 export const ROUND_COLLECTION_ROWS = 1 << 17;

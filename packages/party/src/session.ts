@@ -31,7 +31,7 @@ import {
   assertNever,
   encodeIdsSource,
 } from '@admm-share/protocol';
-import { ROUND_COLLECTION_ROWS, collectGarbage, collectYoung } from './gc.js';
+import { ROUND_COLLECTION_ROWS, collectGarbage } from './gc.js';
 import { modelRef } from './model-file.js';
 import { type Privacy, normaliseRows } from './privacy.js';
 import type { Scorer } from './scoring.js';
@@ -501,7 +501,7 @@ function onRound(s: SessionState, env: SessionEnv, msg: Round): Outcome {
   }
   s.round = msg.round;
   // The last round's message and frames are garbage now; at this size, worth freeing at once.
-  if (msg.c.length >= ROUND_COLLECTION_ROWS) collectYoung();
+  if (msg.c.length >= ROUND_COLLECTION_ROWS) collectGarbage();
   s.previous = { x: x.x.slice(), intercept: x.intercept };
   x.updateFromBroadcast(msg.c, msg.rho, privacy.bounds);
   // ||x_m||^2 depends on the data and is not noised, so with privacy on it is not sent
