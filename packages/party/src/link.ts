@@ -8,12 +8,11 @@ import { ConfigError, PeerError } from '@admm-share/core';
 import {
   type ByteSource,
   type CloseKind,
-  type CoordinatorMessage,
   type EncodeScratch,
-  type Part,
   PartAssembler,
   type PartyMessage,
   type ValidationContext,
+  type WholeCoordinatorMessage,
   CloseCodes,
   ProtocolError,
   closeKindOf,
@@ -29,9 +28,6 @@ import {
   sentInParts,
   validateCoordinatorMessage,
 } from '@admm-share/protocol';
-
-/** A message from the coordinator as the session gets it: a long vector's parts already put together. */
-export type WholeMessage = Exclude<CoordinatorMessage, Part>;
 
 /**
  * Bytes of each frame a larger message is sent in. A client masks what it sends (RFC 6455),
@@ -180,7 +176,7 @@ export interface LinkEvents {
   /** The connection broke; another is tried after a delay. */
   lost(why: string): void;
   /** A frame that decoded and validated (a `round` sent in parts: once its last part is in). */
-  message(msg: WholeMessage): void;
+  message(msg: WholeCoordinatorMessage): void;
   /** A frame that did not decode or validate (a ProtocolError). The link stays open: the receiver decides. */
   invalid(err: unknown): void;
   /** The link gave up (connection refused, closed on purpose, or could not rejoin in time). */
@@ -387,7 +383,7 @@ export class CoordinatorLink {
   }
 
   private onFrame(data: RawData, isBinary: boolean): void {
-    let msg: WholeMessage;
+    let msg: WholeCoordinatorMessage;
     try {
       if (!isBinary) throw new ProtocolError('malformed', 'text frame; messages are binary MessagePack');
       const ctx = this.events.context();

@@ -9,8 +9,7 @@ import { type Csr, type Dense, type FeatureTable, type LossName, type PackedIds,
 import {
   type ByteSource,
   type Challenge,
-  type CoordinatorMessage,
-  type Part,
+  type WholeCoordinatorMessage,
   type Done,
   type Fit,
   type Lookup,
@@ -214,7 +213,7 @@ export function validationContext(s: SessionState, env: SessionEnv): ValidationC
 }
 
 /** Apply one validated message to the session. */
-export function handle(s: SessionState, env: SessionEnv, msg: Exclude<CoordinatorMessage, Part>): Outcome {
+export function handle(s: SessionState, env: SessionEnv, msg: WholeCoordinatorMessage): Outcome {
   switch (msg.type) {
     case 'challenge':
       return onChallenge(s, env, msg);

@@ -394,6 +394,8 @@ export interface Part {
 
 export type PartyMessage = Hello | Ids | Ready | Share | Exhausted | Scores | BatchScores | Released | Fitted | Found | PartialScores | Part;
 export type CoordinatorMessage = Challenge | Welcome | Psi | Setup | Resume | Round | Evaluate | Sgd | Release | Fit | Done | Lookup | Score | Part;
+/** A coordinator message as a party's session gets it: a long vector's parts already put together (parts.ts). */
+export type WholeCoordinatorMessage = Exclude<CoordinatorMessage, Part>;
 export type Message = PartyMessage | CoordinatorMessage;
 export type MessageType = Message['type'];
 

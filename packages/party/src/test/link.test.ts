@@ -6,8 +6,8 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import WebSocket, { WebSocketServer } from 'ws';
 import pino from 'pino';
-import { type Part, PART_VALUES, PARTS_ABOVE, type Round, type Share, bytesSource, decode, encode, inParts } from '@admm-share/protocol';
-import { CoordinatorLink, FRAME_BYTES, MessageWriter, type WholeMessage, sendInFrames } from '../link.js';
+import { type Part, PART_VALUES, PARTS_ABOVE, type Round, type Share, type WholeCoordinatorMessage, bytesSource, decode, encode, inParts } from '@admm-share/protocol';
+import { CoordinatorLink, FRAME_BYTES, MessageWriter, sendInFrames } from '../link.js';
 
 async function pair(): Promise<{ ws: WebSocket; received: Buffer[]; close(): void }> {
   const server = new WebSocketServer({ port: 0, maxPayload: 64 << 20 });
@@ -101,7 +101,7 @@ test('CoordinatorLink: a round in parts reaches the session once its last part i
   const server = new WebSocketServer({ port: 0, maxPayload: 64 << 20 });
   await once(server, 'listening');
   const peer = new Promise<WebSocket>((resolve) => server.on('connection', resolve));
-  const messages: WholeMessage[] = [];
+  const messages: WholeCoordinatorMessage[] = [];
   const invalid: unknown[] = [];
   const link = new CoordinatorLink(
     { coordinator: `ws://127.0.0.1:${(server.address() as { port: number }).port}`, maxPayload: 64 << 20, connectTimeoutMs: 5000, reconnectTimeoutMs: 5000, heartbeatTimeoutMs: 60_000 },

@@ -10,7 +10,7 @@ import { Writable } from 'node:stream';
 import pino from 'pino';
 import seedrandom from 'seedrandom';
 import { type FeatureTable, ConfigError, csrFromDense, packIds } from '@admm-share/core';
-import { type CoordinatorMessage, type Part, type PartyMessage, PROTOCOL_VERSION, ProtocolError, decode, encode, validateCoordinatorMessage } from '@admm-share/protocol';
+import { type CoordinatorMessage, type PartyMessage, type WholeCoordinatorMessage, PROTOCOL_VERSION, ProtocolError, decode, encode, validateCoordinatorMessage } from '@admm-share/protocol';
 import { maxPayloadFor } from '../link.js';
 import { type PrivacyConfig, Privacy, normaliseRows } from '../privacy.js';
 import { type Outcome, type SessionEnv, type SessionState, connectionLost, connectionOpened, handle, newSession, validationContext } from '../session.js';
@@ -75,7 +75,7 @@ function env(opts: { privacy?: PrivacyConfig; intercept?: boolean; ledgerPath?: 
 function feed(s: SessionState, e: SessionEnv, msg: CoordinatorMessage): Outcome {
   const got = validateCoordinatorMessage(decode(encode(msg)), validationContext(s, e));
   assert.notEqual(got.type, 'part');
-  return handle(s, e, got as Exclude<CoordinatorMessage, Part>);
+  return handle(s, e, got as WholeCoordinatorMessage);
 }
 
 function replies(o: Outcome): PartyMessage[] {
