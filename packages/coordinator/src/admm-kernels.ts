@@ -4,7 +4,7 @@
  * sample i depends on that sample alone; only the residuals' sums cross samples, and they go
  * to `out` (below) for the caller to add up.
  */
-import type { Loss } from '@admm-share/core';
+import { type Loss, type VectorKernels, type VectorMemory, flipCorrection, logisticProxParams } from '@admm-share/core';
 import { claimChunks } from './split-worker.js';
 
 /** Where stepRange puts its sums. */
@@ -15,7 +15,9 @@ export const NORM_Z = 3;
 export const NORM_DUAL = 4;
 /** The training loss at the shares' sum (the objective's loss term, before its weight). */
 export const LOSS = 5;
-export const STEP_SUMS = 6;
+/** The exponentials the z-update computed (a Newton step each, Loss.proxInto). */
+export const EXPS = 6;
+export const STEP_SUMS = 7;
 
 /** The per-sample arrays of a step (AdmmCoordinator's fields). */
 export interface StepArrays {
@@ -33,6 +35,9 @@ export interface StepArrays {
   slope: Float64Array;
   curvature: Float64Array;
   c: Float64Array;
+  /** With the logistic kernels: each sample's loss at the shares' sum (else empty), and the memory y, sum, a, t, slope, curvature and it are views of. */
+  losses: Float64Array;
+  memory: VectorMemory | undefined;
   /** With Anderson acceleration, F(v) = (w_1..w_M, zbar, u), w_m = s_m - c (else empty); its next point; each party's vector. */
   packed: Float64Array;
   point: Float64Array;
@@ -51,9 +56,11 @@ export interface StepParams {
  * the z-update (loss.proxInto), z, the dual, c, the residuals' sums (to out[PRIMAL_SQ..]) and
  * the loss at the shares' sum (out[LOSS], for the objective);
  * with Anderson acceleration also F(v) into `packed`. See AdmmCoordinator.step for the maths.
+ * With `k` (the logistic loss, its arrays in k's memory: StepArrays.memory) the z-update and
+ * the loss run in WebAssembly, to the same bits as loss.proxInto and loss.value.
  */
-export function stepRange(st: StepArrays, loss: Loss, p: StepParams, from: number, to: number, out: Float64Array): void {
-  const { shares, prevShares, y, sum, gap, offset, z, dual, a, t, slope, curvature, c, packed } = st;
+export function stepRange(st: StepArrays, loss: Loss, p: StepParams, from: number, to: number, out: Float64Array, k: VectorKernels | undefined): void {
+  const { shares, prevShares, y, sum, gap, offset, z, dual, a, t, slope, curvature, c, packed, losses } = st;
   const { exact, rho, alpha, weight } = p;
   const M = shares.length;
   const n = sum.length;
@@ -88,7 +95,14 @@ export function stepRange(st: StepArrays, loss: Loss, p: StepParams, from: numbe
     t[i] += da * (slope[i] + 0.5 * da * curvature[i]);
     a[i] = ai;
   }
-  loss.proxInto(t.subarray(from, to), slope.subarray(from, to), curvature.subarray(from, to), y.subarray(from, to), a.subarray(from, to), exact ? rho * invM : rho, weight);
+  const kappa = exact ? rho * invM : rho;
+  let exps: number;
+  if (k) {
+    const flip = flipCorrection(loss.labelFlip ?? 0);
+    const { R, shift, errScale } = logisticProxParams(kappa, weight, flip);
+    exps = k.logisticProx(from, to, t.byteOffset, slope.byteOffset, curvature.byteOffset, y.byteOffset, a.byteOffset, R, shift, errScale);
+    k.logisticLoss(from, to, y.byteOffset, sum.byteOffset, flip, losses.byteOffset);
+  } else exps = loss.proxInto(t.subarray(from, to), slope.subarray(from, to), curvature.subarray(from, to), y.subarray(from, to), a.subarray(from, to), kappa, weight);
   // Pass 2: z, dual, broadcast vector, residuals and their scales.
   let primalSq = 0;
   let dualSq = 0;
@@ -100,7 +114,7 @@ export function stepRange(st: StepArrays, loss: Loss, p: StepParams, from: numbe
   const uAt = (M + 1) * n;
   for (let i = from; i < to; i++) {
     const S = sum[i];
-    lossSum += loss.value(y[i], S);
+    lossSum += k ? losses[i] : loss.value(y[i], S);
     if (exact) {
       const zi = t[i] * invM;
       z[i] = zi;
@@ -157,6 +171,7 @@ export function stepRange(st: StepArrays, loss: Loss, p: StepParams, from: numbe
   out[NORM_Z] = normZ;
   out[NORM_DUAL] = normDual;
   out[LOSS] = lossSum;
+  out[EXPS] = exps;
 }
 
 /**
@@ -166,9 +181,9 @@ export function stepRange(st: StepArrays, loss: Loss, p: StepParams, from: numbe
  */
 export const CHUNK = 2048;
 
-/** stepRange over the chunks left (claimChunks); chunk k's sums go to sums[k * STEP_SUMS...]. */
-export function stepChunks(st: StepArrays, loss: Loss, p: StepParams, next: Int32Array, sums: Float64Array): void {
-  claimChunks(next, st.sum.length, CHUNK, (from, to, k) => stepRange(st, loss, p, from, to, sums.subarray(k * STEP_SUMS, (k + 1) * STEP_SUMS)));
+/** stepRange over the chunks left (claimChunks); chunk j's sums go to sums[j * STEP_SUMS...]. */
+export function stepChunks(st: StepArrays, loss: Loss, p: StepParams, next: Int32Array, sums: Float64Array, k: VectorKernels | undefined): void {
+  claimChunks(next, st.sum.length, CHUNK, (from, to, j) => stepRange(st, loss, p, from, to, sums.subarray(j * STEP_SUMS, (j + 1) * STEP_SUMS), k));
 }
 
 /** unpackRange over the chunks left (claimChunks). */

@@ -1,6 +1,6 @@
-import { type Loss, assertLength, sharedArray } from '@admm-share/core';
+import { type Loss, type VectorKernels, type VectorMemory, assertLength, sharedArray, vectorLayout, vectorMemory } from '@admm-share/core';
 import type { Variant } from '@admm-share/protocol';
-import { CHUNK, DUAL_SQ, LOSS, NORM_DUAL, NORM_S, NORM_Z, PRIMAL_SQ, STEP_SUMS, type StepArrays, chunkedLoss, stepChunks, unpackChunks } from './admm-kernels.js';
+import { CHUNK, DUAL_SQ, EXPS, LOSS, NORM_DUAL, NORM_S, NORM_Z, PRIMAL_SQ, STEP_SUMS, type StepArrays, chunkedLoss, stepChunks, unpackChunks } from './admm-kernels.js';
 import { Anderson, type AndersonSnapshot, type AndersonStep } from './anderson.js';
 import { addChunkSums, chunkCount, splitByDefault } from './split-worker.js';
 import { StepSplit } from './step-split.js';
@@ -29,6 +29,8 @@ export interface AdmmOptions {
   anderson?: number;
   /** Whether the step's passes are split with worker threads (default: from SPLIT_FROM values of state on a machine of two cores or more; split-worker.ts). */
   split?: boolean;
+  /** Whether the logistic loss and prox run in WebAssembly (default true when it is there); false runs their TypeScript twins, to the same bits (for tests). */
+  kernels?: boolean;
 }
 
 export interface AdmmSnapshot {
@@ -70,6 +72,22 @@ export interface RoundStats {
  * Both z-updates separate into one scalar problem per sample, solved to full precision
  * (Loss.proxInto), warm-started from a second-order prediction of the new solution.
  */
+/** The arrays the step's logistic kernels use, in the order of their memory (stepMemory). */
+const [Y, SUM, A, T, SLOPE, CURVATURE, LOSSES] = [0, 1, 2, 3, 4, 5, 6];
+
+interface StepMemory {
+  memory: VectorMemory;
+  kernels: VectorKernels;
+  at: number[];
+}
+
+/** A WebAssembly memory for the seven N-vectors the logistic kernels use, or undefined (no WebAssembly, or memory refused). */
+function stepMemory(n: number): StepMemory | undefined {
+  const { at, bytes } = vectorLayout(Array<number>(LOSSES + 1).fill(8 * n));
+  const wasm = vectorMemory(bytes);
+  return wasm && { ...wasm, at };
+}
+
 export class AdmmCoordinator {
   readonly n: number;
   rho: number;
@@ -90,10 +108,13 @@ export class AdmmCoordinator {
    * curvatures dt/da of the last z-update.
    */
   private readonly arrays: StepArrays;
+  /** The WebAssembly memory of the logistic kernels' arrays (stepMemory), and the kernels on it. */
+  private readonly kernels: StepMemory | undefined;
   /** The residuals' sums of a step (admm-kernels.ts, PRIMAL_SQ...). */
   private readonly sums = new Float64Array(STEP_SUMS);
   /** The loss at `sum`, summed over the samples by the last step (none after a restore). */
   private lossSum: number | undefined;
+  private exps = 0;
   /** The next chunk of a step's passes to take, and each chunk's sums (admm-kernels.ts, stepChunks). */
   private readonly next: Int32Array;
   private readonly chunkSums: Float64Array;
@@ -120,30 +141,37 @@ export class AdmmCoordinator {
     const split = opts.split ?? splitByDefault(dim);
     // Split, every array the worker thread reads or writes is in shared memory.
     const f64 = (len: number) => (split ? sharedArray(Float64Array, len) : new Float64Array(len));
+    // The logistic loss and prox run in WebAssembly (core's kernels.wat), on the arrays they
+    // read and write, which then live in its memory (shared, so the worker thread runs the same
+    // kernels on them); without it, the TypeScript twins in losses.ts, to the same bits.
+    this.kernels = opts.loss.name === 'logistic' && opts.kernels !== false ? stepMemory(n) : undefined;
+    const inKernels = (j: number): Float64Array | undefined => this.kernels && new Float64Array(this.kernels.memory.buffer, this.kernels.at[j], n);
     this.c = f64(n);
     this.z = f64(n);
     this.dualVar = f64(n);
-    this.sum = f64(n);
+    this.sum = inKernels(SUM) ?? f64(n);
     this.anderson = memory > 0 ? new Anderson(dim, memory, split) : undefined;
     this.arrays = {
       shares: split ? Array.from({ length: M }, () => f64(n)) : [],
       prevShares: Array.from({ length: M }, () => f64(n)),
-      y: split ? f64(n) : opts.y,
+      y: inKernels(Y) ?? (split ? f64(n) : opts.y),
       sum: this.sum,
       gap: f64(n),
       offset: f64(opts.variant === 'exact' ? n : 0),
       z: this.z,
       dual: this.dualVar,
-      a: f64(n),
-      t: f64(n),
-      slope: f64(n),
-      curvature: f64(n),
+      a: inKernels(A) ?? f64(n),
+      t: inKernels(T) ?? f64(n),
+      slope: inKernels(SLOPE) ?? f64(n),
+      curvature: inKernels(CURVATURE) ?? f64(n),
+      losses: inKernels(LOSSES) ?? new Float64Array(0),
+      memory: this.kernels?.memory,
       c: this.c,
       packed: this.anderson ? this.anderson.input : new Float64Array(0),
       point: this.anderson ? this.anderson.point : new Float64Array(0),
       cs: this.anderson ? Array.from({ length: M }, () => f64(n)) : [],
     };
-    if (split) this.arrays.y.set(opts.y);
+    if (this.arrays.y !== opts.y) this.arrays.y.set(opts.y);
     this.next = split ? sharedArray(Int32Array, 1) : new Int32Array(1);
     this.chunkSums = f64(chunkCount(n, CHUNK) * STEP_SUMS);
     this.split = split ? new StepSplit(this.arrays, { name: opts.loss.name, labelFlip: opts.loss.labelFlip ?? 0 }, this.next, this.chunkSums, this.anderson?.splitInit) : undefined;
@@ -154,6 +182,16 @@ export class AdmmCoordinator {
   /** What party m is sent for the next round: c, or its own vector under Anderson acceleration. */
   cFor(m: number): Float64Array {
     return this.anderson ? this.arrays.cs[m] : this.c;
+  }
+
+  /** The exponentials the last step's z-update computed: a Newton step each, about one a sample from the warm start. */
+  get exponentials(): number {
+    return this.exps;
+  }
+
+  /** Whether the logistic loss and prox run in WebAssembly (else their TypeScript twins). */
+  get webAssembly(): boolean {
+    return this.kernels !== undefined;
   }
 
   /** Whether each party gets its own vector (Anderson acceleration). */
@@ -193,10 +231,11 @@ export class AdmmCoordinator {
     next[0] = 0;
     if (split) {
       shares.forEach((s, m) => arrays.shares[m].set(s));
-      split.step(params, () => stepChunks(arrays, opts.loss, params, next, chunkSums));
-    } else stepChunks({ ...arrays, shares: [...shares] }, opts.loss, params, next, chunkSums);
+      split.step(params, () => stepChunks(arrays, opts.loss, params, next, chunkSums, this.kernels?.kernels));
+    } else stepChunks({ ...arrays, shares: [...shares] }, opts.loss, params, next, chunkSums, this.kernels?.kernels);
     addChunkSums(chunkSums, chunkCount(n, CHUNK), STEP_SUMS, STEP_SUMS, sums);
     this.lossSum = sums[LOSS];
+    this.exps = sums[EXPS];
     let primalSq = sums[PRIMAL_SQ];
     let dualSq = sums[DUAL_SQ];
     let normDual = sums[NORM_DUAL];

@@ -31,11 +31,15 @@ export function splitTeam(data: SplitData): ThreadTeam {
   return new ThreadTeam({ script: new URL('./split-thread.js', import.meta.url), data: () => data, threads: 1, name, fail: (failure) => new InternalError(`in ${name}`, failure) });
 }
 
-/** Run `job` in the team's thread and `mine` here, and return once both are done. */
+/**
+ * Run `job` in the team's thread and `mine` here (both take chunks until none is left), and
+ * return once both are done; a thread that has not begun by the time `mine` has taken the last
+ * chunk skips the call instead of holding the step until it wakes (ThreadTeam.waitOrSkip).
+ */
 export function runSplit(team: ThreadTeam, job: number, mine: () => void): void {
   team.begin(job);
   mine();
-  team.waitSync();
+  team.waitOrSkip();
 }
 
 /** The number of chunks of n values, `size` a chunk. */

@@ -1,7 +1,7 @@
 // The coordinator step's passes shared with a worker thread (admm.ts): both threads take the
 // step's chunks (split-worker.ts, claimChunks) until none is left. The same thread takes
 // Anderson acceleration's chunks (anderson-split.ts) right after the step's.
-import { type Loss, type LossName, type ThreadTeam, sharedArray, trainingLoss } from '@admm-share/core';
+import { type Loss, type LossName, type ThreadTeam, sharedArray, trainingLoss, vectorKernels } from '@admm-share/core';
 import { type StepArrays, type StepParams, stepChunks, unpackChunks } from './admm-kernels.js';
 import { type SplitInit, andersonCalls } from './anderson-split.js';
 import { type SplitData, runSplit, splitTeam } from './split-worker.js';
@@ -62,8 +62,9 @@ export function stepCalls(init: StepInit): (job: number) => void {
   const loss = trainingLoss(init.loss.name, init.loss.labelFlip) as Loss | undefined;
   if (!loss) throw new Error(`no loss named '${init.loss.name}' to make again in the worker thread`);
   const anderson = init.anderson && andersonCalls(init.anderson);
+  const k = arrays.memory && vectorKernels(arrays.memory);
   return (job) => {
-    if (job === STEP) stepChunks(arrays, loss, { exact: params[0] === 1, rho: params[1], alpha: params[2], weight: params[3] }, next, sums);
+    if (job === STEP) stepChunks(arrays, loss, { exact: params[0] === 1, rho: params[1], alpha: params[2], weight: params[3] }, next, sums, k);
     else if (job === UNPACK) unpackChunks(arrays, next);
     else anderson?.(job);
   };

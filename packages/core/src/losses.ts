@@ -7,9 +7,62 @@
 export const LOSS_NAMES = ['logistic', 'squared'] as const;
 export type LossName = (typeof LOSS_NAMES)[number];
 
-/** log(1 + exp(-m)) without overflow. */
+/** 2^k for the integers k in [-1022, 1022], exactly (halving and doubling are exact there). */
+const POW2 = new Float64Array(2045);
+for (let k = 0, v = 1; k <= 1022; k++, v *= 2) POW2[1022 + k] = v;
+for (let k = 0, v = 1; k <= 1022; k++, v /= 2) POW2[1022 - k] = v;
+/** Adding it rounds a double of magnitude below 2^51 to an integer (1.5 * 2^52). */
+const ROUND = 6755399441055744;
+const INV_LN2 = 1.442695040888963387;
+const LN2_HI = 6.9314718036912381649e-1;
+const LN2_LO = 1.90821492927058770002e-10;
+const [E1, E2, E3, E4, E5] = [1.66666666666666019037e-1, -2.77777777770155933842e-3, 6.61375632143793436117e-5, -1.65339022054652515390e-6, 4.13813679705723846039e-8];
+const [L1, L2, L3, L4, L5, L6, L7] = [6.666666666666735130e-1, 3.999999999940941908e-1, 2.857142874366239149e-1, 2.222219843214978396e-1, 1.818357216161805012e-1, 1.531383769920937332e-1, 1.479819860511658591e-1];
+
+/**
+ * e^x where it is a normal double, 0 below -708 and Infinity above 708 (where Math.exp is a
+ * subnormal or finite near the largest double). fdlibm's method: x = k ln2 + r with
+ * k = round(x / ln2), |r| <= ln2 / 2, e^r from a rational approximation whose error is below
+ * an ulp, times 2^k. The coordinator's WebAssembly kernels (kernels.wat, $exp2) do the same
+ * operations, two lanes at a time, so the step's loss and prox are the same bits there and
+ * here (a test compares them, and this with Math.exp).
+ */
+export function expFlushed(x: number): number {
+  if (x > 708) return Infinity;
+  if (x < -708) return 0;
+  const k = x * INV_LN2 + ROUND - ROUND;
+  const hi = x - k * LN2_HI;
+  const lo = k * LN2_LO;
+  const r = hi - lo;
+  const t = r * r;
+  const c = r - t * (E1 + t * (E2 + t * (E3 + t * (E4 + t * E5))));
+  return (1 - (lo - (r * c) / (2 - c) - hi)) * POW2[k + 1022];
+}
+
+/** Just below sqrt(2) - 1: log1pUnit halves 1 + e above it. */
+const SQRT2_MINUS_1 = 0.41421356237309503;
+
+/**
+ * log(1 + e) for e in [0, 1], within an ulp (fdlibm's logarithm: 1 + e = 2^k (1 + f) with k = 0
+ * or 1 and f in [sqrt(2)/2 - 1, sqrt(2) - 1]; log(1 + f) = f - (f^2/2 - s (f^2/2 + R(s^2))),
+ * s = f / (2 + f)). The twin of kernels.wat's $log1p2.
+ */
+export function log1pUnit(e: number): number {
+  const big = e > SQRT2_MINUS_1;
+  const f = big ? (e - 1) * 0.5 : e;
+  const k = big ? 1 : 0;
+  const s = f / (2 + f);
+  const z = s * s;
+  const w = z * z;
+  const R = z * (L1 + w * (L3 + w * (L5 + w * L7))) + w * (L2 + w * (L4 + w * L6));
+  const h = 0.5 * f * f;
+  return k * LN2_HI - (h - (s * (h + R) + k * LN2_LO) - f);
+}
+
+/** log(1 + exp(-m)) without overflow: log1p(e^-|m|), plus -m where m <= 0. */
 export function log1pExpNeg(m: number): number {
-  return m > 0 ? Math.log1p(Math.exp(-m)) : -m + Math.log1p(Math.exp(m));
+  const l = log1pUnit(expFlushed(m > 0 ? -m : m));
+  return m > 0 ? l : l - m;
 }
 
 /** 1 / (1 + exp(m)) without overflow. */
@@ -36,9 +89,10 @@ export interface Loss {
    *   t[i] = argmin_t  weight * loss(y[i], t) + kappa/2 (t - a[i])^2.
    * On entry t holds warm starts; on exit slope[i] = dt[i]/da[i] and curvature[i] =
    * d2t[i]/da[i]^2 at the solution, which let the caller predict the next call's solution
-   * to second order.
+   * to second order. Returns the exponentials computed (a Newton step each; none for a loss
+   * without them): about one per sample from a good warm start.
    */
-  proxInto(t: Float64Array, slope: Float64Array, curvature: Float64Array, y: Float64Array, a: Float64Array, kappa: number, weight: number): void;
+  proxInto(t: Float64Array, slope: Float64Array, curvature: Float64Array, y: Float64Array, a: Float64Array, kappa: number, weight: number): number;
 }
 
 /** The scalar proximal map (one sample), for tests and callers without vectors. */
@@ -52,12 +106,22 @@ export function prox(loss: Loss, y: number, a: number, kappa: number, weight: nu
 const MAX_SIGMOID_CURVATURE = 1 / (6 * Math.sqrt(3));
 
 /**
+ * The constants of the logistic prox with a linear term c (logisticProxInto, and the
+ * coordinator's kernel logisticProx): R = weight / kappa, the centre's shift R c, and the
+ * scale of the error bound after a Newton step.
+ */
+export function logisticProxParams(kappa: number, weight: number, c: number): { R: number; shift: number; errScale: number } {
+  const R = weight / kappa;
+  return { R, shift: R * c, errScale: 0.5 * R * MAX_SIGMOID_CURVATURE };
+}
+
+/**
  * The logistic proximal map with a linear term: every t[i] = argmin_t weight * (loss(y[i], t) -
  * c y[i] t) + kappa/2 (t - a[i])^2. The linear term only moves the prox centre, to
  * a[i] + weight c y[i] / kappa, so c = 0 is the plain logistic prox and c > 0 the prox of the
  * loss corrected for flipped labels (flipCorrectedLogistic).
  */
-function logisticProxInto(t: Float64Array, slope: Float64Array, curvature: Float64Array, y: Float64Array, a: Float64Array, kappa: number, weight: number, c: number): void {
+function logisticProxInto(t: Float64Array, slope: Float64Array, curvature: Float64Array, y: Float64Array, a: Float64Array, kappa: number, weight: number, c: number): number {
   // With s = y t and b = y a + R c (y = +-1; y times the shifted centre) the optimality
   // condition is
   //   h(s) = s - b - R sigma(-s) = 0,  R = weight / kappa.
@@ -67,9 +131,8 @@ function logisticProxInto(t: Float64Array, slope: Float64Array, curvature: Float
   // s = 0, which is always on the far side. After a step delta the error is at most
   // (max|h''| / 2 min h') delta^2 <= R C delta^2 / 2, so the loop stops as soon as that
   // is below rounding: usually one or two exponentials per sample with a good warm start.
-  const R = weight / kappa;
-  const shift = R * c;
-  const errScale = 0.5 * R * MAX_SIGMOID_CURVATURE;
+  const { R, shift, errScale } = logisticProxParams(kappa, weight, c);
+  let exps = 0;
   for (let i = 0; i < t.length; i++) {
     const yi = y[i];
     const b = yi * a[i] + shift;
@@ -79,8 +142,9 @@ function logisticProxInto(t: Float64Array, slope: Float64Array, curvature: Float
     let inv = 1;
     let p = 0;
     for (let it = 0; it < 100; it++) {
-      // sigma(-s) = 1/(1+e^s): exp overflows to Infinity or underflows to 0 harmlessly.
-      p = 1 / (1 + Math.exp(s));
+      // sigma(-s) = 1/(1+e^s): e^s flushed to Infinity or 0 harmlessly (expFlushed).
+      p = 1 / (1 + expFlushed(s));
+      exps++;
       inv = 1 / (1 + R * p * (1 - p));
       const step = (s - b - R * p) * inv;
       s -= step;
@@ -97,6 +161,7 @@ function logisticProxInto(t: Float64Array, slope: Float64Array, curvature: Float
     slope[i] = inv;
     curvature[i] = yi * R * p * (1 - p) * (1 - 2 * p) * inv * inv * inv;
   }
+  return exps;
 }
 
 export const logistic: Loss = {
@@ -108,7 +173,7 @@ export const logistic: Loss = {
     return p * (1 - p);
   },
   proxInto(t, slope, curvature, y, a, kappa, weight) {
-    logisticProxInto(t, slope, curvature, y, a, kappa, weight, 0);
+    return logisticProxInto(t, slope, curvature, y, a, kappa, weight, 0);
   },
 };
 
@@ -141,7 +206,7 @@ export function flipCorrectedLogistic(p: number): Loss {
     deriv: (y, t) => -y * (sigmoidNeg(y * t) + c),
     deriv2: logistic.deriv2,
     proxInto(t, slope, curvature, y, a, kappa, weight) {
-      logisticProxInto(t, slope, curvature, y, a, kappa, weight, c);
+      return logisticProxInto(t, slope, curvature, y, a, kappa, weight, c);
     },
   };
 }
@@ -158,6 +223,7 @@ export const squared: Loss = {
       slope[i] = sl;
       curvature[i] = 0;
     }
+    return 0;
   },
 };
 

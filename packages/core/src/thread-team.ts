@@ -4,14 +4,25 @@
 // take) or awaits their part. Used by DenseThreads (a party's dense block) and by the
 // coordinator's step (its passes over the samples and Anderson acceleration's).
 import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort, workerData } from 'node:worker_threads';
+import { InternalError } from './errors.js';
 
-/** Slots of the control array: a call's number (the threads wait for it to change), its op, threads still at it, a failure. */
+/**
+ * Slots of the control array: a call's number (the threads wait for it to change), its op,
+ * threads still at it, a failure; then one a thread (ENTRY + t): the call's number while
+ * thread t may still begin its part, STARTED once it has, SKIPPED once the caller has done
+ * without it (waitOrSkip).
+ */
 const GEN = 0;
 const OP = 1;
 const PENDING = 2;
 const FAILED = 3;
+const ENTRY = 4;
+const STARTED = -1;
+const SKIPPED = -2;
 /** The op that ends the threads. */
 const EXIT = -1;
+/** A call's number runs from 1 to this and starts again at 1 (an open ENTRY is never STARTED or SKIPPED). */
+const LAST_GEN = 0x3fffffff;
 
 /**
  * Longest wait for the threads' part of one call before they are taken for dead: a part takes
@@ -25,6 +36,8 @@ const STALL_MS = 20_000;
 export interface TeamWorkerData {
   ctrl: Int32Array;
   port: MessagePort;
+  /** The thread's index in its team. */
+  thread: number;
 }
 
 export interface TeamOptions {
@@ -40,17 +53,20 @@ export interface TeamOptions {
 }
 
 export class ThreadTeam {
-  private readonly ctrl = new Int32Array(new SharedArrayBuffer(4 * Int32Array.BYTES_PER_ELEMENT));
+  private readonly ctrl: Int32Array;
   private readonly workers: Worker[] = [];
+  /** Whether the call under way posted messages (its threads cannot skip it: a message would be left for the next). */
+  private posted = false;
   private readonly ports: MessagePort[] = [];
   private closed = false;
   /** Why a thread stopped, if one did. */
   private failure: string | undefined;
 
   constructor(private readonly opts: TeamOptions) {
+    this.ctrl = new Int32Array(new SharedArrayBuffer((ENTRY + opts.threads) * Int32Array.BYTES_PER_ELEMENT));
     for (let t = 0; t < opts.threads; t++) {
       const { port1, port2 } = new MessageChannel();
-      const data: TeamWorkerData = { ...opts.data(t), ctrl: this.ctrl, port: port2 };
+      const data: TeamWorkerData = { ...opts.data(t), ctrl: this.ctrl, port: port2, thread: t };
       const worker = new Worker(opts.script, { workerData: data, transferList: [port2] });
       // The threads never keep a process alive; close() ends them.
       worker.unref();
@@ -81,10 +97,29 @@ export class ThreadTeam {
     if (this.closed) throw this.opts.fail('closed');
     this.waitSync();
     if (part) for (let t = 0; t < this.opts.threads; t++) this.ports[t].postMessage(part(t));
+    this.posted = part !== undefined;
+    const gen = Atomics.load(this.ctrl, GEN) >= LAST_GEN ? 1 : Atomics.load(this.ctrl, GEN) + 1;
+    // A thread checks its ENTRY against the number it read, so one that read an earlier call's
+    // op cannot begin this call with it: ENTRY, then the op, then the number.
+    for (let t = 0; t < this.opts.threads; t++) Atomics.store(this.ctrl, ENTRY + t, gen);
     Atomics.store(this.ctrl, PENDING, this.opts.threads);
     Atomics.store(this.ctrl, OP, op);
-    Atomics.add(this.ctrl, GEN, 1);
+    Atomics.store(this.ctrl, GEN, gen);
     Atomics.notify(this.ctrl, GEN);
+  }
+
+  /**
+   * Block until every thread that has begun its part of the call is done; a thread that has not
+   * begun it yet skips it. Only for calls whose work either side may do (chunks taken from a
+   * shared counter until none is left, claimChunks): the caller has done what a late thread
+   * would have. A thread whose core has been idle for a few milliseconds can take about a
+   * millisecond to run again on a virtual machine; the caller need not wait for that.
+   */
+  waitOrSkip(): void {
+    if (this.posted) throw new InternalError(`${this.opts.name}: a call with messages cannot be skipped`, 'waitOrSkip after begin(op, part)');
+    const gen = Atomics.load(this.ctrl, GEN);
+    for (let t = 0; t < this.opts.threads; t++) if (Atomics.compareExchange(this.ctrl, ENTRY + t, gen, SKIPPED) === gen) Atomics.sub(this.ctrl, PENDING, 1);
+    this.waitSync();
   }
 
   /** Block until every thread has done its part (a thread that failed, died or stalled is an error from then on). */
@@ -171,6 +206,9 @@ export function serveTeam<D extends TeamWorkerData>(start: (data: D) => (op: num
     gen = Atomics.load(ctrl, GEN);
     const op = Atomics.load(ctrl, OP);
     if (op === EXIT) break;
+    // The caller did without this thread (waitOrSkip), or a later call has begun: it counted
+    // this thread out itself, or the thread takes the later call when it reads its number.
+    if (Atomics.compareExchange(ctrl, ENTRY + data.thread, gen, STARTED) !== gen) continue;
     try {
       if (!handle) throw broken;
       handle(op, message);

@@ -26,9 +26,10 @@ interface Kernels {
 }
 
 /**
- * Anderson acceleration's passes (kernels.wat, aa*; their TypeScript twins are the coordinator's
- * anderson-kernels.ts): element ranges [from, to), byte offsets of f64 and f32 vectors and of
- * the doubles the sums go to.
+ * The kernels on vectors in a vectorMemory: Anderson acceleration's passes (kernels.wat, aa*;
+ * their TypeScript twins are the coordinator's anderson-kernels.ts) and the coordinator step's
+ * logistic loss and prox (twins in losses.ts). Element ranges [from, to), byte offsets of f64
+ * and f32 vectors and of the doubles the sums go to.
  */
 export interface VectorKernels {
   aaNorm(from: number, to: number, f: number, point: number, out: number): void;
@@ -37,6 +38,10 @@ export interface VectorKernels {
   aaDot1(from: number, to: number, a: number, b: number, out: number): void;
   aaNextFirst(from: number, to: number, point: number, prevF: number, prevG: number, f: number, a: number, b: number, ga: number, gb: number): void;
   aaNextPair(from: number, to: number, point: number, c: number, d: number, gc: number, gd: number): void;
+  /** The coordinator step's logistic prox over samples [from, to) (logisticProxInto; its constants are logisticProxParams'); returns its exponentials. */
+  logisticProx(from: number, to: number, t: number, slope: number, curvature: number, y: number, a: number, R: number, shift: number, errScale: number): number;
+  /** out[i] = the logistic loss at y[i] sum[i] less c y[i] sum[i], over [from, to) (log1pExpNeg, and the flip-corrected loss's value). */
+  logisticLoss(from: number, to: number, y: number, sum: number, c: number, out: number): void;
 }
 
 /** Byte offsets are i32 in the kernels. */

@@ -392,4 +392,163 @@
             (f64.add
               (f64.mul (local.get $gc) (f64.promote_f32 (f32.load (i32.add (local.get $c) (local.get $a32)))))
               (f64.mul (local.get $gd) (f64.promote_f32 (f32.load (i32.add (local.get $d) (local.get $a32)))))))))))
+
+  ;; The coordinator step's logistic loss and its prox (the twins are expClamped, log1pUnit,
+  ;; log1pExpNeg and logisticProxInto in losses.ts): two samples at a time, a last odd one in
+  ;; both lanes (only lane 0 stored). The exponential and the logarithm are fdlibm's
+  ;; approximations, written out so that lanes and twins round alike.
+
+  ;; e^x, two at a time, 0 below -708 and Infinity above 708 (expFlushed in losses.ts does the
+  ;; same operations on one): x = k ln2 + r with k = round(x / ln2) and |r| <= ln2 / 2; e^r from
+  ;; a rational approximation of r (its error below an ulp); 2^k put into the exponent's bits,
+  ;; of x clamped to [-708, 708] so that k fits them.
+  (func $exp2 (param $in v128) (result v128)
+    (local $x v128) (local $kd v128) (local $k v128) (local $hi v128) (local $lo v128) (local $r v128) (local $t v128) (local $c v128)
+    (local.set $x (f64x2.pmax (f64x2.pmin (local.get $in) (f64x2.splat (f64.const 708))) (f64x2.splat (f64.const -708))))
+    (local.set $kd (f64x2.add (f64x2.mul (local.get $x) (f64x2.splat (f64.const 1.44269504088896338700e+00))) (f64x2.splat (f64.const 6755399441055744.0))))
+    (local.set $k (f64x2.sub (local.get $kd) (f64x2.splat (f64.const 6755399441055744.0))))
+    (local.set $hi (f64x2.sub (local.get $x) (f64x2.mul (local.get $k) (f64x2.splat (f64.const 6.93147180369123816490e-01)))))
+    (local.set $lo (f64x2.mul (local.get $k) (f64x2.splat (f64.const 1.90821492927058770002e-10))))
+    (local.set $r (f64x2.sub (local.get $hi) (local.get $lo)))
+    (local.set $t (f64x2.mul (local.get $r) (local.get $r)))
+    (local.set $c (f64x2.add (f64x2.splat (f64.const -1.65339022054652515390e-06)) (f64x2.mul (local.get $t) (f64x2.splat (f64.const 4.13813679705723846039e-08)))))
+    (local.set $c (f64x2.add (f64x2.splat (f64.const 6.61375632143793436117e-05)) (f64x2.mul (local.get $t) (local.get $c))))
+    (local.set $c (f64x2.add (f64x2.splat (f64.const -2.77777777770155933842e-03)) (f64x2.mul (local.get $t) (local.get $c))))
+    (local.set $c (f64x2.add (f64x2.splat (f64.const 1.66666666666666019037e-01)) (f64x2.mul (local.get $t) (local.get $c))))
+    (local.set $c (f64x2.sub (local.get $r) (f64x2.mul (local.get $t) (local.get $c))))
+    (local.set $c (f64x2.mul
+      (f64x2.sub (f64x2.splat (f64.const 1))
+        (f64x2.sub (f64x2.sub (local.get $lo) (f64x2.div (f64x2.mul (local.get $r) (local.get $c)) (f64x2.sub (f64x2.splat (f64.const 2)) (local.get $c)))) (local.get $hi)))
+      ;; kd's low bits are k: (k + 1023) << 52 is 2^k (0xbcc8... is 1023 less 1.5 * 2^52's bits)
+      (i64x2.shl (i64x2.add (local.get $kd) (i64x2.splat (i64.const 0xbcc80000000003ff))) (i32.const 52))))
+    (local.set $c (v128.bitselect (f64x2.splat (f64.const inf)) (local.get $c) (f64x2.gt (local.get $in) (f64x2.splat (f64.const 708)))))
+    (v128.andnot (local.get $c) (f64x2.lt (local.get $in) (f64x2.splat (f64.const -708)))))
+
+  ;; log(1 + e) for e in [0, 1], two at a time (log1pUnit in losses.ts): above sqrt(2) - 1,
+  ;; log(2) + log(1 + (e - 1) / 2); log(1 + f) = f - (f^2/2 - s (f^2/2 + R(s^2))), s = f / (2 + f).
+  (func $log1p2 (param $e v128) (result v128)
+    (local $big v128) (local $f v128) (local $k v128) (local $s v128) (local $z v128) (local $w v128) (local $t1 v128) (local $t2 v128) (local $h v128)
+    (local.set $big (f64x2.gt (local.get $e) (f64x2.splat (f64.const 0.41421356237309503))))
+    (local.set $f (v128.bitselect (f64x2.mul (f64x2.sub (local.get $e) (f64x2.splat (f64.const 1))) (f64x2.splat (f64.const 0.5))) (local.get $e) (local.get $big)))
+    (local.set $k (v128.and (f64x2.splat (f64.const 1)) (local.get $big)))
+    (local.set $s (f64x2.div (local.get $f) (f64x2.add (f64x2.splat (f64.const 2)) (local.get $f))))
+    (local.set $z (f64x2.mul (local.get $s) (local.get $s)))
+    (local.set $w (f64x2.mul (local.get $z) (local.get $z)))
+    (local.set $t1 (f64x2.add (f64x2.splat (f64.const 2.222219843214978396e-01)) (f64x2.mul (local.get $w) (f64x2.splat (f64.const 1.531383769920937332e-01)))))
+    (local.set $t1 (f64x2.mul (local.get $w) (f64x2.add (f64x2.splat (f64.const 3.999999999940941908e-01)) (f64x2.mul (local.get $w) (local.get $t1)))))
+    (local.set $t2 (f64x2.add (f64x2.splat (f64.const 1.818357216161805012e-01)) (f64x2.mul (local.get $w) (f64x2.splat (f64.const 1.479819860511658591e-01)))))
+    (local.set $t2 (f64x2.add (f64x2.splat (f64.const 2.857142874366239149e-01)) (f64x2.mul (local.get $w) (local.get $t2))))
+    (local.set $t2 (f64x2.mul (local.get $z) (f64x2.add (f64x2.splat (f64.const 6.666666666666735130e-01)) (f64x2.mul (local.get $w) (local.get $t2)))))
+    (local.set $h (f64x2.mul (f64x2.mul (f64x2.splat (f64.const 0.5)) (local.get $f)) (local.get $f)))
+    (f64x2.sub (f64x2.mul (local.get $k) (f64x2.splat (f64.const 6.93147180369123816490e-01)))
+      (f64x2.sub
+        (f64x2.sub (local.get $h) (f64x2.add (f64x2.mul (local.get $s) (f64x2.add (local.get $h) (f64x2.add (local.get $t2) (local.get $t1))))
+          (f64x2.mul (local.get $k) (f64x2.splat (f64.const 1.90821492927058770002e-10)))))
+        (local.get $f))))
+
+  ;; out[i] = log(1 + e^(-m)) - c y[i] sum[i], m = y[i] sum[i], over [from, to) (the logistic
+  ;; loss, flip-corrected for c > 0; logistic.value in losses.ts)
+  (func (export "logisticLoss") (param $from i32) (param $to i32) (param $y i32) (param $sum i32) (param $c f64) (param $out i32)
+    (local $i i32) (local $at i32) (local $yv v128) (local $sv v128) (local $m v128) (local $l v128) (local $pos v128)
+    (local.set $i (local.get $from))
+    (block $done
+      (loop $pair
+        (br_if $done (i32.ge_s (local.get $i) (local.get $to)))
+        (local.set $at (i32.shl (local.get $i) (i32.const 3)))
+        (if (i32.lt_s (i32.add (local.get $i) (i32.const 1)) (local.get $to))
+          (then
+            (local.set $yv (v128.load (i32.add (local.get $y) (local.get $at))))
+            (local.set $sv (v128.load (i32.add (local.get $sum) (local.get $at)))))
+          (else
+            (local.set $yv (f64x2.splat (f64.load (i32.add (local.get $y) (local.get $at)))))
+            (local.set $sv (f64x2.splat (f64.load (i32.add (local.get $sum) (local.get $at)))))))
+        (local.set $m (f64x2.mul (local.get $yv) (local.get $sv)))
+        (local.set $pos (f64x2.gt (local.get $m) (f64x2.splat (f64.const 0))))
+        (local.set $l (call $log1p2 (call $exp2 (v128.bitselect (f64x2.neg (local.get $m)) (local.get $m) (local.get $pos)))))
+        (local.set $l (v128.bitselect (local.get $l) (f64x2.sub (local.get $l) (local.get $m)) (local.get $pos)))
+        (local.set $l (f64x2.sub (local.get $l) (f64x2.mul (f64x2.mul (f64x2.splat (local.get $c)) (local.get $yv)) (local.get $sv))))
+        (if (i32.lt_s (i32.add (local.get $i) (i32.const 1)) (local.get $to))
+          (then (v128.store (i32.add (local.get $out) (local.get $at)) (local.get $l)))
+          (else (f64.store (i32.add (local.get $out) (local.get $at)) (f64x2.extract_lane 0 (local.get $l)))))
+        (local.set $i (i32.add (local.get $i) (i32.const 2)))
+        (br $pair))))
+
+  ;; The logistic prox over [from, to) (logisticProxInto in losses.ts, the same operations on
+  ;; each sample): with s = y t, b = y a + shift, Newton on h(s) = s - b - R sigma(-s) from the
+  ;; warm start; a lane that has stopped keeps its values while the other goes on. Returns the
+  ;; Newton steps (exponentials) of the samples, as logisticProxInto does.
+  (func (export "logisticProx") (param $from i32) (param $to i32) (param $t i32) (param $slope i32) (param $curv i32) (param $y i32) (param $a i32)
+    (param $R f64) (param $shift f64) (param $errScale f64) (result i32)
+    (local $i i32) (local $at i32) (local $it i32) (local $two i32) (local $steps i64) (local $lanes v128)
+    (local $yv v128) (local $b v128) (local $neg v128) (local $s v128) (local $p v128) (local $inv v128) (local $done v128)
+    (local $pn v128) (local $invn v128) (local $step v128) (local $sn v128) (local $out v128) (local $conv v128) (local $Rv v128)
+    (local.set $Rv (f64x2.splat (local.get $R)))
+    (local.set $i (local.get $from))
+    (block $end
+      (loop $pair
+        (br_if $end (i32.ge_s (local.get $i) (local.get $to)))
+        (local.set $at (i32.shl (local.get $i) (i32.const 3)))
+        (local.set $two (i32.lt_s (i32.add (local.get $i) (i32.const 1)) (local.get $to)))
+        (if (local.get $two)
+          (then
+            (local.set $yv (v128.load (i32.add (local.get $y) (local.get $at))))
+            (local.set $b (v128.load (i32.add (local.get $a) (local.get $at))))
+            (local.set $s (v128.load (i32.add (local.get $t) (local.get $at)))))
+          (else
+            (local.set $yv (f64x2.splat (f64.load (i32.add (local.get $y) (local.get $at)))))
+            (local.set $b (f64x2.splat (f64.load (i32.add (local.get $a) (local.get $at)))))
+            (local.set $s (f64x2.splat (f64.load (i32.add (local.get $t) (local.get $at)))))))
+        (local.set $b (f64x2.add (f64x2.mul (local.get $yv) (local.get $b)) (f64x2.splat (local.get $shift))))
+        ;; the root is negative where h(0) > 0: -b - R/2 > 0
+        (local.set $neg (f64x2.gt (f64x2.sub (f64x2.neg (local.get $b)) (f64x2.splat (f64.mul (local.get $R) (f64.const 0.5)))) (f64x2.splat (f64.const 0))))
+        (local.set $s (f64x2.mul (local.get $yv) (local.get $s)))
+        ;; a start outside the root's half-line restarts at 0
+        (local.set $s (v128.andnot (local.get $s)
+          (v128.bitselect (f64x2.gt (local.get $s) (f64x2.splat (f64.const 0))) (f64x2.lt (local.get $s) (f64x2.splat (f64.const 0))) (local.get $neg))))
+        (local.set $inv (f64x2.splat (f64.const 1)))
+        (local.set $p (f64x2.splat (f64.const 0)))
+        (local.set $done (v128.const i64x2 0 0))
+        (local.set $lanes (v128.const i64x2 0 0))
+        (local.set $it (i32.const 0))
+        (block $solved
+          (loop $newton
+            (br_if $solved (i32.ge_s (local.get $it) (i32.const 100)))
+            (local.set $pn (f64x2.div (f64x2.splat (f64.const 1)) (f64x2.add (f64x2.splat (f64.const 1)) (call $exp2 (local.get $s)))))
+            (local.set $invn (f64x2.div (f64x2.splat (f64.const 1))
+              (f64x2.add (f64x2.splat (f64.const 1)) (f64x2.mul (f64x2.mul (local.get $Rv) (local.get $pn)) (f64x2.sub (f64x2.splat (f64.const 1)) (local.get $pn))))))
+            (local.set $step (f64x2.mul (f64x2.sub (f64x2.sub (local.get $s) (local.get $b)) (f64x2.mul (local.get $Rv) (local.get $pn))) (local.get $invn)))
+            (local.set $sn (f64x2.sub (local.get $s) (local.get $step)))
+            (local.set $out (v128.bitselect (f64x2.gt (local.get $sn) (f64x2.splat (f64.const 0))) (f64x2.lt (local.get $sn) (f64x2.splat (f64.const 0))) (local.get $neg)))
+            (local.set $conv (v128.andnot
+              (f64x2.le (f64x2.mul (f64x2.mul (f64x2.splat (local.get $errScale)) (local.get $step)) (local.get $step))
+                (f64x2.mul (f64x2.splat (f64.const 2.220446049250313e-16)) (f64x2.max (f64x2.abs (local.get $sn)) (f64x2.splat (f64.const 1)))))
+              (local.get $out)))
+            (local.set $sn (v128.andnot (local.get $sn) (local.get $out)))
+            (local.set $s (v128.bitselect (local.get $s) (local.get $sn) (local.get $done)))
+            (local.set $p (v128.bitselect (local.get $p) (local.get $pn) (local.get $done)))
+            (local.set $inv (v128.bitselect (local.get $inv) (local.get $invn) (local.get $done)))
+            ;; a step in each lane not done before it (all ones is -1)
+            (local.set $lanes (i64x2.sub (local.get $lanes) (v128.not (local.get $done))))
+            (local.set $done (v128.or (local.get $done) (local.get $conv)))
+            (local.set $it (i32.add (local.get $it) (i32.const 1)))
+            (br_if $newton (i32.eqz (i64x2.all_true (local.get $done))))))
+        ;; t = y s, slope = 1/h', curvature = y R p (1-p) (1-2p) / h'^3
+        (local.set $sn (f64x2.mul (local.get $yv) (local.get $s)))
+        (local.set $pn (f64x2.mul (f64x2.mul (f64x2.mul (f64x2.mul (f64x2.mul (f64x2.mul (f64x2.mul (local.get $yv) (local.get $Rv)) (local.get $p))
+          (f64x2.sub (f64x2.splat (f64.const 1)) (local.get $p))) (f64x2.sub (f64x2.splat (f64.const 1)) (f64x2.mul (f64x2.splat (f64.const 2)) (local.get $p))))
+          (local.get $inv)) (local.get $inv)) (local.get $inv)))
+        (local.set $steps (i64.add (local.get $steps) (i64x2.extract_lane 0 (local.get $lanes))))
+        (if (local.get $two)
+          (then
+            (local.set $steps (i64.add (local.get $steps) (i64x2.extract_lane 1 (local.get $lanes))))
+            (v128.store (i32.add (local.get $t) (local.get $at)) (local.get $sn))
+            (v128.store (i32.add (local.get $slope) (local.get $at)) (local.get $inv))
+            (v128.store (i32.add (local.get $curv) (local.get $at)) (local.get $pn)))
+          (else
+            (f64.store (i32.add (local.get $t) (local.get $at)) (f64x2.extract_lane 0 (local.get $sn)))
+            (f64.store (i32.add (local.get $slope) (local.get $at)) (f64x2.extract_lane 0 (local.get $inv)))
+            (f64.store (i32.add (local.get $curv) (local.get $at)) (f64x2.extract_lane 0 (local.get $pn)))))
+        (local.set $i (i32.add (local.get $i) (i32.const 2)))
+        (br $pair)))
+    (i32.wrap_i64 (local.get $steps)))
 )

@@ -14,6 +14,14 @@ import {
   csrMatTVec,
   csrMatVec,
   csrSelectRows,
+  expFlushed,
+  flipCorrectedLogistic,
+  flipCorrection,
+  log1pUnit,
+  logistic,
+  logisticProxParams,
+  vectorLayout,
+  vectorMemory,
 } from '../index.js';
 import { KERNELS_WASM } from '../wasm-kernels-bytes.js';
 import { seeded } from './support.js';
@@ -117,4 +125,72 @@ test('WasmPanel and WasmCholesky: the preconditioner panel and the triangular so
 test('data too large for WebAssembly memory gets no instance (the TypeScript loops run instead), without allocating', () => {
   const huge: Csr = { rows: 1, cols: 4, indptr: Int32Array.from([0, 2 ** 30]), indices: new Int32Array(0), values: new Float64Array(0) };
   assert.equal(WasmCsr.from(huge), undefined);
+});
+
+/** Distance in units in the last place of `want` (0 when equal). */
+function ulps(got: number, want: number): number {
+  if (Object.is(got, want)) return 0;
+  return Math.abs(got - want) / 2 ** (Math.floor(Math.log2(Math.abs(want))) - 52);
+}
+
+test('expFlushed is Math.exp within an ulp where e^x is a normal double, 0 and Infinity beyond; log1pUnit is Math.log1p within an ulp on [0, 1]', () => {
+  const rand = seeded('exp-log');
+  for (let j = 0; j < 200_000; j++) {
+    const x = j % 2 ? 1416 * rand() - 708 : 8 * rand() - 4;
+    const u = ulps(expFlushed(x), Math.exp(x));
+    if (u > 1) assert.fail(`expFlushed(${x}) = ${expFlushed(x)}, Math.exp ${Math.exp(x)}: ${u} ulps`);
+    const e = j % 2 ? rand() : Math.exp(-40 * rand());
+    const v = ulps(log1pUnit(e), Math.log1p(e));
+    if (v > 1) assert.fail(`log1pUnit(${e}) = ${log1pUnit(e)}, Math.log1p ${Math.log1p(e)}: ${v} ulps`);
+  }
+  for (const x of [0, -0, 1e-300, -1e-300, 708, -708, Math.LN2 / 2, -Math.LN2 / 2]) assert.ok(ulps(expFlushed(x), Math.exp(x)) <= 1, `expFlushed(${x})`);
+  for (const x of [708.001, 709.7, 1000, Infinity]) assert.equal(expFlushed(x), Infinity, `expFlushed(${x})`);
+  for (const x of [-708.001, -745, -1000, -Infinity]) assert.equal(expFlushed(x), 0, `expFlushed(${x})`);
+  for (const e of [0, 1e-300, 1e-17, 0.41421356237309503, 0.4142135623730951, 0.5, 1]) assert.ok(ulps(log1pUnit(e), Math.log1p(e)) <= 1, `log1pUnit(${e})`);
+  assert.equal(log1pUnit(1), Math.LN2);
+});
+
+test('the step kernels: logisticProx and logisticLoss are logistic.proxInto and loss.value to the bit, exponentials counted alike, plain and flip-corrected, over odd ranges, far starts and margins beyond 708', () => {
+  const rand = seeded('logistic-kernels');
+  const n = 1001;
+  const { at, bytes } = vectorLayout(Array<number>(6).fill(8 * n));
+  const wasm = vectorMemory(bytes);
+  assert.ok(wasm, 'WebAssembly memory');
+  const [y, a, t, slope, curvature, out] = at.map((o) => new Float64Array(wasm.memory.buffer, o, n));
+  for (let i = 0; i < n; i++) {
+    y[i] = rand() < 0.5 ? -1 : 1;
+    // Margins mostly moderate, some beyond the exponential's range.
+    a[i] = i % 17 === 0 ? 3000 * (rand() - 0.5) : 12 * (rand() - 0.5);
+    t[i] = i % 5 === 0 ? 2000 * (rand() - 0.5) : a[i];
+  }
+  for (const loss of [logistic, flipCorrectedLogistic(0.2)]) {
+    const c = flipCorrection(loss.labelFlip ?? 0);
+    for (const [kappa, weight] of [[1, 1], [1e-3, 1 / n], [50, 1]]) {
+      const { R, shift, errScale } = logisticProxParams(kappa, weight, c);
+      for (const [from, to] of [[0, n], [3, 10], [7, 8], [0, 1]]) {
+        const tt = t.slice(from, to);
+        const ss = new Float64Array(to - from);
+        const cc = new Float64Array(to - from);
+        const start = t.slice();
+        const want = loss.proxInto(tt, ss, cc, y.slice(from, to), a.slice(from, to), kappa, weight);
+        const got = wasm.kernels.logisticProx(from, to, t.byteOffset, slope.byteOffset, curvature.byteOffset, y.byteOffset, a.byteOffset, R, shift, errScale);
+        const what = `flip ${loss.labelFlip ?? 0}, kappa ${kappa}, weight ${weight}, [${from}, ${to})`;
+        same(tt, t.slice(from, to), `${what}: t`);
+        same(ss, slope.slice(from, to), `${what}: slope`);
+        same(cc, curvature.slice(from, to), `${what}: curvature`);
+        assert.equal(got, want, `${what}: exponentials`);
+        // Nothing outside the range is touched.
+        same(start.subarray(0, from), t.subarray(0, from), `${what}: t before the range`);
+        same(start.subarray(to), t.subarray(to), `${what}: t after the range`);
+        t.set(start);
+      }
+    }
+    // The loss at scores up to far beyond the exponential's range, over an odd range.
+    wasm.kernels.logisticLoss(0, n, y.byteOffset, t.byteOffset, c, out.byteOffset);
+    same(Float64Array.from(t, (s, i) => loss.value(y[i], s)), out, `loss, flip ${loss.labelFlip ?? 0}`);
+    out.fill(7);
+    wasm.kernels.logisticLoss(4, 9, y.byteOffset, t.byteOffset, c, out.byteOffset);
+    assert.deepEqual([out[3], out[9]], [7, 7], 'nothing written outside [4, 9)');
+  }
+  assert.ok(t.some((v) => Math.abs(v) > 708), 'some margins beyond 708');
 });
