@@ -59,19 +59,6 @@ export interface RoundStats {
   acceleration?: AndersonStep;
 }
 
-/**
- * Coordinator side of ADMM sharing: z-update, dual update, residuals, and the one
- * N-vector c every party needs for its next x-update (w = s_m - c, see RidgeXUpdate).
- *
- * `exact`: the sharing problem as a two-block ADMM (Boyd et al. 2011, section 7.3):
- *   zbar = argmin l(M zbar) + M rho/2 ||zbar - u - mean(s)^||^2,  u += mean(s)^ - zbar,
- *   c = mean(s) - zbar + u, where mean(s)^ = alpha mean(s) + (1 - alpha) zbar_old.
- * `paper`: Algorithm 1 of Hu et al. (eqs. 8-9), a Jacobi multi-block ADMM:
- *   z = argmin l(z) - <y, z> + rho/2 ||sum(s) - z||^2,  y += rho (sum(s) - z),
- *   c = sum(s) - z + y/rho.
- * Both z-updates separate into one scalar problem per sample, solved to full precision
- * (Loss.proxInto), warm-started from a second-order prediction of the new solution.
- */
 /** The arrays the step's logistic kernels use, in the order of their memory (stepMemory). */
 const [Y, SUM, A, T, SLOPE, CURVATURE, LOSSES] = [0, 1, 2, 3, 4, 5, 6];
 
@@ -88,6 +75,19 @@ function stepMemory(n: number): StepMemory | undefined {
   return wasm && { ...wasm, at };
 }
 
+/**
+ * Coordinator side of ADMM sharing: z-update, dual update, residuals, and the one
+ * N-vector c every party needs for its next x-update (w = s_m - c, see RidgeXUpdate).
+ *
+ * `exact`: the sharing problem as a two-block ADMM (Boyd et al. 2011, section 7.3):
+ *   zbar = argmin l(M zbar) + M rho/2 ||zbar - u - mean(s)^||^2,  u += mean(s)^ - zbar,
+ *   c = mean(s) - zbar + u, where mean(s)^ = alpha mean(s) + (1 - alpha) zbar_old.
+ * `paper`: Algorithm 1 of Hu et al. (eqs. 8-9), a Jacobi multi-block ADMM:
+ *   z = argmin l(z) - <y, z> + rho/2 ||sum(s) - z||^2,  y += rho (sum(s) - z),
+ *   c = sum(s) - z + y/rho.
+ * Both z-updates separate into one scalar problem per sample, solved to full precision
+ * (Loss.proxInto), warm-started from a second-order prediction of the new solution.
+ */
 export class AdmmCoordinator {
   readonly n: number;
   rho: number;
@@ -114,6 +114,7 @@ export class AdmmCoordinator {
   private readonly sums = new Float64Array(STEP_SUMS);
   /** The loss at `sum`, summed over the samples by the last step (none after a restore). */
   private lossSum: number | undefined;
+  /** The exponentials the last step's z-update computed (exponentials). */
   private exps = 0;
   /** The next chunk of a step's passes to take, and each chunk's sums (admm-kernels.ts, stepChunks). */
   private readonly next: Int32Array;
