@@ -48,6 +48,13 @@ const packr = new Packr({ moreTypes: true, useRecords: false });
 export class CheckpointWriter {
   private queue: Promise<void> = Promise.resolve();
   private failure: Error | undefined;
+  /**
+   * The last checkpoint's bytes, encoded into again once every queued write is on disk: a
+   * fresh buffer costs a page fault every 4 KiB as it is written (on a9a's 11.5 MB state,
+   * 7 ms against 1.4 ms into one already written). It stays resident between checkpoints.
+   */
+  private buffer: Buffer | undefined;
+  private pending = 0;
 
   constructor(
     readonly path: string,
@@ -60,14 +67,20 @@ export class CheckpointWriter {
     // Into one buffer sized for it: msgpackr otherwise grows its buffer by copies. A 427 MB
     // state (a million rows, four parties, Anderson memory 5) took 6.1 s and 1.1 GB above the
     // state to encode that way, against 1.5 s and the 427 MB of the encoding itself.
-    const bytes = packInto(packr, value, Buffer.allocUnsafeSlow(packedBound(value)));
+    const need = packedBound(value);
+    // A write still queued or under way holds the last buffer: then a new one.
+    if (this.pending > 0 || !this.buffer || this.buffer.length < need) this.buffer = Buffer.allocUnsafeSlow(need);
+    const bytes = packInto(packr, value, this.buffer);
+    this.pending++;
     this.queue = this.queue.then(() =>
-      writeFileAtomicAsync(this.path, bytes, 0o600).then(
-        () => this.log?.debug({ round: cp.round }, 'checkpoint written'),
-        (err: NodeJS.ErrnoException) => {
-          this.failure ??= new DataError(this.path, undefined, `cannot write the checkpoint of round ${cp.round} (${err.code ?? err.message})`);
-        },
-      ),
+      writeFileAtomicAsync(this.path, bytes, 0o600)
+        .then(
+          () => this.log?.debug({ round: cp.round }, 'checkpoint written'),
+          (err: NodeJS.ErrnoException) => {
+            this.failure ??= new DataError(this.path, undefined, `cannot write the checkpoint of round ${cp.round} (${err.code ?? err.message})`);
+          },
+        )
+        .finally(() => this.pending--),
     );
   }
 

@@ -6,6 +6,7 @@ import { DataError } from '@admm-share/core';
 import { tempDir } from '@admm-share/core/test-support';
 import { Packr } from 'msgpackr';
 import { packedBound } from '@admm-share/protocol';
+import type { Logger } from 'pino';
 import { type Checkpoint, CheckpointWriter, readCheckpoint } from '../checkpoint.js';
 
 /** A valid checkpoint of a one-party job over n samples whose vectors all hold `fill`. */
@@ -24,10 +25,21 @@ function checkpointOf(round: number, fill: number, n = 1000): Omit<Checkpoint, '
   };
 }
 
-test('checkpoints written in the background land in order, with the state as it was when each was queued', async (t) => {
+test('checkpoints written in the background land in order, with the state as it was when each was queued, whether their buffer is fresh or reused', async (t) => {
   const dir = tempDir(t);
   const path = join(dir, 'checkpoint.bin');
-  const writer = new CheckpointWriter(path);
+  // As each write lands, the file holds that round's state: a checkpoint queued behind
+  // another is encoded into a buffer of its own, not into the one still being written.
+  const landed: number[] = [];
+  const log = {
+    debug: ({ round }: { round: number }) => {
+      const cp = readCheckpoint(path);
+      assert.equal(cp.round, round, 'the file holds the round just written');
+      if (round > 10) assert.equal(cp.admm.z[0], round, `round ${round}'s values`);
+      landed.push(round);
+    },
+  } as unknown as Logger;
+  const writer = new CheckpointWriter(path, log);
   const state = checkpointOf(10, 1);
   writer.write(state);
   // The caller's vectors go on changing at once: the queued checkpoint keeps round 10's values.
@@ -39,6 +51,11 @@ test('checkpoints written in the background land in order, with the state as it 
   const cp = readCheckpoint(path);
   assert.equal(cp.round, 40);
   assert.equal(cp.admm.z[0], 40);
+  // Every write done: the next one reuses the last buffer.
+  writer.write(checkpointOf(50, 50));
+  await writer.flush();
+  assert.equal(readCheckpoint(path).admm.z[0], 50);
+  assert.deepEqual(landed, [10, 20, 30, 40, 50]);
   assert.deepEqual(readdirSync(dir), ['checkpoint.bin'], 'no temporary file is left');
 });
 
