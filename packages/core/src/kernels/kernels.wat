@@ -393,7 +393,7 @@
               (f64.mul (local.get $gc) (f64.promote_f32 (f32.load (i32.add (local.get $c) (local.get $a32)))))
               (f64.mul (local.get $gd) (f64.promote_f32 (f32.load (i32.add (local.get $d) (local.get $a32)))))))))))
 
-  ;; The coordinator step's logistic loss and its prox (the twins are expClamped, log1pUnit,
+  ;; The coordinator step's logistic loss and its prox (the twins are expFlushed, log1pUnit,
   ;; log1pExpNeg and logisticProxInto in losses.ts): two samples at a time, a last odd one in
   ;; both lanes (only lane 0 stored). The exponential and the logarithm are fdlibm's
   ;; approximations, written out so that lanes and twins round alike.
