@@ -317,14 +317,11 @@ export class PartyConnection {
       const waiting = this.step ?? this.pending;
       if (!waiting) throw new ProtocolError('unexpected', 'a message when none was asked for');
       const got = validatePartyMessage(decode(bytes), waiting.ctx);
-      const n = waiting.ctx.n ?? 0;
-      if (got.type === 'part') {
-        if (!waiting.types.includes('share') || n === 0) throw new ProtocolError('unexpected', `a part of a vector while waiting for '${waiting.types.join("' or '")}'`);
-        this.parts.add(got, n, (waiting === this.pending && this.pending.partsInto) || (() => new Float64Array(n)));
-        return;
-      }
-      if (got.type !== 'share' && this.parts.pending) throw new ProtocolError('invalid', `'${got.type}' among the parts of a share`);
-      const msg = got.type === 'share' ? this.parts.complete(got, n) : got;
+      // A share's vector may come in parts; nothing else's does.
+      const n = waiting.types.includes('share') ? (waiting.ctx.n ?? 0) : 0;
+      const into = (waiting === this.pending && this.pending.partsInto) || (() => new Float64Array(n));
+      const msg = this.parts.take(got, 'share', n, into, `while waiting for '${waiting.types.join("' or '")}'`);
+      if (!msg) return;
       switch (msg.type) {
         case 'hello':
           throw new ProtocolError('unexpected', 'a second hello');

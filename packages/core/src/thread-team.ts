@@ -98,7 +98,8 @@ export class ThreadTeam {
     this.waitSync();
     if (part) for (let t = 0; t < this.opts.threads; t++) this.ports[t].postMessage(part(t));
     this.posted = part !== undefined;
-    const gen = Atomics.load(this.ctrl, GEN) >= LAST_GEN ? 1 : Atomics.load(this.ctrl, GEN) + 1;
+    const last = Atomics.load(this.ctrl, GEN);
+    const gen = last >= LAST_GEN ? 1 : last + 1;
     // A thread checks its ENTRY against the number it read, so one that read an earlier call's
     // op cannot begin this call with it: ENTRY, then the op, then the number.
     for (let t = 0; t < this.opts.threads; t++) Atomics.store(this.ctrl, ENTRY + t, gen);

@@ -383,26 +383,20 @@ export class CoordinatorLink {
   }
 
   private onFrame(data: RawData, isBinary: boolean): void {
-    let msg: WholeCoordinatorMessage;
+    let msg: WholeCoordinatorMessage | undefined;
     try {
       if (!isBinary) throw new ProtocolError('malformed', 'text frame; messages are binary MessagePack');
       const ctx = this.events.context();
       const got = validateCoordinatorMessage(decode(data as Buffer), ctx);
       const n = ctx.n ?? 0;
-      if (got.type === 'part') {
-        if (n === 0) throw new ProtocolError('unexpected', 'a part of a vector before the setup');
-        this.parts.add(got, n, () => (this.received?.length === n ? this.received : (this.received = new Float64Array(n))));
-        return;
-      }
-      if (got.type === 'round') msg = this.parts.complete(got, n);
-      else if (this.parts.pending) throw new ProtocolError('invalid', `'${got.type}' among the parts of a round's vector`);
-      else msg = got;
+      // A round's vector may come in parts (undefined until its message is in).
+      msg = this.parts.take(got, 'round', n, () => (this.received?.length === n ? this.received : (this.received = new Float64Array(n))), 'before the setup');
     } catch (err) {
       this.parts.reset();
       this.events.invalid(err);
       return;
     }
-    this.events.message(msg);
+    if (msg) this.events.message(msg);
   }
 
   /**

@@ -89,6 +89,24 @@ export class PartAssembler {
     return withVector(msg, into!);
   }
 
+  /**
+   * A validated message as its receiver takes it: a part is added (undefined: the message it
+   * belongs to is still to come); a message of type `parted` gets its vector from the parts
+   * before it (complete); any other is returned as it is, but not while parts are under way.
+   * n is the vectors' length, 0 when no vector is expected (a part is then unexpected, and
+   * `when` says why, as "while waiting for ...").
+   */
+  take<M extends { type: string }>(got: M, parted: PartedMessage['type'], n: number, into: () => Float64Array, when: string): Exclude<M, Part> | undefined {
+    if (got.type === 'part') {
+      if (n === 0) throw new ProtocolError('unexpected', `a part of a vector ${when}`);
+      this.add(got as unknown as Part, n, into);
+      return undefined;
+    }
+    if (got.type === parted) return this.complete(got as unknown as PartedMessage, n) as unknown as Exclude<M, Part>;
+    if (this.pending) throw new ProtocolError('invalid', `'${got.type}' among the parts of a ${parted}'s vector`);
+    return got as Exclude<M, Part>;
+  }
+
   /** Forget parts under way (a new connection starts afresh). */
   reset(): void {
     this.into = undefined;

@@ -38,13 +38,14 @@ function received<T extends PartedMessage>(msgs: Iterable<Part | T>, validate: (
   return [...msgs].map((m) => validate(decode(encode(m)), ctx) as Part | T);
 }
 
-/** Feed received messages to an assembler; returns the completed message. */
+/** Feed received messages to an assembler as a receiver does (take); returns the completed message. */
 function assemble<T extends PartedMessage>(msgs: (Part | T)[], n: number, into = new Float64Array(n)): T {
   const a = new PartAssembler();
   let out: T | undefined;
   for (const m of msgs) {
-    if (m.type === 'part') a.add(m, n, () => into);
-    else out = a.complete(m, n);
+    const got = a.take(m, m.type === 'part' ? 'share' : m.type, n, () => into, 'in this test');
+    assert.equal(got === undefined, m.type === 'part', 'a part gives nothing yet, the message itself');
+    out = got ?? out;
   }
   assert.ok(out, 'a message completed');
   return out;
@@ -94,8 +95,7 @@ test('parts out of order, of another round, missing, followed by a whole vector,
   const into = () => new Float64Array(N);
   const feed = (...ms: (Part | Share)[]) => {
     const a = new PartAssembler();
-    for (const m of ms) if (m.type === 'part') a.add(m, N, into);
-    else a.complete(m, N);
+    for (const m of ms) a.take(m, 'share', N, into, 'in this test');
   };
   throwsProtocol(() => feed(p1), 'invalid', /part\.at: 65536, expected 0/);
   throwsProtocol(() => feed(p0, p2), 'invalid', /expected 65536 \(parts come in order\)/);
@@ -112,6 +112,18 @@ test('parts out of order, of another round, missing, followed by a whole vector,
   a.reset();
   assert.equal(a.pending, false);
   throwsProtocol(() => a.complete(msg, N), 'invalid', /no parts came before it/);
+});
+
+test('take: a message of another type passes as it is, but not among parts; a part when no vector is expected is refused with the reason given', () => {
+  const v = values(N, 'take');
+  const [p0] = received([...inParts(share(v))], validatePartyMessage, { jobId: JOB, n: N }) as Part[];
+  const exhausted = { type: 'exhausted' as const, jobId: JOB, round: 3 };
+  const a = new PartAssembler();
+  assert.equal(a.take(exhausted, 'share', N, () => new Float64Array(N), 'in this test'), exhausted);
+  throwsProtocol(() => a.take(p0, 'share', 0, () => new Float64Array(N), "while waiting for 'ready'"), 'unexpected', /a part of a vector while waiting for 'ready'/);
+  assert.equal(a.pending, false, 'a refused part is not kept');
+  assert.equal(a.take(p0, 'share', N, () => new Float64Array(N), 'in this test'), undefined);
+  throwsProtocol(() => a.take(exhausted, 'share', N, () => new Float64Array(N), 'in this test'), 'invalid', /'exhausted' among the parts of a share's vector/);
 });
 
 test('a part is validated on its own: place, length, values and bound, job and round', () => {
