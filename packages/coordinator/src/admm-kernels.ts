@@ -13,11 +13,9 @@ export const DUAL_SQ = 1;
 export const NORM_S = 2;
 export const NORM_Z = 3;
 export const NORM_DUAL = 4;
-/** The training loss at the shares' sum (the objective's loss term, before its weight). */
-export const LOSS = 5;
 /** The exponentials the z-update computed (a Newton step each, Loss.proxInto). */
-export const EXPS = 6;
-export const STEP_SUMS = 7;
+export const EXPS = 5;
+export const STEP_SUMS = 6;
 
 /** The per-sample arrays of a step (AdmmCoordinator's fields). */
 export interface StepArrays {
@@ -35,7 +33,7 @@ export interface StepArrays {
   slope: Float64Array;
   curvature: Float64Array;
   c: Float64Array;
-  /** With the logistic kernels: each sample's loss at the shares' sum (else empty), and the memory y, sum, a, t, slope, curvature and it are views of. */
+  /** With the logistic kernels: each sample's loss at the shares' sum (lossRange; else empty), and the memory y, sum, a, t, slope, curvature and it are views of. */
   losses: Float64Array;
   memory: VectorMemory | undefined;
   /** With Anderson acceleration, F(v) = (w_1..w_M, zbar, u), w_m = s_m - c (else empty); its next point; each party's vector. */
@@ -53,14 +51,13 @@ export interface StepParams {
 
 /**
  * Passes 0 to 3 of a step over the samples [from, to): the sum of the shares, the prox points,
- * the z-update (loss.proxInto), z, the dual, c, the residuals' sums (to out[PRIMAL_SQ..]) and
- * the loss at the shares' sum (out[LOSS], for the objective);
+ * the z-update (loss.proxInto), z, the dual, c and the residuals' sums (to out[PRIMAL_SQ..]);
  * with Anderson acceleration also F(v) into `packed`. See AdmmCoordinator.step for the maths.
- * With `k` (the logistic loss, its arrays in k's memory: StepArrays.memory) the z-update and
- * the loss run in WebAssembly, to the same bits as loss.proxInto and loss.value.
+ * With `k` (the logistic loss, its arrays in k's memory: StepArrays.memory) the z-update runs
+ * in WebAssembly, to the same bits as loss.proxInto.
  */
 export function stepRange(st: StepArrays, loss: Loss, p: StepParams, from: number, to: number, out: Float64Array, k: VectorKernels | undefined): void {
-  const { shares, prevShares, y, sum, gap, offset, z, dual, a, t, slope, curvature, c, packed, losses } = st;
+  const { shares, prevShares, y, sum, gap, offset, z, dual, a, t, slope, curvature, c, packed } = st;
   const { exact, rho, alpha, weight } = p;
   const M = shares.length;
   const n = sum.length;
@@ -101,7 +98,6 @@ export function stepRange(st: StepArrays, loss: Loss, p: StepParams, from: numbe
     const flip = flipCorrection(loss.labelFlip ?? 0);
     const { R, shift, errScale } = logisticProxParams(kappa, weight, flip);
     exps = k.logisticProx(from, to, t.byteOffset, slope.byteOffset, curvature.byteOffset, y.byteOffset, a.byteOffset, R, shift, errScale);
-    k.logisticLoss(from, to, y.byteOffset, sum.byteOffset, flip, losses.byteOffset);
   } else exps = loss.proxInto(t.subarray(from, to), slope.subarray(from, to), curvature.subarray(from, to), y.subarray(from, to), a.subarray(from, to), kappa, weight);
   // Pass 2: z, dual, broadcast vector, residuals and their scales.
   let primalSq = 0;
@@ -109,12 +105,10 @@ export function stepRange(st: StepArrays, loss: Loss, p: StepParams, from: numbe
   let normS = 0;
   let normZ = 0;
   let normDual = 0;
-  let lossSum = 0;
   const zAt = M * n;
   const uAt = (M + 1) * n;
   for (let i = from; i < to; i++) {
     const S = sum[i];
-    lossSum += k ? losses[i] : loss.value(y[i], S);
     if (exact) {
       const zi = t[i] * invM;
       z[i] = zi;
@@ -170,8 +164,22 @@ export function stepRange(st: StepArrays, loss: Loss, p: StepParams, from: numbe
   out[NORM_S] = normS;
   out[NORM_Z] = normZ;
   out[NORM_DUAL] = normDual;
-  out[LOSS] = lossSum;
   out[EXPS] = exps;
+}
+
+/**
+ * The loss at the shares' sum over the samples [from, to), added sample by sample: the
+ * objective's loss term, before its weight. With `k` (as in stepRange) each sample's loss is
+ * computed in WebAssembly (into `losses`), to the same bits as loss.value.
+ */
+export function lossRange(st: StepArrays, loss: Loss, from: number, to: number, k: VectorKernels | undefined): number {
+  const { y, sum, losses } = st;
+  let f = 0;
+  if (k) {
+    k.logisticLoss(from, to, y.byteOffset, sum.byteOffset, flipCorrection(loss.labelFlip ?? 0), losses.byteOffset);
+    for (let i = from; i < to; i++) f += losses[i];
+  } else for (let i = from; i < to; i++) f += loss.value(y[i], sum[i]);
+  return f;
 }
 
 /**
@@ -186,36 +194,42 @@ export function stepChunks(st: StepArrays, loss: Loss, p: StepParams, next: Int3
   claimChunks(next, st.sum.length, CHUNK, (from, to, j) => stepRange(st, loss, p, from, to, sums.subarray(j * STEP_SUMS, (j + 1) * STEP_SUMS), k));
 }
 
-/** unpackRange over the chunks left (claimChunks). */
-export function unpackChunks(st: StepArrays, next: Int32Array): void {
-  claimChunks(next, st.sum.length, CHUNK, (from, to) => unpackRange(st, from, to));
+/** lossRange over the chunks left (claimChunks): chunk j's sum to sums[j] (the chunks are then added in order). */
+export function lossChunks(st: StepArrays, loss: Loss, next: Int32Array, sums: Float64Array, k: VectorKernels | undefined): void {
+  claimChunks(next, st.sum.length, CHUNK, (from, to, j) => {
+    sums[j] = lossRange(st, loss, from, to, k);
+  });
 }
 
-/** The sum of loss(y_i, sum_i) added as the step adds it (LOSS): chunk by chunk, then the chunks in order. */
-export function chunkedLoss(loss: Loss, y: Float64Array, sum: Float64Array): number {
-  let total = 0;
-  claimChunks(new Int32Array(1), sum.length, CHUNK, (from, to) => {
-    let f = 0;
-    for (let i = from; i < to; i++) f += loss.value(y[i], sum[i]);
-    total += f;
+/** unpackRange over the chunks left (claimChunks): chunk j's check to checks[j]. */
+export function unpackChunks(st: StepArrays, next: Int32Array, checks: Float64Array): void {
+  claimChunks(next, st.sum.length, CHUNK, (from, to, j) => {
+    checks[j] = unpackRange(st, from, to);
   });
-  return total;
 }
 
 /**
  * z, u and each party's vector from Anderson's next point over [from, to): party m's target
- * released_m - c_m is the point's w_m, and released_m is its last share (prevShares).
+ * released_m - c_m is the point's w_m, and released_m is its last share (prevShares). Returns
+ * the sum of v - v over the parties' vectors' values v: 0 when all are finite, else NaN (the
+ * check that nothing non-finite is sent, done while the values are at hand).
  */
-export function unpackRange(st: StepArrays, from: number, to: number): void {
+export function unpackRange(st: StepArrays, from: number, to: number): number {
   const { prevShares, z, dual, point, cs } = st;
   const M = prevShares.length;
   const n = z.length;
   z.set(point.subarray(M * n + from, M * n + to), from);
   dual.set(point.subarray((M + 1) * n + from, (M + 1) * n + to), from);
+  let check = 0;
   for (let m = 0; m < M; m++) {
     const s = prevShares[m];
     const out = cs[m];
     const off = m * n;
-    for (let i = from; i < to; i++) out[i] = s[i] - point[off + i];
+    for (let i = from; i < to; i++) {
+      const v = s[i] - point[off + i];
+      out[i] = v;
+      check += v - v;
+    }
   }
+  return check;
 }

@@ -159,9 +159,12 @@ export class AdmmLoop {
         // The shares were bounded on receipt (MAX_SHARE_MAGNITUDE), so this never fires unless
         // the update itself is wrong; then the job fails here, not at the parties that refuse c.
         // (c is what is sent; z and the dual reach it, so one pass over c covers them; with
-        // Anderson acceleration each party's own vector is what is sent.)
-        if (this.admm.accelerated) this.d.parties.list.forEach((p, m) => assertFinite(`round ${t}`, `the vector for ${p.id}`, this.admm.cFor(m)));
-        else assertFinite(`round ${t}`, 'c', this.admm.c);
+        // Anderson acceleration each party's own vector is what is sent.) The step checked
+        // them; only then are they searched, for the message.
+        if (!this.admm.sentFinite()) {
+          if (this.admm.accelerated) this.d.parties.list.forEach((p, m) => assertFinite(`round ${t}`, `the vector for ${p.id}`, this.admm.cFor(m)));
+          else assertFinite(`round ${t}`, 'c', this.admm.c);
+        }
         const converged = stats.primal <= stats.epsPrimal && stats.dual <= stats.epsDual;
         const now = performance.now();
         this.last = untraced = {

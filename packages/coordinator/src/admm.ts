@@ -1,6 +1,6 @@
 import { type Loss, type VectorKernels, type VectorMemory, assertLength, sharedArray, vectorLayout, vectorMemory } from '@admm-share/core';
 import type { Variant } from '@admm-share/protocol';
-import { CHUNK, DUAL_SQ, EXPS, LOSS, NORM_DUAL, NORM_S, NORM_Z, PRIMAL_SQ, STEP_SUMS, type StepArrays, chunkedLoss, stepChunks, unpackChunks } from './admm-kernels.js';
+import { CHUNK, DUAL_SQ, EXPS, NORM_DUAL, NORM_S, NORM_Z, PRIMAL_SQ, STEP_SUMS, type StepArrays, lossChunks, stepChunks, unpackChunks } from './admm-kernels.js';
 import { Anderson, type AndersonSnapshot, type AndersonStep } from './anderson.js';
 import { addChunkSums, chunkCount, splitByDefault } from './split-worker.js';
 import { StepSplit } from './step-split.js';
@@ -112,8 +112,18 @@ export class AdmmCoordinator {
   private readonly kernels: StepMemory | undefined;
   /** The residuals' sums of a step (admm-kernels.ts, PRIMAL_SQ...). */
   private readonly sums = new Float64Array(STEP_SUMS);
-  /** The loss at `sum`, summed over the samples by the last step (none after a restore). */
+  /**
+   * The loss at `sum` (the objective's loss term), once summed (loss()). Split, the worker
+   * thread begins it as the step ends (lossBegun), while the main thread checks and sends the
+   * next round's vectors: it is not on the way from the shares to those vectors. It is summed
+   * chunk by chunk, the chunks' sums (lossSums, taken from lossNext) then added in order.
+   */
   private lossSum: number | undefined;
+  private lossBegun = false;
+  private readonly lossNext: Int32Array;
+  private readonly lossSums: Float64Array;
+  /** Each chunk's check that the parties' vectors are finite (unpackRange). */
+  private readonly checks: Float64Array;
   /** The exponentials the last step's z-update computed (exponentials). */
   private exps = 0;
   /** The next chunk of a step's passes to take, and each chunk's sums (admm-kernels.ts, stepChunks). */
@@ -173,9 +183,14 @@ export class AdmmCoordinator {
       cs: this.anderson ? Array.from({ length: M }, () => f64(n)) : [],
     };
     if (this.arrays.y !== opts.y) this.arrays.y.set(opts.y);
+    const chunks = chunkCount(n, CHUNK);
     this.next = split ? sharedArray(Int32Array, 1) : new Int32Array(1);
-    this.chunkSums = f64(chunkCount(n, CHUNK) * STEP_SUMS);
-    this.split = split ? new StepSplit(this.arrays, { name: opts.loss.name, labelFlip: opts.loss.labelFlip ?? 0 }, this.next, this.chunkSums, this.anderson?.splitInit) : undefined;
+    this.chunkSums = f64(chunks * STEP_SUMS);
+    this.checks = f64(chunks);
+    this.lossNext = split ? sharedArray(Int32Array, 1) : new Int32Array(1);
+    this.lossSums = f64(chunks);
+    const shared = { next: this.next, sums: this.chunkSums, checks: this.checks, lossNext: this.lossNext, lossSums: this.lossSums };
+    this.split = split ? new StepSplit(this.arrays, { name: opts.loss.name, labelFlip: opts.loss.labelFlip ?? 0 }, shared, this.anderson?.splitInit) : undefined;
     // One worker thread for the step's passes and Anderson's, which follow them.
     if (this.split && this.anderson) this.anderson.useTeam(this.split.thread);
   }
@@ -225,6 +240,8 @@ export class AdmmCoordinator {
     const M = opts.parties;
     if (shares.length !== M) throw new RangeError(`expected ${M} shares, got ${shares.length}`);
     for (const s of shares) assertLength('share', s, n);
+    // A loss the worker thread is summing reads `sum`, which the step overwrites.
+    if (this.lossBegun) this.loss();
     const rho = this.rho;
     const exact = opts.variant === 'exact';
     const params = { exact, rho, alpha: opts.alpha, weight: this.weight };
@@ -235,7 +252,6 @@ export class AdmmCoordinator {
       split.step(params, () => stepChunks(arrays, opts.loss, params, next, chunkSums, this.kernels?.kernels));
     } else stepChunks({ ...arrays, shares: [...shares] }, opts.loss, params, next, chunkSums, this.kernels?.kernels);
     addChunkSums(chunkSums, chunkCount(n, CHUNK), STEP_SUMS, STEP_SUMS, sums);
-    this.lossSum = sums[LOSS];
     this.exps = sums[EXPS];
     let primalSq = sums[PRIMAL_SQ];
     let dualSq = sums[DUAL_SQ];
@@ -248,14 +264,50 @@ export class AdmmCoordinator {
 
     const dim = exact ? M * n : n;
     const { abs, rel } = opts.tolerance;
+    const acceleration = this.anderson ? this.accelerate(initial) : undefined;
+    this.lossSum = undefined;
+    if (split) {
+      this.lossNext[0] = 0;
+      split.beginLoss();
+      this.lossBegun = true;
+    }
     return {
       primal: Math.sqrt(primalSq),
       dual: Math.sqrt(dualSq),
       epsPrimal: Math.sqrt(dim) * abs + rel * Math.sqrt(Math.max(sums[NORM_S], sums[NORM_Z])),
       epsDual: Math.sqrt(dim) * abs + rel * Math.sqrt(normDual),
       rho,
-      ...(this.anderson ? { acceleration: this.accelerate(initial) } : {}),
+      ...(acceleration ? { acceleration } : {}),
     };
+  }
+
+  /** The loss at `sum`: summed here, or the chunks the worker thread has not taken (lossSum). */
+  private loss(): number {
+    if (this.lossSum === undefined) {
+      const { arrays, opts, lossNext, lossSums, split } = this;
+      const mine = () => lossChunks(arrays, opts.loss, lossNext, lossSums, this.kernels?.kernels);
+      if (this.lossBegun && split) split.finishLoss(mine);
+      else {
+        lossNext[0] = 0;
+        mine();
+      }
+      this.lossBegun = false;
+      let f = 0;
+      for (const x of lossSums) f += x;
+      this.lossSum = f;
+    }
+    return this.lossSum;
+  }
+
+  /**
+   * Whether every vector for the next round (cFor) is finite: under acceleration as checked by
+   * the pass that computed them (unpackRange), otherwise by a pass over c.
+   */
+  sentFinite(): boolean {
+    let check = 0;
+    if (this.anderson) for (const x of this.checks) check += x;
+    else for (const v of this.c) check += v - v;
+    return check === 0;
   }
 
   /** F(v), packed by the step, handed to Anderson; the next z, u and each party's vector from its point. */
@@ -270,10 +322,10 @@ export class AdmmCoordinator {
 
   /** z, u and each party's vector from Anderson's point (unpackRange). */
   private unpack(): void {
-    const { arrays, split, next } = this;
+    const { arrays, split, next, checks } = this;
     next[0] = 0;
-    if (split) split.unpack(() => unpackChunks(arrays, next));
-    else unpackChunks(arrays, next);
+    if (split) split.unpack(() => unpackChunks(arrays, next, checks));
+    else unpackChunks(arrays, next, checks);
   }
 
   /** Everything the next steps depend on, for a checkpoint. */
@@ -286,6 +338,7 @@ export class AdmmCoordinator {
   /** Continue from a snapshot of the same problem (same N and parties). */
   restore(snap: AdmmSnapshot): void {
     if (snap.c.length !== this.n || snap.prevShares.length !== this.opts.parties) throw new RangeError('checkpoint does not match this job (N or number of parties)');
+    if (this.lossBegun) this.loss();
     this.rho = snap.rho;
     this.lossSum = undefined;
     const { arrays } = this;
@@ -313,12 +366,10 @@ export class AdmmCoordinator {
 
   /**
    * Training objective of the model whose shares the last step received:
-   * l(sum_m s_m) + lambda/2 sum_m ||x_m||^2. Its loss term was summed by the step, in the
-   * pass that reads the sum anyway; after a restore it is summed here, in the same order.
+   * l(sum_m s_m) + lambda/2 sum_m ||x_m||^2. Its loss term is summed once (loss()), after the
+   * step: split, mostly by the worker thread while the next round is sent.
    */
   objective(penaltySq: number): number {
-    const { n, sum, opts } = this;
-    const f = this.lossSum ?? chunkedLoss(opts.loss, opts.y, sum);
-    return f / n + (opts.lambda / 2) * penaltySq;
+    return this.loss() / this.n + (this.opts.lambda / 2) * penaltySq;
   }
 }

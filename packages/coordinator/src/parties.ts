@@ -146,14 +146,14 @@ export class Parties {
   }
 
   /** The same request to every party, encoded once; replies in job order. */
-  requestAll<T extends PartyMessageType>(msg: CoordinatorMessage, types: readonly T[], ctx: (p: PartyConnection) => ValidationContext, partsInto?: (m: number) => Float64Array): Promise<Reply<T>>[] {
+  requestAll<T extends PartyMessageType>(msg: CoordinatorMessage, types: readonly T[], ctx: (p: PartyConnection) => ValidationContext, shareInto?: (m: number) => Float64Array): Promise<Reply<T>>[] {
     const out = encodeShared(msg);
-    return this.list.map((p, m) => p.request(out, types, ctx(p), partsInto && (() => partsInto(m))));
+    return this.list.map((p, m) => p.request(out, types, ctx(p), shareInto && (() => shareInto(m))));
   }
 
   /** Party m (in job order) is sent msgFor(m), encoded into its connection's reusable buffer (encodeForSend); replies in job order. */
-  requestEach<T extends PartyMessageType>(msgFor: (m: number) => CoordinatorMessage, types: readonly T[], ctx: (p: PartyConnection) => ValidationContext, partsInto?: (m: number) => Float64Array): Promise<Reply<T>>[] {
-    return this.list.map((p, m) => p.request(p.encodeForSend(msgFor(m)), types, ctx(p), partsInto && (() => partsInto(m))));
+  requestEach<T extends PartyMessageType>(msgFor: (m: number) => CoordinatorMessage, types: readonly T[], ctx: (p: PartyConnection) => ValidationContext, shareInto?: (m: number) => Float64Array): Promise<Reply<T>>[] {
+    return this.list.map((p, m) => p.request(p.encodeForSend(msgFor(m)), types, ctx(p), shareInto && (() => shareInto(m))));
   }
 
   /** The job's last message; resolves when every party has closed after it (or after `graceMs` for connected ones). */

@@ -65,8 +65,8 @@ interface Waiting {
 
 interface Pending extends Waiting {
   out: Outgoing;
-  /** Where a share sent in parts is put together (a fresh array when not given). */
-  partsInto?: () => Float64Array;
+  /** Where a share's vector is decoded, whole or in parts (a fresh array when not given). */
+  shareInto?: () => Float64Array;
   fail(err: Error): void;
 }
 
@@ -229,7 +229,7 @@ export class PartyConnection {
    * Send `bytes` (one encoding may serve every party) and wait for one of `types`, validated
    * against `ctx`. The party has --round-timeout to answer, across a rejoin.
    */
-  request<T extends PartyMessageType>(out: Outgoing, types: readonly T[], ctx: ValidationContext, partsInto?: () => Float64Array): Promise<Reply<T>> {
+  request<T extends PartyMessageType>(out: Outgoing, types: readonly T[], ctx: ValidationContext, shareInto?: () => Float64Array): Promise<Reply<T>> {
     if (this.pending) return Promise.reject(new Error(`internal: a second request to party ${this.id} while one is pending`));
     const sent = performance.now();
     const before = { in: this.bytes.in, out: this.bytes.out };
@@ -242,7 +242,7 @@ export class PartyConnection {
       }, this.deps.roundTimeoutMs);
       this.pending = {
         out,
-        partsInto,
+        shareInto,
         types,
         ctx,
         deliver: (msg) => {
@@ -316,10 +316,11 @@ export class PartyConnection {
       if (!isBinary) throw new ProtocolError('malformed', 'text frame; messages are binary MessagePack');
       const waiting = this.step ?? this.pending;
       if (!waiting) throw new ProtocolError('unexpected', 'a message when none was asked for');
-      const got = validatePartyMessage(decode(bytes), waiting.ctx);
-      // A share's vector may come in parts; nothing else's does.
+      // A share's vector may come in parts; nothing else's does. Whole or in parts, it goes
+      // into the request's array when it has one.
       const n = waiting.types.includes('share') ? (waiting.ctx.n ?? 0) : 0;
-      const into = (waiting === this.pending && this.pending.partsInto) || (() => new Float64Array(n));
+      const into = (waiting === this.pending && this.pending.shareInto) || (() => new Float64Array(n));
+      const got = validatePartyMessage(decode(bytes, this.parts.vectorInto('share', n, into)), waiting.ctx);
       const msg = this.parts.take(got, 'share', n, into, `while waiting for '${waiting.types.join("' or '")}'`);
       if (!msg) return;
       switch (msg.type) {

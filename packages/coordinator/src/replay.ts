@@ -36,7 +36,7 @@ export class ReplayLog {
    * next is sent, so the third is never held.
    */
   private readonly copies: Float64Array[][];
-  /** Per party, four arrays its shares sent in parts are put together in, used in turn by round (receivedInto). */
+  /** Per party, four arrays its shares are decoded into (whole or in parts), used in turn by round (receivedInto). */
   private readonly received: Float64Array[][];
 
   constructor(
@@ -64,8 +64,8 @@ export class ReplayLog {
   }
 
   /**
-   * The array party m's share of round `round` is put together in when it comes in parts
-   * (the protocol's parts.ts), instead of a fresh one a round. The log holds a party's shares of
+   * The array party m's share of round `round` is decoded into, whole or in parts (the
+   * protocol's decode and parts.ts), instead of a fresh one a round. The log holds a party's shares of
    * the last three rounds at most (its two answered rounds' shares, and the share before the
    * older one as that round's previous share), so with four used in turn the next is never held.
    */

@@ -2,12 +2,14 @@
 // step's chunks (split-worker.ts, claimChunks) until none is left. The same thread takes
 // Anderson acceleration's chunks (anderson-split.ts) right after the step's.
 import { type Loss, type LossName, type ThreadTeam, sharedArray, trainingLoss, vectorKernels } from '@admm-share/core';
-import { type StepArrays, type StepParams, stepChunks, unpackChunks } from './admm-kernels.js';
+import { type StepArrays, type StepParams, lossChunks, stepChunks, unpackChunks } from './admm-kernels.js';
 import { type SplitInit, andersonCalls } from './anderson-split.js';
 import { type SplitData, runSplit, splitTeam } from './split-worker.js';
 
 const STEP = 1;
 const UNPACK = 2;
+/** The loss at the step's sum (Anderson's ops are 3 and 4). */
+const LOSS = 5;
 
 /** What the worker thread is given: the arrays (in shared memory) and the loss by name, to make it again there. */
 export interface StepInit extends SplitData {
@@ -19,6 +21,11 @@ export interface StepInit extends SplitData {
   /** The next chunk to take, and each chunk's sums (stepChunks). */
   next: Int32Array;
   sums: Float64Array;
+  /** Each chunk's check of the parties' vectors (unpackChunks). */
+  checks: Float64Array;
+  /** The loss's own next chunk and each chunk's sum (lossChunks): it runs while the main thread does other work. */
+  lossNext: Int32Array;
+  lossSums: Float64Array;
   /** Anderson acceleration's arrays, when its passes run in this thread too (ops 3 and 4). */
   anderson: SplitInit | undefined;
 }
@@ -27,8 +34,13 @@ export class StepSplit {
   private readonly init: StepInit;
   private readonly team: ThreadTeam;
 
-  constructor(arrays: StepArrays, loss: { name: LossName; labelFlip: number }, next: Int32Array, sums: Float64Array, anderson: SplitInit | undefined) {
-    this.init = { kind: 'step', arrays, loss, params: sharedArray(Float64Array, 4), next, sums, anderson };
+  constructor(
+    arrays: StepArrays,
+    loss: { name: LossName; labelFlip: number },
+    shared: Pick<StepInit, 'next' | 'sums' | 'checks' | 'lossNext' | 'lossSums'>,
+    anderson: SplitInit | undefined,
+  ) {
+    this.init = { kind: 'step', arrays, loss, params: sharedArray(Float64Array, 4), ...shared, anderson };
     this.team = splitTeam(this.init);
   }
 
@@ -51,6 +63,20 @@ export class StepSplit {
     runSplit(this.team, UNPACK, mine);
   }
 
+  /**
+   * The worker thread begins the loss's chunks (lossNext must be 0) and the caller goes on with
+   * other work; finishLoss takes the chunks left, and returns once the worker is done. No other
+   * call may come between them.
+   */
+  beginLoss(): void {
+    this.team.begin(LOSS);
+  }
+
+  finishLoss(mine: () => void): void {
+    mine();
+    this.team.waitOrSkip();
+  }
+
   close(): void {
     void this.team.close();
   }
@@ -58,14 +84,15 @@ export class StepSplit {
 
 /** The worker thread's side: the chunks it takes of each pass asked for, Anderson's too. */
 export function stepCalls(init: StepInit): (job: number) => void {
-  const { arrays, params, next, sums } = init;
+  const { arrays, params, next, sums, checks, lossNext, lossSums } = init;
   const loss = trainingLoss(init.loss.name, init.loss.labelFlip) as Loss | undefined;
   if (!loss) throw new Error(`no loss named '${init.loss.name}' to make again in the worker thread`);
   const anderson = init.anderson && andersonCalls(init.anderson);
   const k = arrays.memory && vectorKernels(arrays.memory);
   return (job) => {
     if (job === STEP) stepChunks(arrays, loss, { exact: params[0] === 1, rho: params[1], alpha: params[2], weight: params[3] }, next, sums, k);
-    else if (job === UNPACK) unpackChunks(arrays, next);
+    else if (job === UNPACK) unpackChunks(arrays, next, checks);
+    else if (job === LOSS) lossChunks(arrays, loss, lossNext, lossSums, k);
     else anderson?.(job);
   };
 }

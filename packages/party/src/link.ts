@@ -387,10 +387,11 @@ export class CoordinatorLink {
     try {
       if (!isBinary) throw new ProtocolError('malformed', 'text frame; messages are binary MessagePack');
       const ctx = this.events.context();
-      const got = validateCoordinatorMessage(decode(data as Buffer), ctx);
       const n = ctx.n ?? 0;
-      // A round's vector may come in parts (undefined until its message is in).
-      msg = this.parts.take(got, 'round', n, () => (this.received?.length === n ? this.received : (this.received = new Float64Array(n))), 'before the setup');
+      const received = () => (this.received?.length === n ? this.received : (this.received = new Float64Array(n)));
+      // A round's vector goes into `received`, whole or in parts (undefined until its message is in).
+      const got = validateCoordinatorMessage(decode(data as Buffer, this.parts.vectorInto('round', n, received)), ctx);
+      msg = this.parts.take(got, 'round', n, received, 'before the setup');
     } catch (err) {
       this.parts.reset();
       this.events.invalid(err);

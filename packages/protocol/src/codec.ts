@@ -39,6 +39,13 @@ addExtension({
     const kind = TYPED_ARRAYS[data[0]];
     if (!kind) throw new Error(`typed array of unknown kind ${data[0]}`);
     if (kind === Uint8Array && data.length > VIEW_BYTES) return new Uint8Array(data.buffer, data.byteOffset + 1, data.length - 1);
+    const into = kind === Float64Array && vectorTarget && (data.length - 1) % 8 === 0 ? vectorTarget.array((data.length - 1) / 8) : undefined;
+    if (into) {
+      vectorTarget = undefined;
+      vectorTaken = into;
+      new Uint8Array(into.buffer, into.byteOffset, into.byteLength).set(data.subarray(1));
+      return into;
+    }
     // Uint8Array's slice, a copy: `data` may be a Buffer, whose slice is a view.
     return new kind(Uint8Array.prototype.slice.call(data, 1).buffer);
   },
@@ -203,14 +210,51 @@ export function bytesSource(bytes: Uint8Array): ByteSource {
 }
 
 /** Decode bytes into an unvalidated value. Never trust the result before `validate*`. */
-export function decode(bytes: Uint8Array): unknown {
+/**
+ * Where `decode` puts the vector of one kind of message (a round's c, a share's, a part's
+ * values: every round's): into an array its receiver keeps rather than a fresh one. The first
+ * Float64Array in the message for whose length `array(length)` gives an array (of that length)
+ * is decoded into it; that array must be free to overwrite whatever the message turns out to
+ * be. If it is not the vector of `type`'s field `key` after all, the message gets a copy of it
+ * instead, so the array is never kept.
+ */
+export interface VectorInto {
+  type: string;
+  key: string;
+  array(length: number): Float64Array | undefined;
+}
+
+/** The VectorInto of the decode under way (decoding is synchronous) until a vector took it, and the array that vector went to. */
+let vectorTarget: VectorInto | undefined;
+let vectorTaken: Float64Array | undefined;
+
+/**
+ * One message's bytes decoded, after checkWireFormat; its vector into `into` (VectorInto). A
+ * fresh 260 KB array for every round's vector, with the frame's own buffer, kept the parties'
+ * and the coordinator's collectors busy: on a9a a party ran a full collection about every 15
+ * rounds (docs/scaling.md).
+ */
+export function decode(bytes: Uint8Array, into?: VectorInto): unknown {
   if (bytes.length === 0) throw new ProtocolError('malformed', 'empty frame');
   checkWireFormat(bytes);
+  vectorTarget = into;
+  vectorTaken = undefined;
+  let v: unknown;
   try {
-    return packr.unpack(bytes);
+    v = packr.unpack(bytes);
   } catch (err) {
     throw new ProtocolError('malformed', `not a MessagePack document (${(err as Error).message})`);
+  } finally {
+    vectorTarget = undefined;
   }
+  // Set by the extension during unpack (which TypeScript cannot see).
+  const taken = vectorTaken as Float64Array | undefined;
+  vectorTaken = undefined;
+  if (taken && into && typeof v === 'object' && v !== null) {
+    const fields = v as Record<string, unknown>;
+    if (!(fields.type === into.type && fields[into.key] === taken)) for (const k of Object.keys(fields)) if (fields[k] === taken) fields[k] = taken.slice();
+  }
+  return v;
 }
 
 /** Data bytes after the type byte of the fixext formats 0xd4-0xd8. */

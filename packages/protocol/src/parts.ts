@@ -5,6 +5,7 @@
 // vector out of it into another, and a party collected them every round to stay within its
 // memory. In parts, nothing larger than a part is allocated, and the receiver copies each
 // part into an array it keeps (PartAssembler).
+import type { VectorInto } from './codec.js';
 import { ProtocolError } from './errors.js';
 import { type Part, PART_VALUES, PARTS_ABOVE, type Round, type Share } from './messages.js';
 
@@ -52,6 +53,19 @@ export class PartAssembler {
   private into: Float64Array | undefined;
   private round = 0;
   private next = 0;
+  /** Where each part's values are decoded (vectorInto) before they are copied into place. */
+  private scratch: Float64Array | undefined;
+
+  /**
+   * Where `decode` puts the vector of a message of type `parted` of n values (VectorInto):
+   * whole, into `into()`; in parts, each part's values into one array kept here. n is 0 when no
+   * vector is expected (then undefined: every vector is a copy of its own).
+   */
+  vectorInto(parted: PartedMessage['type'], n: number, into: () => Float64Array): VectorInto | undefined {
+    if (n === 0) return undefined;
+    if (sentInParts(n)) return { type: 'part', key: 'values', array: (length) => (length <= PART_VALUES ? (this.scratch ??= new Float64Array(PART_VALUES)).subarray(0, length) : undefined) };
+    return { type: parted, key: parted === 'round' ? 'c' : 'share', array: (length) => (length === n ? into() : undefined) };
+  }
 
   /** Part `p` of a vector of n values, copied into `into` (the array the first part chooses; every part of the message goes there). */
   add(p: Part, n: number, into: () => Float64Array): void {

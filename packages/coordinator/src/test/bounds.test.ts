@@ -7,6 +7,7 @@ import type { Logger } from 'pino';
 import { InternalError, logistic, squared } from '@admm-share/core';
 import { MAX_PENALTY_SQ, MAX_SHARE_MAGNITUDE } from '@admm-share/protocol';
 import { addressGroup } from '../admission.js';
+import { CHUNK } from '../admm-kernels.js';
 import { AdmmCoordinator, type Variant } from '../admm.js';
 import { assertFinite } from '../admm-loop.js';
 import { WARNINGS_PER_SECOND, WarningLimiter } from '../warnings.js';
@@ -47,12 +48,45 @@ test('shares at the protocol bound (+-MAX_SHARE_MAGNITUDE) keep c, z, the residu
 
 test('a finite share beyond the bound makes c non-finite, and assertFinite stops it with an InternalError naming the round', () => {
   const admm = coordinator('exact', logistic);
+  assert.equal(admm.sentFinite(), true, 'before any step: c = 0');
   admm.step(Array.from({ length: M }, () => new Float64Array(N).fill(1.7e308)));
   assert.ok(!Array.from(admm.c).every(Number.isFinite), 'the hazard the bound prevents');
+  assert.equal(admm.sentFinite(), false, 'the check the loop makes before searching');
   assert.throws(
     () => assertFinite('round 12', 'c', admm.c),
     (err: unknown) => err instanceof InternalError && /in round 12: the coordinator's update produced c\[0\] = (NaN|-?Infinity); nothing was sent/.test(err.message),
   );
+});
+
+test("sentFinite is the step's own check of every vector it sends: with acceleration each party's (made as the step unpacks them), without it c; true while they are finite, false once one value is not", () => {
+  // Several chunks (CHUNK samples each), split and not: a value in the last chunk of the last party.
+  const n = 2 * CHUNK + 3;
+  const y = Float64Array.from({ length: n }, (_, i) => (i % 3 ? 1 : -1));
+  for (const anderson of [0, 3])
+    for (const split of [false, true]) {
+      const what = `anderson ${anderson}, split ${split}`;
+      const admm = new AdmmCoordinator({ variant: 'exact', loss: logistic, y, parties: M, lambda: 1e-4, rho: 0.01 / n, alpha: 1.6, tolerance: { abs: 1e-7, rel: 1e-5 }, anderson, split });
+      try {
+        const shares = Array.from({ length: M }, (_, m) => Float64Array.from({ length: n }, (_, i) => Math.sin(i + m)));
+        admm.step(shares.map((s) => new Float64Array(s.length)), true);
+        for (let r = 1; r <= 3; r++) {
+          admm.step(shares);
+          const finite = Array.from({ length: M }, (_, m) => admm.cFor(m)).every((v) => v.every(Number.isFinite));
+          assert.equal(finite, true, `${what}, round ${r}: the vectors`);
+          assert.equal(admm.sentFinite(), true, `${what}, round ${r}`);
+        }
+        shares[M - 1][n - 1] = 1.7e308;
+        shares[M - 2][n - 1] = 1.7e308;
+        // As a first step: an extrapolated step whose residual is not finite is rejected for the
+        // last point kept (anderson.ts), a first one is taken as it is.
+        admm.step(shares, true);
+        const bad = Array.from({ length: M }, (_, m) => admm.cFor(m)).filter((v) => !v.every(Number.isFinite)).length;
+        assert.ok(bad > 0, `${what}: a vector is not finite`);
+        assert.equal(admm.sentFinite(), false, what);
+      } finally {
+        admm.close();
+      }
+    }
 });
 
 test('address groups: IPv4 addresses as they are (also IPv4-mapped), IPv6 by /64', () => {

@@ -769,6 +769,37 @@ test('decode: a byte array of 4 KiB or more views the bytes decoded; smaller one
   }
 });
 
+test("decode into: a round's c of the length asked for is decoded into the receiver's array (the same values, its own array overwritten); any other vector is a copy of its own, and the array is never left in a message of another kind", () => {
+  const n = 1000;
+  const c = Float64Array.from({ length: n }, (_, i) => Math.sin(i) * 1e3);
+  const kept = new Float64Array(n).fill(7);
+  let asked = 0;
+  const into = { type: 'round', key: 'c', array: (length: number) => (length === n ? (asked++, kept) : undefined) };
+  const round = decode(encode({ type: 'round', jobId: 'j', round: 3, rho: 0.5, c }), into) as { c: Float64Array };
+  assert.equal(round.c, kept, "the receiver's array");
+  assert.deepEqual(Array.from(kept), Array.from(c));
+  assert.equal(asked, 1);
+  // Another length: a copy, the array untouched.
+  kept.fill(7);
+  const short = decode(encode({ type: 'round', jobId: 'j', round: 4, rho: 0.5, c: c.subarray(1) }), into) as { c: Float64Array };
+  assert.notEqual(short.c, kept);
+  assert.deepEqual(Array.from(short.c), Array.from(c.subarray(1)));
+  assert.equal(asked, 1, 'not asked for');
+  // A resume's three vectors of length n: each its own array, equal to what was sent (the one
+  // decoded into the receiver's array first is copied out of it: a resume is not a round).
+  const previousShare = c.map((v) => -v);
+  const share = c.map((v) => v / 3);
+  const resume = decode(encode({ type: 'resume', jobId: 'j', round: 2, rho: 0.5, c, previousShare, share }), into) as { c: Float64Array; previousShare: Float64Array; share: Float64Array };
+  assert.equal(asked, 2);
+  for (const [key, v] of [['c', c], ['previousShare', previousShare], ['share', share]] as const) {
+    assert.notEqual(resume[key], kept, `resume.${key} is not the receiver's array`);
+    assert.deepEqual(Array.from(resume[key]), Array.from(v), `resume.${key}`);
+  }
+  assert.equal(new Set([resume.c, resume.previousShare, resume.share]).size, 3);
+  // Without `into`, as before: a copy.
+  assert.notEqual((decode(encode({ type: 'round', jobId: 'j', round: 5, rho: 0.5, c })) as { c: Float64Array }).c, kept);
+});
+
 test('encodeFresh: the bytes of encode; a large message in a buffer of its own, no larger than its bound', () => {
   const small: CoordinatorMessage = { type: 'round', jobId: 'j', round: 1, rho: 0.5, c: new Float64Array(10).fill(0.25) };
   assert.deepEqual(encodeFresh(small), encode(small));

@@ -88,6 +88,34 @@ test('a vector of at most PARTS_ABOVE values goes whole, and a whole vector pass
   assert.deepEqual(out.share, v);
 });
 
+test("vectorInto: decoded as a receiver does, each part's values land in one array the assembler keeps, a whole vector in the receiver's array; the same bits either way", () => {
+  for (const n of [N, PARTS_ABOVE]) {
+    const v = values(n, `into-${n}`);
+    for (const [msg, validate] of [
+      [share(v), validatePartyMessage],
+      [roundMsg(v), validateCoordinatorMessage],
+    ] as const) {
+      const a = new PartAssembler();
+      const into = new Float64Array(n);
+      const ctx = { jobId: JOB, n, round: 3 };
+      const buffers = new Set<ArrayBufferLike>();
+      let out: PartedMessage | undefined;
+      for (const m of inParts<PartedMessage>(msg)) {
+        const got = validate(decode(encode(m), a.vectorInto(msg.type, n, () => into)), ctx) as Part | PartedMessage;
+        if (got.type === 'part') buffers.add(got.values.buffer);
+        out = a.take(got, msg.type, n, () => into, 'in this test') ?? out;
+      }
+      assert.ok(out);
+      const vector = out.type === 'round' ? out.c : out.share;
+      assert.equal(vector, into, `n ${n}, ${msg.type}: the receiver's array`);
+      assert.deepEqual(new Uint8Array(vector.buffer), new Uint8Array(v.buffer), `n ${n}, ${msg.type}: bit for bit`);
+      assert.equal(buffers.size, n > PARTS_ABOVE ? 1 : 0, `n ${n}, ${msg.type}: every part decoded into one array`);
+      if (n > PARTS_ABOVE) assert.notEqual([...buffers][0], into.buffer);
+    }
+  }
+  assert.equal(new PartAssembler().vectorInto('share', 0, () => new Float64Array(0)), undefined, 'no vector expected');
+});
+
 test('parts out of order, of another round, missing, followed by a whole vector, or an empty vector with no parts, are refused', () => {
   const v = values(N, 'wrong');
   const ctx = { jobId: JOB, n: N };
