@@ -59,20 +59,33 @@ export interface RoundStats {
   acceleration?: AndersonStep;
 }
 
-/** The arrays the step's logistic kernels use, in the order of their memory (stepMemory). */
-const [Y, SUM, A, T, SLOPE, CURVATURE, LOSSES] = [0, 1, 2, 3, 4, 5, 6];
+/** The step's N-vectors that live in its WebAssembly memory (stepMemory), in their order there; then each party's share and last share, and the chunks' sums. */
+const NAMED = ['y', 'sum', 'a', 't', 'slope', 'curvature', 'losses', 'gap', 'offset', 'z', 'dual', 'c'] as const;
 
 interface StepMemory {
   memory: VectorMemory;
   kernels: VectorKernels;
-  at: number[];
+  /** Byte offsets: of each NAMED vector; of party m's share (shares[m]) and last share (prevShares[m]); of the chunks' sums; of Anderson's arrays (anderson.ts). */
+  at: Record<(typeof NAMED)[number], number>;
+  shares: number[];
+  prevShares: number[];
+  sums: number;
+  anderson: number;
 }
 
-/** A WebAssembly memory for the seven N-vectors the logistic kernels use, or undefined (no WebAssembly, or memory refused). */
-function stepMemory(n: number): StepMemory | undefined {
-  const { at, bytes } = vectorLayout(Array<number>(LOSSES + 1).fill(8 * n));
-  const wasm = vectorMemory(bytes);
-  return wasm && { ...wasm, at };
+/**
+ * One WebAssembly memory for the step's kernels (the logistic prox and loss; every pass of the
+ * exact form) and Anderson's: every array they read or write, Anderson's `andersonBytes` last;
+ * undefined without WebAssembly, or when the memory is refused.
+ */
+function stepMemory(n: number, M: number, sums: number, andersonBytes: number): StepMemory | undefined {
+  const lengths = [...NAMED.map(() => 8 * n), ...Array<number>(2 * M).fill(8 * n), 8 * sums];
+  const { at, bytes } = vectorLayout(lengths);
+  const wasm = vectorMemory(bytes + andersonBytes);
+  if (!wasm) return undefined;
+  const named = Object.fromEntries(NAMED.map((k, j) => [k, at[j]])) as StepMemory['at'];
+  const first = NAMED.length;
+  return { ...wasm, at: named, shares: at.slice(first, first + M), prevShares: at.slice(first + M, first + 2 * M), sums: at[first + 2 * M], anderson: bytes };
 }
 
 /**
@@ -152,40 +165,44 @@ export class AdmmCoordinator {
     const split = opts.split ?? splitByDefault(dim);
     // Split, every array the worker thread reads or writes is in shared memory.
     const f64 = (len: number) => (split ? sharedArray(Float64Array, len) : new Float64Array(len));
-    // The logistic loss and prox run in WebAssembly (core's kernels.wat), on the arrays they
-    // read and write, which then live in its memory (shared, so the worker thread runs the same
-    // kernels on them); without it, the TypeScript twins in losses.ts, to the same bits.
-    this.kernels = opts.loss.name === 'logistic' && opts.kernels !== false ? stepMemory(n) : undefined;
-    const inKernels = (j: number): Float64Array | undefined => this.kernels && new Float64Array(this.kernels.memory.buffer, this.kernels.at[j], n);
-    this.c = f64(n);
-    this.z = f64(n);
-    this.dualVar = f64(n);
-    this.sum = inKernels(SUM) ?? f64(n);
-    this.anderson = memory > 0 ? new Anderson(dim, memory, split) : undefined;
+    // With the logistic loss, the step runs in WebAssembly (core's kernels.wat: its prox and
+    // loss, and every pass of the exact form), on arrays that then live in its memory (shared,
+    // so the worker thread runs the same kernels on them), with Anderson's; without it, the
+    // TypeScript twins, to the same bits.
+    const chunks = chunkCount(n, CHUNK);
+    const k = opts.loss.name === 'logistic' && opts.kernels !== false ? stepMemory(n, M, chunks * STEP_SUMS, memory > 0 ? Anderson.layout(dim, memory).bytes : 0) : undefined;
+    this.kernels = k;
+    const view = (at: number, len = n) => new Float64Array(k!.memory.buffer, at, len);
+    const named = (key: (typeof NAMED)[number], len = n): Float64Array => (k ? view(k.at[key], len) : f64(len));
+    this.c = named('c');
+    this.z = named('z');
+    this.dualVar = named('dual');
+    this.sum = named('sum');
+    this.anderson = memory > 0 ? new Anderson(dim, memory, split, k && { memory: k.memory, kernels: k.kernels, base: k.anderson }) : undefined;
     this.arrays = {
-      shares: split ? Array.from({ length: M }, () => f64(n)) : [],
-      prevShares: Array.from({ length: M }, () => f64(n)),
-      y: inKernels(Y) ?? (split ? f64(n) : opts.y),
+      // Split, or in WebAssembly, the shares are copied in; otherwise the step reads the caller's.
+      shares: k ? k.shares.map((at) => view(at)) : split ? Array.from({ length: M }, () => f64(n)) : [],
+      prevShares: k ? k.prevShares.map((at) => view(at)) : Array.from({ length: M }, () => f64(n)),
+      y: k ? named('y') : split ? f64(n) : opts.y,
       sum: this.sum,
-      gap: f64(n),
-      offset: f64(opts.variant === 'exact' ? n : 0),
+      gap: named('gap'),
+      offset: named('offset', opts.variant === 'exact' ? n : 0),
       z: this.z,
       dual: this.dualVar,
-      a: inKernels(A) ?? f64(n),
-      t: inKernels(T) ?? f64(n),
-      slope: inKernels(SLOPE) ?? f64(n),
-      curvature: inKernels(CURVATURE) ?? f64(n),
-      losses: inKernels(LOSSES) ?? new Float64Array(0),
-      memory: this.kernels?.memory,
+      a: named('a'),
+      t: named('t'),
+      slope: named('slope'),
+      curvature: named('curvature'),
+      losses: k ? named('losses') : new Float64Array(0),
+      memory: k?.memory,
       c: this.c,
       packed: this.anderson ? this.anderson.input : new Float64Array(0),
       point: this.anderson ? this.anderson.point : new Float64Array(0),
       cs: this.anderson ? Array.from({ length: M }, () => f64(n)) : [],
     };
     if (this.arrays.y !== opts.y) this.arrays.y.set(opts.y);
-    const chunks = chunkCount(n, CHUNK);
     this.next = split ? sharedArray(Int32Array, 1) : new Int32Array(1);
-    this.chunkSums = f64(chunks * STEP_SUMS);
+    this.chunkSums = k ? view(k.sums, chunks * STEP_SUMS) : f64(chunks * STEP_SUMS);
     this.checks = f64(chunks);
     this.lossNext = split ? sharedArray(Int32Array, 1) : new Int32Array(1);
     this.lossSums = f64(chunks);
@@ -247,10 +264,10 @@ export class AdmmCoordinator {
     const params = { exact, rho, alpha: opts.alpha, weight: this.weight };
     const { sums, next, chunkSums } = this;
     next[0] = 0;
-    if (split) {
-      shares.forEach((s, m) => arrays.shares[m].set(s));
-      split.step(params, () => stepChunks(arrays, opts.loss, params, next, chunkSums, this.kernels?.kernels));
-    } else stepChunks({ ...arrays, shares: [...shares] }, opts.loss, params, next, chunkSums, this.kernels?.kernels);
+    const k = this.kernels?.kernels;
+    if (split || k) shares.forEach((s, m) => arrays.shares[m].set(s));
+    if (split) split.step(params, () => stepChunks(arrays, opts.loss, params, next, chunkSums, k));
+    else stepChunks(k ? arrays : { ...arrays, shares: [...shares] }, opts.loss, params, next, chunkSums, k);
     addChunkSums(chunkSums, chunkCount(n, CHUNK), STEP_SUMS, STEP_SUMS, sums);
     this.exps = sums[EXPS];
     let primalSq = sums[PRIMAL_SQ];

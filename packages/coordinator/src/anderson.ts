@@ -112,31 +112,39 @@ export class Anderson {
   /** The worker thread that takes chunks of each pass on a large state. */
   private split: AndersonSplit | undefined;
 
+  /** Byte offsets of its arrays in a WebAssembly memory (from 0), and the bytes they take. */
+  static layout(dim: number, memory: number): { at: number[]; bytes: number } {
+    const chunks = chunkCount(dim, ANDERSON_CHUNK);
+    return vectorLayout([...Array<number>(4).fill(dim * 8), ...Array<number>(2 * memory).fill(dim * 4), chunks * (ROW + memory) * 8]);
+  }
+
   constructor(
     readonly dim: number,
     readonly memory: number,
     /** Whether each pass is split with a worker thread (default: from SPLIT_FROM values on a machine of two cores or more). */
     readonly parallel = splitByDefault(dim),
+    /** A WebAssembly memory to place the arrays in, from byte `base` (16-aligned; layout's bytes free there): the coordinator step's, whose kernels write F(v) into `input`. Else one of its own. */
+    place?: { memory: VectorMemory; kernels: VectorKernels; base: number },
   ) {
     if (!(Number.isInteger(memory) && memory >= 1)) throw new RangeError(`Anderson memory must be an integer >= 1, got ${memory}`);
     const chunks = chunkCount(dim, ANDERSON_CHUNK);
-    const lengths = [...Array<number>(4).fill(dim * 8), ...Array<number>(2 * memory).fill(dim * 4), chunks * (ROW + memory) * 8];
-    const { at, bytes } = vectorLayout(lengths);
-    this.wasm = vectorMemory(bytes);
+    const { at, bytes } = Anderson.layout(dim, memory);
+    this.wasm = place ? { memory: place.memory, kernels: place.kernels } : vectorMemory(bytes);
+    const base = place?.base ?? 0;
     let k = 0;
     /** The next array: a view of the WebAssembly memory, else one of its own (shared to be split). */
-    const place = <T>(C: { new (b: ArrayBufferLike, offset: number, length: number): T; BYTES_PER_ELEMENT: number }, length: number): T => {
+    const view = <T>(C: { new (b: ArrayBufferLike, offset: number, length: number): T; BYTES_PER_ELEMENT: number }, length: number): T => {
       const bytes = length * C.BYTES_PER_ELEMENT;
-      const offset = at[k++];
+      const offset = base + at[k++];
       return this.wasm ? new C(this.wasm.memory.buffer, offset, length) : new C(this.parallel ? new SharedArrayBuffer(bytes) : new ArrayBuffer(bytes), 0, length);
     };
-    this.input = place(Float64Array, dim);
-    this.point = place(Float64Array, dim);
-    this.prevF = place(Float64Array, dim);
-    this.prevG = place(Float64Array, dim);
-    this.dF = Array.from({ length: memory }, () => place(Float32Array, dim));
-    this.dG = Array.from({ length: memory }, () => place(Float32Array, dim));
-    const chunkSums = place(Float64Array, chunks * (ROW + memory));
+    this.input = view(Float64Array, dim);
+    this.point = view(Float64Array, dim);
+    this.prevF = view(Float64Array, dim);
+    this.prevG = view(Float64Array, dim);
+    this.dF = Array.from({ length: memory }, () => view(Float32Array, dim));
+    this.dG = Array.from({ length: memory }, () => view(Float32Array, dim));
+    const chunkSums = view(Float64Array, chunks * (ROW + memory));
     const { input: f, point, prevF, prevG, dF, dG } = this;
     const next = this.parallel ? sharedArray(Int32Array, 1) : new Int32Array(1);
     this.shared = { f, point, prevF, prevG, dF, dG, next, sums: chunkSums, memory: this.wasm?.memory };

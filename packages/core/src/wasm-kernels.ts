@@ -42,6 +42,15 @@ export interface VectorKernels {
   logisticProx(from: number, to: number, t: number, slope: number, curvature: number, y: number, a: number, R: number, shift: number, errScale: number): number;
   /** out[i] = the logistic loss at y[i] sum[i] less c y[i] sum[i], over [from, to) (log1pExpNeg, and the flip-corrected loss's value). */
   logisticLoss(from: number, to: number, y: number, sum: number, c: number, out: number): void;
+  /** The coordinator step's passes for the exact form over samples [from, to) (twin: the coordinator's stepRange): pass 0 for the first party, then for each other party. */
+  stepFirst(from: number, to: number, s: number, sum: number, gap: number, z: number, invM: number): void;
+  stepAdd(from: number, to: number, s: number, sum: number): void;
+  /** Pass 1, the prox points. */
+  stepPoints(from: number, to: number, sum: number, dual: number, z: number, a: number, t: number, slope: number, curvature: number, M: number, alpha: number, beta: number, invM: number): void;
+  /** Pass 2: z, u, c, offset, gap, F(v)'s zbar and u (pack 1); the sums to out[0] and out[4]. */
+  stepUpdate(from: number, to: number, sum: number, t: number, a: number, z: number, dual: number, c: number, offset: number, gap: number, pz: number, pu: number, pack: number, invM: number, out: number): void;
+  /** Pass 3 for one party: its sums added to out[1..3], old = s, F(v)'s w_m (pack 1). */
+  stepParty(from: number, to: number, s: number, old: number, gap: number, offset: number, c: number, w: number, pack: number, out: number): void;
 }
 
 /** Byte offsets are i32 in the kernels. */

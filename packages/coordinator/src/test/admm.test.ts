@@ -2,6 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Matrix, solve } from 'ml-matrix';
 import { csrFromDense, csrHStack, fitCentral, logistic, squared } from '@admm-share/core';
+import { CHUNK } from '../admm-kernels.js';
 import { AdmmCoordinator, type Variant } from '../admm.js';
 import { gaussian, randomVector, seeded } from '@admm-share/core/test-support';
 
@@ -386,4 +387,38 @@ test('end to end in process: exact form (alpha 1.6, rho = 0.1/N) reaches the cen
   const paperGap = (paper.objective - fStar) / fStar;
   assert.ok(paper.objective >= fStar * (1 - 1e-12), `paper: objective ${paper.objective} below f* ${fStar}`);
   assert.ok(paperGap <= 1e-3, `paper: relative gap ${paperGap.toExponential(3)} after ${paper.rounds} rounds`);
+});
+
+test("the exact step's passes in WebAssembly give the TypeScript's bits: three parties, an odd number of samples over several chunks, with and without Anderson's F(v), split or not", () => {
+  const rand = seeded(91);
+  const n = 2 * CHUNK + 1001;
+  const M = 3;
+  const y = randomLabels(rand, n);
+  for (const anderson of [0, 3])
+    for (const split of [false, true]) {
+      const opts = { variant: 'exact' as const, loss: logistic, y, parties: M, lambda: 1e-3, rho: 0.05 / n, alpha: 1.6, tolerance: { abs: 1e-6, rel: 1e-4 }, anderson, split };
+      const wasm = new AdmmCoordinator(opts);
+      const twins = new AdmmCoordinator({ ...opts, kernels: false });
+      try {
+        assert.equal(wasm.webAssembly, true);
+        assert.equal(twins.webAssembly, false);
+        const zero = Array.from({ length: M }, () => new Float64Array(n));
+        for (const co of [wasm, twins]) co.step(zero, true);
+        for (let r = 1; r <= 6; r++) {
+          // Shares that move each round, as a party's would.
+          const shares = randomShares(rand, M, n).map((s) => s.map((v) => v * 4));
+          const a = wasm.step(shares);
+          const b = twins.step(shares);
+          const what = `anderson ${anderson}, split ${split}, round ${r}`;
+          assert.deepEqual(a, b, `${what}: the residuals`);
+          for (let m = 0; m < M; m++) assert.deepEqual(Array.from(wasm.cFor(m)), Array.from(twins.cFor(m)), `${what}: party ${m}'s vector`);
+          assert.deepEqual(Array.from(wasm.z), Array.from(twins.z), `${what}: z`);
+          assert.deepEqual(Array.from(wasm.dualVar), Array.from(twins.dualVar), `${what}: the dual`);
+          assert.equal(wasm.objective(1), twins.objective(1), `${what}: the objective`);
+        }
+      } finally {
+        wasm.close();
+        twins.close();
+      }
+    }
 });

@@ -551,4 +551,127 @@
         (local.set $i (i32.add (local.get $i) (i32.const 2)))
         (br $pair)))
     (i32.wrap_i64 (local.get $steps)))
+  ;; The coordinator step's passes for the exact sharing form, over samples [from, to)
+  ;; (stepRange in the coordinator's admm-kernels.ts does the same operations in the same
+  ;; order, and adds its sums sample by sample as these do). One sample at a time: the passes
+  ;; are short, and the sums must keep the twin's order.
+
+  ;; Pass 0, the first party: gap = z - sum invM (the last step's zbar - mean), then sum = s.
+  (func (export "stepFirst") (param $from i32) (param $to i32) (param $s i32) (param $sum i32) (param $gap i32) (param $z i32) (param $invM f64)
+    (local $at i32) (local $end i32)
+    (local.set $at (i32.shl (local.get $from) (i32.const 3)))
+    (local.set $end (i32.shl (local.get $to) (i32.const 3)))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_s (local.get $at) (local.get $end)))
+        (f64.store (i32.add (local.get $gap) (local.get $at))
+          (f64.sub (f64.load (i32.add (local.get $z) (local.get $at))) (f64.mul (f64.load (i32.add (local.get $sum) (local.get $at))) (local.get $invM))))
+        (f64.store (i32.add (local.get $sum) (local.get $at)) (f64.load (i32.add (local.get $s) (local.get $at))))
+        (local.set $at (i32.add (local.get $at) (i32.const 8)))
+        (br $next))))
+
+  ;; Pass 0, every other party: sum += s.
+  (func (export "stepAdd") (param $from i32) (param $to i32) (param $s i32) (param $sum i32)
+    (local $at i32) (local $end i32) (local $p i32)
+    (local.set $at (i32.shl (local.get $from) (i32.const 3)))
+    (local.set $end (i32.shl (local.get $to) (i32.const 3)))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_s (local.get $at) (local.get $end)))
+        (local.set $p (i32.add (local.get $sum) (local.get $at)))
+        (f64.store (local.get $p) (f64.add (f64.load (local.get $p)) (f64.load (i32.add (local.get $s) (local.get $at)))))
+        (local.set $at (i32.add (local.get $at) (i32.const 8)))
+        (br $next))))
+
+  ;; Pass 1, the prox points: a' = M ((dual + alpha S invM) + beta z) with beta = 1 - alpha;
+  ;; t += da (slope + (0.5 da) curvature) with da = a' - a; a = a'.
+  (func (export "stepPoints")
+    (param $from i32) (param $to i32) (param $sum i32) (param $dual i32) (param $z i32) (param $a i32) (param $t i32) (param $slope i32) (param $curv i32)
+    (param $M f64) (param $alpha f64) (param $beta f64) (param $invM f64)
+    (local $at i32) (local $end i32) (local $ai f64) (local $da f64) (local $pa i32) (local $pt i32)
+    (local.set $at (i32.shl (local.get $from) (i32.const 3)))
+    (local.set $end (i32.shl (local.get $to) (i32.const 3)))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_s (local.get $at) (local.get $end)))
+        (local.set $ai (f64.mul (local.get $M)
+          (f64.add
+            (f64.add (f64.load (i32.add (local.get $dual) (local.get $at)))
+              (f64.mul (f64.mul (local.get $alpha) (f64.load (i32.add (local.get $sum) (local.get $at)))) (local.get $invM)))
+            (f64.mul (local.get $beta) (f64.load (i32.add (local.get $z) (local.get $at)))))))
+        (local.set $pa (i32.add (local.get $a) (local.get $at)))
+        (local.set $pt (i32.add (local.get $t) (local.get $at)))
+        (local.set $da (f64.sub (local.get $ai) (f64.load (local.get $pa))))
+        (f64.store (local.get $pt)
+          (f64.add (f64.load (local.get $pt))
+            (f64.mul (local.get $da)
+              (f64.add (f64.load (i32.add (local.get $slope) (local.get $at)))
+                (f64.mul (f64.mul (f64.const 0.5) (local.get $da)) (f64.load (i32.add (local.get $curv) (local.get $at))))))))
+        (f64.store (local.get $pa) (local.get $ai))
+        (local.set $at (i32.add (local.get $at) (i32.const 8)))
+        (br $next))))
+
+  ;; Pass 2: z = t invM, u = a invM - z, c = (mean - z) + u with mean = S invM, offset =
+  ;; z - mean, gap = (z - mean) - gap; with $pack, F(v)'s zbar and u at $pz and $pu. Sums
+  ;; (mean - z)^2 to out[0] and u^2 to out[4] (PRIMAL_SQ, NORM_DUAL).
+  (func (export "stepUpdate")
+    (param $from i32) (param $to i32) (param $sum i32) (param $t i32) (param $a i32) (param $z i32) (param $dual i32) (param $c i32) (param $offset i32) (param $gap i32)
+    (param $pz i32) (param $pu i32) (param $pack i32) (param $invM f64) (param $out i32)
+    (local $at i32) (local $end i32) (local $zi f64) (local $ui f64) (local $mean f64) (local $d f64) (local $primal f64) (local $norm f64) (local $pg i32)
+    (local.set $at (i32.shl (local.get $from) (i32.const 3)))
+    (local.set $end (i32.shl (local.get $to) (i32.const 3)))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_s (local.get $at) (local.get $end)))
+        (local.set $zi (f64.mul (f64.load (i32.add (local.get $t) (local.get $at))) (local.get $invM)))
+        (f64.store (i32.add (local.get $z) (local.get $at)) (local.get $zi))
+        (local.set $ui (f64.sub (f64.mul (f64.load (i32.add (local.get $a) (local.get $at))) (local.get $invM)) (local.get $zi)))
+        (f64.store (i32.add (local.get $dual) (local.get $at)) (local.get $ui))
+        (local.set $mean (f64.mul (f64.load (i32.add (local.get $sum) (local.get $at))) (local.get $invM)))
+        (local.set $d (f64.sub (local.get $mean) (local.get $zi)))
+        (f64.store (i32.add (local.get $c) (local.get $at)) (f64.add (local.get $d) (local.get $ui)))
+        (local.set $primal (f64.add (local.get $primal) (f64.mul (local.get $d) (local.get $d))))
+        (local.set $norm (f64.add (local.get $norm) (f64.mul (local.get $ui) (local.get $ui))))
+        (local.set $d (f64.sub (local.get $zi) (local.get $mean)))
+        (f64.store (i32.add (local.get $offset) (local.get $at)) (local.get $d))
+        (local.set $pg (i32.add (local.get $gap) (local.get $at)))
+        (f64.store (local.get $pg) (f64.sub (local.get $d) (f64.load (local.get $pg))))
+        (if (local.get $pack)
+          (then
+            (f64.store (i32.add (local.get $pz) (local.get $at)) (local.get $zi))
+            (f64.store (i32.add (local.get $pu) (local.get $at)) (local.get $ui))))
+        (local.set $at (i32.add (local.get $at) (i32.const 8)))
+        (br $next)))
+    (f64.store (local.get $out) (local.get $primal))
+    (f64.store offset=32 (local.get $out) (local.get $norm)))
+
+  ;; Pass 3 for one party: dz = (s - old) + gap, z_m = s + offset; adds dz^2, s^2 and z_m^2 to
+  ;; out[1], out[2] and out[3] (DUAL_SQ, NORM_S, NORM_Z, party after party); old = s; with
+  ;; $pack, w_m = s - c at $w.
+  (func (export "stepParty")
+    (param $from i32) (param $to i32) (param $s i32) (param $old i32) (param $gap i32) (param $offset i32) (param $c i32) (param $w i32) (param $pack i32) (param $out i32)
+    (local $at i32) (local $end i32) (local $si f64) (local $d f64) (local $dual f64) (local $normS f64) (local $normZ f64) (local $po i32)
+    (local.set $dual (f64.load offset=8 (local.get $out)))
+    (local.set $normS (f64.load offset=16 (local.get $out)))
+    (local.set $normZ (f64.load offset=24 (local.get $out)))
+    (local.set $at (i32.shl (local.get $from) (i32.const 3)))
+    (local.set $end (i32.shl (local.get $to) (i32.const 3)))
+    (block $done
+      (loop $next
+        (br_if $done (i32.ge_s (local.get $at) (local.get $end)))
+        (local.set $si (f64.load (i32.add (local.get $s) (local.get $at))))
+        (local.set $po (i32.add (local.get $old) (local.get $at)))
+        (local.set $d (f64.add (f64.sub (local.get $si) (f64.load (local.get $po))) (f64.load (i32.add (local.get $gap) (local.get $at)))))
+        (local.set $dual (f64.add (local.get $dual) (f64.mul (local.get $d) (local.get $d))))
+        (local.set $normS (f64.add (local.get $normS) (f64.mul (local.get $si) (local.get $si))))
+        (local.set $d (f64.add (local.get $si) (f64.load (i32.add (local.get $offset) (local.get $at)))))
+        (local.set $normZ (f64.add (local.get $normZ) (f64.mul (local.get $d) (local.get $d))))
+        (f64.store (local.get $po) (local.get $si))
+        (if (local.get $pack)
+          (then (f64.store (i32.add (local.get $w) (local.get $at)) (f64.sub (local.get $si) (f64.load (i32.add (local.get $c) (local.get $at)))))))
+        (local.set $at (i32.add (local.get $at) (i32.const 8)))
+        (br $next)))
+    (f64.store offset=8 (local.get $out) (local.get $dual))
+    (f64.store offset=16 (local.get $out) (local.get $normS))
+    (f64.store offset=24 (local.get $out) (local.get $normZ)))
 )
