@@ -372,6 +372,9 @@ export class AdmmCoordinator {
 
   /** Ends the worker threads, if the step has them (a large state; split-worker.ts). */
   close(): void {
+    // A loss the worker thread began is not waited for (its team may have failed): if the
+    // objective is still asked for, loss() sums it all in this thread.
+    this.lossBegun = false;
     this.split?.close();
     this.anderson?.close();
   }

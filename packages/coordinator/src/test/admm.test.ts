@@ -422,3 +422,20 @@ test("the exact step's passes in WebAssembly give the TypeScript's bits: three p
       }
     }
 });
+
+test('closed while its worker thread sums the loss, a split coordinator still gives the objective, the same as one thread', () => {
+  const rand = seeded(17);
+  const n = 3 * CHUNK + 5;
+  const y = randomLabels(rand, n);
+  const opts = { variant: 'exact' as const, loss: logistic, y, parties: 2, lambda: 1e-3, rho: 0.05 / n, alpha: 1.6, tolerance: { abs: 1e-6, rel: 1e-4 }, anderson: 3 };
+  const split = new AdmmCoordinator({ ...opts, split: true });
+  const serial = new AdmmCoordinator({ ...opts, split: false });
+  const shares = randomShares(rand, 2, n);
+  for (const co of [split, serial]) {
+    co.step(shares.map((s) => new Float64Array(s.length)), true);
+    co.step(shares);
+  }
+  split.close();
+  serial.close();
+  assert.equal(split.objective(1), serial.objective(1));
+});
