@@ -209,7 +209,6 @@ export function bytesSource(bytes: Uint8Array): ByteSource {
   return { length: bytes.length, readAt: (at, into) => into.set(bytes.subarray(at, at + into.length)) };
 }
 
-/** Decode bytes into an unvalidated value. Never trust the result before `validate*`. */
 /**
  * Where `decode` puts the vector of one kind of message (a round's c, a share's, a part's
  * values: every round's): into an array its receiver keeps rather than a fresh one. The first
@@ -229,10 +228,10 @@ let vectorTarget: VectorInto | undefined;
 let vectorTaken: Float64Array | undefined;
 
 /**
- * One message's bytes decoded, after checkWireFormat; its vector into `into` (VectorInto). A
- * fresh 260 KB array for every round's vector, with the frame's own buffer, kept the parties'
- * and the coordinator's collectors busy: on a9a a party ran a full collection about every 15
- * rounds (docs/scaling.md).
+ * Decode bytes into an unvalidated value (never trust it before `validate*`), after
+ * checkWireFormat; its vector into `into` (VectorInto). A fresh 260 KB array for every round's
+ * vector, with the frame's own buffer, kept the parties' and the coordinator's collectors
+ * busy: on a9a a party ran a full collection about every 15 rounds (docs/scaling.md).
  */
 export function decode(bytes: Uint8Array, into?: VectorInto): unknown {
   if (bytes.length === 0) throw new ProtocolError('malformed', 'empty frame');
