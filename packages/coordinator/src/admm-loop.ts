@@ -1,10 +1,11 @@
 /**
  * The ADMM training loop. One round t:
  *   sendRound (round t: rho and c to every party; with Anderson acceleration each its own c)
- *   -> round t-1's trace line, while the parties compute (its objective's loss summed by the step)
+ *   -> round t-1's trace line (its objective's loss summed after the step, mostly by the step's
+ *      worker thread) and, when due, its checkpoint (encoded now, written in the background),
+ *      while the parties compute
  *   -> collect the shares (each recorded for replays as it arrives)
- *   -> AdmmCoordinator.step (z-update, dual update, residuals, next c)
- *   -> checkpoint (when due; written in the background) -> evaluate (when due).
+ *   -> AdmmCoordinator.step (z-update, dual update, residuals, next c) -> evaluate (when due).
  * The loop stops at convergence, at the last round, or when a party's budget refuses a round.
  */
 import { join } from 'node:path';
@@ -131,6 +132,9 @@ export class AdmmLoop {
     let reason: StopReason = this.last?.converged ? 'converged' : 'max-rounds';
     // A resumed job reports its checkpoint's round again (the trace kept the rounds before it).
     let untraced: FinishedRound | undefined = this.last;
+    // A round's checkpoint is encoded once the next round's messages are out (its state does not
+    // change until the next step, and the parties are computing), or after the last round.
+    let checkpointDue = false;
     let completed = false;
     try {
       while (this.last === undefined || (!this.last.converged && this.last.round < maxRounds)) {
@@ -140,6 +144,8 @@ export class AdmmLoop {
         const replies = this.sendRound(t);
         if (untraced) trace.write(this.traceLine(untraced, participation.noisy));
         untraced = undefined;
+        if (checkpointDue) this.checkpoint();
+        checkpointDue = false;
         const answers = await Promise.all(replies);
         const epsilonSpent = Object.fromEntries(answers.map((r, m) => [this.d.parties.list[m].id, r.epsilonSpent]));
         const refusedBy = answers.flatMap((r, m) => (r.type === 'exhausted' ? [this.d.parties.list[m].id] : []));
@@ -180,14 +186,20 @@ export class AdmmLoop {
           solver: solverStats(answers, this.d.parties.list),
         };
         if (converged) reason = 'converged';
-        if (cfg.checkpointEvery > 0 && t % cfg.checkpointEvery === 0) this.checkpoint();
-        if (evaluatesAt(job, t, converged || t === maxRounds, cfg.evalEvery)) this.last.test = await evaluate(job, this.d.parties, t);
+        const due = cfg.checkpointEvery > 0 && t % cfg.checkpointEvery === 0;
+        const evaluating = evaluatesAt(job, t, converged || t === maxRounds, cfg.evalEvery);
+        // Before an evaluation (the last round's, or --eval-every's) the checkpoint is queued at
+        // once, as the job may be stopped while the parties score.
+        if (due && evaluating) this.checkpoint();
+        else checkpointDue = due;
+        if (evaluating) this.last.test = await evaluate(job, this.d.parties, t);
       }
       const last = this.last;
       if (!last) throw new Error('internal: training ended without a round');
       // A job resumed from the checkpoint of its last round evaluates the model again if it had not.
       if (last.test === undefined && last.round === restoredRound && evaluatesAt(job, last.round, true, 0)) last.test = await evaluate(job, this.d.parties, last.round);
       if (untraced) trace.write(this.traceLine(untraced, participation.noisy));
+      if (checkpointDue) this.checkpoint();
       completed = true;
       return {
         reason,
