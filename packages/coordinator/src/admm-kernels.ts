@@ -36,6 +36,8 @@ export interface StepArrays {
   /** With the logistic kernels: each sample's loss at the shares' sum (lossRange; else empty), and the memory y, sum, a, t, slope, curvature and it are views of. */
   losses: Float64Array;
   memory: VectorMemory | undefined;
+  /** Whether, with the logistic kernels, the exact form's passes run in WebAssembly too (exactInKernels): every array they touch, F(v) too, in `memory`. */
+  passes: boolean;
   /** With Anderson acceleration, F(v) = (w_1..w_M, zbar, u), w_m = s_m - c (else empty); its next point; each party's vector. */
   packed: Float64Array;
   point: Float64Array;
@@ -58,7 +60,7 @@ export interface StepParams {
  * bits as this TypeScript.
  */
 export function stepRange(st: StepArrays, loss: Loss, p: StepParams, from: number, to: number, out: Float64Array, k: VectorKernels | undefined): void {
-  if (k && p.exact) return exactInKernels(st, loss, p, from, to, out, k);
+  if (k && p.exact && st.passes) return exactInKernels(st, loss, p, from, to, out, k);
   const { shares, prevShares, y, sum, gap, offset, z, dual, a, t, slope, curvature, c, packed } = st;
   const { exact, rho, alpha, weight } = p;
   const M = shares.length;

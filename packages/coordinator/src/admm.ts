@@ -29,8 +29,13 @@ export interface AdmmOptions {
   anderson?: number;
   /** Whether the step's passes are split with worker threads (default: from SPLIT_FROM values of state on a machine of two cores or more; split-worker.ts). */
   split?: boolean;
-  /** Whether the logistic loss and prox run in WebAssembly (default true when it is there); false runs their TypeScript twins, to the same bits (for tests). */
-  kernels?: boolean;
+  /**
+   * Whether the step runs in WebAssembly with the logistic loss (default true when it is there):
+   * false runs the TypeScript twins, 'prox' only the loss and its prox in WebAssembly (what a
+   * state too large for one memory with Anderson's gets, stepMemory); the same bits either way
+   * (for tests).
+   */
+  kernels?: boolean | 'prox';
 }
 
 export interface AdmmSnapshot {
@@ -65,27 +70,30 @@ const NAMED = ['y', 'sum', 'a', 't', 'slope', 'curvature', 'losses', 'gap', 'off
 interface StepMemory {
   memory: VectorMemory;
   kernels: VectorKernels;
-  /** Byte offsets: of each NAMED vector; of party m's share (shares[m]) and last share (prevShares[m]); of the chunks' sums; of Anderson's arrays (anderson.ts). */
+  /** Byte offsets: of each NAMED vector; of party m's share (shares[m]) and last share (prevShares[m]); of the chunks' sums; of Anderson's arrays (anderson.ts), when they are here. */
   at: Record<(typeof NAMED)[number], number>;
   shares: number[];
   prevShares: number[];
   sums: number;
-  anderson: number;
+  anderson: number | undefined;
 }
 
 /**
  * One WebAssembly memory for the step's kernels (the logistic prox and loss; every pass of the
- * exact form) and Anderson's: every array they read or write, Anderson's `andersonBytes` last;
- * undefined without WebAssembly, or when the memory is refused.
+ * exact form) and Anderson's: every array they read or write, Anderson's `andersonBytes` last.
+ * When that is refused (above 2 GiB: about 3e6 rows with two parties and Anderson's memory
+ * of 5), the step's arrays alone (`anderson` undefined: Anderson takes a memory of its own and
+ * the step's passes stay TypeScript); undefined without WebAssembly, or when even that is refused.
  */
 function stepMemory(n: number, M: number, sums: number, andersonBytes: number): StepMemory | undefined {
   const lengths = [...NAMED.map(() => 8 * n), ...Array<number>(2 * M).fill(8 * n), 8 * sums];
   const { at, bytes } = vectorLayout(lengths);
-  const wasm = vectorMemory(bytes + andersonBytes);
+  const joint = andersonBytes > 0 ? vectorMemory(bytes + andersonBytes) : undefined;
+  const wasm = joint ?? vectorMemory(bytes);
   if (!wasm) return undefined;
   const named = Object.fromEntries(NAMED.map((k, j) => [k, at[j]])) as StepMemory['at'];
   const first = NAMED.length;
-  return { ...wasm, at: named, shares: at.slice(first, first + M), prevShares: at.slice(first + M, first + 2 * M), sums: at[first + 2 * M], anderson: bytes };
+  return { ...wasm, at: named, shares: at.slice(first, first + M), prevShares: at.slice(first + M, first + 2 * M), sums: at[first + 2 * M], anderson: joint ? bytes : undefined };
 }
 
 /**
@@ -170,7 +178,7 @@ export class AdmmCoordinator {
     // so the worker thread runs the same kernels on them), with Anderson's; without it, the
     // TypeScript twins, to the same bits.
     const chunks = chunkCount(n, CHUNK);
-    const k = opts.loss.name === 'logistic' && opts.kernels !== false ? stepMemory(n, M, chunks * STEP_SUMS, memory > 0 ? Anderson.layout(dim, memory).bytes : 0) : undefined;
+    const k = opts.loss.name === 'logistic' && opts.kernels !== false ? stepMemory(n, M, chunks * STEP_SUMS, memory > 0 && opts.kernels !== 'prox' ? Anderson.layout(dim, memory).bytes : 0) : undefined;
     this.kernels = k;
     const view = (at: number, len = n) => new Float64Array(k!.memory.buffer, at, len);
     const named = (key: (typeof NAMED)[number], len = n): Float64Array => (k ? view(k.at[key], len) : f64(len));
@@ -178,7 +186,8 @@ export class AdmmCoordinator {
     this.z = named('z');
     this.dualVar = named('dual');
     this.sum = named('sum');
-    this.anderson = memory > 0 ? new Anderson(dim, memory, split, k && { memory: k.memory, kernels: k.kernels, base: k.anderson }) : undefined;
+    const base = k?.anderson;
+    this.anderson = memory > 0 ? new Anderson(dim, memory, split, k && base !== undefined ? { memory: k.memory, kernels: k.kernels, base } : undefined) : undefined;
     this.arrays = {
       // Split, or in WebAssembly, the shares are copied in; otherwise the step reads the caller's.
       shares: k ? k.shares.map((at) => view(at)) : split ? Array.from({ length: M }, () => f64(n)) : [],
@@ -195,6 +204,8 @@ export class AdmmCoordinator {
       curvature: named('curvature'),
       losses: k ? named('losses') : new Float64Array(0),
       memory: k?.memory,
+      // F(v), which the exact passes write, must be in the same memory (Anderson's input there).
+      passes: k !== undefined && opts.kernels !== 'prox' && (memory === 0 || base !== undefined),
       c: this.c,
       packed: this.anderson ? this.anderson.input : new Float64Array(0),
       point: this.anderson ? this.anderson.point : new Float64Array(0),
