@@ -81,9 +81,10 @@ interface StepMemory {
 /**
  * One WebAssembly memory for the step's kernels (the logistic prox and loss; every pass of the
  * exact form) and Anderson's: every array they read or write, Anderson's `andersonBytes` last.
- * When that is refused (above 2 GiB: about 3e6 rows with two parties and Anderson's memory
- * of 5), the step's arrays alone (`anderson` undefined: Anderson takes a memory of its own and
- * the step's passes stay TypeScript); undefined without WebAssembly, or when even that is refused.
+ * When that is refused (above 2 GiB: about 5e6 rows with two parties, 3.6e6 with four, and
+ * Anderson's memory of 5), the step's arrays alone (`anderson` undefined: Anderson takes a
+ * memory of its own and the step's passes stay TypeScript); undefined without WebAssembly, or
+ * when even that is refused.
  */
 function stepMemory(n: number, M: number, sums: number, andersonBytes: number): StepMemory | undefined {
   const lengths = [...NAMED.map(() => 8 * n), ...Array<number>(2 * M).fill(8 * n), 8 * sums];
