@@ -25,7 +25,7 @@ export interface SharedState {
   memory: VectorMemory | undefined;
 }
 
-/** The ops of a call (the step's own are 1 and 2, step-split.ts: one thread can serve both). */
+/** The ops of a call (the step's own are 1, 2 and 5, step-split.ts: one thread can serve both). */
 const FIRST_PASS = 3;
 const NEXT_POINT = 4;
 
