@@ -30,12 +30,26 @@ import {
 } from '@admm-share/protocol';
 
 /**
- * Bytes of each frame a larger message is sent in. A client masks what it sends (RFC 6455),
- * and ws masks a copy of a buffer it is given: sent whole, a million-row party's 8 MB share
- * cost an 8 MB copy each round, and its 64 MB answer to the intersection a 64 MB copy at once.
- * Frame by frame, each frame waiting for the last to be written, the copy is one frame.
+ * Bytes of each frame a larger message is sent in, each frame waiting for the last to be
+ * written: a message made a piece at a time (the 64 MB answer to the intersection) is then
+ * never held whole. (Before the zero mask below, ws also masked a copy of each frame.)
  */
 export const FRAME_BYTES = 1 << 20;
+
+/**
+ * The party's masking key: zero, under which masking leaves the bytes as they are, so ws
+ * writes a frame from the party's own buffer and the coordinator's ws does not unmask it.
+ * RFC 6455 asks a client for a fresh random key per frame. The key travels in the frame, so it
+ * hides nothing from anyone on the path; it exists for browsers, where a hostile script
+ * chooses the bytes and must not make them read as an HTTP request to a caching proxy on the
+ * way. A party is no browser: its frames are its own encodings (shares, points, replies), and
+ * over TLS (a wss:// coordinator, the deployed setting) no proxy reads them at all. What it
+ * saves: a copy of every frame a party sends, and the coordinator's pass over every byte it
+ * receives (docs/scaling.md).
+ */
+export function zeroMask(mask: Uint8Array): void {
+  mask.fill(0);
+}
 
 /**
  * `message` as one message on `ws`, in frames of FRAME_BYTES (continuation frames after the
@@ -46,7 +60,7 @@ export const FRAME_BYTES = 1 << 20;
  * control frames (ws's pongs).
  */
 export function sendInFrames(ws: WebSocket, message: Uint8Array | ByteSource): Promise<void> {
-  // ws has masked a copy of a frame by the time the frame is written, so one buffer serves a source.
+  // A frame's send calls back once the frame is written, so one buffer serves a source.
   const buffer = message instanceof Uint8Array ? undefined : Buffer.allocUnsafeSlow(Math.min(FRAME_BYTES, message.length));
   const frameOf = (at: number, end: number): Uint8Array => {
     if (message instanceof Uint8Array) return message.subarray(at, end);
@@ -324,6 +338,7 @@ export class CoordinatorLink {
     const ws = new WebSocket(this.url, {
       maxPayload: opts.maxPayload,
       perMessageDeflate: false,
+      generateMask: zeroMask,
       handshakeTimeout: timeoutMs,
       ...(opts.tls?.ca ? { ca: opts.tls.ca } : {}),
       ...(opts.tls?.cert ? { cert: opts.tls.cert, key: opts.tls.key } : {}),

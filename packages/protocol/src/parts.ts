@@ -3,8 +3,8 @@
 // then the message itself with an empty vector. Whole, a million-row vector is an 8 MB message:
 // the receiving WebSocket joins its frames into a fresh 8 MB buffer, the decoder copies the
 // vector out of it into another, and a party collected them every round to stay within its
-// memory. In parts, nothing larger than a part is allocated, and the receiver copies each
-// part into an array it keeps (PartAssembler).
+// memory. In parts, nothing larger than a part is allocated, and the receiver decodes each
+// part's values into their place in an array it keeps (PartAssembler).
 import type { VectorInto } from './codec.js';
 import { ProtocolError } from './errors.js';
 import { type Part, PART_VALUES, PARTS_ABOVE, type Round, type Share } from './messages.js';
@@ -13,6 +13,11 @@ import { type Part, PART_VALUES, PARTS_ABOVE, type Round, type Share } from './m
 export type PartedMessage = Round | Share;
 
 const EMPTY = new Float64Array(0);
+
+/** Whether part p's values were decoded where they belong in `into`. */
+function inPlace(p: Part, into: Float64Array): boolean {
+  return p.values.buffer === into.buffer && p.values.byteOffset === into.byteOffset + p.at * Float64Array.BYTES_PER_ELEMENT;
+}
 
 /** The vector field of `msg`, and its name. */
 function vectorOf(msg: PartedMessage): [Float64Array, string] {
@@ -45,7 +50,7 @@ export function* inParts<T extends PartedMessage>(msg: T): Generator<Part | T> {
 
 /**
  * The receiving side: the parts of one message, validated one by one (validate.ts: job, round,
- * place, length and values), copied in order into an array, then given to the message they
+ * place, length and values), put in order into an array, then given to the message they
  * came before. Anything else (a part out of order, parts of another round, a message with an
  * empty vector and missing parts, parts that no message follows) is a ProtocolError.
  */
@@ -53,29 +58,37 @@ export class PartAssembler {
   private into: Float64Array | undefined;
   private round = 0;
   private next = 0;
-  /** Where each part's values are decoded (vectorInto) before they are copied into place. */
-  private scratch: Float64Array | undefined;
 
   /**
    * Where `decode` puts the vector of a message of type `parted` of n values (VectorInto):
-   * whole, into `into()`; in parts, each part's values into one array kept here. n is 0 when no
-   * vector is expected (then undefined: every vector is a copy of its own).
+   * whole, into `into()`; in parts, each part's values straight into their place in the array
+   * the first part chooses (`into()`), after the parts before them. A part that turns out to
+   * belong elsewhere (another round, another place) is refused by `add`, and the values it left
+   * lie where no part before it was. n is 0 when no vector is expected (then undefined: every
+   * vector is a copy of its own).
    */
   vectorInto(parted: PartedMessage['type'], n: number, into: () => Float64Array): VectorInto | undefined {
     if (n === 0) return undefined;
-    if (sentInParts(n)) return { type: 'part', key: 'values', array: (length) => (length <= PART_VALUES ? (this.scratch ??= new Float64Array(PART_VALUES)).subarray(0, length) : undefined) };
+    if (sentInParts(n)) return { type: 'part', key: 'values', array: (length) => this.place(length, n, into) };
     return { type: parted, key: parted === 'round' ? 'c' : 'share', array: (length) => (length === n ? into() : undefined) };
   }
 
-  /** Part `p` of a vector of n values, copied into `into` (the array the first part chooses; every part of the message goes there). */
+  /** The next part's place, for `length` values of n (undefined, so a copy, for a part too long to be one). */
+  private place(length: number, n: number, into: () => Float64Array): Float64Array | undefined {
+    if (length > PART_VALUES || this.next + length > n) return undefined;
+    if (this.next === 0) this.into = into();
+    return this.into!.length === n ? this.into!.subarray(this.next, this.next + length) : undefined;
+  }
+
+  /** Part `p` of a vector of n values, copied into `into` (the array the first part chooses; every part of the message goes there) unless it was decoded in place. */
   add(p: Part, n: number, into: () => Float64Array): void {
     if (p.at !== this.next) throw new ProtocolError('invalid', `part.at: ${p.at}, expected ${this.next} (parts come in order)`);
     if (p.at === 0) {
       this.round = p.round;
-      this.into = into();
+      if (!(this.into && inPlace(p, this.into))) this.into = into();
       if (this.into.length !== n) throw new Error(`internal: parts of ${n} values into an array of ${this.into.length}`);
     } else if (p.round !== this.round) throw new ProtocolError('invalid', `part of round ${p.round} among the parts of round ${this.round}`);
-    this.into!.set(p.values, p.at);
+    if (!inPlace(p, this.into!)) this.into!.set(p.values, p.at);
     this.next = p.at + p.values.length;
   }
 

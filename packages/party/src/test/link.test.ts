@@ -135,3 +135,62 @@ test('CoordinatorLink: a round in parts reaches the session once its last part i
   link.abort('done', 'test over');
   server.close();
 });
+
+/** The frames in `raw` (bytes a client sent after the handshake): each one's mask bit, key and payload length. */
+function framesOf(raw: Buffer): Array<{ masked: boolean; key: number[]; length: number }> {
+  const frames = [];
+  for (let at = 0; at < raw.length; ) {
+    const masked = (raw[at + 1] & 0x80) !== 0;
+    let length = raw[at + 1] & 0x7f;
+    let head = 2;
+    if (length === 126) (length = raw.readUInt16BE(at + 2)), (head = 4);
+    else if (length === 127) (length = Number(raw.readBigUInt64BE(at + 2))), (head = 10);
+    const key = masked ? [...raw.subarray(at + head, at + head + 4)] : [];
+    frames.push({ masked, key, length });
+    at += head + key.length + length;
+  }
+  return frames;
+}
+
+test('CoordinatorLink: its frames carry a zero masking key, so they go out as encoded and arrive as sent, whole and in parts', async (t) => {
+  const N = PARTS_ABOVE + 5;
+  const server = new WebSocketServer({ port: 0, maxPayload: 64 << 20 });
+  await once(server, 'listening');
+  const raw: Buffer[] = [];
+  const peer = new Promise<WebSocket>((resolve) =>
+    server.on('connection', (ws, req) => {
+      req.socket.on('data', (chunk: Buffer) => raw.push(chunk));
+      resolve(ws);
+    }),
+  );
+  let opened!: () => void;
+  const open = new Promise<void>((resolve) => (opened = resolve));
+  const link = new CoordinatorLink(
+    { coordinator: `ws://127.0.0.1:${(server.address() as { port: number }).port}`, maxPayload: 64 << 20, connectTimeoutMs: 5000, reconnectTimeoutMs: 5000, heartbeatTimeoutMs: 60_000 },
+    pino({ level: 'silent' }),
+    { context: () => ({ jobId: 'j', n: N }), open: () => opened(), lost: () => {}, message: () => {}, invalid: () => {}, failed: () => {} },
+  );
+  const ws = await peer;
+  await open;
+  t.after(() => {
+    link.abort('done', 'test over');
+    server.close();
+  });
+  const got: (Part | Share)[] = [];
+  ws.on('message', (data: Buffer) => got.push(decode(data) as Part | Share));
+  const small = Float64Array.from({ length: 1000 }, (_, i) => Math.sin(i));
+  const large = Float64Array.from({ length: N }, (_, i) => Math.cos(i) * 7);
+  link.send({ type: 'share', jobId: 'j', round: 1, share: small, penaltySq: 0, epsilonSpent: 0, solver: null });
+  link.send({ type: 'share', jobId: 'j', round: 2, share: large, penaltySq: 0, epsilonSpent: 0, solver: null });
+  await until(() => got.length === 5);
+  const frames = framesOf(Buffer.concat(raw));
+  assert.equal(frames.length, 5, 'the whole share, three parts and the share after them');
+  for (const f of frames) {
+    assert.equal(f.masked, true, 'a client frame says it is masked (RFC 6455)');
+    assert.deepEqual(f.key, [0, 0, 0, 0]);
+  }
+  assert.deepEqual((got[0] as Share).share, small);
+  const back = new Float64Array(N);
+  for (const m of got) if (m.type === 'part') back.set(m.values, m.at);
+  assert.deepEqual(back, large);
+});

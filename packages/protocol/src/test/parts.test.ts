@@ -88,7 +88,7 @@ test('a vector of at most PARTS_ABOVE values goes whole, and a whole vector pass
   assert.deepEqual(out.share, v);
 });
 
-test("vectorInto: decoded as a receiver does, each part's values land in one array the assembler keeps, a whole vector in the receiver's array; the same bits either way", () => {
+test("vectorInto: decoded as a receiver does, each part's values land in their place in the receiver's array, a whole vector in it too; the same bits either way", () => {
   for (const n of [N, PARTS_ABOVE]) {
     const v = values(n, `into-${n}`);
     for (const [msg, validate] of [
@@ -98,22 +98,45 @@ test("vectorInto: decoded as a receiver does, each part's values land in one arr
       const a = new PartAssembler();
       const into = new Float64Array(n);
       const ctx = { jobId: JOB, n, round: 3 };
-      const buffers = new Set<ArrayBufferLike>();
+      let asked = 0;
+      const intoOnce = () => (asked++, into);
       let out: PartedMessage | undefined;
       for (const m of inParts<PartedMessage>(msg)) {
-        const got = validate(decode(encode(m), a.vectorInto(msg.type, n, () => into)), ctx) as Part | PartedMessage;
-        if (got.type === 'part') buffers.add(got.values.buffer);
-        out = a.take(got, msg.type, n, () => into, 'in this test') ?? out;
+        const got = validate(decode(encode(m), a.vectorInto(msg.type, n, intoOnce)), ctx) as Part | PartedMessage;
+        if (got.type === 'part') {
+          assert.equal(got.values.buffer, into.buffer, `n ${n}, part at ${got.at}: decoded into the receiver's array`);
+          assert.equal(got.values.byteOffset, 8 * got.at, `n ${n}, part at ${got.at}: in its place`);
+        }
+        out = a.take(got, msg.type, n, intoOnce, 'in this test') ?? out;
       }
       assert.ok(out);
       const vector = out.type === 'round' ? out.c : out.share;
       assert.equal(vector, into, `n ${n}, ${msg.type}: the receiver's array`);
       assert.deepEqual(new Uint8Array(vector.buffer), new Uint8Array(v.buffer), `n ${n}, ${msg.type}: bit for bit`);
-      assert.equal(buffers.size, n > PARTS_ABOVE ? 1 : 0, `n ${n}, ${msg.type}: every part decoded into one array`);
-      if (n > PARTS_ABOVE) assert.notEqual([...buffers][0], into.buffer);
+      assert.equal(asked, 1, `n ${n}, ${msg.type}: the array asked for once`);
     }
   }
   assert.equal(new PartAssembler().vectorInto('share', 0, () => new Float64Array(0)), undefined, 'no vector expected');
+});
+
+test("vectorInto: a part refused after it was decoded in place (out of order, another round) leaves the parts before it as they were, and the parts sent again complete the vector", () => {
+  const v = values(N, 'refused');
+  const ctx = { jobId: JOB, n: N };
+  const bytes = [...inParts(share(v))].map((m) => encode(m));
+  const other = [...inParts(share(values(N, 'other')))].map((m) => encode({ ...m, round: 4 }));
+  const a = new PartAssembler();
+  const into = new Float64Array(N);
+  const take = (b: Uint8Array) => a.take(validatePartyMessage(decode(b, a.vectorInto('share', N, () => into)), ctx) as Part | Share, 'share', N, () => into, 'in this test');
+  take(bytes[0]);
+  const first = into.slice(0, PART_VALUES);
+  throwsProtocol(() => take(bytes[2]), 'invalid', /part\.at: 131072, expected 65536/);
+  throwsProtocol(() => take(other[1]), 'invalid', /part of round 4 among the parts of round 3/);
+  assert.deepEqual(into.subarray(0, PART_VALUES), first, 'the first part untouched');
+  a.reset();
+  let out: Share | undefined;
+  for (const b of bytes) out = (take(b) as Share | undefined) ?? out;
+  assert.equal(out?.share, into);
+  assert.deepEqual(new Uint8Array(into.buffer), new Uint8Array(v.buffer));
 });
 
 test('parts out of order, of another round, missing, followed by a whole vector, or an empty vector with no parts, are refused', () => {
