@@ -30,7 +30,7 @@ import {
   assertNever,
   encodeIdsSource,
 } from '@admm-share/protocol';
-import { ROUND_COLLECTION_ROWS, collectGarbage } from './gc.js';
+import { RoundGarbage, collectGarbage } from './gc.js';
 import { modelRef } from './model-file.js';
 import { type Privacy, normaliseRows } from './privacy.js';
 import type { Scorer } from './scoring.js';
@@ -83,10 +83,12 @@ export interface SessionState {
   scored: number;
   /** A set-up's factorisation under way (stopped if the connection is lost). */
   factoring: RidgeXUpdate | undefined;
+  /** The buffers rounds leave: collected every few rounds at a large size. */
+  garbage: RoundGarbage;
 }
 
 export function newSession(): SessionState {
-  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined, psiSets: new Set(), scored: 0, factoring: undefined };
+  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined, psiSets: new Set(), scored: 0, factoring: undefined, garbage: new RoundGarbage() };
 }
 
 /**
@@ -499,8 +501,8 @@ function onRound(s: SessionState, env: SessionEnv, msg: Round): Outcome {
     return reply({ type: 'exhausted', jobId: s.jobId!, round: msg.round, epsilonSpent: privacy.spent });
   }
   s.round = msg.round;
-  // The last round's message and frames are garbage now; at this size, worth freeing at once.
-  if (msg.c.length >= ROUND_COLLECTION_ROWS) collectGarbage();
+  // The last rounds' buffers are garbage now; at a large size, freed every few rounds.
+  s.garbage.round(msg.c.length);
   s.previous = { x: x.x.slice(), intercept: x.intercept };
   x.updateFromBroadcast(msg.c, msg.rho, privacy.bounds);
   // ||x_m||^2 depends on the data and is not noised, so with privacy on it is not sent

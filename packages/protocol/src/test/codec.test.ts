@@ -717,6 +717,11 @@ test('encodeInto: the bytes of encode, written into the scratch it reuses; nothi
     assert.notEqual(bytes.buffer, scratch.buffer!.buffer, `queued ${queued}: a fresh buffer`);
     assert.deepEqual(decode(bytes), round(6));
   }
+  // So does each part of a long vector, sent one after the other.
+  const part: PartyMessage = { type: 'part', jobId: 'job-1', round: 6, at: 0, values: c.subarray(0, 3000) };
+  const partBytes = encodeToSend(part, scratch, 0);
+  assert.equal(partBytes.buffer, scratch.buffer!.buffer, 'part: into the scratch');
+  assert.deepEqual(decode(partBytes), part);
   // A one-off message, however large, never goes into the scratch (nor grows it).
   const kept = scratch.buffer!;
   const ids: PartyMessage = { type: 'ids', jobId: 'job-1', set: 'train', points: new Uint8Array(32 * 40000).fill(9), labelPoints: new Uint8Array(32 * 40000).fill(7) };
