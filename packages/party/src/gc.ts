@@ -21,9 +21,10 @@ export const ROUND_COLLECTION_ROWS = 1 << 17;
 
 /**
  * Bytes of such buffers a party lets rounds leave before it collects. A collection every round
- * cost more than the party's own products: without it, a round of 3e5 rows and four parties
- * fell from 91.6 to 68.4 ms, and one of a million rows from 269-294 to 237 ms, each party's
- * peak about 10 MB higher (docs/scaling.md). A million-row party now collects every other round.
+ * cost more than the party's own products (each 22-41 ms with five processes on two cores):
+ * without any, a round of 3e5 rows and four parties took 68.4 ms against 91.6, one of a
+ * million rows 237 against 269-294 ms. A million-row party now collects every other round
+ * (258.8 ms, its rounds at 209-223 MB; docs/scaling.md).
  */
 export const ROUND_GARBAGE_BYTES = 24 << 20;
 

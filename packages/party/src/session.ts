@@ -512,7 +512,8 @@ function onRound(s: SessionState, env: SessionEnv, msg: Round): Outcome {
   // Checked before the release, so that the ledger pays for nothing that is not sent.
   refuseNonFinite(overflowed, x.share, penaltySq);
   privacy.release(x);
-  refuseNonFinite(overflowed, x.released);
+  // Without noise the release is the share itself, checked above.
+  if (x.released !== x.share) refuseNonFinite(overflowed, x.released);
   if (privacy.enabled) privacy.saveLedger(env.ledgerPath, s.jobId!);
   // The solver's iterations depend on the data and are not noised either: sent without privacy only.
   const solver = x.form === 'cg' && !privacy.enabled ? { iterations: x.lastIterations, residual: x.lastResidual } : null;
