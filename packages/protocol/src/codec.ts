@@ -107,10 +107,10 @@ export function encodeInto(msg: Message, scratch: EncodeScratch): Buffer {
 
 /**
  * The messages sent over and over in a job (each round, step or evaluation, and the parts of a
- * long vector, 512 KiB each): the only ones a scratch is kept for. The others are sent once or a few times, and some are far larger (the
- * intersection's points: 32 bytes an id, 64 in `ids`); encoded into the scratch, they would
- * leave it at their size, touched and resident, for the rest of the job (64 MB for a party
- * of a million rows, whose round messages are 8 MB).
+ * long vector, 512 KiB each): the only ones a scratch is kept for. The others are sent once or
+ * a few times, and some are far larger (the intersection's points: 32 bytes an id, 64 in
+ * `ids`); encoded into the scratch, they would leave it at their size, touched and resident,
+ * for the rest of the job (64 MB for a party of a million rows).
  */
 const RECURRING: ReadonlySet<Message['type']> = new Set(['round', 'share', 'part', 'sgd', 'batchScores', 'evaluate', 'scores']);
 

@@ -25,6 +25,41 @@ async function until(cond: () => boolean): Promise<void> {
 
 const bytes = (n: number, seed: number) => Uint8Array.from({ length: n }, (_, i) => (i * 7 + seed) % 256);
 
+/**
+ * A CoordinatorLink for vectors of N values, connected to a bare ws server, once both ends are
+ * open: the server's socket for the link (`peer`), and every raw chunk it reads after the
+ * upgrade in `raw`. Messages and invalid frames the link reports go to the handlers given.
+ */
+async function linkWithPeer(N: number, handlers: { message?: (m: WholeCoordinatorMessage) => void; invalid?: (e: unknown) => void } = {}) {
+  const server = new WebSocketServer({ port: 0, maxPayload: 64 << 20 });
+  await once(server, 'listening');
+  const raw: Buffer[] = [];
+  const peerWs = new Promise<WebSocket>((resolve) =>
+    server.on('connection', (ws, req) => {
+      req.socket.on('data', (chunk: Buffer) => raw.push(chunk));
+      resolve(ws);
+    }),
+  );
+  let opened!: () => void;
+  const open = new Promise<void>((resolve) => (opened = resolve));
+  const link = new CoordinatorLink(
+    { coordinator: `ws://127.0.0.1:${(server.address() as { port: number }).port}`, maxPayload: 64 << 20, connectTimeoutMs: 5000, reconnectTimeoutMs: 5000, heartbeatTimeoutMs: 60_000 },
+    pino({ level: 'silent' }),
+    { context: () => ({ jobId: 'j', n: N }), open: () => opened(), lost: () => {}, message: handlers.message ?? (() => {}), invalid: handlers.invalid ?? (() => {}), failed: () => {} },
+  );
+  const peer = await peerWs;
+  await open;
+  return {
+    link,
+    peer,
+    raw,
+    close: () => {
+      link.abort('done', 'test over');
+      server.close();
+    },
+  };
+}
+
 test('sendInFrames: frames of FRAME_BYTES make one message; on a closed socket the send ends', async () => {
   const { ws, received, close } = await pair();
   const frames: number[] = [];
@@ -95,20 +130,13 @@ test('MessageWriter.writeEach: messages made one at a time into one buffer arriv
   close();
 });
 
-test('CoordinatorLink: a round in parts reaches the session once its last part is in, in an array the link keeps; a share in parts goes back in order; a part out of order is invalid', async () => {
+test('CoordinatorLink: a round in parts reaches the session once its last part is in, in an array the link keeps; a share in parts goes back in order; a part out of order is invalid', async (t) => {
   const N = 2 * PART_VALUES + PART_VALUES / 2 + 3;
   assert.ok(N > PARTS_ABOVE);
-  const server = new WebSocketServer({ port: 0, maxPayload: 64 << 20 });
-  await once(server, 'listening');
-  const peer = new Promise<WebSocket>((resolve) => server.on('connection', resolve));
   const messages: WholeCoordinatorMessage[] = [];
   const invalid: unknown[] = [];
-  const link = new CoordinatorLink(
-    { coordinator: `ws://127.0.0.1:${(server.address() as { port: number }).port}`, maxPayload: 64 << 20, connectTimeoutMs: 5000, reconnectTimeoutMs: 5000, heartbeatTimeoutMs: 60_000 },
-    pino({ level: 'silent' }),
-    { context: () => ({ jobId: 'j', n: N }), open: () => {}, lost: () => {}, message: (m) => messages.push(m), invalid: (e) => invalid.push(e), failed: () => {} },
-  );
-  const ws = await peer;
+  const { link, peer: ws, close } = await linkWithPeer(N, { message: (m) => messages.push(m), invalid: (e) => invalid.push(e) });
+  t.after(close);
   const shares: (Part | Share)[] = [];
   ws.on('message', (data: Buffer) => shares.push(decode(data) as Part | Share));
   const c = (round: number) => Float64Array.from({ length: N }, (_, i) => Math.cos(i + round) * 1e3);
@@ -132,8 +160,6 @@ test('CoordinatorLink: a round in parts reaches the session once its last part i
   await until(() => invalid.length === 1);
   assert.match((invalid[0] as Error).message, /part\.at: 65536, expected 0/);
   assert.equal(messages.length, 2);
-  link.abort('done', 'test over');
-  server.close();
 });
 
 /** The frames in `raw` (bytes a client sent after the handshake): each one's mask bit, key and payload length. */
@@ -154,28 +180,8 @@ function framesOf(raw: Buffer): Array<{ masked: boolean; key: number[]; length: 
 
 test('CoordinatorLink: its frames carry a zero masking key, so they go out as encoded and arrive as sent, whole and in parts', async (t) => {
   const N = PARTS_ABOVE + 5;
-  const server = new WebSocketServer({ port: 0, maxPayload: 64 << 20 });
-  await once(server, 'listening');
-  const raw: Buffer[] = [];
-  const peer = new Promise<WebSocket>((resolve) =>
-    server.on('connection', (ws, req) => {
-      req.socket.on('data', (chunk: Buffer) => raw.push(chunk));
-      resolve(ws);
-    }),
-  );
-  let opened!: () => void;
-  const open = new Promise<void>((resolve) => (opened = resolve));
-  const link = new CoordinatorLink(
-    { coordinator: `ws://127.0.0.1:${(server.address() as { port: number }).port}`, maxPayload: 64 << 20, connectTimeoutMs: 5000, reconnectTimeoutMs: 5000, heartbeatTimeoutMs: 60_000 },
-    pino({ level: 'silent' }),
-    { context: () => ({ jobId: 'j', n: N }), open: () => opened(), lost: () => {}, message: () => {}, invalid: () => {}, failed: () => {} },
-  );
-  const ws = await peer;
-  await open;
-  t.after(() => {
-    link.abort('done', 'test over');
-    server.close();
-  });
+  const { link, peer: ws, raw, close } = await linkWithPeer(N);
+  t.after(close);
   const got: (Part | Share)[] = [];
   ws.on('message', (data: Buffer) => got.push(decode(data) as Part | Share));
   const small = Float64Array.from({ length: 1000 }, (_, i) => Math.sin(i));
