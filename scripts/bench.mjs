@@ -1,13 +1,16 @@
 #!/usr/bin/env node
 // Per-round wall time of ADMM sharing on a9a (split 66 | 57, lambda 1e-4) with a real
-// coordinator and two real party processes over loopback WebSockets. Prints figures;
-// asserts nothing (timings on a shared machine are noisy).
+// coordinator and two real party processes over loopback WebSockets, and each process's CPU
+// time a round (from /proc), whose sum over the cores is the least a round can take however
+// well the processes overlap. Prints figures; asserts nothing (timings on a shared machine are
+// noisy).
 //   npm run bench [-- --runs 3 --rounds 100]
 // --scale: the large case instead, N rows (default 1e6) x 4 parties of 100 sparse features
 // (about 6 non-zeros per party and row; seeded, written once to runs/bench-scale/): per-round
 // median and p90, setup and alignment seconds, bytes per round, each process's peak resident
-// memory (VmHWM, sampled from /proc while the job runs), and the same rounds computed in one
-// process without the network (the product's RidgeXUpdate and AdmmCoordinator), as a ratio.
+// memory (VmHWM) and CPU time a round (both sampled from /proc while the job runs), and the same
+// rounds computed in one process without the network (the product's RidgeXUpdate and
+// AdmmCoordinator), as a ratio, with that process's CPU time a round.
 //   npm run bench -- --scale [--scale-rows 1000000] [--rounds 20]
 // --case gisette | spam: a built-in data set through `admm-share simulate` (gisette-shaped:
 // 6000 rows x 5000 dense features, 2000 | 2000 | 1000; spam: 2048 | 4096 | 1024 sparse hashed
@@ -17,9 +20,9 @@
 // --party-threads N passes each party N threads for its dense block (default: simulate's, 0 on
 // 2 cores; docs/scaling.md, "Threads").
 //   npm run bench -- --case gisette [--rounds 20] [--party-threads 1]
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 import { writeRows } from './lib/sparse-data.mjs';
@@ -42,6 +45,8 @@ const quantile = (xs, q) => {
   return s[Math.min(s.length - 1, Math.floor(q * s.length))];
 };
 const WARMUP = 5; // rounds while the JIT compiles the hot loops
+/** Clock ticks a second of /proc's CPU times (USER_HZ: 100 on Linux). */
+const TICKS = 100;
 
 if (values.case !== undefined) {
   if (!['gisette', 'spam'].includes(values.case)) {
@@ -59,12 +64,19 @@ values.rounds ??= '100';
 
 console.log(`a9a, 2 parties (66 | 57 features), lambda 1e-4, ${values.rounds} rounds x ${values.runs} runs, node ${process.version}`);
 const all = [];
+const cpus = [];
 for (let run = 1; run <= Number(values.runs); run++) {
   const out = mkdtempSync(join(tmpdir(), 'admm-bench-'));
   try {
-    const r = spawnSync(process.execPath, [cli, 'simulate', '--data', join(a9a, 'a9a'), '--split', '66,57', '--rounds', values.rounds, '--out', out, '--no-baselines'], { encoding: 'utf8' });
-    if (r.status !== 0) {
-      console.error(r.stdout, r.stderr);
+    const child = spawn(process.execPath, [cli, 'simulate', '--data', join(a9a, 'a9a'), '--split', '66,57', '--rounds', values.rounds, '--out', out, '--no-baselines'], { stdio: ['ignore', 'pipe', 'pipe'] });
+    let output = '';
+    child.stdout.on('data', (d) => (output += d));
+    child.stderr.on('data', (d) => (output += d));
+    const exited = new Promise((res) => child.on('close', res));
+    // Rounds of a few milliseconds: sampled every 50 ms (three small files a time).
+    const { samples } = await watchProcesses(child.pid, exited, out, 50);
+    if ((await exited) !== 0) {
+      console.error(output);
       process.exit(1);
     }
     const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
@@ -72,23 +84,35 @@ for (let run = 1; run <= Number(values.runs); run++) {
     const ms = trace.slice(WARMUP).map((t) => t.roundSeconds * 1000);
     all.push(...ms);
     const bytes = trace[trace.length - 2].bytes;
+    const cpu = cpuPerRound(samples, WARMUP);
+    if (cpu) cpus.push(cpu);
     console.log(
       `run ${run}: median ${quantile(ms, 0.5).toFixed(2)} ms/round, p90 ${quantile(ms, 0.9).toFixed(2)} ms, ` +
         `training ${(summary.seconds.training * 1000 / summary.rounds).toFixed(2)} ms/round incl. warm-up, ` +
         `setup ${summary.seconds.setup.toFixed(2)} s, ${(bytes.toCoordinator / 1024).toFixed(0)} KiB up / ${(bytes.fromCoordinator / 1024).toFixed(0)} KiB down per round, ` +
         `objective ${summary.objective.toFixed(10)}`,
     );
+    console.log(`  ${cpuLine(cpu)}`);
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
 }
 console.log(`all runs: median ${quantile(all, 0.5).toFixed(2)} ms/round, p10 ${quantile(all, 0.1).toFixed(2)}, p90 ${quantile(all, 0.9).toFixed(2)} (target < 5 ms)`);
 
-/** The peak resident memory (VmHWM, bytes) of every process below `root`, by its role, sampled until `done`. */
-function watchMemory(root, done) {
+/**
+ * Every job process below `root` (the coordinator and the parties, by role), sampled from /proc
+ * every `every` ms until `done`: its peak resident memory (VmHWM, bytes), and its CPU time
+ * (user and system, all threads) with the number of lines in the job's trace so far
+ * (`out`/trace.jsonl.partial, a line a round), for cpuPerRound.
+ */
+function watchProcesses(root, done, out, every = 200) {
   const peaks = new Map();
+  const samples = [];
+  const pids = new Map();
+  const partial = join(out, 'trace.jsonl.partial');
   const roleOf = (cmd) => (cmd.includes('admm-coordinator') ? 'coordinator' : /--id\0([^\0]+)/.exec(cmd)?.[1] ?? null);
-  const sample = () => {
+  // The processes below root, by pid; looked for until the trace begins (they all run by then).
+  const find = () => {
     const parents = new Map();
     for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
       try {
@@ -101,19 +125,62 @@ function watchMemory(root, done) {
       return false;
     };
     for (const pid of parents.keys()) {
-      if (!below(pid)) continue;
+      if (pids.has(pid) || !below(pid)) continue;
       try {
         const role = roleOf(readFileSync(`/proc/${pid}/cmdline`, 'utf8'));
-        const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
-        if (role && hwm) peaks.set(role, Math.max(peaks.get(role) ?? 0, Number(hwm) * 1024));
+        if (role) pids.set(pid, role);
       } catch {}
     }
   };
-  const timer = setInterval(sample, 200);
+  const sample = () => {
+    let lines = 0;
+    try {
+      lines = readFileSync(partial, 'utf8').split('\n').length - 1;
+    } catch {}
+    if (lines === 0) find();
+    const cpu = new Map();
+    for (const [pid, role] of pids) {
+      try {
+        const hwm = /VmHWM:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'))?.[1];
+        if (hwm) peaks.set(role, Math.max(peaks.get(role) ?? 0, Number(hwm) * 1024));
+        const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+        const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+        cpu.set(role, ((Number(fields[11]) + Number(fields[12])) * 1000) / TICKS);
+      } catch {}
+    }
+    samples.push({ t: performance.now(), lines, cpu });
+  };
+  const timer = setInterval(sample, every);
   return done.then(() => {
     clearInterval(timer);
-    return peaks;
+    return { peaks, samples };
   });
+}
+
+/**
+ * Each process's CPU time a round, from the samples of watchProcesses over the rounds whose
+ * trace lines were written from round `from` until the last but one (so the final evaluation
+ * is left out; a checkpoint's encoding is in), and the wall time a round over the same span.
+ * Undefined when fewer than two samples fall in it.
+ */
+function cpuPerRound(samples, from) {
+  // The trace is renamed when the job ends: its line count falls to 0 then.
+  const last = Math.max(0, ...samples.map((s) => s.lines));
+  const a = samples.find((s) => s.lines >= from);
+  const b = samples.findLast((s) => s.lines < last && s.lines > (a?.lines ?? Infinity));
+  if (!a || !b) return undefined;
+  const rounds = b.lines - a.lines;
+  const cpu = new Map([...b.cpu].map(([role, ms]) => [role, (ms - (a.cpu.get(role) ?? ms)) / rounds]));
+  const total = [...cpu.values()].reduce((x, y) => x + y, 0);
+  return { cpu, total, wall: (b.t - a.t) / rounds, rounds };
+}
+
+/** cpuPerRound as one line, with the least time a round that much CPU needs on this machine's cores. */
+function cpuLine(c) {
+  if (!c) return 'CPU a round: too few samples';
+  const cores = availableParallelism();
+  const each = [...c.cpu].sort().map(([role, ms]) => `${role} ${ms.toFixed(1)}`).join(', ');
+  return `CPU a round (${c.rounds} rounds, checkpoints in): ${each} ms; all ${c.total.toFixed(1)} ms, so at least ${(c.total / cores).toFixed(1)} ms a round on ${cores} cores, against ${c.wall.toFixed(1)} ms a round over the same span (${(c.total / c.wall).toFixed(2)} cores busy)`;
 }
 
 async function scale(rows, rounds) {
@@ -130,7 +197,7 @@ async function scale(rows, rounds) {
     child.stderr.on('data', (d) => (stderr += d));
     child.stdout.resume();
     const exited = new Promise((res) => child.on('close', res));
-    const peaks = await watchMemory(child.pid, exited);
+    const { peaks, samples } = await watchProcesses(child.pid, exited, out);
     if ((await exited) !== 0) throw new Error(`simulate failed: ${stderr.slice(-2000)}`);
     const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
     const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
@@ -142,6 +209,7 @@ async function scale(rows, rounds) {
     const net = quantile(ms, 0.5);
     console.log(`over the network: median ${net.toFixed(1)} ms/round, p90 ${quantile(ms, 0.9).toFixed(1)} ms (after ${warm} warm-up rounds); setup ${summary.seconds.setup.toFixed(1)} s; alignment (PSI) ${summary.alignment.seconds?.toFixed(1)} s; ${perRound(last.toCoordinator)} MiB to / ${perRound(last.fromCoordinator)} MiB from the coordinator per round`);
     console.log(`peak resident memory: ${[...peaks].sort().map(([role, b]) => `${role} ${(b / 2 ** 20).toFixed(0)} MB`).join(', ')}`);
+    console.log(cpuLine(cpuPerRound(samples, warm)));
 
     // The same rounds in one process: the product's update code, no network.
     const { binaryLabels, csrSliceColumns, readLibsvm } = await import('@admm-share/core');
@@ -165,7 +233,7 @@ async function builtIn(name, rounds) {
     child.stderr.on('data', (d) => (stderr += d));
     child.stdout.on('data', (d) => (stdout += d));
     const exited = new Promise((res) => child.on('close', res));
-    const peaks = await watchMemory(child.pid, exited);
+    const { peaks } = await watchProcesses(child.pid, exited, out);
     if ((await exited) !== 0) throw new Error(`simulate failed: ${stderr.slice(-2000)}`);
     console.log(stdout.split('\n')[0]);
     const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
@@ -221,12 +289,17 @@ async function oneProcess(blocks, y, lambda, rho, rounds, warm, net) {
   const setup = (performance.now() - t0) / 1000;
   co.step(parties.map((p) => new Float64Array(p.share.length)), true);
   const local = [];
+  let cpu;
   for (let r = 1; r <= rounds; r++) {
+    if (r === warm + 1) cpu = process.cpuUsage();
     const r0 = performance.now();
     parties.forEach((p, m) => p.updateFromBroadcast(co.cFor(m), co.rho));
     co.step(parties.map((p) => p.share));
     local.push(performance.now() - r0);
   }
   const one = quantile(local.slice(warm), 0.5);
-  console.log(`in one process: median ${one.toFixed(1)} ms/round, p90 ${quantile(local.slice(warm), 0.9).toFixed(1)} ms; set-up ${setup.toFixed(1)} s (forms ${parties.map((p) => p.form).join(', ')}); over the network / in one process: ${(net / one).toFixed(2)} per round`);
+  // Every thread of this process (the step's worker thread too), over the rounds after the warm-up.
+  const used = process.cpuUsage(cpu);
+  const cpuMs = (used.user + used.system) / 1000 / (rounds - warm);
+  console.log(`in one process: median ${one.toFixed(1)} ms/round, p90 ${quantile(local.slice(warm), 0.9).toFixed(1)} ms, CPU ${cpuMs.toFixed(1)} ms a round (all threads); set-up ${setup.toFixed(1)} s (forms ${parties.map((p) => p.form).join(', ')}); over the network / in one process: ${(net / one).toFixed(2)} per round`);
 }
