@@ -98,6 +98,19 @@ for (let run = 1; run <= Number(values.runs); run++) {
   }
 }
 console.log(`all runs: median ${quantile(all, 0.5).toFixed(2)} ms/round, p10 ${quantile(all, 0.1).toFixed(2)}, p90 ${quantile(all, 0.9).toFixed(2)} (target < 5 ms)`);
+if (cpus.length > 0) {
+  const med = (f) => quantile(cpus.map(f), 0.5);
+  console.log(`all runs, CPU a round (medians of the runs): ${[...cpus[0].cpu.keys()].sort().map((role) => `${role} ${med((c) => c.cpu.get(role) ?? NaN).toFixed(1)}`).join(', ')} ms; all ${med((c) => c.total).toFixed(1)} ms`);
+}
+{
+  // The same rounds in one process (the same blocks, 66 | 57): what the arithmetic alone costs.
+  const { binaryLabels, csrSliceColumns, readLibsvm } = await import('@admm-share/core');
+  const file = join(a9a, 'a9a');
+  const t = readLibsvm(file, { features: 123 });
+  const y = binaryLabels({ file, ids: t.ids, raw: t.firstTokens, lines: t.lines }).y;
+  const rho = 0.01 / y.length; // the exact form's default (0.01/N)
+  await oneProcess([csrSliceColumns(t.X, 0, 66), csrSliceColumns(t.X, 66, 123)], y, 1e-4, rho, Number(values.rounds), WARMUP, quantile(all, 0.5));
+}
 
 /**
  * Every job process below `root` (the coordinator and the parties, by role), sampled from /proc
