@@ -41,6 +41,15 @@ export interface Checkpoint {
 const packr = new Packr({ moreTypes: true, useRecords: false });
 
 /**
+ * Buffers a CheckpointWriter keeps to encode into. With one, a checkpoint due while the last one
+ * was still being written went into a fresh buffer: on a9a that was 8 checkpoints of 10 (a
+ * write and its fsync outlast ten rounds there), each faulting its pages in (7 ms against 1.4
+ * for a9a's 12.6 MB, 245 against 70-80 ms for a million rows' 427 MB), and each left its buffer
+ * for the collector. With two, one can be written while the next is encoded.
+ */
+export const KEPT_BUFFERS = 2;
+
+/**
  * Checkpoints of one job, one after the other. `write` encodes the state at once (it goes on
  * changing) and queues the bytes; each write goes to disk after the one before it, so the file
  * only ever moves forward. A write that failed fails the next `write` or `flush`.
@@ -49,12 +58,12 @@ export class CheckpointWriter {
   private queue: Promise<void> = Promise.resolve();
   private failure: Error | undefined;
   /**
-   * The last checkpoint's bytes, encoded into again once every queued write is on disk: a
-   * fresh buffer costs a page fault every 4 KiB as it is written (on a9a's 11.5 MB state,
-   * 7 ms against 1.4 ms into one already written). It stays resident between checkpoints.
+   * The buffers encoded into again once their write is on disk (KEPT_BUFFERS at most): a fresh
+   * buffer costs a page fault every 4 KiB as it is written. They stay resident between
+   * checkpoints.
    */
-  private buffer: Buffer | undefined;
-  private pending = 0;
+  private readonly kept: { buffer: Buffer; writing: boolean }[] = [];
+  private allocated = 0;
 
   constructor(
     readonly path: string,
@@ -67,11 +76,9 @@ export class CheckpointWriter {
     // Into one buffer sized for it: msgpackr otherwise grows its buffer by copies. A 427 MB
     // state (a million rows, four parties, Anderson memory 5) took 6.1 s and 1.1 GB above the
     // state to encode that way, against 1.5 s and the 427 MB of the encoding itself.
-    const need = packedBound(value);
-    // A write still queued or under way holds the last buffer: then a new one.
-    if (this.pending > 0 || !this.buffer || this.buffer.length < need) this.buffer = Buffer.allocUnsafeSlow(need);
-    const bytes = packInto(packr, value, this.buffer);
-    this.pending++;
+    const slot = this.slotFor(packedBound(value));
+    slot.writing = true;
+    const bytes = packInto(packr, value, slot.buffer);
     this.queue = this.queue.then(() =>
       writeFileAtomicAsync(this.path, bytes, 0o600)
         .then(
@@ -80,8 +87,29 @@ export class CheckpointWriter {
             this.failure ??= new DataError(this.path, undefined, `cannot write the checkpoint of round ${cp.round} (${err.code ?? err.message})`);
           },
         )
-        .finally(() => this.pending--),
+        .finally(() => (slot.writing = false)),
     );
+  }
+
+  /**
+   * A buffer of at least `need` bytes that no queued write holds: a kept one, else a new one,
+   * kept in place of a free one too small or beside the others up to KEPT_BUFFERS (else used
+   * once: every kept one is still being written).
+   */
+  private slotFor(need: number): { buffer: Buffer; writing: boolean } {
+    const free = this.kept.find((s) => !s.writing && s.buffer.length >= need);
+    if (free) return free;
+    const slot = { buffer: Buffer.allocUnsafeSlow(need), writing: false };
+    this.allocated++;
+    const small = this.kept.findIndex((s) => !s.writing);
+    if (small >= 0) this.kept[small] = slot;
+    else if (this.kept.length < KEPT_BUFFERS) this.kept.push(slot);
+    return slot;
+  }
+
+  /** Buffers allocated so far: KEPT_BUFFERS at most while no more than one write is under way when the next is queued. */
+  get allocations(): number {
+    return this.allocated;
   }
 
   /** Every queued checkpoint is on disk (or the first failure is thrown). */

@@ -25,7 +25,7 @@ function checkpointOf(round: number, fill: number, n = 1000): Omit<Checkpoint, '
   };
 }
 
-test('checkpoints written in the background land in order, with the state as it was when each was queued, whether their buffer is fresh or reused', async (t) => {
+test('checkpoints written in the background land in order, with the state as it was when each was queued, whether their buffer is fresh or kept; two buffers are kept', async (t) => {
   const dir = tempDir(t);
   const path = join(dir, 'checkpoint.bin');
   // As each write lands, the file holds that round's state: a checkpoint queued behind
@@ -46,16 +46,22 @@ test('checkpoints written in the background land in order, with the state as it 
   state.admm.z.fill(99);
   await writer.flush();
   assert.equal(readCheckpoint(path).admm.z[0], 1);
+  assert.equal(writer.allocations, 1);
+  // Three at once: 20 reuses the first buffer, 30 gets the second kept one, and 40, with both
+  // still being written, one of its own.
   for (const r of [20, 30, 40]) writer.write(checkpointOf(r, r));
+  assert.equal(writer.allocations, 3);
   await writer.flush();
   const cp = readCheckpoint(path);
   assert.equal(cp.round, 40);
   assert.equal(cp.admm.z[0], 40);
-  // Every write done: the next one reuses the last buffer.
+  // Every write done: the next ones reuse the kept buffers, one while the other is written.
   writer.write(checkpointOf(50, 50));
+  writer.write(checkpointOf(60, 60));
   await writer.flush();
-  assert.equal(readCheckpoint(path).admm.z[0], 50);
-  assert.deepEqual(landed, [10, 20, 30, 40, 50]);
+  assert.equal(readCheckpoint(path).admm.z[0], 60);
+  assert.equal(writer.allocations, 3, 'no buffer allocated while a kept one is free');
+  assert.deepEqual(landed, [10, 20, 30, 40, 50, 60]);
   assert.deepEqual(readdirSync(dir), ['checkpoint.bin'], 'no temporary file is left');
 });
 
