@@ -9,6 +9,7 @@
 //   npm run bench:ws [-- --sizes 260488,8000000 --trips 50]
 import { fork } from 'node:child_process';
 import { createServer } from 'node:http';
+import { fileURLToPath } from 'node:url';
 import { parseArgs } from 'node:util';
 import { WebSocket, WebSocketServer } from 'ws';
 
@@ -40,7 +41,7 @@ if (values.serve) {
   });
   server.listen(0, '127.0.0.1', () => process.send({ port: server.address().port }));
 } else {
-  const child = fork(new URL(import.meta.url).pathname, ['--serve']);
+  const child = fork(fileURLToPath(import.meta.url), ['--serve']);
   const next = () => new Promise((res) => child.once('message', res));
   const { port } = await next();
   const ws = new WebSocket(`ws://127.0.0.1:${port}`, { perMessageDeflate: false, maxPayload: 1 << 30, generateMask: (mask) => mask.fill(0) });

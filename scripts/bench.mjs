@@ -65,6 +65,8 @@ values.rounds ??= '100';
 console.log(`a9a, 2 parties (66 | 57 features), lambda 1e-4, ${values.rounds} rounds x ${values.runs} runs, node ${process.version}`);
 const all = [];
 const cpus = [];
+/** The runs' initial rho (simulate's default for a9a), for the same rounds in one process. */
+let rhoInitial;
 for (let run = 1; run <= Number(values.runs); run++) {
   const out = mkdtempSync(join(tmpdir(), 'admm-bench-'));
   try {
@@ -73,7 +75,7 @@ for (let run = 1; run <= Number(values.runs); run++) {
     child.stdout.on('data', (d) => (output += d));
     child.stderr.on('data', (d) => (output += d));
     const exited = new Promise((res) => child.on('close', res));
-    // Rounds of a few milliseconds: sampled every 50 ms (three small files a time).
+    // Rounds of a few milliseconds: sampled every 50 ms (the trace, and two small files a process).
     const { samples } = await watchProcesses(child.pid, exited, out, 50);
     if ((await exited) !== 0) {
       console.error(output);
@@ -83,6 +85,7 @@ for (let run = 1; run <= Number(values.runs); run++) {
     const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
     const ms = trace.slice(WARMUP).map((t) => t.roundSeconds * 1000);
     all.push(...ms);
+    rhoInitial = summary.rho.initial;
     const bytes = trace[trace.length - 2].bytes;
     const cpu = cpuPerRound(samples, WARMUP);
     if (cpu) cpus.push(cpu);
@@ -104,12 +107,8 @@ if (cpus.length > 0) {
 }
 {
   // The same rounds in one process (the same blocks, 66 | 57): what the arithmetic alone costs.
-  const { binaryLabels, csrSliceColumns, readLibsvm } = await import('@admm-share/core');
-  const file = join(a9a, 'a9a');
-  const t = readLibsvm(file, { features: 123 });
-  const y = binaryLabels({ file, ids: t.ids, raw: t.firstTokens, lines: t.lines }).y;
-  const rho = 0.01 / y.length; // the exact form's default (0.01/N)
-  await oneProcess([csrSliceColumns(t.X, 0, 66), csrSliceColumns(t.X, 66, 123)], y, 1e-4, rho, Number(values.rounds), WARMUP, quantile(all, 0.5));
+  const { blocks, y } = await libsvmBlocks(join(a9a, 'a9a'), [66, 57]);
+  await oneProcess(blocks, y, 1e-4, rhoInitial, Number(values.rounds), WARMUP, quantile(all, 0.5));
 }
 
 /**
@@ -225,10 +224,7 @@ async function scale(rows, rounds) {
     console.log(cpuLine(cpuPerRound(samples, warm)));
 
     // The same rounds in one process: the product's update code, no network.
-    const { binaryLabels, csrSliceColumns, readLibsvm } = await import('@admm-share/core');
-    const t = readLibsvm(data, { features: 400 });
-    const y = binaryLabels({ file: data, ids: t.ids, raw: t.firstTokens, lines: t.lines }).y;
-    const blocks = [0, 1, 2, 3].map((m) => csrSliceColumns(t.X, 100 * m, 100 * (m + 1)));
+    const { blocks, y } = await libsvmBlocks(data, [100, 100, 100, 100]);
     await oneProcess(blocks, y, 1e-4, summary.rho.initial, rounds, warm, net);
   } finally {
     rmSync(out, { recursive: true, force: true });
@@ -286,6 +282,15 @@ async function builtIn(name, rounds) {
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
+}
+
+/** A LIBSVM file's labels and its columns split into blocks of the given widths, as simulate --split does. */
+async function libsvmBlocks(file, widths) {
+  const { binaryLabels, csrSliceColumns, readLibsvm } = await import('@admm-share/core');
+  const t = readLibsvm(file, { features: widths.reduce((a, b) => a + b, 0) });
+  const y = binaryLabels({ file, ids: t.ids, raw: t.firstTokens, lines: t.lines }).y;
+  let start = 0;
+  return { blocks: widths.map((w) => csrSliceColumns(t.X, start, (start += w))), y };
 }
 
 /**
