@@ -29,6 +29,7 @@ import {
   ProtocolError,
   assertNever,
   encodeIdsSource,
+  firstOutside,
 } from '@admm-share/protocol';
 import { RoundGarbage, collectGarbage } from './gc.js';
 import { modelRef } from './model-file.js';
@@ -479,7 +480,7 @@ function onResume(s: SessionState, env: SessionEnv, msg: Resume): Outcome {
   else {
     replayRound(x, msg, env.privacy, env.log);
     // Nothing is sent here, but an overflowed x would be the model, or the next round's start.
-    if (!Number.isFinite(x.intercept) || firstNonFinite(x.x) >= 0 || firstNonFinite(x.share) >= 0)
+    if (!Number.isFinite(x.intercept) || firstOutside(x.x) >= 0 || firstOutside(x.share) >= 0)
       throw new ProtocolError('invalid', `resume at round ${msg.round}: the replay overflowed (rho ${msg.rho}, |c| up to ${maxAbs(msg.c)}); refusing to continue with non-finite values`);
   }
   s.round = msg.round;
@@ -660,17 +661,11 @@ function onDone(s: SessionState, msg: Done): Outcome {
       }; no model written`,
     );
   const fit = m.kind === 'admm' ? m.x : m.sgd;
-  if (!Number.isFinite(fit.intercept) || firstNonFinite(fit.x) >= 0)
+  if (!Number.isFinite(fit.intercept) || firstOutside(fit.x) >= 0)
     throw new ProtocolError('invalid', `the model of round ${s.round} has non-finite coefficients; no model written`);
   s.phase = 'done';
   if (m.kind === 'admm') void m.x.close(); // its threads: the model is final
   return { kind: 'done', done: msg, model: { coefficients: fit.x, intercept: fit.withIntercept ? fit.intercept : null, rows: fit.n } };
-}
-
-/** Index of the first value of v that is not finite, or -1. */
-function firstNonFinite(v: Float64Array): number {
-  for (let i = 0; i < v.length; i++) if (!Number.isFinite(v[i])) return i;
-  return -1;
 }
 
 /** max |v_i|, for an error message (the validator has made sure every value is finite). */
@@ -688,7 +683,7 @@ function maxAbs(v: Float64Array): number {
  * nulls. `what` says what overflowed, and from which inputs.
  */
 function refuseNonFinite(what: () => string, values: Float64Array, scalar = 0): void {
-  const i = firstNonFinite(values);
+  const i = firstOutside(values);
   if (i >= 0 || !Number.isFinite(scalar))
     throw new ProtocolError('invalid', `${what()}: refusing to send non-finite values (${i >= 0 ? `value ${i} is ${values[i]}` : `||x||^2 is ${scalar}`})`);
 }

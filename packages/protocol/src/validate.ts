@@ -142,11 +142,37 @@ function vector(o: Obj, type: string, key: string, length: number | undefined, b
   const v = o[key];
   if (!(v instanceof Float64Array)) invalid(`${type}.${key}: expected a Float64Array, got ${describe(v)}`);
   if (length !== undefined && v.length !== length) invalid(`${type}.${key}: length ${v.length}, expected ${length}`);
-  for (let i = 0; i < v.length; i++) {
-    if (!Number.isFinite(v[i])) invalid(`${type}.${key}[${i}] is ${v[i]}`);
-    if (Math.abs(v[i]) > bound) invalid(`${type}.${key}[${i}] = ${v[i]} exceeds the bound ${bound}`);
-  }
+  const i = firstOutside(v, bound);
+  if (i >= 0) invalid(Number.isFinite(v[i]) ? `${type}.${key}[${i}] = ${v[i]} exceeds the bound ${bound}` : `${type}.${key}[${i}] is ${v[i]}`);
   return v;
+}
+
+/**
+ * The index of the first value of v that is not finite or whose magnitude exceeds `bound`, or
+ * -1 when there is none. Every vector received, and every share a party sends, goes through
+ * here: 8 MB a party a round at a million rows. The usual answer, none, comes from one pass of
+ * four running maxima of |v_i| that do not wait on each other (a NaN carries through Math.max);
+ * only a vector that fails is scanned again for the index. A test against a check of each
+ * value in turn, at 4.2M values: 3.1 ms against 6.0-9.6 (docs/scaling.md).
+ */
+export function firstOutside(v: Float64Array, bound = Infinity): number {
+  const n = v.length;
+  let m0 = 0;
+  let m1 = 0;
+  let m2 = 0;
+  let m3 = 0;
+  let i = 0;
+  for (; i + 3 < n; i += 4) {
+    m0 = Math.max(m0, Math.abs(v[i]));
+    m1 = Math.max(m1, Math.abs(v[i + 1]));
+    m2 = Math.max(m2, Math.abs(v[i + 2]));
+    m3 = Math.max(m3, Math.abs(v[i + 3]));
+  }
+  for (; i < n; i++) m0 = Math.max(m0, Math.abs(v[i]));
+  const m = Math.max(m0, m1, m2, m3);
+  if (m <= bound && m < Infinity) return -1;
+  for (i = 0; i < n; i++) if (!(Math.abs(v[i]) <= bound && Number.isFinite(v[i]))) return i;
+  return -1;
 }
 
 /**

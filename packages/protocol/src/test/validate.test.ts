@@ -16,6 +16,7 @@ import {
   ReservedCloseCodes,
   decode,
   encode,
+  firstOutside,
   type Message,
   ProtocolError,
   validateCoordinatorMessage,
@@ -722,6 +723,30 @@ test('share.epsilonSpent and exhausted are validated like every other field', ()
   accepts('done', { reason: 'budget' });
 });
 
+
+test('firstOutside finds the first value that is not finite or beyond the bound, at any place, as a scan of each value does', () => {
+  const naive = (v: Float64Array, bound: number) => v.findIndex((x) => !(Number.isFinite(x) && Math.abs(x) <= bound));
+  for (const bound of [Infinity, MAX_SHARE_MAGNITUDE, 3]) {
+    for (const n of [0, 1, 3, 4, 5, 7, 8, 13, 70001]) {
+      const v = Float64Array.from({ length: n }, (_, i) => ((i * 7919) % 13) / 13 - 0.5);
+      if (n > 2) v[2] = -0;
+      if (n > 1 && bound < Infinity) v[1] = -bound;
+      assert.equal(firstOutside(v, bound), -1, `bound ${bound}, n ${n}: all within`);
+      // Non-finite values, and (with a finite bound) the largest double and one just beyond the bound.
+      const beyond = bound < Infinity ? [1.7e308, -bound * (1 + 2 * Number.EPSILON)] : [];
+      for (const bad of [NaN, Infinity, -Infinity, ...beyond]) {
+        for (const pos of new Set([0, 1, 2, 3, 4, Math.max(0, n - 5), n - 1].filter((p) => p >= 0 && p < n))) {
+          const w = v.slice();
+          w[pos] = bad;
+          // A second offender after the first does not change the answer.
+          if (pos + 6 < n) w[pos + 6] = NaN;
+          assert.equal(firstOutside(w, bound), naive(w, bound), `bound ${bound}, n ${n}, ${bad} at ${pos}`);
+          assert.equal(firstOutside(w, bound), pos);
+        }
+      }
+    }
+  }
+});
 
 test('shares, scores and batch scores are bounded by MAX_SHARE_MAGNITUDE, penaltySq by MAX_PENALTY_SQ (finite is not enough)', () => {
   const ctx = { ...CTX, step: 7, batchRows: 3 };
