@@ -13,7 +13,7 @@ import type { Logger } from 'pino';
 import { InternalError, PeerError, trainingLoss } from '@admm-share/core';
 import type { Exhausted, Resume, Share, SolverStats, StopReason } from '@admm-share/protocol';
 import { AdmmCoordinator, type RoundStats } from './admm.js';
-import { CHECKPOINT_FILE, type Checkpoint, CheckpointWriter } from './checkpoint.js';
+import { CHECKPOINT_FILE, type Checkpoint, CheckpointWriter, checkpointDue as isCheckpointDue } from './checkpoint.js';
 import type { CoordinatorConfig } from './config.js';
 import { evaluate, evaluatesAt } from './evaluation.js';
 import type { Job, Participation } from './job.js';
@@ -135,6 +135,8 @@ export class AdmmLoop {
     // A round's checkpoint is encoded once the next round's messages are out (its state does not
     // change until the next step, and the parties are computing), or after the last round.
     let checkpointDue = false;
+    // When the last checkpoint was queued (--checkpoint-seconds counts from it).
+    let lastCheckpoint = trainStart;
     let completed = false;
     try {
       while (this.last === undefined || (!this.last.converged && this.last.round < maxRounds)) {
@@ -186,7 +188,8 @@ export class AdmmLoop {
           solver: solverStats(answers, this.d.parties.list),
         };
         if (converged) reason = 'converged';
-        const due = cfg.checkpointEvery > 0 && t % cfg.checkpointEvery === 0;
+        const due = isCheckpointDue(cfg.checkpoint, t, now, lastCheckpoint);
+        if (due) lastCheckpoint = now;
         const evaluating = evaluatesAt(job, t, converged || t === maxRounds, cfg.evalEvery);
         // Before an evaluation (the last round's, or --eval-every's) the checkpoint is queued at
         // once, as the job may be stopped while the parties score.

@@ -13,6 +13,7 @@ import { resultLine } from './report.js';
 import { readLocalBaseline } from './report-read.js';
 import { type ServeConfig, serve } from './serve.js';
 import { MIN_SECRET_CHARS } from './http.js';
+import { DEFAULT_CHECKPOINT_SECONDS, checkpointPolicy } from './checkpoint.js';
 
 const TOOL = 'admm-coordinator';
 
@@ -98,7 +99,8 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     .option('tls-cert', { type: 'string', describe: 'serve wss:// with this certificate (PEM)' })
     .option('tls-key', { type: 'string', describe: 'the certificate\'s private key (PEM)' })
     .option('tls-client-ca', { type: 'string', describe: 'mutual TLS: require client certificates signed by this CA (PEM)' })
-    .option('checkpoint-every', { type: 'number', default: 10, describe: 'write out/checkpoint.bin every k completed rounds (0: never)' })
+    .option('checkpoint-every', { type: 'number', describe: 'write out/checkpoint.bin every k completed rounds (0: never) instead of by time' })
+    .option('checkpoint-seconds', { type: 'number', describe: `write out/checkpoint.bin after the first round that ends this many seconds after the last one (default ${DEFAULT_CHECKPOINT_SECONDS})` })
     .option('resume', { type: 'boolean', default: false, describe: 'continue the job checkpointed in --out (parties rejoin by themselves)' })
     .option('http-port', { type: 'number', describe: 'serve the job\'s dashboard, status API, /metrics and health checks on this port (0 picks a free one; see the "http listening" log line); none: no HTTP server' })
     .option('http-host', { type: 'string', default: '127.0.0.1', describe: 'address of the HTTP port' })
@@ -154,7 +156,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     rejoinTimeoutMs: requireInteger('rejoin-timeout', a['rejoin-timeout'], 0),
     maxRowsFactor: requirePositive('max-rows-factor', a['max-rows-factor']),
     credentials: a.credentials === undefined ? undefined : readCredentials(a.credentials),
-    checkpointEvery: requireInteger('checkpoint-every', a['checkpoint-every'], 0),
+    checkpoint: checkpointPolicy(a['checkpoint-every'], a['checkpoint-seconds']),
     resume: a.resume,
     jobIdGiven: a.job !== undefined,
     tls: readTls(a['tls-cert'], a['tls-key'], a['tls-client-ca']),

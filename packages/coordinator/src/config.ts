@@ -4,6 +4,7 @@
  */
 import type { AlgorithmName, LossName } from '@admm-share/protocol';
 import type { Variant } from './admm.js';
+import type { CheckpointPolicy } from './checkpoint.js';
 import type { LabelPrivacyConfig } from './label-flips.js';
 import type { LabelOptions } from './labels.js';
 import type { Summary, TestMetrics } from './report.js';
@@ -83,8 +84,8 @@ export interface CoordinatorConfig {
   maxRowsFactor: number;
   /** Each party's secret; when given, a hello must carry a valid proof (see helloProof). */
   credentials?: Record<string, string>;
-  /** Write a checkpoint every k completed rounds (0: never). */
-  checkpointEvery: number;
+  /** When to write a checkpoint (checkpoint.ts). */
+  checkpoint: CheckpointPolicy;
   /** Continue the job checkpointed in `out` instead of starting one. */
   resume: boolean;
   /** Whether --job was given (a resume then checks it against the checkpoint). */

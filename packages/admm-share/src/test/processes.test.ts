@@ -207,6 +207,8 @@ test('wrong flags give usage errors with exit 64, never a stack trace', async (t
     [BIN.coordinator, ['--labels', 'x.csv', '--parties', 'a', '--lambda', '-1'], /--lambda must be a number >= 0/],
     [BIN.coordinator, ['--labels', 'x.csv', '--parties', 'a', '--bogus', '1'], /Unknown argument/i],
     [BIN.coordinator, ['--parties', 'a'], /Missing required argument: labels/i],
+    [BIN.coordinator, ['--labels', 'x.csv', '--parties', 'a', '--checkpoint-every', '5', '--checkpoint-seconds', '60'], /give --checkpoint-every \(rounds\) or --checkpoint-seconds \(time\), not both/],
+    [BIN.coordinator, ['--labels', 'x.csv', '--parties', 'a', '--checkpoint-seconds', '0'], /--checkpoint-seconds must be a positive number, got 0/],
     [BIN.party, ['--coordinator', 'http://x', '--id', 'p', '--data', empty, '--mechanism', 'none'], /not a ws:\/\/ URL|no data rows/],
     [BIN.party, ['--coordinator', 'ws://x', '--id', 'bad id', '--data', 'x', '--mechanism', 'none'], /not a valid party id/],
     [BIN.party, ['--coordinator', 'ws://x', '--id', 'p', '--data', 'x'], /choose a privacy setting: --epsilon E .* or --mechanism none/],

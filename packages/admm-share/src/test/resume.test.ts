@@ -161,7 +161,8 @@ test('--resume refuses a checkpoint made with other labels, with a clear error',
   const dir = tempDir(t);
   const files = setup(dir);
   const out = join(dir, 'job');
-  const coord = coordinator(files, out, ['--checkpoint-every', '2']);
+  // Checkpoints by time (the default's policy), here after any round that ends a millisecond after the last.
+  const coord = coordinator(files, out, ['--checkpoint-seconds', '0.001']);
   const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
   // A completed job removes its checkpoint: hold round 5 back from party-1 (the job cannot get
   // past it), wait until the background writer has put a checkpoint on disk, then kill the

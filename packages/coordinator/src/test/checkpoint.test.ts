@@ -2,12 +2,12 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { DataError } from '@admm-share/core';
+import { ConfigError, DataError } from '@admm-share/core';
 import { tempDir } from '@admm-share/core/test-support';
 import { Packr } from 'msgpackr';
 import { packedBound } from '@admm-share/protocol';
 import type { Logger } from 'pino';
-import { type Checkpoint, CheckpointWriter, readCheckpoint } from '../checkpoint.js';
+import { type Checkpoint, CheckpointWriter, DEFAULT_CHECKPOINT_SECONDS, checkpointDue, checkpointPolicy, readCheckpoint } from '../checkpoint.js';
 
 /** A valid checkpoint of a one-party job over n samples whose vectors all hold `fill`. */
 function checkpointOf(round: number, fill: number, n = 1000): Omit<Checkpoint, 'format'> {
@@ -90,4 +90,23 @@ test('a checkpoint that cannot be written fails the next write and flush, naming
   const named = (err: unknown) => err instanceof DataError && err.message.includes(path) && /cannot write the checkpoint of round 10 \(ENOENT\)/.test(err.message);
   await assert.rejects(writer.flush(), named);
   assert.throws(() => writer.write(checkpointOf(20, 2)), named);
+});
+
+test('checkpoints come by time unless --checkpoint-every is given: the flags\' policy, and which rounds are due', () => {
+  assert.deepEqual(checkpointPolicy(undefined, undefined), { seconds: DEFAULT_CHECKPOINT_SECONDS });
+  assert.deepEqual(checkpointPolicy(undefined, 2.5), { seconds: 2.5 });
+  assert.deepEqual(checkpointPolicy(5, undefined), { rounds: 5 });
+  assert.deepEqual(checkpointPolicy(0, undefined), { rounds: 0 });
+  assert.throws(() => checkpointPolicy(5, 60), (e: Error) => e instanceof ConfigError && /not both/.test(e.message));
+  for (const bad of [0, -1, NaN, Infinity]) assert.throws(() => checkpointPolicy(undefined, bad), (e: Error) => e instanceof ConfigError && e.message.includes('--checkpoint-seconds'));
+  for (const bad of [-1, 2.5, NaN]) assert.throws(() => checkpointPolicy(bad, undefined), (e: Error) => e instanceof ConfigError && e.message.includes('--checkpoint-every'));
+  // By rounds: every k-th (0: never), whatever the time.
+  const due = (p: ReturnType<typeof checkpointPolicy>, rounds: number[], now = 0, last = 0) => rounds.filter((r) => checkpointDue(p, r, now, last));
+  assert.deepEqual(due({ rounds: 5 }, [1, 4, 5, 6, 10, 12, 15]), [5, 10, 15]);
+  assert.deepEqual(due({ rounds: 0 }, [1, 5, 10], 1e9, 0), []);
+  // By time: once `seconds` have passed since the last one (ms, as performance.now()), whatever the round.
+  assert.deepEqual(due({ seconds: 30 }, [1, 7], 29_999, 0), []);
+  assert.deepEqual(due({ seconds: 30 }, [1, 7], 30_000, 0), [1, 7]);
+  assert.equal(checkpointDue({ seconds: 0.5 }, 3, 1_700, 1_100), true);
+  assert.equal(checkpointDue({ seconds: 0.5 }, 3, 1_500, 1_100), false);
 });
