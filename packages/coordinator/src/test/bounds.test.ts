@@ -59,34 +59,35 @@ test('a finite share beyond the bound makes c non-finite, and assertFinite stops
 });
 
 test("sentFinite is the step's own check of every vector it sends: with acceleration each party's (made as the step unpacks them), without it c; true while they are finite, false once one value is not", () => {
-  // Several chunks (CHUNK samples each), split and not: a value in the last chunk of the last party.
+  // Several chunks (CHUNK samples each), split and not: a value in the last chunk (three
+  // samples, which unpackRange takes one at a time) or the second sample (in its groups of four).
   const n = 2 * CHUNK + 3;
   const y = Float64Array.from({ length: n }, (_, i) => (i % 3 ? 1 : -1));
-  for (const anderson of [0, 3])
-    for (const split of [false, true]) {
-      const what = `anderson ${anderson}, split ${split}`;
-      const admm = new AdmmCoordinator({ variant: 'exact', loss: logistic, y, parties: M, lambda: 1e-4, rho: 0.01 / n, alpha: 1.6, tolerance: { abs: 1e-7, rel: 1e-5 }, anderson, split });
-      try {
-        const shares = Array.from({ length: M }, (_, m) => Float64Array.from({ length: n }, (_, i) => Math.sin(i + m)));
-        admm.step(shares.map((s) => new Float64Array(s.length)), true);
-        for (let r = 1; r <= 3; r++) {
-          admm.step(shares);
-          const finite = Array.from({ length: M }, (_, m) => admm.cFor(m)).every((v) => v.every(Number.isFinite));
-          assert.equal(finite, true, `${what}, round ${r}: the vectors`);
-          assert.equal(admm.sentFinite(), true, `${what}, round ${r}`);
-        }
-        shares[M - 1][n - 1] = 1.7e308;
-        shares[M - 2][n - 1] = 1.7e308;
-        // As a first step: an extrapolated step whose residual is not finite is rejected for the
-        // last point kept (anderson.ts), a first one is taken as it is.
-        admm.step(shares, true);
-        const bad = Array.from({ length: M }, (_, m) => admm.cFor(m)).filter((v) => !v.every(Number.isFinite)).length;
-        assert.ok(bad > 0, `${what}: a vector is not finite`);
-        assert.equal(admm.sentFinite(), false, what);
-      } finally {
-        admm.close();
+  const cases = [0, 3].flatMap((anderson) => [false, true].flatMap((split) => [n - 1, 5].map((at) => ({ anderson, split, at }))));
+  for (const { anderson, split, at } of cases) {
+    const what = `anderson ${anderson}, split ${split}, sample ${at}`;
+    const admm = new AdmmCoordinator({ variant: 'exact', loss: logistic, y, parties: M, lambda: 1e-4, rho: 0.01 / n, alpha: 1.6, tolerance: { abs: 1e-7, rel: 1e-5 }, anderson, split });
+    try {
+      const shares = Array.from({ length: M }, (_, m) => Float64Array.from({ length: n }, (_, i) => Math.sin(i + m)));
+      admm.step(shares.map((s) => new Float64Array(s.length)), true);
+      for (let r = 1; r <= 3; r++) {
+        admm.step(shares);
+        const finite = Array.from({ length: M }, (_, m) => admm.cFor(m)).every((v) => v.every(Number.isFinite));
+        assert.equal(finite, true, `${what}, round ${r}: the vectors`);
+        assert.equal(admm.sentFinite(), true, `${what}, round ${r}`);
       }
+      shares[M - 1][at] = 1.7e308;
+      shares[M - 2][at] = 1.7e308;
+      // As a first step: an extrapolated step whose residual is not finite is rejected for the
+      // last point kept (anderson.ts), a first one is taken as it is.
+      admm.step(shares, true);
+      const bad = Array.from({ length: M }, (_, m) => admm.cFor(m)).filter((v) => !v.every(Number.isFinite)).length;
+      assert.ok(bad > 0, `${what}: a vector is not finite`);
+      assert.equal(admm.sentFinite(), false, what);
+    } finally {
+      admm.close();
     }
+  }
 });
 
 test('address groups: IPv4 addresses as they are (also IPv4-mapped), IPv6 by /64', () => {
