@@ -1,8 +1,8 @@
 /**
  * What the coordinator needs to continue a job after a crash (`--resume`): written every
  * --checkpoint-seconds of training (--checkpoint-every rounds instead when that is given),
- * atomically (write, fsync, rename), as MessagePack so the
- * vectors keep their exact bits, and read back with every field checked like wire data.
+ * atomically (write, fsync, rename), as MessagePack so the vectors keep their exact bits,
+ * and read back with every field checked like wire data.
  * The state is encoded at once and written in the background (CheckpointWriter), so the
  * rounds go on while the file system works.
  * Parties rejoin by themselves and are told the round (with what they need to recompute it).
@@ -49,6 +49,7 @@ export function checkpointPolicy(everyRounds: number | undefined, seconds: numbe
 export function checkpointDue(policy: CheckpointPolicy, round: number, now: number, last: number): boolean {
   return 'rounds' in policy ? policy.rounds > 0 && round % policy.rounds === 0 : now - last >= 1000 * policy.seconds;
 }
+
 const FORMAT = 'admm-share-checkpoint/5';
 
 export interface Checkpoint {
