@@ -192,7 +192,7 @@ function cpuLine(c) {
   if (!c) return 'CPU a round: too few samples';
   const cores = availableParallelism();
   const each = [...c.cpu].sort().map(([role, ms]) => `${role} ${ms.toFixed(1)}`).join(', ');
-  return `CPU a round (${c.rounds} rounds, checkpoints in): ${each} ms; all ${c.total.toFixed(1)} ms, so at least ${(c.total / cores).toFixed(1)} ms a round on ${cores} cores, against ${c.wall.toFixed(1)} ms a round over the same span (${(c.total / c.wall).toFixed(2)} cores busy)`;
+  return `CPU a round (${c.rounds} rounds, any checkpoint among them included): ${each} ms; all ${c.total.toFixed(1)} ms, so at least ${(c.total / cores).toFixed(1)} ms a round on ${cores} cores, against ${c.wall.toFixed(1)} ms a round over the same span (${(c.total / c.wall).toFixed(2)} cores busy)`;
 }
 
 async function scale(rows, rounds) {
