@@ -22,8 +22,9 @@ export const PARTY_NODE_FLAGS = ['--max-semi-space-size=2', '--expose-gc'];
 /**
  * Node's flags for the coordinator process, also on the first line of its bin script (a test
  * compares them). Each round leaves the coordinator a few megabytes of array buffers (the
- * shares as received and decoded, the socket's reads; a checkpoint's encoding every tenth
- * round), which V8 counts against a limit of about 24 MB above the live heap: on a9a that was
+ * shares as received and decoded, the socket's reads; a checkpoint's encoding, every tenth
+ * round when that was the default), which V8 counts against a limit of about 24 MB above the
+ * live heap: on a9a that was
  * a full collection every 7-8 rounds, 1.3-5.7 ms each, on the round's critical path. With the
  * old generation's first limit at 128 MB, 0-2 in 90 rounds instead of 12-13 (docs/scaling.md). The
  * price is up to that much garbage held between collections, in a process with no memory
