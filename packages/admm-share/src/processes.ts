@@ -24,11 +24,10 @@ export const PARTY_NODE_FLAGS = ['--max-semi-space-size=2', '--expose-gc'];
  * compares them). Each round leaves the coordinator a few megabytes of array buffers (the
  * shares as received and decoded, the socket's reads; a checkpoint's encoding, every tenth
  * round when that was the default), which V8 counts against a limit of about 24 MB above the
- * live heap: on a9a that was
- * a full collection every 7-8 rounds, 1.3-5.7 ms each, on the round's critical path. With the
- * old generation's first limit at 128 MB, 0-2 in 90 rounds instead of 12-13 (docs/scaling.md). The
- * price is up to that much garbage held between collections, in a process with no memory
- * target of its own.
+ * live heap: on a9a that was a full collection every 7-8 rounds, 1.3-5.7 ms each, on the
+ * round's critical path. With the old generation's first limit at 128 MB, 0-2 in 90 rounds
+ * instead of 12-13 (docs/scaling.md). The price is up to that much garbage held between
+ * collections, in a process with no memory target of its own.
  */
 export const COORDINATOR_NODE_FLAGS = ['--initial-old-space-size=128'];
 
