@@ -77,7 +77,8 @@ const packr = new Packr({ moreTypes: true, useRecords: false });
  * was still being written went into a fresh buffer: on a9a that was 8 checkpoints of 10 (a
  * write and its fsync outlast ten rounds there), each faulting its pages in (7 ms against 1.4
  * for a9a's 12.6 MB, 245 against 70-80 ms for a million rows' 427 MB), and each left its buffer
- * for the collector. With two, one can be written while the next is encoded.
+ * for the collector. With two, one can be written while the next is encoded. Checkpoints by
+ * time (the default) seldom overlap; `--checkpoint-every` with short rounds still does.
  */
 export const KEPT_BUFFERS = 2;
 

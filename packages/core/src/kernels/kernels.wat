@@ -475,8 +475,9 @@
 
   ;; The logistic prox over [from, to) (logisticProxInto in losses.ts, the same operations on
   ;; each sample): with s = y t, b = y a + shift, Newton on h(s) = s - b - R sigma(-s) from the
-  ;; warm start; a lane that has stopped keeps its values while the other goes on. Returns the
-  ;; Newton steps (exponentials) of the samples, as logisticProxInto does.
+  ;; warm start; a lane that has stopped keeps its values while the others go on. Four samples
+  ;; at a time (two pairs whose Newton steps interleave), then the last one to three two at a
+  ;; time. Returns the Newton steps (exponentials) of the samples, as logisticProxInto does.
   (func (export "logisticProx") (param $from i32) (param $to i32) (param $t i32) (param $slope i32) (param $curv i32) (param $y i32) (param $a i32)
     (param $R f64) (param $shift f64) (param $errScale f64) (result i32)
     (local $i i32) (local $at i32) (local $it i32) (local $two i32) (local $steps i64) (local $lanes v128)
@@ -485,9 +486,9 @@
     (local $yA v128) (local $yB v128) (local $bA v128) (local $bB v128) (local $negA v128) (local $negB v128) (local $sA v128) (local $sB v128) (local $pA v128) (local $pB v128) (local $invA v128) (local $invB v128) (local $doneA v128) (local $doneB v128) (local $lanesA v128) (local $lanesB v128) (local $pnA v128) (local $pnB v128) (local $invnA v128) (local $invnB v128) (local $stepA v128) (local $stepB v128) (local $snA v128) (local $snB v128) (local $outA v128) (local $outB v128) (local $convA v128) (local $convB v128)
     (local.set $Rv (f64x2.splat (local.get $R)))
     (local.set $i (local.get $from))
-        ;; Two pairs at a time (four samples): each pair's Newton steps are the ones it takes alone,
-        ;; but the two chains of dependent operations interleave (one pair's waits on the divider
-        ;; and the exponential are the other's work).
+    ;; Two pairs at a time (four samples): each pair's Newton steps are the ones it takes alone,
+    ;; but the two chains of dependent operations interleave (one pair's waits on the divider
+    ;; and the exponential are the other's work).
     (block $quadsDone
       (loop $quad
         (br_if $quadsDone (i32.gt_s (i32.add (local.get $i) (i32.const 4)) (local.get $to)))
