@@ -18,6 +18,7 @@ import { KERNELS_WASM } from './wasm-kernels-bytes.js';
 interface Kernels {
   matVec(rows: number, indptr: number, indices: number, values: number, x: number, out: number): void;
   matTVec(rows: number, cols: number, indptr: number, indices: number, values: number, w: number, out: number): void;
+  matTVecDiff(rows: number, cols: number, indptr: number, indices: number, values: number, a: number, b: number, out: number): void;
   gramVec(rows: number, cols: number, indptr: number, indices: number, values: number, v: number, out: number): void;
   panelDots(cols: number, len: number, u: number, r: number, coef: number): void;
   panelAdd(cols: number, len: number, u: number, coef: number, z: number): void;
@@ -136,6 +137,14 @@ export class WasmCsr {
   private readonly at: number[];
   private readonly long: Float64Array;
   private readonly short: Float64Array;
+  /**
+   * Two vectors of `rows` doubles for the instance's holder (the x-update: the round's vector
+   * it is sent, and its share D x), in this memory, so that matVec writes one in place and
+   * matTVecDiff reads both where they are. At a million rows the copies into and out of the
+   * long vector, and the difference formed before D^T w, were three passes over 8 MB vectors
+   * a round, a quarter of the x-update.
+   */
+  readonly rowVectors: readonly [Float64Array, Float64Array];
 
   private constructor(rows: number, cols: number, nnz: number, kernels: Kernels, buffer: SharedArrayBuffer, at: number[]) {
     this.kernels = kernels;
@@ -143,6 +152,12 @@ export class WasmCsr {
     this.csr = { rows, cols, indptr: new Int32Array(buffer, at[0], rows + 1), indices: new Int32Array(buffer, at[1], nnz), values: new Float64Array(buffer, at[2], nnz) };
     this.long = new Float64Array(buffer, at[3], Math.max(rows, cols));
     this.short = new Float64Array(buffer, at[4], cols);
+    this.rowVectors = [new Float64Array(buffer, at[5], rows), new Float64Array(buffer, at[6], rows)];
+  }
+
+  /** Whether v is one of rowVectors (a product reads or writes it in place). */
+  private isRowVector(v: Float64Array): boolean {
+    return v === this.rowVectors[0] || v === this.rowVectors[1];
   }
 
   /**
@@ -150,7 +165,7 @@ export class WasmCsr {
    * (a row selection: fromRows, SpilledCsr.selectInto), or undefined when it does not fit.
    */
   static empty(rows: number, cols: number, nnz: number): WasmCsr | undefined {
-    const { at, bytes } = layout(4 * (rows + 1), 4 * nnz, 8 * nnz, 8 * Math.max(rows, cols), 8 * cols);
+    const { at, bytes } = layout(4 * (rows + 1), 4 * nnz, 8 * nnz, 8 * Math.max(rows, cols), 8 * cols, 8 * rows, 8 * rows);
     const inst = instantiate(bytes);
     return inst && new WasmCsr(rows, cols, nnz, inst.kernels, inst.buffer, at);
   }
@@ -179,13 +194,17 @@ export class WasmCsr {
     return w;
   }
 
-  /** out = A x (csrMatVec). */
+  /** out = A x (csrMatVec): written in place when out is one of rowVectors. */
   matVec(out: Float64Array, x: Float64Array): Float64Array {
     const { rows, cols } = this.csr;
     assertLength('x', x, cols);
     assertLength('out', out, rows);
     this.short.set(x);
     const [indptr, indices, values, long, short] = this.at;
+    if (this.isRowVector(out)) {
+      this.kernels.matVec(rows, indptr, indices, values, short, out.byteOffset);
+      return out;
+    }
     this.kernels.matVec(rows, indptr, indices, values, short, long);
     out.set(this.long.subarray(0, rows));
     return out;
@@ -199,6 +218,17 @@ export class WasmCsr {
     this.long.set(w);
     const [indptr, indices, values, long, short] = this.at;
     this.kernels.matTVec(rows, cols, indptr, indices, values, long, short);
+    out.set(this.short);
+    return out;
+  }
+
+  /** out = A^T (a - b) (csrMatTVec of a - b, to the same bits), a and b being rowVectors. */
+  matTVecDiff(out: Float64Array, a: Float64Array, b: Float64Array): Float64Array {
+    const { rows, cols } = this.csr;
+    assertLength('out', out, cols);
+    if (!this.isRowVector(a) || !this.isRowVector(b)) throw new RangeError('matTVecDiff: a and b must be the instance\'s rowVectors');
+    const [indptr, indices, values, , short] = this.at;
+    this.kernels.matTVecDiff(rows, cols, indptr, indices, values, a.byteOffset, b.byteOffset, short);
     out.set(this.short);
     return out;
   }

@@ -197,6 +197,8 @@ export interface LinkEvents {
   failed(err: PeerError): void;
   /** The coordinator closed with 'done' without a `done` message (a prediction job's end): true if that ends the session well. */
   closedDone?(): boolean;
+  /** Where a round's vector of n values is to be decoded, if the session has a place for it (the x-update's, RidgeXUpdate.broadcastInto); else the link's own array. */
+  roundInto?(n: number): Float64Array | undefined;
 }
 
 type LinkState = 'connecting' | 'open' | 'finished';
@@ -237,7 +239,7 @@ export class CoordinatorLink {
 
   /** The buffer `send` reuses. */
   private readonly scratch: EncodeScratch = {};
-  /** The parts of a round's long vector, put together in `received` (reused round after round: the session does not keep a round's vector). */
+  /** The parts of a round's long vector, put together in `received` (reused round after round: the session does not keep a round's vector) or in the session's place for it (roundInto). */
   private readonly parts = new PartAssembler();
   private received: Float64Array | undefined;
   private readonly writer = new MessageWriter();
@@ -403,7 +405,11 @@ export class CoordinatorLink {
       if (!isBinary) throw new ProtocolError('malformed', 'text frame; messages are binary MessagePack');
       const ctx = this.events.context();
       const n = ctx.n ?? 0;
-      const received = () => (this.received?.length === n ? this.received : (this.received = new Float64Array(n)));
+      const received = () => {
+        const own = this.events.roundInto?.(n);
+        if (own?.length === n) return own;
+        return this.received?.length === n ? this.received : (this.received = new Float64Array(n));
+      };
       // A round's vector goes into `received`, whole or in parts (undefined until its message is in).
       const got = validateCoordinatorMessage(decode(data as Buffer, this.parts.vectorInto('round', n, received)), ctx);
       msg = this.parts.take(got, 'round', n, received, 'before the setup');

@@ -311,6 +311,7 @@ function run(config: PartyConfig, env: SessionEnv, rowsScaled: number): PartyHan
     env.log,
     {
       context: () => validationContext(session, env),
+      roundInto: () => (session.model?.kind === 'admm' ? session.model.x.broadcastInto : undefined),
       open: () => connectionOpened(session),
       lost: () => connectionLost(session),
       message: (msg) => {

@@ -119,7 +119,8 @@ export class RidgeXUpdate {
   private readonly q: Float64Array;
   private readonly ev: Float64Array;
   private readonly k: number;
-  private readonly wc: Float64Array;
+  /** The target w of updateFromBroadcast when it is formed (not by updateInPlace); made at its first use. */
+  private wc: Float64Array | undefined;
   private readonly t: Float64Array;
   private readonly tmp: Float64Array;
 
@@ -192,9 +193,9 @@ export class RidgeXUpdate {
       this.colSq = new Float64Array(0);
     }
     this.x = new Float64Array(this.d);
-    this.share = new Float64Array(this.n);
+    // A sparse block's share is in its kernels' memory, where D x is written (updateInPlace).
+    this.share = this.Dw ? this.Dw.rowVectors[1] : new Float64Array(this.n);
     this.released = opts.noiseFree ? this.share : new Float64Array(this.n);
-    this.wc = new Float64Array(this.n);
     this.t = new Float64Array(this.k);
     this.tmp = new Float64Array(this.k);
     // Last, so that a constructor that throws leaves no threads behind.
@@ -334,7 +335,9 @@ export class RidgeXUpdate {
    */
   updateFromBroadcast(c: Float64Array, rho: number, bounds?: { clip: number; radius: number }): void {
     assertLength('c', c, this.n);
-    const { wc, released } = this;
+    if (!bounds && this.updateInPlace(c, rho)) return;
+    const { released } = this;
+    const wc = (this.wc ??= new Float64Array(this.n));
     if (bounds) {
       const b = bounds.clip;
       for (let i = 0; i < this.n; i++) {
@@ -344,6 +347,43 @@ export class RidgeXUpdate {
     } else for (let i = 0; i < this.n; i++) wc[i] = released[i] - c[i];
     this.solve(wc, rho, bounds?.radius);
     if (released !== this.share) released.set(this.share);
+  }
+
+  /**
+   * Where the coordinator's vector for a round is best put: updateFromBroadcast then reads it
+   * where it is (a sparse block's kernels' memory, WasmCsr.rowVectors); undefined for a dense
+   * block, whose products read the caller's arrays.
+   */
+  get broadcastInto(): Float64Array | undefined {
+    return this.Dw?.rowVectors[0];
+  }
+
+  /**
+   * updateFromBroadcast without bounds, when neither w nor a copy is needed: a sparse block in
+   * the kernels' memory, a primal form (the eigenbasis or Cholesky, whose first product is
+   * D^T w), no intercept (w is not centred), and the share released as it is. D^T w is then
+   * formed from `released` and c where they are (WasmCsr.matTVecDiff; c is copied there first
+   * unless it was put in broadcastInto) and D x is written into the share: the operations of
+   * solve(), so the same bits, without three passes over N-vectors (forming w, and copying it
+   * and D x into and out of the kernels' memory). False, having done nothing, otherwise.
+   */
+  private updateInPlace(c: Float64Array, rho: number): boolean {
+    const { Dw, released, x } = this;
+    if (!Dw || this.mu || released !== this.share || this.side !== 'primal' || this.form === 'cg') return false;
+    if (!(rho > 0)) throw new RangeError(`rho must be > 0, got ${rho}`);
+    const [input] = Dw.rowVectors;
+    if (c !== input) input.set(c);
+    if (this.form === 'primal') {
+      Dw.matTVecDiff(this.tmp, released, input);
+      this.solveEigenbasis(this.tmp, rho, Infinity);
+    } else {
+      if (rho !== this.cholRho) this.factor(rho);
+      Dw.matTVecDiff(x, released, input);
+      this.solveCholeskyPrimal(rho);
+      this.lastIterations = 0;
+    }
+    Dw.matVec(this.share, x);
+    return true;
   }
 
   /**
@@ -374,13 +414,14 @@ export class RidgeXUpdate {
   }
 
   private solveFactored(w: Float64Array, rho: number, radius: number): void {
-    const { n, d, k, q, ev, t, tmp, x, lambda, mu } = this;
-    // t: the right-hand side in the eigenbasis, rho Q^T D^T w (primal) or Q^T w (dual).
     // With a centred w, D~^T w = D^T w because 1^T w = 0.
-    if (this.form === 'primal') {
-      this.mulDT(tmp, w);
-      matTVec(t, q, k, k, tmp);
-    } else matTVec(t, q, k, k, w);
+    this.solveEigenbasis(this.form === 'primal' ? this.mulDT(this.tmp, w) : w, rho, radius);
+  }
+
+  /** solveFactored from D^T w (primal) or w (dual): the right-hand side in the eigenbasis, rho Q^T of it, then x. */
+  private solveEigenbasis(v: Float64Array, rho: number, radius: number): void {
+    const { n, d, k, q, ev, t, tmp, x, lambda, mu } = this;
+    matTVec(t, q, k, k, v);
     const muBall = Number.isFinite(radius) ? this.ballMultiplier(rho, radius) : 0;
     for (let j = 0; j < k; j++) t[j] *= shrink(lambda + muBall, rho, ev[j]);
     if (this.form === 'primal') matVec(x, q, k, k, t);
@@ -406,8 +447,7 @@ export class RidgeXUpdate {
     if (rho !== this.cholRho) this.factor(rho);
     if (this.side === 'primal') {
       this.mulDT(x, w); // w is centred, so D~^T w = D^T w
-      for (let j = 0; j < d; j++) x[j] *= rho;
-      this.cholSolve(x);
+      this.solveCholeskyPrimal(rho);
     } else {
       const a = this.tmp;
       a.set(w);
@@ -418,6 +458,13 @@ export class RidgeXUpdate {
       for (let j = 0; j < d; j++) x[j] = rho * (x[j] - (mu ? mu[j] * sa : 0));
     }
     this.lastIterations = Number.isFinite(radius) && dot(x, x) > radius * radius ? this.solveBall(this.rhsOf(w, rho), rho, radius) : 0;
+  }
+
+  /** The primal cholesky solve from x = D^T w: x = (lambda I + rho D~^T D~)^-1 rho D^T w. */
+  private solveCholeskyPrimal(rho: number): void {
+    const { d, x } = this;
+    for (let j = 0; j < d; j++) x[j] *= rho;
+    this.cholSolve(x);
   }
 
   /** b = (L L^T)^-1 b with the factor (k x k), in WebAssembly when it is there. */

@@ -69,6 +69,24 @@
         (local.set $i (i32.add (local.get $i) (i32.const 1)))
         (br $row))))
 
+  ;; out = A^T (a - b)  (csrMatTVec of the difference, formed row by row: a - b is not stored)
+  (func (export "matTVecDiff")
+    (param $rows i32) (param $cols i32) (param $indptr i32) (param $indices i32) (param $values i32) (param $a i32) (param $b i32) (param $out i32)
+    (local $i i32) (local $s i32) (local $e i32) (local $at i32) (local $wi f64)
+    (call $zero (local.get $out) (local.get $cols))
+    (local.set $e (i32.load (local.get $indptr)))
+    (block $done
+      (loop $row
+        (br_if $done (i32.ge_u (local.get $i) (local.get $rows)))
+        (local.set $s (local.get $e))
+        (local.set $e (i32.load (i32.add (local.get $indptr) (i32.shl (i32.add (local.get $i) (i32.const 1)) (i32.const 2)))))
+        (local.set $at (i32.shl (local.get $i) (i32.const 3)))
+        (local.set $wi (f64.sub (f64.load (i32.add (local.get $a) (local.get $at))) (f64.load (i32.add (local.get $b) (local.get $at)))))
+        (if (f64.ne (local.get $wi) (f64.const 0))
+          (then (call $scatter (local.get $indices) (local.get $values) (local.get $out) (local.get $s) (local.get $e) (local.get $wi))))
+        (local.set $i (i32.add (local.get $i) (i32.const 1)))
+        (br $row))))
+
   ;; out = A^T A v  (csrGramVec): each row's dot product with v, then the row added back scaled
   ;; by it (skipped when it is zero)
   (func (export "gramVec")

@@ -72,6 +72,32 @@ test('WasmCsr: D x, D^T w and D^T D v are those of csrMatVec, csrMatTVec and csr
   }
 });
 
+test('WasmCsr in place: D x into a row vector and D^T (a - b) of two are the copying products to the bit, and other arrays are refused', () => {
+  const rand = seeded(11);
+  for (const [rows, cols, zeros] of [[1, 1, 0], [9, 4, 0.3], [130, 17, 0.5], [6, 5, 1]] as const) {
+    const m = randomCsr(rand, rows, cols, zeros);
+    const w = WasmCsr.from(m)!;
+    const [a, b] = w.rowVectors;
+    assert.equal(a.length, rows);
+    assert.equal(b.length, rows);
+    const x = Float64Array.from({ length: cols }, () => rand() - 0.5);
+    const want = csrMatVec(new Float64Array(rows), m, x);
+    assert.equal(w.matVec(b, x), b, 'D x is written into the row vector itself');
+    same(want, b, `${rows}x${cols}: D x in place`);
+    // Some rows with a - b = 0, which both skip.
+    for (let i = 0; i < rows; i++) a[i] = i % 3 === 0 ? b[i] : rand() - 0.5;
+    const diff = a.map((v, i) => v - b[i]);
+    same(csrMatTVec(new Float64Array(cols), m, diff), w.matTVecDiff(new Float64Array(cols), a, b), `${rows}x${cols}: D^T (a - b)`);
+    same(csrMatTVec(new Float64Array(cols), m, diff.map((v) => -v)), w.matTVecDiff(new Float64Array(cols), b, a), `${rows}x${cols}: D^T (b - a)`);
+    // The row vectors are left as they were, and a copying D x still reads nothing of them.
+    same(csrMatVec(new Float64Array(rows), m, x), w.matVec(new Float64Array(rows), x), 'D x into an array of the caller');
+    same(want, b, 'the row vector after a copying product');
+    assert.throws(() => w.matTVecDiff(new Float64Array(cols), a, diff), /rowVectors/);
+    assert.throws(() => w.matTVecDiff(new Float64Array(cols), a.subarray(0), b), /rowVectors/);
+    assert.throws(() => w.matTVecDiff(new Float64Array(cols + 1), a, b), /out has length/);
+  }
+});
+
 test('WasmCsr.fromRows selects rows straight into WebAssembly memory: the arrays of csrSelectRows, and a row out of range is refused', () => {
   const rand = seeded(6);
   const a = randomCsr(rand, 30, 12, 0.6);

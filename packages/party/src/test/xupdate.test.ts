@@ -1,7 +1,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CholeskyDecomposition, Matrix, solve } from 'ml-matrix';
-import { type Csr, csrFromDense, sharedFloat64 } from '@admm-share/core';
+import { type Csr, WasmCsr, csrFromDense, sharedFloat64 } from '@admm-share/core';
 import { RidgeXUpdate, THREADS_MIN_ENTRIES, factorPieces, threadsFor } from '../xupdate.js';
 import { gaussian, randomVector, seeded } from '@admm-share/core/test-support';
 
@@ -573,6 +573,51 @@ test('threadsFor: a number as given; auto: none for a small block or one outside
   assert.ok(threadsFor('auto', big) <= 3);
   assert.throws(() => threadsFor(-1, big), /whole number/);
   assert.throws(() => threadsFor(1.5, big), /whole number/);
+});
+
+test('in place (a sparse block, noiseFree, no intercept, the eigen or Cholesky form): D^T (released - c) from the kernels\' memory gives the rounds of a separate released vector, bit for bit, with c there or not', () => {
+  const rand = seeded('in-place');
+  const D = csrFromDense(randomDense(rand, 300, 12, 0.4));
+  const diff = WasmCsr.prototype.matTVecDiff;
+  let inPlace = 0;
+  WasmCsr.prototype.matTVecDiff = function (...args: Parameters<typeof diff>) {
+    inPlace++;
+    return diff.apply(this, args);
+  };
+  try {
+    for (const opts of [{}, { eigenLimit: 0 }]) {
+      const plain = new RidgeXUpdate(D, 0.1, false, opts);
+      const shared = new RidgeXUpdate(D, 0.1, false, { ...opts, noiseFree: true });
+      assert.equal(shared.form, 'eigenLimit' in opts ? 'cholesky' : 'primal');
+      const into = shared.broadcastInto!;
+      assert.equal(into.length, 300);
+      for (const [r, rho] of [0.5, 0.5, 2, 2, 0.7].entries()) {
+        const c = randomVector(rand, 300);
+        plain.updateFromBroadcast(c, rho);
+        const before = inPlace;
+        // Even rounds: c decoded where the update reads it; odd rounds: an array of the caller's.
+        if (r % 2 === 0) {
+          into.set(c);
+          shared.updateFromBroadcast(into, rho);
+        } else shared.updateFromBroadcast(c, rho);
+        assert.equal(inPlace, before + 1, `${shared.form} round ${r + 1}: in place`);
+        assert.deepEqual(shared.share, plain.share, `${shared.form} round ${r + 1}: share`);
+        assert.deepEqual(shared.x, plain.x, `${shared.form} round ${r + 1}: x`);
+      }
+      // With bounds (privacy) the target is clipped: formed, not in place.
+      const before = inPlace;
+      shared.updateFromBroadcast(randomVector(rand, 300), 1, { clip: 0.5, radius: 10 });
+      assert.equal(inPlace, before, 'bounds: not in place');
+    }
+    // Neither with an intercept, nor with a separate released vector.
+    for (const [intercept, noiseFree] of [[true, true], [false, false]]) {
+      const before = inPlace;
+      new RidgeXUpdate(D, 0.1, intercept, { noiseFree }).updateFromBroadcast(randomVector(rand, 300), 1);
+      assert.equal(inPlace, before, `intercept ${intercept}, noiseFree ${noiseFree}: not in place`);
+    }
+  } finally {
+    WasmCsr.prototype.matTVecDiff = diff;
+  }
 });
 
 test('noiseFree: released is the share itself, and the rounds are those of a separate released vector, bit for bit', () => {
