@@ -30,7 +30,7 @@ const bytes = (n: number, seed: number) => Uint8Array.from({ length: n }, (_, i)
  * open: the server's socket for the link (`peer`), and every raw chunk it reads after the
  * upgrade in `raw`. Messages and invalid frames the link reports go to the handlers given.
  */
-async function linkWithPeer(N: number, handlers: { message?: (m: WholeCoordinatorMessage) => void; invalid?: (e: unknown) => void } = {}) {
+async function linkWithPeer(N: number, handlers: { message?: (m: WholeCoordinatorMessage) => void; invalid?: (e: unknown) => void; roundInto?: (n: number) => Float64Array | undefined } = {}) {
   const server = new WebSocketServer({ port: 0, maxPayload: 64 << 20 });
   await once(server, 'listening');
   const raw: Buffer[] = [];
@@ -45,7 +45,7 @@ async function linkWithPeer(N: number, handlers: { message?: (m: WholeCoordinato
   const link = new CoordinatorLink(
     { coordinator: `ws://127.0.0.1:${(server.address() as { port: number }).port}`, maxPayload: 64 << 20, connectTimeoutMs: 5000, reconnectTimeoutMs: 5000, heartbeatTimeoutMs: 60_000 },
     pino({ level: 'silent' }),
-    { context: () => ({ jobId: 'j', n: N }), open: () => opened(), lost: () => {}, message: handlers.message ?? (() => {}), invalid: handlers.invalid ?? (() => {}), failed: () => {} },
+    { context: () => ({ jobId: 'j', n: N }), open: () => opened(), lost: () => {}, message: handlers.message ?? (() => {}), invalid: handlers.invalid ?? (() => {}), failed: () => {}, roundInto: handlers.roundInto },
   );
   const peer = await peerWs;
   await open;
@@ -160,6 +160,42 @@ test('CoordinatorLink: a round in parts reaches the session once its last part i
   await until(() => invalid.length === 1);
   assert.match((invalid[0] as Error).message, /part\.at: 65536, expected 0/);
   assert.equal(messages.length, 2);
+});
+
+test('CoordinatorLink: a round goes where the session asks (roundInto), whole or in parts; an array of another length is not used', async (t) => {
+  for (const N of [1000, 2 * PART_VALUES + 7]) {
+    const messages: Round[] = [];
+    const place = new Float64Array(N);
+    let asked = 0;
+    let offer: Float64Array | undefined = place;
+    const { peer: ws, close } = await linkWithPeer(N, {
+      message: (m) => messages.push(m as Round),
+      roundInto: (n) => {
+        asked++;
+        assert.equal(n, N);
+        return offer;
+      },
+    });
+    t.after(close);
+    const c = (round: number) => Float64Array.from({ length: N }, (_, i) => Math.sin(i * round) * 10);
+    const send = (round: number) => {
+      for (const m of inParts<Round>({ type: 'round', jobId: 'j', round, rho: 0.5, c: c(round) })) ws.send(encode(m));
+    };
+    send(1);
+    await until(() => messages.length === 1);
+    assert.equal(messages[0].c, place, `N ${N}: decoded into the session's array`);
+    assert.deepEqual(place, c(1));
+    assert.ok(asked >= 1);
+    // Undefined, or an array of another length: the link's own array.
+    for (const [round, other] of [[2, undefined], [3, new Float64Array(N - 1)]] as const) {
+      offer = other;
+      send(round);
+      await until(() => messages.length === round);
+      assert.notEqual(messages[round - 1].c, place);
+      assert.deepEqual(messages[round - 1].c, c(round));
+      assert.deepEqual(place, c(1), 'the session\'s array left as it was');
+    }
+  }
 });
 
 /** The frames in `raw` (bytes a client sent after the handshake): each one's mask bit, key and payload length. */
