@@ -22,12 +22,6 @@ export interface StepArrays {
   /** This step's shares, and the last step's (which become this step's). */
   shares: Float64Array[];
   prevShares: Float64Array[];
-  /**
-   * With every pass in WebAssembly (`passes`): the byte offset in `memory` of each party's share
-   * this step, which the kernels read (shares[m]'s, or that of the array it was decoded into
-   * there: AdmmCoordinator.shareInto).
-   */
-  shareAt: Int32Array;
   y: Float64Array;
   sum: Float64Array;
   gap: Float64Array;
@@ -44,21 +38,11 @@ export interface StepArrays {
   memory: VectorMemory | undefined;
   /** Whether, with the logistic kernels, the exact form's passes run in WebAssembly too (exactInKernels): every array they touch, F(v) too, in `memory`. */
   passes: boolean;
-  /** With Anderson acceleration, F(v) = (w_1..w_M, zbar, u), w_m = s_m - c (else empty); its next point. */
+  /** With Anderson acceleration, F(v) = (w_1..w_M, zbar, u), w_m = s_m - c (else empty); its next point; each party's vector. */
   packed: Float64Array;
   point: Float64Array;
-  /** With Anderson acceleration, each party's vector: SENT_TURNS sets of M, written in turn (the set of turn[0]). */
-  cs: Float64Array[][];
-  turn: Int32Array;
+  cs: Float64Array[];
 }
-
-/**
- * The sets of the parties' vectors a coordinator writes in turn, one a step: the replay log
- * keeps the vectors of each party's last two answered rounds as they were sent (replay.ts), and
- * the next round's are written while they are held, so three sets. They were copies of one set,
- * four vectors of 8 MB a round at a million rows.
- */
-export const SENT_TURNS = 3;
 
 export interface StepParams {
   exact: boolean;
@@ -201,16 +185,15 @@ function exactInKernels(st: StepArrays, loss: Loss, p: StepParams, from: number,
   const invM = 1 / M;
   const pack = packed.length > 0 ? 1 : 0;
   const at = (m: number) => (pack ? packed.byteOffset + 8 * m * n : 0);
-  const { shareAt } = st;
-  k.stepFirst(from, to, shareAt[0], sum.byteOffset, gap.byteOffset, z.byteOffset, invM);
-  for (let m = 1; m < M; m++) k.stepAdd(from, to, shareAt[m], sum.byteOffset);
+  k.stepFirst(from, to, shares[0].byteOffset, sum.byteOffset, gap.byteOffset, z.byteOffset, invM);
+  for (let m = 1; m < M; m++) k.stepAdd(from, to, shares[m].byteOffset, sum.byteOffset);
   k.stepPoints(from, to, sum.byteOffset, dual.byteOffset, z.byteOffset, a.byteOffset, t.byteOffset, slope.byteOffset, curvature.byteOffset, M, p.alpha, 1 - p.alpha, invM);
   out[EXPS] = proxInKernels(st, loss, p.rho * invM, p.weight, from, to, k);
   k.stepUpdate(from, to, sum.byteOffset, t.byteOffset, a.byteOffset, z.byteOffset, dual.byteOffset, c.byteOffset, offset.byteOffset, gap.byteOffset, at(M), at(M + 1), pack, invM, out.byteOffset);
   out[DUAL_SQ] = 0;
   out[NORM_S] = 0;
   out[NORM_Z] = 0;
-  for (let m = 0; m < M; m++) k.stepParty(from, to, shareAt[m], prevShares[m].byteOffset, gap.byteOffset, offset.byteOffset, c.byteOffset, at(m), pack, out.byteOffset);
+  for (let m = 0; m < M; m++) k.stepParty(from, to, shares[m].byteOffset, prevShares[m].byteOffset, gap.byteOffset, offset.byteOffset, c.byteOffset, at(m), pack, out.byteOffset);
 }
 
 /**
@@ -261,8 +244,7 @@ export function unpackChunks(st: StepArrays, next: Int32Array, checks: Float64Ar
  * check that nothing non-finite is sent, done while the values are at hand).
  */
 export function unpackRange(st: StepArrays, from: number, to: number): number {
-  const { prevShares, z, dual, point } = st;
-  const cs = st.cs[st.turn[0]];
+  const { prevShares, z, dual, point, cs } = st;
   const M = prevShares.length;
   const n = z.length;
   z.set(point.subarray(M * n + from, M * n + to), from);

@@ -19,7 +19,7 @@ import { evaluate, evaluatesAt } from './evaluation.js';
 import type { Job, Participation } from './job.js';
 import type { Parties } from './parties.js';
 import type { PartyConnection, Traffic } from './party-connection.js';
-import { RECEIVED_TURNS, ReplayLog } from './replay.js';
+import { ReplayLog } from './replay.js';
 import { type TestMetrics, type TraceLine, TraceWriter } from './report.js';
 
 /** How training ended, for the `done` message and the summary. */
@@ -105,14 +105,12 @@ export class AdmmLoop {
       // A resumed job goes on as it was checkpointed; a new one accelerates unless a party adds
       // noise (the iteration is then not a fixed-point map; research mode, docs/rho.md).
       anderson: from ? (from.admm.anderson?.memory ?? 0) : cfg.variant === 'exact' && !d.parties.list.some((p) => p.noise) ? cfg.anderson : 0,
-      // The replay log's arrays for the shares, in the step's memory (shareSlot).
-      shareSlots: RECEIVED_TURNS,
     });
     if (from) {
       this.admm.restore(from.admm);
       this.last = { round: from.round, ...from.last, epsilonSpent: { ...from.last.epsilonSpent } };
     } else this.admm.step(d.parties.list.map(() => new Float64Array(job.n)), true); // z and dual from x = 0, so round 1 already moves
-    this.replay = new ReplayLog(d.parties.list.length, job.n, job.setup.rho, from?.replay, (m, j) => this.admm.shareSlot(m, j));
+    this.replay = new ReplayLog(d.parties.list.length, job.n, job.setup.rho, from?.replay);
   }
 
   /** Where a rejoining party resumes: its latest answered round (not after the job's last round once it has ended). */
@@ -237,12 +235,10 @@ export class AdmmLoop {
   private sendRound(t: number): Promise<Share | Exhausted>[] {
     const { job, parties } = this.d;
     const rho = this.admm.rho;
-    // The vectors are kept as they were sent, for the replay log: each party's own under
-    // acceleration is not written again while the log holds it (AdmmCoordinator.cFor); without
-    // acceleration every party gets the same one, which the next step overwrites, in a copy the
-    // log recycles, encoded once.
+    // The vectors are kept as they were sent (the step overwrites them in place), in copies the
+    // replay log recycles. Without acceleration every party gets the same one, encoded once.
     const shared = this.admm.accelerated ? undefined : this.replay.sentCopy(0, t, this.admm.c);
-    const cs = parties.list.map((_, m) => shared ?? this.admm.cFor(m));
+    const cs = parties.list.map((_, m) => shared ?? this.replay.sentCopy(m, t, this.admm.cFor(m)));
     const round = (c: Float64Array) => ({ type: 'round' as const, jobId: job.jobId, round: t, rho, c });
     const types = ['share', 'exhausted'] as const;
     const ctx = () => ({ jobId: job.jobId, n: job.n, round: t });

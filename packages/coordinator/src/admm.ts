@@ -1,6 +1,6 @@
 import { type Loss, type VectorKernels, type VectorMemory, assertLength, sharedArray, vectorLayout, vectorMemory } from '@admm-share/core';
 import type { Variant } from '@admm-share/protocol';
-import { CHUNK, DUAL_SQ, EXPS, NORM_DUAL, NORM_S, NORM_Z, PRIMAL_SQ, SENT_TURNS, STEP_SUMS, type StepArrays, lossChunks, stepChunks, unpackChunks } from './admm-kernels.js';
+import { CHUNK, DUAL_SQ, EXPS, NORM_DUAL, NORM_S, NORM_Z, PRIMAL_SQ, STEP_SUMS, type StepArrays, lossChunks, stepChunks, unpackChunks } from './admm-kernels.js';
 import { Anderson, type AndersonSnapshot, type AndersonStep } from './anderson.js';
 import { addChunkSums, chunkCount, splitByDefault } from './split-worker.js';
 import { StepSplit } from './step-split.js';
@@ -36,13 +36,6 @@ export interface AdmmOptions {
    * (for tests).
    */
   kernels?: boolean | 'prox';
-  /**
-   * Arrays a party for its shares to be decoded into (shareSlot), laid out in the step's
-   * WebAssembly memory when every pass runs there and they fit: the step then reads a share
-   * where it was decoded instead of copying it in (32 MB a round at a million rows and four
-   * parties). The replay log uses them in turn (replay.ts, RECEIVED_TURNS). Default 0.
-   */
-  shareSlots?: number;
 }
 
 export interface AdmmSnapshot {
@@ -77,13 +70,12 @@ const NAMED = ['y', 'sum', 'a', 't', 'slope', 'curvature', 'losses', 'gap', 'off
 interface StepMemory {
   memory: VectorMemory;
   kernels: VectorKernels;
-  /** Byte offsets: of each NAMED vector; of party m's share (shares[m]) and last share (prevShares[m]); of the chunks' sums; of Anderson's arrays (anderson.ts), when they are here; of party m's share slots (slots[m]), when they are here. */
+  /** Byte offsets: of each NAMED vector; of party m's share (shares[m]) and last share (prevShares[m]); of the chunks' sums; of Anderson's arrays (anderson.ts), when they are here. */
   at: Record<(typeof NAMED)[number], number>;
   shares: number[];
   prevShares: number[];
   sums: number;
   anderson: number | undefined;
-  slots: number[][] | undefined;
 }
 
 /**
@@ -94,28 +86,15 @@ interface StepMemory {
  * memory of its own and the step's passes stay TypeScript); undefined without WebAssembly, or
  * when even that is refused.
  */
-function stepMemory(n: number, M: number, sums: number, andersonBytes: number, slots: number): StepMemory | undefined {
+function stepMemory(n: number, M: number, sums: number, andersonBytes: number): StepMemory | undefined {
   const lengths = [...NAMED.map(() => 8 * n), ...Array<number>(2 * M).fill(8 * n), 8 * sums];
   const { at, bytes } = vectorLayout(lengths);
-  // The share slots go after Anderson's arrays, and only with them (every pass here); first
-  // without them, then without Anderson's, when that much memory is refused.
-  const slotBytes = slots * M * 8 * n;
-  const withSlots = andersonBytes > 0 && slotBytes > 0 ? vectorMemory(bytes + andersonBytes + slotBytes) : undefined;
-  const joint = withSlots ?? (andersonBytes > 0 ? vectorMemory(bytes + andersonBytes) : undefined);
+  const joint = andersonBytes > 0 ? vectorMemory(bytes + andersonBytes) : undefined;
   const wasm = joint ?? vectorMemory(bytes);
   if (!wasm) return undefined;
   const named = Object.fromEntries(NAMED.map((k, j) => [k, at[j]])) as StepMemory['at'];
   const first = NAMED.length;
-  const slotAt = (m: number, j: number) => bytes + andersonBytes + 8 * n * (m * slots + j);
-  return {
-    ...wasm,
-    at: named,
-    shares: at.slice(first, first + M),
-    prevShares: at.slice(first + M, first + 2 * M),
-    sums: at[first + 2 * M],
-    anderson: joint ? bytes : undefined,
-    slots: withSlots ? Array.from({ length: M }, (_, m) => Array.from({ length: slots }, (_, j) => slotAt(m, j))) : undefined,
-  };
+  return { ...wasm, at: named, shares: at.slice(first, first + M), prevShares: at.slice(first + M, first + 2 * M), sums: at[first + 2 * M], anderson: joint ? bytes : undefined };
 }
 
 /**
@@ -153,8 +132,6 @@ export class AdmmCoordinator {
   private readonly arrays: StepArrays;
   /** The WebAssembly memory of the logistic kernels' arrays (stepMemory), and the kernels on it. */
   private readonly kernels: StepMemory | undefined;
-  /** Each party's share slots in that memory (options.shareSlots), if there. */
-  private readonly slots: Float64Array[][] | undefined;
   /** The residuals' sums of a step (admm-kernels.ts, PRIMAL_SQ...). */
   private readonly sums = new Float64Array(STEP_SUMS);
   /**
@@ -202,7 +179,7 @@ export class AdmmCoordinator {
     // so the worker thread runs the same kernels on them), with Anderson's; without it, the
     // TypeScript twins, to the same bits.
     const chunks = chunkCount(n, CHUNK);
-    const k = opts.loss.name === 'logistic' && opts.kernels !== false ? stepMemory(n, M, chunks * STEP_SUMS, memory > 0 && opts.kernels !== 'prox' ? Anderson.layout(dim, memory).bytes : 0, opts.shareSlots ?? 0) : undefined;
+    const k = opts.loss.name === 'logistic' && opts.kernels !== false ? stepMemory(n, M, chunks * STEP_SUMS, memory > 0 && opts.kernels !== 'prox' ? Anderson.layout(dim, memory).bytes : 0) : undefined;
     this.kernels = k;
     const view = (at: number, len = n) => new Float64Array(k!.memory.buffer, at, len);
     const named = (key: (typeof NAMED)[number], len = n): Float64Array => (k ? view(k.at[key], len) : f64(len));
@@ -212,14 +189,9 @@ export class AdmmCoordinator {
     this.sum = named('sum');
     const base = k?.anderson;
     this.anderson = memory > 0 ? new Anderson(dim, memory, split, k && base !== undefined ? { memory: k.memory, kernels: k.kernels, base } : undefined) : undefined;
-    this.slots = k?.slots?.map((list) => list.map((at) => view(at)));
-    const shares = k ? k.shares.map((at) => view(at)) : split ? Array.from({ length: M }, () => f64(n)) : [];
-    const shareAt = split ? sharedArray(Int32Array, M) : new Int32Array(M);
-    shares.forEach((s, m) => (shareAt[m] = s.byteOffset));
     this.arrays = {
-      // Split, or in WebAssembly, the shares are copied in (or read in their slots); otherwise the step reads the caller's.
-      shares,
-      shareAt,
+      // Split, or in WebAssembly, the shares are copied in; otherwise the step reads the caller's.
+      shares: k ? k.shares.map((at) => view(at)) : split ? Array.from({ length: M }, () => f64(n)) : [],
       prevShares: k ? k.prevShares.map((at) => view(at)) : Array.from({ length: M }, () => f64(n)),
       y: k ? named('y') : split ? f64(n) : opts.y,
       sum: this.sum,
@@ -238,8 +210,7 @@ export class AdmmCoordinator {
       c: this.c,
       packed: this.anderson ? this.anderson.input : new Float64Array(0),
       point: this.anderson ? this.anderson.point : new Float64Array(0),
-      cs: this.anderson ? Array.from({ length: SENT_TURNS }, () => Array.from({ length: M }, () => f64(n))) : [],
-      turn: split ? sharedArray(Int32Array, 1) : new Int32Array(1),
+      cs: this.anderson ? Array.from({ length: M }, () => f64(n)) : [],
     };
     if (this.arrays.y !== opts.y) this.arrays.y.set(opts.y);
     this.next = split ? sharedArray(Int32Array, 1) : new Int32Array(1);
@@ -253,18 +224,9 @@ export class AdmmCoordinator {
     if (this.split && this.anderson) this.anderson.useTeam(this.split.thread);
   }
 
-  /**
-   * What party m is sent for the next round: c, or its own vector under Anderson acceleration.
-   * c is overwritten by the next step; party m's own vector by the third step after it
-   * (SENT_TURNS), so a vector sent stays as it was while the replay log keeps it.
-   */
+  /** What party m is sent for the next round: c, or its own vector under Anderson acceleration. */
   cFor(m: number): Float64Array {
-    return this.anderson ? this.arrays.cs[this.arrays.turn[0]][m] : this.c;
-  }
-
-  /** Party m's share slot j (options.shareSlots), if they are in the step's memory: a share decoded there is not copied in. */
-  shareSlot(m: number, j: number): Float64Array | undefined {
-    return this.slots?.[m][j];
+    return this.anderson ? this.arrays.cs[m] : this.c;
   }
 
   /** The exponentials the last step's z-update computed: a Newton step each, about one a sample from the warm start. */
@@ -315,14 +277,7 @@ export class AdmmCoordinator {
     const { sums, next, chunkSums } = this;
     next[0] = 0;
     const k = this.kernels?.kernels;
-    // Every pass in WebAssembly: a share in its slot is read there, another copied in first.
-    if (k && arrays.passes)
-      shares.forEach((s, m) => {
-        const inSlot = this.slots?.[m].includes(s) ?? false;
-        if (!inSlot) arrays.shares[m].set(s);
-        arrays.shareAt[m] = inSlot ? s.byteOffset : arrays.shares[m].byteOffset;
-      });
-    else if (split || k) shares.forEach((s, m) => arrays.shares[m].set(s));
+    if (split || k) shares.forEach((s, m) => arrays.shares[m].set(s));
     if (split) split.step(params, () => stepChunks(arrays, opts.loss, params, next, chunkSums, k));
     else stepChunks(k ? arrays : { ...arrays, shares: [...shares] }, opts.loss, params, next, chunkSums, k);
     addChunkSums(chunkSums, chunkCount(n, CHUNK), STEP_SUMS, STEP_SUMS, sums);
@@ -394,10 +349,9 @@ export class AdmmCoordinator {
     return step;
   }
 
-  /** z, u and each party's vector from Anderson's point (unpackRange), into the next set (SENT_TURNS). */
+  /** z, u and each party's vector from Anderson's point (unpackRange). */
   private unpack(): void {
     const { arrays, split, next, checks } = this;
-    arrays.turn[0] = (arrays.turn[0] + 1) % SENT_TURNS;
     next[0] = 0;
     if (split) split.unpack(() => unpackChunks(arrays, next, checks));
     else unpackChunks(arrays, next, checks);

@@ -27,14 +27,6 @@ export interface ReplayPoint {
 
 const EMPTY = new Float64Array(0);
 
-/**
- * The arrays a party's shares are decoded into, used in turn by round (receivedInto): the log
- * holds a party's shares of the last three rounds at most (its two answered rounds' shares, and
- * the share before the older one as that round's previous share), so with four the next is
- * never held.
- */
-export const RECEIVED_TURNS = 4;
-
 export class ReplayLog {
   /** Per party: its answered rounds, oldest first, at most two. */
   private readonly answered: Answered[][];
@@ -44,7 +36,7 @@ export class ReplayLog {
    * next is sent, so the third is never held.
    */
   private readonly copies: Float64Array[][];
-  /** Per party, RECEIVED_TURNS arrays its shares are decoded into (whole or in parts), used in turn by round (receivedInto). */
+  /** Per party, four arrays its shares are decoded into (whole or in parts), used in turn by round (receivedInto). */
   private readonly received: Float64Array[][];
 
   constructor(
@@ -52,8 +44,6 @@ export class ReplayLog {
     private readonly n: number,
     private readonly initialRho: number,
     from?: ReplayPoint,
-    /** Party m's array j (of RECEIVED_TURNS) for its shares, when its user has them (the step's share slots, AdmmCoordinator.shareSlot); else the log's own. */
-    private readonly place?: (m: number, j: number) => Float64Array | undefined,
   ) {
     this.answered = Array.from({ length: parties }, (_, m) =>
       from ? [{ round: from.round, rho: from.rho, c: from.cs[m], previousShare: from.previousShares[m], share: from.shares[m] }] : [],
@@ -75,11 +65,12 @@ export class ReplayLog {
 
   /**
    * The array party m's share of round `round` is decoded into, whole or in parts (the
-   * protocol's decode and parts.ts), instead of a fresh one a round (RECEIVED_TURNS).
+   * protocol's decode and parts.ts), instead of a fresh one a round. The log holds a party's shares of
+   * the last three rounds at most (its two answered rounds' shares, and the share before the
+   * older one as that round's previous share), so with four used in turn the next is never held.
    */
   receivedInto(m: number, round: number): Float64Array {
-    const j = round % RECEIVED_TURNS;
-    return (this.received[m][j] ??= this.place?.(m, j) ?? new Float64Array(this.n));
+    return (this.received[m][round % 4] ??= new Float64Array(this.n));
   }
 
   /** Party m answered round `round` (sent with `rho` and `c`; `c` must not change afterwards). */

@@ -425,47 +425,6 @@ test("the exact step's passes in WebAssembly give the TypeScript's bits: three p
     }
 });
 
-test('shares decoded into their slots in the step\'s memory (shareSlots) are read there, not copied in, to the same bits; the vectors sent stay as they were for the two steps after', () => {
-  const rand = seeded(93);
-  const n = CHUNK + 517;
-  const M = 3;
-  const y = randomLabels(rand, n);
-  for (const split of [false, true]) {
-    const opts = { variant: 'exact' as const, loss: logistic, y, parties: M, lambda: 1e-3, rho: 0.05 / n, alpha: 1.6, tolerance: { abs: 1e-6, rel: 1e-4 }, anderson: 3, split };
-    const plain = new AdmmCoordinator(opts);
-    const slotted = new AdmmCoordinator({ ...opts, shareSlots: 4 });
-    try {
-      assert.equal(plain.shareSlot(0, 0), undefined, 'no slots unless asked');
-      const zero = Array.from({ length: M }, () => new Float64Array(n));
-      plain.step(zero, true);
-      slotted.step(zero, true);
-      // The arrays a share is otherwise copied into: zero since that first step.
-      const copiedInto = (slotted as unknown as { arrays: { shares: Float64Array[] } }).arrays.shares;
-      const sent: { round: number; m: number; vector: Float64Array; copy: Float64Array }[] = [];
-      for (let r = 1; r <= 7; r++) {
-        for (let m = 0; m < M; m++) {
-          assert.deepEqual(slotted.cFor(m), plain.cFor(m), `split ${split}, round ${r}: party ${m}'s vector`);
-          sent.push({ round: r, m, vector: slotted.cFor(m), copy: slotted.cFor(m).slice() });
-        }
-        const shares = randomShares(rand, M, n).map((s) => s.map((v) => v * 4));
-        const inSlots = shares.map((s, m) => {
-          const slot = slotted.shareSlot(m, r % 4)!;
-          slot.set(s);
-          return slot;
-        });
-        assert.deepEqual(slotted.step(inSlots), plain.step(shares), `split ${split}, round ${r}: the residuals`);
-        assert.deepEqual(slotted.z, plain.z, `split ${split}, round ${r}: z`);
-        for (const a of copiedInto) assert.ok(a.every((v) => v === 0), `split ${split}, round ${r}: no share copied in`);
-        for (const v of sent) if (v.round >= r - 1) assert.deepEqual(v.vector, v.copy, `split ${split}: round ${v.round}'s vector to party ${v.m} after the step of round ${r}`);
-      }
-      assert.ok(sent.some((v, j) => sent.findIndex((w) => w.vector === v.vector) < j), 'the vectors\' arrays are used again');
-    } finally {
-      plain.close();
-      slotted.close();
-    }
-  }
-});
-
 test('closed while its worker thread sums the loss, a split coordinator still gives the objective, the same as one thread', () => {
   const rand = seeded(17);
   const n = 3 * CHUNK + 5;
