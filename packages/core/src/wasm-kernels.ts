@@ -9,11 +9,12 @@
  * large for it (2 GiB, or memory refused) gets no instance: `from` returns undefined and the
  * caller uses the TypeScript loops. The memory is shared (a SharedArrayBuffer), so the
  * x-update's threads (DenseThreads) form a factor where the solves read it (WasmCholesky.zeros),
- * not copied there.
+ * not copied there; a sparse block's (WasmCsr) is not, as only its own thread uses it and
+ * vectors are decoded into it and encoded from it (instantiate).
  */
 import { type Csr, assertLength, csrSelectRowsInto, csrSelectedEntries } from './csr.js';
 import { packedLength } from './packed.js';
-import { KERNELS_WASM } from './wasm-kernels-bytes.js';
+import { KERNELS_WASM, KERNELS_WASM_UNSHARED } from './wasm-kernels-bytes.js';
 
 interface Kernels {
   matVec(rows: number, indptr: number, indices: number, values: number, x: number, out: number): void;
@@ -58,27 +59,34 @@ export interface VectorKernels {
 const MAX_BYTES = 2 ** 31 - 1;
 const PAGE = 65536;
 
-let compiled: WebAssembly.Module | undefined;
+/** The module compiled once, for shared memory and for memory that is not. */
+const compiled: { shared?: WebAssembly.Module; unshared?: WebAssembly.Module } = {};
 
-/** A new instance with `bytes` of zeroed memory, or undefined when that is too much. */
-function instantiate(bytes: number): { kernels: Kernels & VectorKernels; buffer: SharedArrayBuffer; memory: WebAssembly.Memory } | undefined {
+/**
+ * A new instance with `bytes` of zeroed memory, or undefined when that is too much. Shared
+ * unless `shared` is false: only one thread then uses it, and bytes are copied in and out of
+ * it at any alignment at full speed. V8 copies between a SharedArrayBuffer and bytes of another
+ * alignment one byte at a time (2.3 ms for 8 MB against 0.33 ms), and a vector's values start
+ * wherever its message puts them.
+ */
+function instantiate(bytes: number, shared = true): { kernels: Kernels & VectorKernels; buffer: ArrayBufferLike; memory: WebAssembly.Memory } | undefined {
   // Node run with --jitless has no WebAssembly.
   if (bytes > MAX_BYTES || typeof WebAssembly === 'undefined') return undefined;
   let memory: WebAssembly.Memory;
   try {
     const pages = Math.max(1, Math.ceil(bytes / PAGE));
-    memory = new WebAssembly.Memory({ initial: pages, maximum: pages, shared: true });
+    memory = new WebAssembly.Memory({ initial: pages, maximum: pages, shared });
   } catch (err) {
     // Memory refused (address space, a ulimit): the TypeScript loops do the same.
     if (err instanceof RangeError) return undefined;
     throw err;
   }
-  return { kernels: kernelsOn(memory), buffer: memory.buffer as SharedArrayBuffer, memory };
+  return { kernels: kernelsOn(memory, shared), buffer: memory.buffer, memory };
 }
 
-function kernelsOn(memory: WebAssembly.Memory): Kernels & VectorKernels {
-  compiled ??= new WebAssembly.Module(Buffer.from(KERNELS_WASM, 'base64'));
-  return new WebAssembly.Instance(compiled, { env: { memory } }).exports as unknown as Kernels & VectorKernels;
+function kernelsOn(memory: WebAssembly.Memory, shared = true): Kernels & VectorKernels {
+  const module = shared ? (compiled.shared ??= new WebAssembly.Module(Buffer.from(KERNELS_WASM, 'base64'))) : (compiled.unshared ??= new WebAssembly.Module(Buffer.from(KERNELS_WASM_UNSHARED, 'base64')));
+  return new WebAssembly.Instance(module, { env: { memory } }).exports as unknown as Kernels & VectorKernels;
 }
 
 /** A shared WebAssembly memory (a WebAssembly.Memory, which a worker thread can be given). */
@@ -94,7 +102,7 @@ export interface VectorMemory {
  */
 export function vectorMemory(bytes: number): { memory: VectorMemory; kernels: VectorKernels } | undefined {
   const inst = instantiate(bytes);
-  return inst && { memory: inst.memory, kernels: inst.kernels };
+  return inst && { memory: inst.memory as VectorMemory, kernels: inst.kernels };
 }
 
 /** The kernels on a memory that vectorMemory made (in another thread). */
@@ -146,7 +154,7 @@ export class WasmCsr {
    */
   readonly rowVectors: readonly [Float64Array, Float64Array];
 
-  private constructor(rows: number, cols: number, nnz: number, kernels: Kernels, buffer: SharedArrayBuffer, at: number[]) {
+  private constructor(rows: number, cols: number, nnz: number, kernels: Kernels, buffer: ArrayBufferLike, at: number[]) {
     this.kernels = kernels;
     this.at = at;
     this.csr = { rows, cols, indptr: new Int32Array(buffer, at[0], rows + 1), indices: new Int32Array(buffer, at[1], nnz), values: new Float64Array(buffer, at[2], nnz) };
@@ -166,7 +174,8 @@ export class WasmCsr {
    */
   static empty(rows: number, cols: number, nnz: number): WasmCsr | undefined {
     const { at, bytes } = layout(4 * (rows + 1), 4 * nnz, 8 * nnz, 8 * Math.max(rows, cols), 8 * cols, 8 * rows, 8 * rows);
-    const inst = instantiate(bytes);
+    // Not shared: the row vectors are decoded into and encoded from at any alignment (instantiate).
+    const inst = instantiate(bytes, false);
     return inst && new WasmCsr(rows, cols, nnz, inst.kernels, inst.buffer, at);
   }
 
@@ -264,7 +273,7 @@ export class WasmPanel {
     readonly cols: number,
     readonly len: number,
     kernels: Kernels,
-    buffer: SharedArrayBuffer,
+    buffer: ArrayBufferLike,
     at: number[],
   ) {
     this.kernels = kernels;
@@ -317,7 +326,7 @@ export class WasmCholesky {
   private constructor(
     readonly n: number,
     kernels: Kernels,
-    buffer: SharedArrayBuffer,
+    buffer: ArrayBufferLike,
     at: number[],
   ) {
     this.kernels = kernels;

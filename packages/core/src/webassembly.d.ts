@@ -5,9 +5,9 @@ declare namespace WebAssembly {
     constructor(bytes: Uint8Array);
   }
   class Memory {
-    constructor(descriptor: { initial: number; maximum: number; shared: true });
-    /** The memory is shared: a SharedArrayBuffer. */
-    readonly buffer: SharedArrayBuffer;
+    constructor(descriptor: { initial: number; maximum: number; shared: boolean });
+    /** A SharedArrayBuffer when the memory is shared, else an ArrayBuffer. */
+    readonly buffer: ArrayBufferLike;
   }
   class Instance {
     constructor(module: Module, imports?: Record<string, Record<string, unknown>>);

@@ -23,7 +23,7 @@ import {
   vectorLayout,
   vectorMemory,
 } from '../index.js';
-import { KERNELS_WASM } from '../wasm-kernels-bytes.js';
+import { KERNELS_WASM, KERNELS_WASM_UNSHARED } from '../wasm-kernels-bytes.js';
 import { seeded } from './support.js';
 
 /** The same doubles to the bit (Object.is tells -0 from 0). */
@@ -38,11 +38,14 @@ function randomCsr(rand: () => number, rows: number, cols: number, zeros: number
   return csrFromDense(dense, cols);
 }
 
-test('the committed WebAssembly is kernels.wat encoded (npm run wasm writes it)', async () => {
+test('the committed WebAssembly is kernels.wat encoded, on shared memory and on memory that is not (npm run wasm writes it)', async () => {
   const wabt = await wabtInit();
   const source = readFileSync(new URL('../../src/kernels/kernels.wat', import.meta.url), 'utf8');
-  const { buffer } = wabt.parseWat('kernels.wat', source, { threads: true, simd: true }).toBinary({});
-  assert.equal(Buffer.from(buffer).toString('base64'), KERNELS_WASM, 'wasm-kernels-bytes.ts is stale: run npm run wasm');
+  const encode = (wat: string) => Buffer.from(wabt.parseWat('kernels.wat', wat, { threads: true, simd: true }).toBinary({}).buffer).toString('base64');
+  const sharedImport = '(import "env" "memory" (memory 1 32768 shared))';
+  assert.ok(source.includes(sharedImport));
+  assert.equal(encode(source), KERNELS_WASM, 'wasm-kernels-bytes.ts is stale: run npm run wasm');
+  assert.equal(encode(source.replace(sharedImport, '(import "env" "memory" (memory 1 32768))')), KERNELS_WASM_UNSHARED, 'wasm-kernels-bytes.ts is stale: run npm run wasm');
 });
 
 test('WasmCsr: D x, D^T w and D^T D v are those of csrMatVec, csrMatTVec and csrGramVec to the bit, and its csr is the matrix', () => {
@@ -78,6 +81,8 @@ test('WasmCsr in place: D x into a row vector and D^T (a - b) of two are the cop
     const m = randomCsr(rand, rows, cols, zeros);
     const w = WasmCsr.from(m)!;
     const [a, b] = w.rowVectors;
+    // Not shared: V8 copies into a SharedArrayBuffer at another alignment a byte at a time.
+    assert.ok(!(a.buffer instanceof SharedArrayBuffer) && a.buffer === w.csr.values.buffer, 'the row vectors are in the instance\'s memory, not shared');
     assert.equal(a.length, rows);
     assert.equal(b.length, rows);
     const x = Float64Array.from({ length: cols }, () => rand() - 0.5);
