@@ -150,7 +150,7 @@ export class WasmCsr {
    * it is sent, and its share D x), in this memory, so that matVec writes one in place and
    * matTVecDiff reads both where they are. At a million rows the copies into and out of the
    * long vector, and the difference formed before D^T w, were three passes over 8 MB vectors
-   * a round, a quarter of the x-update.
+   * a round, a fifth of the x-update.
    */
   readonly rowVectors: readonly [Float64Array, Float64Array];
 
