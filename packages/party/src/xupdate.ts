@@ -119,6 +119,12 @@ export class RidgeXUpdate {
   private readonly q: Float64Array;
   private readonly ev: Float64Array;
   private readonly k: number;
+  /**
+   * The block's kernels when updateFromBroadcast may run in place without bounds (updateInPlace):
+   * a sparse block in their memory, a primal form (the eigenbasis or Cholesky, whose first
+   * product is D^T w), no intercept (w is not centred), and the share released as it is.
+   */
+  private readonly inPlace: WasmCsr | undefined;
   /** The target w of updateFromBroadcast when it is formed (not by updateInPlace); made at its first use. */
   private wc: Float64Array | undefined;
   private readonly t: Float64Array;
@@ -196,6 +202,7 @@ export class RidgeXUpdate {
     // A sparse block's share is in its kernels' memory, where D x is written (updateInPlace).
     this.share = this.Dw ? this.Dw.rowVectors[1] : new Float64Array(this.n);
     this.released = opts.noiseFree ? this.share : new Float64Array(this.n);
+    this.inPlace = !this.mu && opts.noiseFree && this.side === 'primal' && this.form !== 'cg' ? this.Dw : undefined;
     this.t = new Float64Array(this.k);
     this.tmp = new Float64Array(this.k);
     // Last, so that a constructor that throws leaves no threads behind.
@@ -335,7 +342,7 @@ export class RidgeXUpdate {
    */
   updateFromBroadcast(c: Float64Array, rho: number, bounds?: { clip: number; radius: number }): void {
     assertLength('c', c, this.n);
-    if (!bounds && this.updateInPlace(c, rho)) return;
+    if (!bounds && this.inPlace) return this.updateInPlace(this.inPlace, c, rho);
     const { released } = this;
     const wc = (this.wc ??= new Float64Array(this.n));
     if (bounds) {
@@ -359,17 +366,14 @@ export class RidgeXUpdate {
   }
 
   /**
-   * updateFromBroadcast without bounds, when neither w nor a copy is needed: a sparse block in
-   * the kernels' memory, a primal form (the eigenbasis or Cholesky, whose first product is
-   * D^T w), no intercept (w is not centred), and the share released as it is. D^T w is then
+   * updateFromBroadcast without bounds where it may run in place (`inPlace`, Dw): D^T w is
    * formed from `released` and c where they are (WasmCsr.matTVecDiff; c is copied there first
    * unless it was put in broadcastInto) and D x is written into the share: the operations of
    * solve(), so the same bits, without three passes over N-vectors (forming w, and copying it
-   * and D x into and out of the kernels' memory). False, having done nothing, otherwise.
+   * and D x into and out of the kernels' memory).
    */
-  private updateInPlace(c: Float64Array, rho: number): boolean {
-    const { Dw, released, x } = this;
-    if (!Dw || this.mu || released !== this.share || this.side !== 'primal' || this.form === 'cg') return false;
+  private updateInPlace(Dw: WasmCsr, c: Float64Array, rho: number): void {
+    const { released, x } = this;
     if (!(rho > 0)) throw new RangeError(`rho must be > 0, got ${rho}`);
     const [input] = Dw.rowVectors;
     if (c !== input) input.set(c);
@@ -383,7 +387,6 @@ export class RidgeXUpdate {
       this.lastIterations = 0;
     }
     Dw.matVec(this.share, x);
-    return true;
   }
 
   /**
