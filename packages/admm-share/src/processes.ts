@@ -15,9 +15,12 @@ export function binPath(pkg: string, bin: string): string {
  * Node's flags for a party process, also on the first line of its bin script (a test compares
  * them). A young generation of at most 3 x 2 MB: reading a data file makes tens of millions of
  * short-lived strings, and V8's default (up to 3 x 16 MB) keeps that much garbage resident, a
- * third of a small party's peak memory (docs/scaling.md).
+ * third of a small party's peak memory. The collector in the party's own thread: with its helper
+ * threads, V8 began marking the whole heap about every round of a million rows, although the
+ * young-generation collection each round (collectRoundGarbage) had freed the round's buffers;
+ * without them it did not (docs/scaling.md).
  */
-export const PARTY_NODE_FLAGS = ['--max-semi-space-size=2', '--expose-gc'];
+export const PARTY_NODE_FLAGS = ['--max-semi-space-size=2', '--single-threaded-gc', '--expose-gc'];
 
 /**
  * Node's flags for the coordinator process, also on the first line of its bin script (a test

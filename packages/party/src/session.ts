@@ -31,7 +31,7 @@ import {
   encodeIdsSource,
   firstOutside,
 } from '@admm-share/protocol';
-import { RoundGarbage, collectGarbage } from './gc.js';
+import { collectGarbage, collectRoundGarbage } from './gc.js';
 import { modelRef } from './model-file.js';
 import { type Privacy, normaliseRows } from './privacy.js';
 import type { Scorer } from './scoring.js';
@@ -84,12 +84,10 @@ export interface SessionState {
   scored: number;
   /** A set-up's factorisation under way (stopped if the connection is lost). */
   factoring: RidgeXUpdate | undefined;
-  /** The buffers rounds leave: collected every few rounds at a large size. */
-  garbage: RoundGarbage;
 }
 
 export function newSession(): SessionState {
-  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined, psiSets: new Set(), scored: 0, factoring: undefined, garbage: new RoundGarbage() };
+  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined, psiSets: new Set(), scored: 0, factoring: undefined };
 }
 
 /**
@@ -502,8 +500,8 @@ function onRound(s: SessionState, env: SessionEnv, msg: Round): Outcome {
     return reply({ type: 'exhausted', jobId: s.jobId!, round: msg.round, epsilonSpent: privacy.spent });
   }
   s.round = msg.round;
-  // The last rounds' buffers are garbage now; at a large size, freed every few rounds.
-  s.garbage.round(msg.c.length);
+  // The last round's buffers are garbage now; at a large size, freed at once.
+  collectRoundGarbage(msg.c.length);
   s.previous = { x: x.x.slice(), intercept: x.intercept };
   x.updateFromBroadcast(msg.c, msg.rho, privacy.bounds);
   // ||x_m||^2 depends on the data and is not noised, so with privacy on it is not sent
