@@ -17,7 +17,7 @@ export function binPath(pkg: string, bin: string): string {
  * short-lived strings, and V8's default (up to 3 x 16 MB) keeps that much garbage resident, a
  * third of a small party's peak memory. The collector in the party's own thread: with its helper
  * threads, V8 began marking the whole heap about every round of a million rows, although the
- * young-generation collection each round (collectRoundGarbage) had freed the round's buffers;
+ * young-generation collection each round (RoundGarbage) had freed the round's buffers;
  * without them it did not (docs/scaling.md).
  */
 export const PARTY_NODE_FLAGS = ['--max-semi-space-size=2', '--single-threaded-gc', '--expose-gc'];

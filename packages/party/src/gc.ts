@@ -19,16 +19,42 @@ export function collectGarbage(): void {
 export const ROUND_COLLECTION_ROWS = 1 << 17;
 
 /**
- * A round's vector of n values came in: from ROUND_COLLECTION_ROWS, collect the young generation
- * (then true). The last round's buffers were made in it and are dead by now, so a young-generation
- * collection frees them, in a fraction of a millisecond. A full collection every other round was
- * used before: each marked the whole heap (about 10 MB), and V8, with its helper threads, started
- * one of its own as well about every round; the parties' collections then cost about a quarter of
- * their CPU at a million rows. The party's flags (--single-threaded-gc, admm-share's processes.ts)
- * keep V8 from starting those (docs/scaling.md).
+ * Bytes of array buffers above the lowest seen after a round's collection at which a party
+ * collects the whole heap instead. A buffer still alive when V8 collected the young generation
+ * during a round (its reads waiting for their frame) is moved to the old one, which only a full
+ * collection frees: in one million-row run on a busy machine, two parties peaked at 252 and 263 MB
+ * with young-generation collections alone.
  */
-export function collectRoundGarbage(n: number): boolean {
-  if (n < ROUND_COLLECTION_ROWS) return false;
-  (globalThis as { gc?: (o: { type: 'minor' }) => void }).gc?.({ type: 'minor' });
-  return true;
+export const ROUND_GARBAGE_BYTES = 24 << 20;
+
+/**
+ * A party's collection at each round, from ROUND_COLLECTION_ROWS: its young generation. The
+ * last round's buffers were made in it and are dead by now, so that frees them in a fraction of
+ * a millisecond, without marking the old generation (about 10 MB). A full collection every other
+ * round was used before: with V8's helper threads, V8 then also started one of its own about
+ * every round, and the parties' collections cost about a quarter of their CPU at a million rows;
+ * the party's flags (--single-threaded-gc, admm-share's processes.ts) keep V8 from starting
+ * those. A full collection still runs when array buffers have grown ROUND_GARBAGE_BYTES above
+ * their lowest after a round's collection (docs/scaling.md).
+ */
+export class RoundGarbage {
+  private lowest = Infinity;
+
+  /** `arrayBuffers`: the bytes array buffers hold now (process.memoryUsage's, by default). */
+  constructor(private readonly arrayBuffers: () => number = () => process.memoryUsage().arrayBuffers) {}
+
+  /** A round's vector of n values came in: which collection ran. */
+  round(n: number): 'none' | 'young' | 'full' {
+    if (n < ROUND_COLLECTION_ROWS) return 'none';
+    const gc = (globalThis as { gc?: (o?: { type: 'minor' }) => void }).gc;
+    gc?.({ type: 'minor' });
+    const bytes = this.arrayBuffers();
+    if (bytes - this.lowest < ROUND_GARBAGE_BYTES) {
+      this.lowest = Math.min(this.lowest, bytes);
+      return 'young';
+    }
+    gc?.();
+    this.lowest = Math.min(this.lowest, this.arrayBuffers());
+    return 'full';
+  }
 }

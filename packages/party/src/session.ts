@@ -31,7 +31,7 @@ import {
   encodeIdsSource,
   firstOutside,
 } from '@admm-share/protocol';
-import { collectGarbage, collectRoundGarbage } from './gc.js';
+import { RoundGarbage, collectGarbage } from './gc.js';
 import { modelRef } from './model-file.js';
 import { type Privacy, normaliseRows } from './privacy.js';
 import type { Scorer } from './scoring.js';
@@ -84,10 +84,12 @@ export interface SessionState {
   scored: number;
   /** A set-up's factorisation under way (stopped if the connection is lost). */
   factoring: RidgeXUpdate | undefined;
+  /** The collections at each round of a large size. */
+  garbage: RoundGarbage;
 }
 
 export function newSession(): SessionState {
-  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined, psiSets: new Set(), scored: 0, factoring: undefined };
+  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined, psiSets: new Set(), scored: 0, factoring: undefined, garbage: new RoundGarbage() };
 }
 
 /**
@@ -501,7 +503,7 @@ function onRound(s: SessionState, env: SessionEnv, msg: Round): Outcome {
   }
   s.round = msg.round;
   // The last round's buffers are garbage now; at a large size, freed at once.
-  collectRoundGarbage(msg.c.length);
+  s.garbage.round(msg.c.length);
   s.previous = { x: x.x.slice(), intercept: x.intercept };
   x.updateFromBroadcast(msg.c, msg.rho, privacy.bounds);
   // ||x_m||^2 depends on the data and is not noised, so with privacy on it is not sent

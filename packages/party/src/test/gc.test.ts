@@ -6,18 +6,30 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { ROUND_COLLECTION_ROWS, collectRoundGarbage } from '../gc.js';
+import { ROUND_COLLECTION_ROWS, ROUND_GARBAGE_BYTES, RoundGarbage } from '../gc.js';
 
-test('collectRoundGarbage: a young-generation collection at each round from ROUND_COLLECTION_ROWS, none below', () => {
+test('RoundGarbage: a young-generation collection at each round from ROUND_COLLECTION_ROWS, none below; a full one once array buffers grew ROUND_GARBAGE_BYTES above their lowest', () => {
   const g = globalThis as { gc?: unknown };
   const before = g.gc;
   const calls: unknown[] = [];
-  g.gc = (o: unknown) => calls.push(o);
+  g.gc = (o: unknown) => calls.push(o ?? 'full');
+  // What array buffers hold after each collection, in MiB: a full collection brings them back to 11.
+  let bytes = 0;
+  const readings = [20, 12, 30, 35, 36, 14, 37];
+  const garbage = new RoundGarbage(() => (calls.at(-1) === 'full' ? 11 << 20 : bytes));
   try {
-    assert.deepEqual([1e6, 1e6, ROUND_COLLECTION_ROWS].map(collectRoundGarbage), [true, true, true]);
-    assert.deepEqual(calls, [{ type: 'minor' }, { type: 'minor' }, { type: 'minor' }]);
-    assert.equal(collectRoundGarbage(ROUND_COLLECTION_ROWS - 1), false);
-    assert.equal(calls.length, 3);
+    assert.equal(garbage.round(ROUND_COLLECTION_ROWS - 1), 'none');
+    assert.deepEqual(calls, []);
+    const got = readings.map((mib) => {
+      bytes = mib << 20;
+      return garbage.round(1e6);
+    });
+    // Lowest 12 MiB from the second round; 36 is 24 MiB above it; after the full one, 11.
+    assert.deepEqual(got, ['young', 'young', 'young', 'young', 'full', 'young', 'full']);
+    assert.equal(ROUND_GARBAGE_BYTES, 24 << 20);
+    const minor = { type: 'minor' };
+    assert.deepEqual(calls, [minor, minor, minor, minor, minor, 'full', minor, minor, 'full']);
+    assert.equal(new RoundGarbage(() => 0).round(ROUND_COLLECTION_ROWS), 'young');
   } finally {
     g.gc = before;
   }
@@ -33,24 +45,27 @@ test("with the party's flags, each round's collection frees the buffers the roun
   // frames of 512 KiB; then the next round's collection. What array buffers hold after it is
   // printed, and how many whole-heap collections ran.
   const script = `
-    import { collectRoundGarbage } from ${JSON.stringify(gc)};
+    import { RoundGarbage } from ${JSON.stringify(gc)};
     import { PerformanceObserver, constants } from 'node:perf_hooks';
     let major = 0;
     new PerformanceObserver((l) => { for (const e of l.getEntries()) if (e.detail.kind === constants.NODE_PERFORMANCE_GC_MAJOR) major++; }).observe({ entryTypes: ['gc'] });
     const after = [];
+    const kinds = new Set();
+    const garbage = new RoundGarbage();
     let sink = 0;
     for (let round = 0; round < 30; round++) {
-      collectRoundGarbage(1e6);
+      kinds.add(garbage.round(1e6));
       after.push(process.memoryUsage().arrayBuffers);
       const reads = Array.from({ length: 128 }, (_, i) => Buffer.alloc(65536, i));
       for (let f = 0; f < 16; f++) sink += Buffer.concat(reads.slice(8 * f, 8 * f + 8))[f];
       await new Promise((r) => setTimeout(r, 2));
     }
     await new Promise((r) => setTimeout(r, 50));
-    console.log(JSON.stringify({ after, major, sink }));`;
+    console.log(JSON.stringify({ after, major, kinds: [...kinds], sink }));`;
   const r = spawnSync(process.execPath, [...flags, '--input-type=module', '-e', script], { encoding: 'utf8' });
   assert.equal(r.status, 0, r.stderr);
-  const { after, major } = JSON.parse(r.stdout) as { after: number[]; major: number };
+  const { after, major, kinds } = JSON.parse(r.stdout) as { after: number[]; major: number; kinds: string[] };
+  assert.deepEqual(kinds, ['young']);
   // Each round leaves 16 MB of buffers. Without the collections V8's own left 16-32 MiB after
   // each round here; with them 8 MiB (its young buffers are swept a collection late).
   assert.ok(Math.max(...after) < 12 << 20, `array buffers after the collections: ${after.map((b) => (b / 2 ** 20).toFixed(1)).join(', ')} MiB`);
