@@ -19,8 +19,8 @@ export function collectGarbage(): void {
 export const ROUND_COLLECTION_ROWS = 1 << 17;
 
 /**
- * Bytes of array buffers above the lowest seen after a round's collection at which a party
- * collects the whole heap instead. A buffer still alive when V8 collected the young generation
+ * Bytes of array buffers above the lowest seen after a round's collection (or what the last full
+ * collection left) at which a party collects the whole heap instead. A buffer still alive when V8 collected the young generation
  * during a round (its reads waiting for their frame) is moved to the old one, which only a full
  * collection frees: in one million-row run on a busy machine, two parties peaked at 252 and 263 MB
  * with young-generation collections alone.
@@ -53,8 +53,9 @@ export class RoundGarbage {
       this.lowest = Math.min(this.lowest, bytes);
       return 'young';
     }
+    // What a full collection leaves is live: the mark from now on (the party may hold more now).
     gc?.();
-    this.lowest = Math.min(this.lowest, this.arrayBuffers());
+    this.lowest = this.arrayBuffers();
     return 'full';
   }
 }

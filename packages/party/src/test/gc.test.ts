@@ -13,10 +13,11 @@ test('RoundGarbage: a young-generation collection at each round from ROUND_COLLE
   const before = g.gc;
   const calls: unknown[] = [];
   g.gc = (o: unknown) => calls.push(o ?? 'full');
-  // What array buffers hold after each collection, in MiB: a full collection brings them back to 11.
+  // What array buffers hold after each collection, in MiB: a full collection leaves `live`.
   let bytes = 0;
+  let live = 11;
   const readings = [20, 12, 30, 35, 36, 14, 37];
-  const garbage = new RoundGarbage(() => (calls.at(-1) === 'full' ? 11 << 20 : bytes));
+  const garbage = new RoundGarbage(() => (calls.at(-1) === 'full' ? live << 20 : bytes));
   try {
     assert.equal(garbage.round(ROUND_COLLECTION_ROWS - 1), 'none');
     assert.deepEqual(calls, []);
@@ -29,6 +30,9 @@ test('RoundGarbage: a young-generation collection at each round from ROUND_COLLE
     assert.equal(ROUND_GARBAGE_BYTES, 24 << 20);
     const minor = { type: 'minor' };
     assert.deepEqual(calls, [minor, minor, minor, minor, minor, 'full', minor, minor, 'full']);
+    // A full collection that leaves more (the party holds more now) raises the mark.
+    live = 40;
+    assert.deepEqual([60, 45, 63, 64].map((mib) => ((bytes = mib << 20), garbage.round(1e6))), ['full', 'young', 'young', 'full']);
     assert.equal(new RoundGarbage(() => 0).round(ROUND_COLLECTION_ROWS), 'young');
   } finally {
     g.gc = before;
