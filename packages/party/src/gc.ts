@@ -46,15 +46,14 @@ export class RoundGarbage {
   /** A round's vector of n values came in: which collection ran. */
   round(n: number): 'none' | 'young' | 'full' {
     if (n < ROUND_COLLECTION_ROWS) return 'none';
-    const gc = (globalThis as { gc?: (o?: { type: 'minor' }) => void }).gc;
-    gc?.({ type: 'minor' });
+    (globalThis as { gc?: (o: { type: 'minor' }) => void }).gc?.({ type: 'minor' });
     const bytes = this.arrayBuffers();
     if (bytes - this.lowest < ROUND_GARBAGE_BYTES) {
       this.lowest = Math.min(this.lowest, bytes);
       return 'young';
     }
     // What a full collection leaves is live: the mark from now on (the party may hold more now).
-    gc?.();
+    collectGarbage();
     this.lowest = this.arrayBuffers();
     return 'full';
   }
