@@ -44,6 +44,8 @@ const quantile = (xs, q) => {
   const s = [...xs].sort((a, b) => a - b);
   return s[Math.min(s.length - 1, Math.floor(q * s.length))];
 };
+/** Bytes in both units: MiB (2^20 bytes, as the figures of docs/scaling.md) and MB (10^6, as simulate prints them). */
+const memory = (b) => `${(b / 2 ** 20).toFixed(0)} MiB (${(b / 1e6).toFixed(0)} MB)`;
 const WARMUP = 5; // rounds while the JIT compiles the hot loops
 /** Clock ticks a second of /proc's CPU times (USER_HZ: 100 on Linux). */
 const TICKS = 100;
@@ -220,7 +222,7 @@ async function scale(rows, rounds) {
     const perRound = (b) => (b / 2 ** 20).toFixed(1);
     const net = quantile(ms, 0.5);
     console.log(`over the network: median ${net.toFixed(1)} ms/round, p90 ${quantile(ms, 0.9).toFixed(1)} ms (after ${warm} warm-up rounds); setup ${summary.seconds.setup.toFixed(1)} s; alignment (PSI) ${summary.alignment.seconds?.toFixed(1)} s; ${perRound(last.toCoordinator)} MiB to / ${perRound(last.fromCoordinator)} MiB from the coordinator per round`);
-    console.log(`peak resident memory: ${[...peaks].sort().map(([role, b]) => `${role} ${(b / 2 ** 20).toFixed(0)} MB`).join(', ')}`);
+    console.log(`peak resident memory: ${[...peaks].sort().map(([role, b]) => `${role} ${memory(b)}`).join(', ')}`);
     console.log(cpuLine(cpuPerRound(samples, warm)));
 
     // The same rounds in one process: the product's update code, no network.
@@ -257,7 +259,7 @@ async function builtIn(name, rounds) {
       const id = f.replace(/\.log$/, '');
       if (rec) console.log(`  ${id}: ${rec.rows} rows, form ${rec.form}${rec.dense ? ' (dense)' : ' (sparse)'}, ${rec.threads ?? 0} threads beside its own, set-up ${(rec.factorMs / 1000).toFixed(1)} s`);
     }
-    console.log(`peak resident memory: ${[...peaks].sort().map(([role, b]) => `${role} ${(b / 2 ** 20).toFixed(0)} MB`).join(', ')}`);
+    console.log(`peak resident memory: ${[...peaks].sort().map(([role, b]) => `${role} ${memory(b)}`).join(', ')}`);
 
     // The same rounds in one process, on the same blocks (the data set is generated or read again).
     const [{ csrSliceColumns, preferDense }, { loadData }] = await Promise.all([import('@admm-share/core'), import(join(root, 'packages', 'admm-share', 'dist', 'datasets.js'))]);
@@ -269,7 +271,7 @@ async function builtIn(name, rounds) {
     const bytes = (b) => (preferDense(b) ? b.rows * b.cols * 8 : b.indices.length * 12);
     const sizes = blocks.map(bytes);
     const withTest = sizes.map((b, m) => b + (testBlocks[m] ? bytes(testBlocks[m]) : 0));
-    const mb = (b) => `${(b / 2 ** 20).toFixed(0)} MB`;
+    const mb = (b) => `${(b / 2 ** 20).toFixed(0)} MiB`;
     console.log(`  each block's data (dense: 8 bytes an entry; sparse: 12 a non-zero): ${sizes.map(mb).join(', ')}; with its test rows ${withTest.map(mb).join(', ')}`);
     // Issue 15's memory target (gisette-shaped data only), each party's peak under 3x its data:
     // against its training block, and against all the rows it holds.

@@ -18,7 +18,9 @@ import {
   type Setup,
   type ValidationContext,
   CloseCodes,
+  POINT_BYTES,
   PROTOCOL_VERSION,
+  PSI_PART_POINTS,
   ProtocolError,
   encode,
 } from '@admm-share/protocol';
@@ -213,7 +215,10 @@ export class Parties {
     const work = async () => {
       for (const set of sets) {
         const points = await psi.points(set);
-        if (current()) p.send({ type: 'psi', jobId: policy.jobId, set, points });
+        // In messages of PSI_PART_POINTS (views of the points, each encoded as it is sent).
+        const total = points.length / POINT_BYTES;
+        for (let at = 0; current() && (at < total || at === 0); at += PSI_PART_POINTS)
+          p.send({ type: 'psi', jobId: policy.jobId, set, total, at, points: points.subarray(at * POINT_BYTES, Math.min(total, at + PSI_PART_POINTS) * POINT_BYTES) });
       }
     };
     const received = new Set<SampleSet>();

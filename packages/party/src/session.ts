@@ -80,6 +80,8 @@ export interface SessionState {
   fitWork: { key: string; fit: Promise<ActiveFit> } | undefined;
   /** The sets whose `psi` this connection has answered: a second one for a set is refused. */
   psiSets: Set<SampleSet>;
+  /** The label points of a set whose `psi` messages are still coming (psiPoints). */
+  psiParts: { set: SampleSet; total: number; next: number; points: Uint8Array } | undefined;
   /** Scoring: `score` requests answered so far. */
   scored: number;
   /** A set-up's factorisation under way (stopped if the connection is lost). */
@@ -89,7 +91,7 @@ export interface SessionState {
 }
 
 export function newSession(): SessionState {
-  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined, psiSets: new Set(), scored: 0, factoring: undefined, garbage: new RoundGarbage() };
+  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined, psiSets: new Set(), psiParts: undefined, scored: 0, factoring: undefined, garbage: new RoundGarbage() };
 }
 
 /**
@@ -186,6 +188,7 @@ export function connectionOpened(s: SessionState): void {
   s.phase = 'challenge';
   s.connection++;
   s.psiSets.clear();
+  s.psiParts = undefined;
 }
 
 /** The connection broke: nothing is expected until a new one opens. */
@@ -339,14 +342,17 @@ function onScore(s: SessionState, env: SessionEnv, msg: Score): Outcome {
  */
 function onPsi(s: SessionState, env: SessionEnv, msg: Psi): Outcome {
   expectPhase(s, 'setup');
-  if (s.psiSets.has(msg.set)) throw new ProtocolError('unexpected', `psi for the ${msg.set} set twice on one connection`);
-  s.psiSets.add(msg.set);
-  const labelIds = msg.points.length / POINT_BYTES;
+  const points = psiPoints(s, msg);
+  if (!points) return reply();
+  // The reads and messages the points came in are garbage now, some of them old enough to
+  // outlive a young-generation collection.
+  collectGarbage();
+  const labelIds = points.length / POINT_BYTES;
   const t0 = performance.now();
   const connection = s.connection;
   // Not `msg` in the closure: its points (32 bytes an id) are garbage once blinded again.
   const { set, jobId } = msg;
-  const work = env.psi.answer(set, msg.points).then((answer): Outcome => {
+  const work = env.psi.answer(set, points).then((answer): Outcome => {
     env.log.info({ set, labelIds, ids: answer.points.length / POINT_BYTES, seconds: (performance.now() - t0) / 1000 }, 'ids intersected (ECDH PSI)');
     if (s.connection !== connection) return reply();
     // Read from their temporary files a frame at a time, as the message is sent.
@@ -354,6 +360,31 @@ function onPsi(s: SessionState, env: SessionEnv, msg: Psi): Outcome {
     return { kind: 'reply', messages: [], encoded: [encoded] };
   });
   return { kind: 'later', work };
+}
+
+/**
+ * A set's label points once its last `psi` has come (undefined before): the points of a whole
+ * set in one message as they are, else its messages' points put in order into one array.
+ */
+function psiPoints(s: SessionState, msg: Psi): Uint8Array | undefined {
+  const n = msg.points.length / POINT_BYTES;
+  let parts = s.psiParts;
+  if (msg.at === 0) {
+    if (parts) throw new ProtocolError('invalid', `psi for the ${msg.set} set among the parts of the ${parts.set} set's (${parts.next} of ${parts.total} label ids came)`);
+    if (s.psiSets.has(msg.set)) throw new ProtocolError('unexpected', `psi for the ${msg.set} set twice on one connection`);
+    if (n === msg.total) {
+      s.psiSets.add(msg.set);
+      return msg.points;
+    }
+    parts = s.psiParts = { set: msg.set, total: msg.total, next: 0, points: new Uint8Array(msg.total * POINT_BYTES) };
+  } else if (!parts || parts.set !== msg.set || parts.total !== msg.total || msg.at !== parts.next)
+    throw new ProtocolError('invalid', `psi.at: label ids from ${msg.at} of ${msg.total} (${msg.set}), expected ${parts ? `${parts.next} of ${parts.total} (${parts.set})` : 'a first psi, at 0'}`);
+  parts.points.set(msg.points, msg.at * POINT_BYTES);
+  parts.next = msg.at + n;
+  if (parts.next < parts.total) return undefined;
+  s.psiParts = undefined;
+  s.psiSets.add(msg.set);
+  return parts.points;
 }
 
 function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {

@@ -5,7 +5,7 @@
  */
 import type { AccountantName, AlgorithmName, LossName, MechanismName, Role, SampleSet, StopReason } from './names.js';
 
-export const PROTOCOL_VERSION = 11;
+export const PROTOCOL_VERSION = 12;
 
 /** Bytes of a point of the private set intersection: an X25519 u-coordinate (RFC 7748), as core's POINT_BYTES. */
 export const POINT_BYTES = 32;
@@ -44,6 +44,13 @@ export const PART_VALUES = 1 << 16;
  * 1e5 rows and four parties took 47 ms in parts against 39 whole, docs/scaling.md).
  */
 export const PARTS_ABOVE = 1 << 17;
+/**
+ * Label points in each `psi` message (2^15 points, 1 MiB): a set's points are sent in several,
+ * in order. Whole, a million label ids were a 32 MB message, which the party's WebSocket joined
+ * into a fresh 32 MB buffer from as many bytes of the socket's reads: 64 MB at once, the
+ * largest step of a party's memory in the intersection (docs/scaling.md).
+ */
+export const PSI_PART_POINTS = 1 << 15;
 /** Party ids and job ids: short printable names. */
 export const NAME_RE = /^[A-Za-z0-9][A-Za-z0-9._-]{0,63}$/;
 
@@ -110,6 +117,9 @@ export interface Psi {
   type: 'psi';
   jobId: string;
   set: SampleSet;
+  /** The set's label ids, and the place among them of the first of `points` (PSI_PART_POINTS at most a message, in order). */
+  total: number;
+  at: number;
   /** POINT_BYTES per label id: H(id)^a, shuffled. */
   points: Uint8Array;
 }

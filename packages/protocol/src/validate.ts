@@ -13,6 +13,7 @@ import {
   PART_VALUES,
   type PartyMessage,
   POINT_BYTES,
+  PSI_PART_POINTS,
   PROOF_BYTES,
   type PrivacyInfo,
   type SolverStats,
@@ -426,15 +427,20 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
       return { type, protocolVersion: count(o, type, 'protocolVersion'), jobId: job(o, type, ctx) };
     }
     case 'psi': {
-      exactKeys(o, type, ['type', 'jobId', 'set', 'points']);
+      exactKeys(o, type, ['type', 'jobId', 'set', 'total', 'at', 'points']);
       const jobId = job(o, type, ctx);
       const set: SampleSet = oneOf(o, type, 'set', SAMPLE_SETS);
+      const total = count(o, type, 'total');
+      const at = count(o, type, 'at');
       const points = pointList(o, type, 'points', undefined, () => '');
       const n = points.length / POINT_BYTES;
-      if (n === 0 && !ctx.emptyPsi) invalid(`psi.points: no ${set} label ids`);
-      if (ctx.maxLabelIds !== undefined && n > ctx.maxLabelIds)
-        invalid(`psi.points: ${n} ${set} label ids, more than this party accepts (${ctx.maxLabelIds}, admm-party --max-label-factor)`);
-      return { type, jobId, set, points };
+      if (total === 0 && !ctx.emptyPsi) invalid(`psi.points: no ${set} label ids`);
+      if (ctx.maxLabelIds !== undefined && total > ctx.maxLabelIds)
+        invalid(`psi.total: ${total} ${set} label ids, more than this party accepts (${ctx.maxLabelIds}, admm-party --max-label-factor)`);
+      if (n > PSI_PART_POINTS) invalid(`psi.points: ${n} points in one message, more than ${PSI_PART_POINTS}`);
+      if (n === 0 && total > 0) invalid(`psi.points: empty, in a set of ${total} label ids`);
+      if (at + n > total) invalid(`psi.points: label ids ${at} to ${at + n - 1}, but the set has ${total}`);
+      return { type, jobId, set, total, at, points };
     }
     case 'setup': {
       exactKeys(o, type, ['type', 'jobId', 'trainRows', 'testRows', 'lambda', 'loss', 'rounds', 'rho', 'parties', 'algorithm', 'role', 'labels', 'labelFlip']);

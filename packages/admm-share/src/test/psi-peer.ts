@@ -12,5 +12,5 @@ export function psiAnswer(ids: readonly string[], psi: Psi): Ids {
 
 /** A fake coordinator's `psi` for label ids (in file order). */
 export function psiLabels(jobId: string, ids: readonly string[]): Psi {
-  return { type: 'psi', jobId, set: 'train', points: blindPoints(hashToPoints(ids), newPsiKey()) };
+  return { type: 'psi', jobId, set: 'train', total: ids.length, at: 0, points: blindPoints(hashToPoints(ids), newPsiKey()) };
 }

@@ -26,7 +26,8 @@ test("the coordinator's view of a party's ids: replacing an id outside the inter
   const labels = range(0, 200);
   const a = newPsiKey();
   const coordinator = new LabelPsi(pool, { train: labels, test: undefined }, quiet, a);
-  const psi = { type: 'psi', jobId: 'j', set: 'train', points: await coordinator.points('train') } as const;
+  const points = await coordinator.points('train');
+  const psi = { type: 'psi', jobId: 'j', set: 'train', total: points.length / 32, at: 0, points } as const;
   const held = range(100, 300); // the intersection is cust-100 .. cust-199
   const swapped = held.map((id) => (id === 'cust-250' ? 'cust-9999' : id));
   const views = [];
@@ -164,7 +165,12 @@ for (const [what, psi, expect, code] of [
     send(m);
   }, /psi\.points: point 0 is the identity/, CloseCodes.invalid.code],
   ['label points of the wrong length', (send: (m: unknown) => void) => send({ ...labelPoints(), points: new Uint8Array(33) }), /psi\.points: 33 bytes is not a whole number of 32-byte points/, CloseCodes.invalid.code],
-  ['more label ids than the party accepts', (send: (m: unknown) => void) => send({ ...labelPoints(), points: blindPoints(hashToPoints(range(0, 2300)), newPsiKey()) }), /2300 train label ids, more than this party accepts \(2224/, CloseCodes.invalid.code],
+  ['more label ids than the party accepts', (send: (m: unknown) => void) => send({ ...labelPoints(), total: 2300, points: blindPoints(hashToPoints(range(0, 2300)), newPsiKey()) }), /psi\.total: 2300 train label ids, more than this party accepts \(2224/, CloseCodes.invalid.code],
+  ['its parts out of order', (send: (m: unknown) => void) => {
+    const m = labelPoints();
+    send({ ...m, total: 100 });
+    send({ ...m, total: 100, at: 60, points: m.points.subarray(0, 40 * POINT_BYTES) });
+  }, /psi\.at: label ids from 60 of 100 \(train\), expected 50 of 100 \(train\)/, CloseCodes.invalid.code],
   ['the same psi twice (a replay)', (send: (m: unknown) => void) => {
     const m = labelPoints();
     send(m);

@@ -318,3 +318,35 @@ test("the largest resume (three vectors over every training row) fits the party'
     assert.ok(bytes <= max, `${rows} rows: resume is ${bytes} bytes, maxPayload ${max}`);
   }
 });
+
+test("a set's label points in several psi messages reach the intersection as one array, in order; parts out of order, of another set or a set twice are refused", async () => {
+  const e = env({});
+  const given: Uint8Array[] = [];
+  e.psi = { ...e.psi, answer: (_set, points) => (given.push(points.slice()), Promise.reject(new Error('answered'))) };
+  const s = newSession();
+  connectionOpened(s);
+  replies(feed(s, e, { type: 'challenge', protocolVersion: PROTOCOL_VERSION, nonce: new Uint8Array(32).fill(1) }));
+  feed(s, e, { type: 'welcome', protocolVersion: PROTOCOL_VERSION, jobId: JOB });
+  // 7 label points, each byte its point's number, in messages of 3, 3 and 1.
+  const points = Uint8Array.from({ length: 7 * 32 }, (_, k) => Math.floor(k / 32) + 1);
+  const psi = (at: number, to: number, set: 'train' | 'test' = 'train', total = 7): CoordinatorMessage => ({ type: 'psi', jobId: JOB, set, total, at, points: points.slice(at * 32, to * 32) });
+  assert.deepEqual(replies(feed(s, e, psi(0, 3))), []);
+  // Out of order, or another set's, among the parts of a set: refused.
+  assert.throws(() => feed(s, e, psi(4, 7)), (err: unknown) => err instanceof ProtocolError && /psi\.at: label ids from 4 of 7 \(train\), expected 3 of 7 \(train\)/.test(err.message));
+  assert.throws(() => feed(s, e, psi(3, 6, 'train', 8)), /expected 3 of 7/);
+  assert.throws(() => feed(s, e, psi(0, 1, 'test', 1)), /psi for the test set among the parts of the train set's \(3 of 7 label ids came\)/);
+  assert.deepEqual(replies(feed(s, e, psi(3, 6))), []);
+  assert.equal(given.length, 0, 'nothing is blinded before the last part');
+  const last = feed(s, e, psi(6, 7));
+  assert.equal(last.kind, 'later');
+  assert.deepEqual(given, [points]);
+  // The set again (as a first part, or whole): a replay.
+  assert.throws(() => feed(s, e, psi(0, 3)), (err: unknown) => err instanceof ProtocolError && err.kind === 'unexpected' && /twice on one connection/.test(err.message));
+  // A later part with no first one.
+  assert.throws(() => feed(s, e, psi(3, 6, 'test')), /psi\.at: label ids from 3 of 7 \(test\), expected a first psi, at 0/);
+  // A whole set in one message is passed on as it came.
+  const whole = feed(s, e, psi(0, 1, 'test', 1));
+  assert.equal(whole.kind, 'later');
+  assert.deepEqual(given[1], points.slice(0, 32));
+  await Promise.allSettled([last, whole].map((o) => (o.kind === 'later' ? o.work : undefined)));
+});

@@ -18,6 +18,7 @@ import {
   MAX_PENALTY_SQ,
   MAX_SHARE_MAGNITUDE,
   PART_VALUES,
+  PSI_PART_POINTS,
   type Message,
   type PartyMessage,
   PROTOCOL_VERSION,
@@ -151,12 +152,20 @@ test('ids: points not whole, or not as many as declared, are refused with what i
   assert.throws(() => roundTrip({ ...ok, labelPoints: hashes(3, 1, 32) }, ctx), /ids\.labelPoints: 3 points, the coordinator sent 2/);
 });
 
-test('psi: label points whole, at least one, at most what the party accepts', () => {
-  const out = roundTrip({ type: 'psi', jobId: JOB, set: 'test', points: hashes(70000, 3, 32) }, { jobId: JOB, maxLabelIds: 70000 });
-  assert.ok(out.type === 'psi' && out.points.length === 70000 * 32 && out.set === 'test');
-  assert.throws(() => roundTrip({ type: 'psi', jobId: JOB, set: 'train', points: new Uint8Array(0) }, { jobId: JOB }), /psi\.points: no train label ids/);
-  assert.throws(() => roundTrip({ type: 'psi', jobId: JOB, set: 'train', points: new Uint8Array(33) }, { jobId: JOB }), /psi\.points: 33 bytes/);
-  assert.throws(() => roundTrip({ type: 'psi', jobId: JOB, set: 'train', points: hashes(11, 3, 32) }, { jobId: JOB, maxLabelIds: 10 }), /11 train label ids, more than this party accepts \(10, admm-party --max-label-factor\)/);
+test('psi: label points whole, at least one, at most what the party accepts; PSI_PART_POINTS at most a message, within the set', () => {
+  const psi = (total: number, at: number, points: Uint8Array) => ({ type: 'psi', jobId: JOB, set: 'train', total, at, points }) as const;
+  const out = roundTrip({ type: 'psi', jobId: JOB, set: 'test', total: 20000, at: 0, points: hashes(20000, 3, 32) }, { jobId: JOB, maxLabelIds: 20000 });
+  assert.ok(out.type === 'psi' && out.points.length === 20000 * 32 && out.set === 'test' && out.total === 20000 && out.at === 0);
+  // The last part of a set of 70,000 label ids.
+  const last = roundTrip(psi(70000, 2 * PSI_PART_POINTS, hashes(70000 - 2 * PSI_PART_POINTS, 5, 32)), { jobId: JOB, maxLabelIds: 70000 });
+  assert.ok(last.type === 'psi' && last.at === 2 * PSI_PART_POINTS && last.points.length === (70000 - 2 * PSI_PART_POINTS) * 32);
+  assert.throws(() => roundTrip(psi(0, 0, new Uint8Array(0)), { jobId: JOB }), /psi\.points: no train label ids/);
+  assert.throws(() => roundTrip(psi(5, 0, new Uint8Array(0)), { jobId: JOB }), /psi\.points: empty, in a set of 5 label ids/);
+  assert.throws(() => roundTrip(psi(2, 0, new Uint8Array(33)), { jobId: JOB }), /psi\.points: 33 bytes/);
+  assert.throws(() => roundTrip(psi(11, 0, hashes(11, 3, 32)), { jobId: JOB, maxLabelIds: 10 }), /psi\.total: 11 train label ids, more than this party accepts \(10, admm-party --max-label-factor\)/);
+  assert.throws(() => roundTrip(psi(70000, 0, hashes(PSI_PART_POINTS + 1, 3, 32)), { jobId: JOB }), new RegExp(`psi\\.points: ${PSI_PART_POINTS + 1} points in one message, more than ${PSI_PART_POINTS}`));
+  assert.throws(() => roundTrip(psi(10, 8, hashes(3, 3, 32)), { jobId: JOB }), /psi\.points: label ids 8 to 10, but the set has 10/);
+  assert.throws(() => roundTrip({ ...psi(3, 0, hashes(3, 3, 32)), at: -1 }, { jobId: JOB }), /psi\.at: expected an integer >= 0, got -1/);
 });
 
 test('round trip: ready', () => {
@@ -371,7 +380,7 @@ function sampleMessages(): Message[] {
     { type: 'share', jobId: JOB, round: 4, share: awkwardVector(5, 1, MAX_SHARE_MAGNITUDE), penaltySq: 0.25, epsilonSpent: 0, solver: { iterations: 23, residual: 4.5e-13 } },
     { type: 'scores', jobId: JOB, round: 4, scores: awkwardVector(2, 1, MAX_SHARE_MAGNITUDE) },
     { type: 'welcome', protocolVersion: 1, jobId: JOB },
-    { type: 'psi', jobId: JOB, set: 'train', points: hashes(4, 2, 32) },
+    { type: 'psi', jobId: JOB, set: 'train', total: 9, at: 5, points: hashes(4, 2, 32) },
     { type: 'setup', jobId: JOB, trainRows: new Uint32Array([4, 0, 2]), testRows: new Uint32Array([1]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0), labelFlip: 0 },
     { type: 'round', jobId: JOB, round: 4, rho: 2, c: awkwardVector(5, 9) },
     { type: 'resume', jobId: JOB, round: 3, rho: 2, c: awkwardVector(5, 10), previousShare: awkwardVector(5, 11), share: awkwardVector(5, 12) },
@@ -491,7 +500,7 @@ function randomMessage(rnd: () => number): Message {
     case 4:
       return { type: 'scores', jobId: JOB, round, scores: vec() };
     case 5:
-      return rnd() < 0.5 ? { type: 'welcome', protocolVersion: 1, jobId: JOB } : { type: 'psi', jobId: JOB, set: rnd() < 0.5 ? 'train' : 'test', points: hashes(1 + n, randInt(rnd, 1e9), 32) };
+      return rnd() < 0.5 ? { type: 'welcome', protocolVersion: 1, jobId: JOB } : { type: 'psi', jobId: JOB, set: rnd() < 0.5 ? 'train' : 'test', total: 1 + n, at: 0, points: hashes(1 + n, randInt(rnd, 1e9), 32) };
     case 6:
       return {
         type: 'setup',

@@ -56,7 +56,7 @@ function base(): Record<string, Obj> {
     share: { type: 'share', jobId: JOB, round: ROUND, share: new Float64Array([1, -0, 1e-300, -1.5]), penaltySq: 2.5, epsilonSpent: 0, solver: { iterations: 7, residual: 3e-13 } },
     scores: { type: 'scores', jobId: JOB, round: ROUND, scores: new Float64Array([0.5, -2, MAX_SHARE_MAGNITUDE]) },
     welcome: { type: 'welcome', protocolVersion: 1, jobId: JOB },
-    psi: { type: 'psi', jobId: JOB, set: 'train', points: new Uint8Array(32 * 5).fill(3) },
+    psi: { type: 'psi', jobId: JOB, set: 'train', total: 5, at: 0, points: new Uint8Array(32 * 5).fill(3) },
     setup: { type: 'setup', jobId: JOB, trainRows: new Uint32Array([9, 0, 4, 2]), testRows: new Uint32Array([4, 1, 0]), lambda: 0.1, loss: 'logistic', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0), labelFlip: 0 },
     round: { type: 'round', jobId: JOB, round: ROUND, rho: 1.5, c: new Float64Array([0, 1, 2, 3]) },
     resume: {
@@ -184,8 +184,8 @@ test('prediction messages: the model a hello names, the points of a lookup, the 
   rejects('partial', { scores: new Float64Array(N).fill(2 * MAX_SHARE_MAGNITUDE) }, 'invalid', CTX, /exceeds the bound/);
   rejects('partial', { epsilonSpent: -1 }, 'invalid', CTX, /negative/);
   // An empty psi only where the party scores online.
-  rejects('psi', { points: new Uint8Array(0) }, 'invalid', CTX, /no train label ids/);
-  accepts('psi', { points: new Uint8Array(0) }, { ...CTX, emptyPsi: true });
+  rejects('psi', { total: 0, points: new Uint8Array(0) }, 'invalid', CTX, /no train label ids/);
+  accepts('psi', { total: 0, points: new Uint8Array(0) }, { ...CTX, emptyPsi: true });
   // done carries the label mapping, or null.
   accepts('done', { classes: null });
   rejects('done', { classes: { negative: 'a' } }, 'invalid', CTX, /missing field 'positive'/);
@@ -493,7 +493,7 @@ test('ids.points, ids.labelPoints and psi.points whose length is not a whole num
   }
   accepts('ids', { points: new Uint8Array(32 * 5), labelPoints: new Uint8Array(32 * 9) }, {});
   accepts('ids', { points: new Uint8Array(0), labelPoints: new Uint8Array(0) }, {});
-  rejects('psi', { points: new Uint8Array(0) }, 'invalid', {}, /psi\.points: no train label ids/);
+  rejects('psi', { total: 0, points: new Uint8Array(0) }, 'invalid', {}, /psi\.points: no train label ids/);
 });
 
 test('ids with a row count other than the hello declared, or label points other than the coordinator sent, are invalid, per set', () => {
@@ -509,8 +509,11 @@ test('ids with a row count other than the hello declared, or label points other 
   accepts('ids', { set: 'test', points: new Uint8Array(32 * DECLARED.test), labelPoints: new Uint8Array(32 * LABEL_IDS.test) });
   rejects('ids', { set: 'validation' }, 'invalid');
   // A party caps the label set it blinds (the coordinator's set is its input to the intersection).
-  rejects('psi', { points: new Uint8Array(32 * 7) }, 'invalid', CTX, /7 train label ids, more than this party accepts \(6/);
-  accepts('psi', { points: new Uint8Array(32 * 6) });
+  rejects('psi', { total: 7, points: new Uint8Array(32 * 7) }, 'invalid', CTX, /psi\.total: 7 train label ids, more than this party accepts \(6/);
+  // Counted by the set's total, not by one message's points.
+  rejects('psi', { total: 7, at: 6, points: new Uint8Array(32) }, 'invalid', CTX, /psi\.total: 7 train label ids/);
+  accepts('psi', { total: 6, points: new Uint8Array(32 * 6) });
+  accepts('psi', { total: 6, at: 4, points: new Uint8Array(32 * 2) });
 });
 
 test('setup row indices out of range, duplicated, or an empty trainRows are invalid', () => {
