@@ -18,11 +18,10 @@ import {
   type Setup,
   type ValidationContext,
   CloseCodes,
-  POINT_BYTES,
   PROTOCOL_VERSION,
-  PSI_PART_POINTS,
   ProtocolError,
   encode,
+  psiInParts,
 } from '@admm-share/protocol';
 import { type AuthPolicy, admitHello } from './auth.js';
 import { AlignmentError, rowsFor } from './alignment.js';
@@ -215,10 +214,7 @@ export class Parties {
     const work = async () => {
       for (const set of sets) {
         const points = await psi.points(set);
-        // In messages of PSI_PART_POINTS (views of the points, each encoded as it is sent).
-        const total = points.length / POINT_BYTES;
-        for (let at = 0; current() && (at < total || at === 0); at += PSI_PART_POINTS)
-          p.send({ type: 'psi', jobId: policy.jobId, set, total, at, points: points.subarray(at * POINT_BYTES, Math.min(total, at + PSI_PART_POINTS) * POINT_BYTES) });
+        if (current()) p.sendEach(psiInParts(policy.jobId, set, points));
       }
     };
     const received = new Set<SampleSet>();

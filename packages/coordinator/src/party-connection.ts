@@ -190,20 +190,35 @@ export class PartyConnection {
     return encodeToSend(msg, this.scratch, this.ws?.bufferedAmount);
   }
 
-  /** A party that stops reading would make its queue grow without bound: close it instead. */
+  /** Messages one after the other, each encoded once the one before is written (a set's `psi` messages, psiInParts). */
+  sendEach(messages: Iterable<CoordinatorMessage>): void {
+    const ws = this.reading(SLOW_READER_UNIT);
+    if (ws) this.sendSequence(ws, messages[Symbol.iterator]());
+  }
+
   sendBytes(out: Outgoing): void {
+    const ws = this.reading(out instanceof Uint8Array ? out.length : 8 * out.parted.c.length);
+    if (!ws) return;
+    if (!(out instanceof Uint8Array)) return this.sendSequence(ws, inParts(out.parted));
+    this.count(out.length);
+    ws.send(out);
+  }
+
+  /**
+   * The socket to send `length` more bytes on, or undefined: none while the party is away (it
+   * gets what it needs when it rejoins), or it stopped reading. A party that stops reading would
+   * make its queue grow without bound: it is closed instead.
+   */
+  private reading(length: number): WebSocket | undefined {
     const ws = this.ws;
-    if (!ws) return; // away: it gets what it needs when it rejoins
-    const length = out instanceof Uint8Array ? out.length : 8 * out.parted.c.length;
+    if (!ws) return undefined;
     if (ws.bufferedAmount > MAX_QUEUED_MESSAGES * Math.max(length, SLOW_READER_UNIT)) {
       const detail = `${ws.bufferedAmount} bytes unread`;
       this.close('slowReader', detail);
       this.deps.onFailure(new PeerError(`party ${this.id} stopped reading (${detail})`));
-      return;
+      return undefined;
     }
-    if (!(out instanceof Uint8Array)) return this.sendParts(ws, out.parted);
-    this.count(out.length);
-    ws.send(out);
+    return ws;
   }
 
   private count(bytes: number): void {
@@ -211,9 +226,8 @@ export class PartyConnection {
     this.bytes.out += bytes;
   }
 
-  /** `msg` in parts on `ws`, each encoded once the one before is written; stops if the socket is no longer this party's or open. */
-  private sendParts(ws: WebSocket, msg: Round): void {
-    const parts = inParts(msg);
+  /** `messages` on `ws`, each encoded once the one before is written (a long round's parts); stops if the socket is no longer this party's or open. */
+  private sendSequence(ws: WebSocket, parts: Iterator<CoordinatorMessage>): void {
     const next = (err?: Error): void => {
       if (err || ws !== this.ws || ws.readyState !== ws.OPEN) return;
       const p = parts.next();

@@ -7,6 +7,7 @@ import { BlockBuilder } from './block.js';
 import { type Csr } from './csr.js';
 import { type Dense } from './dense.js';
 import { DataError, InternalError } from './errors.js';
+import type { PackedIds } from './psi.js';
 
 /**
  * Where a row's sample id comes from.
@@ -46,9 +47,21 @@ export interface FeatureTable {
   lines: number[];
 }
 
-/** A FeatureTable whose matrix is dense when the file is (readFeatureBlock). */
-export interface BlockTable extends Omit<FeatureTable, 'X'> {
+/**
+ * A data file as a party keeps it (readFeatureBlock): its matrix dense when the file is, and its
+ * ids packed as they are read (a million short ids as strings took about 35 MB more at the
+ * party's peak, the end of reading; docs/scaling.md).
+ */
+export interface BlockTable extends Pick<FeatureTable, 'file' | 'featureNames'> {
+  ids: PackedIds;
   X: Csr | Dense;
+}
+
+/** What a reader of features returns before its ids are added (LibsvmScan, csvFeatures). */
+interface Scanned {
+  X: Csr | Dense;
+  featureNames: string[];
+  firstTokens: string[] | undefined;
 }
 
 export function detectFormat(path: string, format: FileFormat = 'auto'): Exclude<FileFormat, 'auto'> {
@@ -194,13 +207,15 @@ export function readFeatureFile(path: string, opts: ReadOptions = {}): FeatureTa
  * file is then never held as CSR: what a party keeps of its training file for the rounds.
  */
 export function readFeatureBlock(path: string, opts: ReadOptions = {}): BlockTable {
-  return detectFormat(path, opts.format) === 'csv' ? csvFeatures(path, opts, true) : scanLibsvm(path, opts, true, true);
+  const ids = new PackedIdList(path);
+  const t = detectFormat(path, opts.format) === 'csv' ? csvFeatures(path, opts, true, ids) : scanLibsvm(path, opts, true, true, ids);
+  return { file: path, ids: ids.done(), X: t.X, featureNames: t.featureNames };
 }
 
-/** A table read with the dense form not allowed: its matrix is CSR. */
-function sparse(t: BlockTable): FeatureTable {
+/** A table read with the dense form not allowed (its matrix is CSR), its ids as strings. */
+function sparse(path: string, t: Scanned, ids: IdList): FeatureTable {
   if ('data' in t.X) throw new InternalError('reading a data file', 'a dense matrix where only CSR was allowed');
-  return t as FeatureTable;
+  return { file: path, ids: ids.ids, X: t.X, featureNames: t.featureNames, firstTokens: t.firstTokens, lines: ids.lines };
 }
 
 /** The size of a file in bytes, 0 if it cannot be read (reading it then reports the error). */
@@ -279,19 +294,20 @@ function splitBlanks(line: string, out: string[]): void {
 }
 
 export function readLibsvm(path: string, opts: ReadOptions = {}): FeatureTable {
-  return sparse(scanLibsvm(path, opts, true, false));
+  const ids = new IdList(path);
+  const t = scanLibsvm(path, opts, true, false, ids);
+  ids.done();
+  return sparse(path, t, ids);
 }
 
 /**
  * readLibsvm (dense when allowed and the file is, see BlockBuilder); with `keepFeatures` false
  * every token is still checked, but no matrix is built (X is 0 x 0).
  */
-function scanLibsvm(path: string, opts: ReadOptions, keepFeatures: boolean, dense: boolean): BlockTable {
+function scanLibsvm(path: string, opts: ReadOptions, keepFeatures: boolean, dense: boolean, ids: IdSink): Scanned {
   let mode = opts.ids ?? 'auto';
-  const ids: string[] = [];
   const firstTokens: string[] = [];
   const labels = new SharedLabels();
-  const lineNos: number[] = [];
   // An entry is at least 'j:v' and a blank before it.
   const b = new BlockBuilder(opts.features, keepFeatures ? fileSize(path) : 0, 4, dense);
   const tokens: string[] = [];
@@ -325,8 +341,7 @@ function scanLibsvm(path: string, opts: ReadOptions, keepFeatures: boolean, dens
       firstTokens.push(labels.get(detach(tokens[0])));
     }
     if (tokens[0].includes(':')) fail(`first token '${tokens[0]}' looks like index:value; a label or id must come first`);
-    ids.push(id);
-    lineNos.push(lineNo);
+    ids.add(id, lineNo);
     cols.length = 0;
     vals.length = 0;
     let sorted = true;
@@ -360,11 +375,11 @@ function scanLibsvm(path: string, opts: ReadOptions, keepFeatures: boolean, dens
     if (keepFeatures) b.endRow(text.length + 1);
   });
   if (row === 0) throw new DataError(path, undefined, 'no data rows');
-  // Row numbers are distinct by construction.
-  if (mode !== 'row') refuseDuplicates(path, ids, lineNos);
+  // Row numbers are distinct by construction (the caller's done() checks the others).
+  if (mode === 'row') ids.distinct();
   const X = keepFeatures ? b.build(opts.features) : { rows: 0, cols: 0, indptr: new Int32Array(1), indices: new Int32Array(0), values: new Float64Array(0) };
   const featureNames = Array.from({ length: X.cols }, (_, j) => String(j + 1));
-  return { file: path, ids, X, featureNames, firstTokens: mode === 'first' ? undefined : firstTokens, lines: lineNos };
+  return { X, featureNames, firstTokens: mode === 'first' ? undefined : firstTokens };
 }
 
 /**
@@ -488,13 +503,22 @@ function columnIndex(h: CsvHeader, path: string, name: string): number {
   return i;
 }
 
+/** Where a reader puts each row's sample id, with its line. */
+interface IdSink {
+  /** The next row's id (a DataError if it is empty). */
+  add(id: string, line: number): void;
+  /** The ids are distinct by construction (row numbers): done() need not look for a repeat. */
+  distinct(): void;
+}
+
 /**
  * Sample ids in file order, each non-empty, with the line of each; `done` refuses a repeated one
  * (refuseDuplicates).
  */
-class IdList {
+class IdList implements IdSink {
   readonly ids: string[] = [];
   readonly lines: number[] = [];
+  private checked = false;
   constructor(private readonly path: string) {}
 
   add(id: string, line: number): void {
@@ -503,10 +527,83 @@ class IdList {
     this.lines.push(line);
   }
 
+  distinct(): void {
+    this.checked = true;
+  }
+
   done(): this {
-    refuseDuplicates(this.path, this.ids, this.lines);
+    if (!this.checked) refuseDuplicates(this.path, this.ids, this.lines);
     return this;
   }
+}
+
+/**
+ * IdList with the ids packed as they come (UTF-8 bytes and offsets, as packIds makes them) and
+ * the lines in an array of 32-bit integers: about 11 MB for a million short ids, against about
+ * 35 MB as strings in arrays. `done` refuses a repeated id and gives the packed ids.
+ */
+class PackedIdList implements IdSink {
+  private bytes = Buffer.allocUnsafeSlow(1 << 16);
+  private used = 0;
+  private offsets = new Uint32Array(1 << 12);
+  private lines = new Int32Array(1 << 12);
+  private n = 0;
+  private checked = false;
+  constructor(private readonly path: string) {}
+
+  add(id: string, line: number): void {
+    if (id === '') throw new DataError(this.path, line, 'empty sample id');
+    if (this.n + 1 === this.offsets.length) {
+      this.offsets = grown(this.offsets, 2 * this.offsets.length);
+      this.lines = grown(this.lines, 2 * this.lines.length);
+    }
+    // A UTF-16 code unit is at most 3 bytes of UTF-8.
+    const most = 3 * id.length;
+    if (this.used + most > this.bytes.length) {
+      const bytes = Buffer.allocUnsafeSlow(Math.max(2 * this.bytes.length, this.used + most));
+      this.bytes.copy(bytes, 0, 0, this.used);
+      this.bytes = bytes;
+    }
+    this.used += this.bytes.write(id, this.used, 'utf8');
+    this.lines[this.n] = line;
+    this.offsets[++this.n] = this.used;
+  }
+
+  distinct(): void {
+    this.checked = true;
+  }
+
+  done(): PackedIds {
+    const { n, bytes, offsets, lines } = this;
+    if (!this.checked) {
+      const end = (i: number) => offsets[i + 1];
+      const repeat = firstRepeat(
+        n,
+        (i) => {
+          let h = 0x811c9dc5;
+          for (let k = offsets[i]; k < end(i); k++) h = Math.imul(h ^ bytes[k], 16777619);
+          return h >>> 0;
+        },
+        (i, j) => bytes.compare(bytes, offsets[i], end(i), offsets[j], end(j)) === 0,
+      );
+      if (repeat) throw duplicateId(this.path, bytes.toString('utf8', offsets[repeat.again], end(repeat.again)), lines[repeat.again], lines[repeat.first]);
+    }
+    // Exact lengths: copies of what was read, the arrays they were written into let go.
+    const packed = new Uint8Array(this.used);
+    packed.set(bytes.subarray(0, this.used));
+    return { length: n, bytes: packed, offsets: offsets.slice(0, n + 1) };
+  }
+}
+
+/** `a`'s values at the start of a new array of `length`. */
+function grown<T extends Uint32Array | Int32Array>(a: T, length: number): T {
+  const b = new (a.constructor as new (n: number) => T)(length);
+  b.set(a);
+  return b;
+}
+
+function duplicateId(path: string, id: string, line: number, firstLine: number): DataError {
+  return new DataError(path, line, `duplicate sample id '${id}' (first seen on line ${firstLine})`);
 }
 
 /**
@@ -517,18 +614,30 @@ class IdList {
  * ids of equal hash are compared.
  */
 export function refuseDuplicates(path: string, ids: readonly string[], lines: readonly number[]): void {
-  const n = ids.length;
+  const repeat = firstRepeat(
+    ids.length,
+    (i) => {
+      const id = ids[i];
+      let h = 0x811c9dc5;
+      for (let k = 0; k < id.length; k++) h = Math.imul(h ^ id.charCodeAt(k), 16777619);
+      return h >>> 0;
+    },
+    (i, j) => ids[i] === ids[j],
+  );
+  if (repeat) throw duplicateId(path, ids[repeat.again], lines[repeat.again], lines[repeat.first]);
+}
+
+/**
+ * The first of n ids (in their order) equal to an earlier one, and that earlier one, or
+ * undefined: `hash(i)` is id i's 32-bit hash, `same(i, j)` whether ids i and j are equal.
+ */
+function firstRepeat(n: number, hash: (i: number) => number, same: (i: number, j: number) => boolean): { first: number; again: number } | undefined {
   // Hash bits and position bits within a double's 53: exact up to 2^21 ids with all 32 hash
   // bits, fewer hash bits (more ids to compare) beyond.
   const posBits = Math.max(1, Math.ceil(Math.log2(n + 1)));
   const hashBits = Math.min(32, 53 - posBits);
   const keys = new Float64Array(n);
-  for (let i = 0; i < n; i++) {
-    const id = ids[i];
-    let h = 0x811c9dc5;
-    for (let k = 0; k < id.length; k++) h = Math.imul(h ^ id.charCodeAt(k), 16777619);
-    keys[i] = ((h >>> 0) >>> (32 - hashBits)) * 2 ** posBits + i;
-  }
+  for (let i = 0; i < n; i++) keys[i] = (hash(i) >>> (32 - hashBits)) * 2 ** posBits + i;
   keys.sort();
   const posOf = (k: number) => k % 2 ** posBits;
   const hashOf = (k: number) => Math.floor(k / 2 ** posBits);
@@ -540,22 +649,24 @@ export function refuseDuplicates(path: string, ids: readonly string[], lines: re
     // A run of equal hashes, by position: an id equal to an earlier one in the run repeats it.
     for (let j = a + 1; j < b; j++)
       for (let i = a; i < j; i++)
-        if (ids[posOf(keys[i])] === ids[posOf(keys[j])]) {
+        if (same(posOf(keys[i]), posOf(keys[j]))) {
           if (again < 0 || posOf(keys[j]) < again) [first, again] = [posOf(keys[i]), posOf(keys[j])];
           break;
         }
     a = b;
   }
-  if (again >= 0) throw new DataError(path, lines[again], `duplicate sample id '${ids[again]}' (first seen on line ${lines[first]})`);
+  return again >= 0 ? { first, again } : undefined;
 }
 
 export function readCsvFeatures(path: string, opts: ReadOptions = {}): FeatureTable {
-  return sparse(csvFeatures(path, opts, false));
+  const ids = new IdList(path);
+  const t = csvFeatures(path, opts, false, ids);
+  ids.done();
+  return sparse(path, t, ids);
 }
 
 /** readCsvFeatures, dense when allowed and the file is (see BlockBuilder). */
-function csvFeatures(path: string, opts: ReadOptions, dense: boolean): BlockTable {
-  const ids = new IdList(path);
+function csvFeatures(path: string, opts: ReadOptions, dense: boolean, ids: IdSink): Scanned {
   let table: { b: BlockBuilder; featureNames: string[] } | undefined;
   readCsv(path, chunkSize(opts.chunkBytes), (h) => {
     const idCol = columnIndex(h, path, opts.idColumn ?? 'id');
@@ -580,8 +691,7 @@ function csvFeatures(path: string, opts: ReadOptions, dense: boolean): BlockTabl
     };
   });
   const { b, featureNames } = table!;
-  ids.done();
-  return { file: path, ids: ids.ids, X: b.build(featureNames.length), featureNames, lines: ids.lines };
+  return { X: b.build(featureNames.length), featureNames, firstTokens: undefined };
 }
 
 export interface LabelTable {
@@ -612,8 +722,9 @@ export function readLabelFile(
     return { file: path, ids: ids.ids, raw, lines: ids.lines };
   }
   if (opts.ids === 'first') throw new DataError(path, undefined, "a LIBSVM labels file needs its labels first: use ids 'row' or 'qid'");
-  const f = scanLibsvm(path, { ids: opts.ids ?? 'auto', chunkBytes: opts.chunkBytes }, false, false);
-  return { file: path, ids: f.ids, raw: f.firstTokens!, lines: f.lines };
+  const ids = new IdList(path);
+  const f = scanLibsvm(path, { ids: opts.ids ?? 'auto', chunkBytes: opts.chunkBytes }, false, false, ids);
+  return { file: path, ids: ids.done().ids, raw: f.firstTokens!, lines: ids.lines };
 }
 
 /** The ids of a file of rows to score: a CSV's id column, or a LIBSVM file's ids (its features are ignored). */
@@ -629,7 +740,9 @@ export function readIdFile(
     });
     return { file: path, ids: ids.done().ids };
   }
-  return { file: path, ids: scanLibsvm(path, { ids: opts.ids ?? 'auto', chunkBytes: opts.chunkBytes }, false, false).ids };
+  const ids = new IdList(path);
+  scanLibsvm(path, { ids: opts.ids ?? 'auto', chunkBytes: opts.chunkBytes }, false, false, ids);
+  return { file: path, ids: ids.done().ids };
 }
 
 /** A raw label as a class: decimal numbers by value ('1', '+1' and '1.0' are one class), anything else as text. */

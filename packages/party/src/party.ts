@@ -4,7 +4,7 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import { type BlockTable, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiPool, SpilledCsr, detectFormat, isDense, packIds, readFeatureBlock, readFeatureFile } from '@admm-share/core';
+import { type BlockTable, type FeatureTable, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiPool, SpilledCsr, detectFormat, isDense, packIds, readFeatureBlock, readFeatureFile } from '@admm-share/core';
 import { type CloseKind, type Role, ProtocolError, assertNever } from '@admm-share/protocol';
 import { Progress, peakMemoryBytes } from '@admm-share/runtime';
 import { collectGarbage } from './gc.js';
@@ -190,8 +190,8 @@ export function startScoring(config: ScoringConfig, deps: { logger: Logger }): P
 }
 
 /** The part of a loaded file the session needs (see SessionRows); the rest can be freed. */
-function sessionRows(t: BlockTable): SessionRows {
-  return { ids: packIds(t.ids), X: isDense(t.X) ? new DenseRows(t.X) : t.X, featureNames: t.featureNames };
+function sessionRows(t: FeatureTable): SessionRows {
+  return { ids: packIds(t.ids), X: t.X, featureNames: t.featureNames };
 }
 
 /**
@@ -200,7 +200,7 @@ function sessionRows(t: BlockTable): SessionRows {
  */
 function keptRows(t: BlockTable, unit: boolean): { rows: SessionRows & { X: DenseRows | SpilledCsr }; scaled: number } {
   const scaled = !unit ? 0 : isDense(t.X) ? normaliseDenseRows(t.X) : normaliseCsrRows(t.X);
-  return { rows: { ids: packIds(t.ids), X: isDense(t.X) ? new DenseRows(t.X) : new SpilledCsr(t.X), featureNames: t.featureNames }, scaled };
+  return { rows: { ids: t.ids, X: isDense(t.X) ? new DenseRows(t.X) : new SpilledCsr(t.X), featureNames: t.featureNames }, scaled };
 }
 
 /**

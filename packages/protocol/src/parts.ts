@@ -7,7 +7,8 @@
 // part's values into their place in an array it keeps (PartAssembler).
 import type { VectorInto } from './codec.js';
 import { ProtocolError } from './errors.js';
-import { type Part, PART_VALUES, PARTS_ABOVE, type Round, type Share } from './messages.js';
+import { type Part, PART_VALUES, PARTS_ABOVE, POINT_BYTES, type Psi, PSI_PART_POINTS, type Round, type Share } from './messages.js';
+import type { SampleSet } from './names.js';
 
 /** The messages that may be sent in parts, and the field that holds each one's vector. */
 export type PartedMessage = Round | Share;
@@ -46,6 +47,17 @@ export function* inParts<T extends PartedMessage>(msg: T): Generator<Part | T> {
   }
   for (let at = 0; at < v.length; at += PART_VALUES) yield { type: 'part', jobId: msg.jobId, round: msg.round, at, values: v.subarray(at, at + PART_VALUES) };
   yield withVector(msg, EMPTY);
+}
+
+/**
+ * A set's label points (`points`, POINT_BYTES each) as the `psi` messages they are sent in:
+ * PSI_PART_POINTS points each (views, not copies), in order; one message for a set of at most
+ * that many, or none.
+ */
+export function* psiInParts(jobId: string, set: SampleSet, points: Uint8Array): Generator<Psi> {
+  const total = points.length / POINT_BYTES;
+  for (let at = 0; at < total || at === 0; at += PSI_PART_POINTS)
+    yield { type: 'psi', jobId, set, total, at, points: points.subarray(at * POINT_BYTES, Math.min(total, at + PSI_PART_POINTS) * POINT_BYTES) };
 }
 
 /**

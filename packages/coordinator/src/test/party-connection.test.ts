@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { once } from 'node:events';
 import pino from 'pino';
 import WebSocket, { WebSocketServer } from 'ws';
-import { CloseCodes, type Part, PART_VALUES, type Round, type Share, decode, encode, inParts } from '@admm-share/protocol';
+import { CloseCodes, type Part, PART_VALUES, POINT_BYTES, type Psi, PSI_PART_POINTS, type Round, type Share, decode, encode, inParts, psiInParts } from '@admm-share/protocol';
 import { PartyConnection } from '../party-connection.js';
 
 const JOB = 'job-1';
@@ -70,4 +70,35 @@ test('a share whose parts come out of order ends the connection with 4003 and fa
   conn.failPending(new Error('test over'));
   await assert.rejects(reply, /test over/);
   close();
+});
+
+test("a set's label points go in psi messages of PSI_PART_POINTS, each once the one before is written: 12 MiB of them do not make the party a slow reader", async () => {
+  const { conn, client, failures, close } = await connected();
+  const total = 12 * PSI_PART_POINTS + 5;
+  const points = Uint8Array.from({ length: total * POINT_BYTES }, (_, k) => (k * 7 + (k >> 13)) & 255);
+  const got: Psi[] = [];
+  // Every message, or the connection closed (a party taken for a slow reader is).
+  const all = new Promise<void>((resolve) => {
+    client.on('message', (data: Buffer) => {
+      got.push(decode(data) as Psi);
+      if (got.length === 13) resolve();
+    });
+    client.on('close', () => resolve());
+  });
+  conn.sendEach(psiInParts(JOB, 'train', points));
+  await all;
+  assert.deepEqual(failures, []);
+  assert.deepEqual(got.map((m) => [m.type, m.set, m.total, m.at, m.points.length / POINT_BYTES]), Array.from({ length: 13 }, (_, k) => ['psi', 'train', total, k * PSI_PART_POINTS, k < 12 ? PSI_PART_POINTS : 5]));
+  assert.deepEqual(Buffer.concat(got.map((m) => m.points)), Buffer.from(points), 'the points, in order');
+  close();
+});
+
+test('psiInParts: one message for a set of at most PSI_PART_POINTS points (none: one empty), views of the points', () => {
+  assert.deepEqual([...psiInParts(JOB, 'test', new Uint8Array(0))].map((m) => [m.total, m.at, m.points.length]), [[0, 0, 0]]);
+  const points = new Uint8Array((PSI_PART_POINTS + 1) * POINT_BYTES);
+  const one = [...psiInParts(JOB, 'train', points.subarray(0, PSI_PART_POINTS * POINT_BYTES))];
+  assert.deepEqual(one.map((m) => [m.total, m.at, m.points.length / POINT_BYTES]), [[PSI_PART_POINTS, 0, PSI_PART_POINTS]]);
+  const two = [...psiInParts(JOB, 'train', points)];
+  assert.deepEqual(two.map((m) => [m.total, m.at, m.points.length / POINT_BYTES]), [[PSI_PART_POINTS + 1, 0, PSI_PART_POINTS], [PSI_PART_POINTS + 1, PSI_PART_POINTS, 1]]);
+  assert.ok(two.every((m) => m.points.buffer === points.buffer), 'views, not copies');
 });

@@ -2,7 +2,7 @@ import { test, after } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Csr, type Dense, DenseRows, PROBE_ROWS, isDense, readCsvFeatures, readFeatureBlock, readLibsvm } from '../index.js';
+import { type Csr, type Dense, DenseRows, PROBE_ROWS, isDense, packIds, readCsvFeatures, readFeatureBlock, readLibsvm } from '../index.js';
 import { seeded, tempDir } from './support.js';
 
 const dir = tempDir({ after }, 'admm-core-block-');
@@ -65,7 +65,7 @@ test('readFeatureBlock: a dense file comes back dense with the same entries as t
   assert.equal(block.X.rows, n);
   assert.equal(block.X.cols, 32);
   assert.deepEqual(rowsOf(block.X), rowsOf(csr.X));
-  assert.deepEqual(block.ids, csr.ids);
+  assert.deepEqual(block.ids, packIds(csr.ids));
   // A declared number of features beyond the largest index widens the result.
   const wide = readFeatureBlock(path, { ids: 'first', features: 40 });
   assert.equal(wide.X.cols, 40);

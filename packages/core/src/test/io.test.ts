@@ -11,7 +11,9 @@ import {
   READ_CHUNK_BYTES,
   binaryLabels,
   numericLabels,
+  packIds,
   readCsvFeatures,
+  readFeatureBlock,
   readIdFile,
   readLabelFile,
   readLibsvm,
@@ -807,4 +809,41 @@ test('readLibsvm and readCsvFeatures: the densest files (1-character entries) fi
   const c = readCsvFeatures(csv);
   assert.equal(c.X.values.length, 18);
   assert.equal(c.X.values.buffer.byteLength, Math.ceil(statSync(csv).size / 2) * 8);
+});
+
+test("readFeatureBlock packs the ids as it reads them: the string readers' ids packed, in every id mode and in CSV; repeats refused by line, ids of equal hash that differ kept", () => {
+  // Ids of one to four UTF-8 bytes a character, more of them than the packer's first arrays hold.
+  const names = Array.from({ length: 5000 }, (_, i) => (i % 3 === 0 ? `kund-é-${i}` : i % 3 === 1 ? `客户${i}` : `c-😀-${i}-${'x'.repeat(i % 40)}`));
+  const rows = names.map((id, i) => `${id} ${(i % 5) + 1}:${i % 7}.5`).join('\n') + '\n';
+  const first = file(rows);
+  assert.deepEqual(readFeatureBlock(first, { ids: 'first' }).ids, packIds(readLibsvm(first, { ids: 'first' }).ids));
+  const qid = file(names.map((id, i) => `${i % 2} qid:${id} 1:${i}`).join('\n'));
+  assert.deepEqual(readFeatureBlock(qid, { ids: 'qid' }).ids, packIds(names));
+  const row = file('1 1:2\n0 2:3\n1 1:1\n');
+  assert.deepEqual(readFeatureBlock(row, { ids: 'row' }).ids, packIds(['1', '2', '3']));
+  const csv = file(['id,a', ...names.map((id, i) => `"${id}",${i}`)].join('\r\n'), '.csv');
+  assert.deepEqual(readFeatureBlock(csv).ids, packIds(readCsvFeatures(csv).ids));
+  // Repeats: the first in file order, with its line, as the string readers say it.
+  const repeated = file(['a 1:1', 'é 1:1', 'b 1:1', 'é 1:2', 'a 1:3'].join('\n'));
+  for (const read of [() => readFeatureBlock(repeated, { ids: 'first' }), () => readLibsvm(repeated, { ids: 'first' })])
+    assert.throws(read, (err: unknown) => err instanceof DataError && err.line === 4 && /duplicate sample id 'é' \(first seen on line 2\)/.test(err.message));
+  const emptyId = file('id,a\n,1\n', '.csv');
+  assert.throws(() => readFeatureBlock(emptyId), (err: unknown) => err instanceof DataError && err.line === 2 && /empty sample id/.test(err.message));
+  // Two ASCII ids of equal FNV-1a hash (over their bytes as over their characters) are distinct ids.
+  const fnv = (s: string) => {
+    let h = 0x811c9dc5;
+    for (let k = 0; k < s.length; k++) h = Math.imul(h ^ s.charCodeAt(k), 16777619);
+    return h >>> 0;
+  };
+  const byHash = new Map<number, string>();
+  let pair: [string, string] | undefined;
+  for (let i = 0; !pair; i++) {
+    const other = byHash.get(fnv(`cust-${i}`));
+    if (other !== undefined) pair = [other, `cust-${i}`];
+    else byHash.set(fnv(`cust-${i}`), `cust-${i}`);
+  }
+  const collide = file([pair[0], 'z', pair[1]].map((id) => `${id} 1:1`).join('\n'));
+  assert.deepEqual(readFeatureBlock(collide, { ids: 'first' }).ids, packIds([pair[0], 'z', pair[1]]));
+  const collideAgain = file([pair[0], pair[1], 'z', pair[1]].map((id) => `${id} 1:1`).join('\n'));
+  assert.throws(() => readFeatureBlock(collideAgain, { ids: 'first' }), (err: unknown) => err instanceof DataError && err.line === 4 && new RegExp(`'${pair[1]}' \\(first seen on line 2\\)`).test(err.message));
 });
