@@ -11,6 +11,15 @@ export function collectGarbage(): void {
 }
 
 /**
+ * A young-generation collection now, where Node runs with --expose-gc: frees the buffers a
+ * message just came in (the socket's reads and the frame joined from them) while they are young,
+ * in a fraction of a millisecond, without marking the old generation.
+ */
+export function collectYoungGarbage(): void {
+  (globalThis as { gc?: (o: { type: 'minor' }) => void }).gc?.({ type: 'minor' });
+}
+
+/**
  * Rows from which a party also collects at each round (vectors of 1 MiB): a round leaves the
  * buffers its vector came in (the socket's reads and the frames ws joins them into: about twice
  * the vector's bytes, 16 MB at a million rows), which take next to no room in V8's own heap, so
@@ -46,7 +55,7 @@ export class RoundGarbage {
   /** A round's vector of n values came in: which collection ran. */
   round(n: number): 'none' | 'young' | 'full' {
     if (n < ROUND_COLLECTION_ROWS) return 'none';
-    (globalThis as { gc?: (o: { type: 'minor' }) => void }).gc?.({ type: 'minor' });
+    collectYoungGarbage();
     const bytes = this.arrayBuffers();
     if (bytes - this.lowest < ROUND_GARBAGE_BYTES) {
       this.lowest = Math.min(this.lowest, bytes);
