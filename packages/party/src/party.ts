@@ -7,7 +7,7 @@ import type { Logger } from 'pino';
 import { type BlockTable, type FeatureTable, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiPool, SpilledCsr, detectFormat, isDense, packIds, readFeatureBlock, readFeatureFile } from '@admm-share/core';
 import { type CloseKind, type Role, ProtocolError, assertNever } from '@admm-share/protocol';
 import { Progress, peakMemoryBytes } from '@admm-share/runtime';
-import { collectGarbage } from './gc.js';
+import { collectGarbage, collectYoungGarbage } from './gc.js';
 import { CoordinatorLink, maxPayloadFor } from './link.js';
 import { ledgerPath, readPartyModel, writeModelFiles } from './model-file.js';
 import { type PrivacyConfig, DEFAULT_BX, Privacy, normaliseCsrRows, normaliseDenseRows, validatePrivacyConfig } from './privacy.js';
@@ -120,7 +120,7 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
   }
   // A progress bar for the intersection on a terminal (silent otherwise).
   const progress = new Progress();
-  const psi = new PartyPsi(new PsiPool(), { train: train.ids, test: test?.ids }, (set, what) => progress.counter(`${set} ${what}`));
+  const psi = new PartyPsi(new PsiPool({ afterChunk: collectYoungGarbage }), { train: train.ids, test: test?.ids }, (set, what) => progress.counter(`${set} ${what}`));
   const env: SessionEnv = {
     partyId: config.partyId,
     jobId: config.jobId,
@@ -180,7 +180,7 @@ export function startScoring(config: ScoringConfig, deps: { logger: Logger }): P
     features: model.features,
     privacy: new Privacy({ mechanism: 'none', bx: DEFAULT_BX }),
     ledgerPath: ledgerPath(config.model),
-    psi: new PartyPsi(new PsiPool(), { train: rows.ids, test: undefined }, (set, what) => progress.counter(what)),
+    psi: new PartyPsi(new PsiPool({ afterChunk: collectYoungGarbage }), { train: rows.ids, test: undefined }, (set, what) => progress.counter(what)),
     maxLabelIds: Math.ceil((config.maxLabelFactor ?? MAX_LABEL_FACTOR) * data.ids.length) + SLACK_LABEL_IDS,
     scoring: { scorer, ledger: scoringLedgerPath(config.model) },
     threads: 0, // scoring has no x-update

@@ -171,22 +171,27 @@ test('readLibsvm malformed: duplicate sample id', () => {
   throwsData(() => readLibsvm(q, { ids: 'qid' }), q, 3);
 });
 
-test('duplicate ids: the first repeat in file order with the line it repeats; ids of equal hash that differ are not duplicates', () => {
-  // Two different ids with the same 32-bit FNV-1a hash (the hash refuseDuplicates sorts by), found by brute force.
+/**
+ * Two different ASCII ids with the same 32-bit FNV-1a hash (the hash the search for repeats
+ * sorts by, over an id's characters as over its UTF-8 bytes), found by brute force.
+ */
+function fnvCollision(): [string, string] {
   const fnv = (s: string) => {
     let h = 0x811c9dc5;
     for (let k = 0; k < s.length; k++) h = Math.imul(h ^ s.charCodeAt(k), 16777619);
     return h >>> 0;
   };
   const byHash = new Map<number, string>();
-  let pair: [string, string] | undefined;
-  for (let i = 0; !pair; i++) {
+  for (let i = 0; ; i++) {
     const id = `cust-${i}`;
     const other = byHash.get(fnv(id));
-    if (other !== undefined) pair = [other, id];
-    else byHash.set(fnv(id), id);
+    if (other !== undefined) return [other, id];
+    byHash.set(fnv(id), id);
   }
-  const [u, v] = pair;
+}
+
+test('duplicate ids: the first repeat in file order with the line it repeats; ids of equal hash that differ are not duplicates', () => {
+  const [u, v] = fnvCollision();
   assert.notEqual(u, v);
   const lines = (ids: string[]) => ids.map((_, i) => 10 + i);
   refuseDuplicates('f', [u, 'a', v, 'b'], lines([u, 'a', v, 'b']));
@@ -829,19 +834,8 @@ test("readFeatureBlock packs the ids as it reads them: the string readers' ids p
     assert.throws(read, (err: unknown) => err instanceof DataError && err.line === 4 && /duplicate sample id 'é' \(first seen on line 2\)/.test(err.message));
   const emptyId = file('id,a\n,1\n', '.csv');
   assert.throws(() => readFeatureBlock(emptyId), (err: unknown) => err instanceof DataError && err.line === 2 && /empty sample id/.test(err.message));
-  // Two ASCII ids of equal FNV-1a hash (over their bytes as over their characters) are distinct ids.
-  const fnv = (s: string) => {
-    let h = 0x811c9dc5;
-    for (let k = 0; k < s.length; k++) h = Math.imul(h ^ s.charCodeAt(k), 16777619);
-    return h >>> 0;
-  };
-  const byHash = new Map<number, string>();
-  let pair: [string, string] | undefined;
-  for (let i = 0; !pair; i++) {
-    const other = byHash.get(fnv(`cust-${i}`));
-    if (other !== undefined) pair = [other, `cust-${i}`];
-    else byHash.set(fnv(`cust-${i}`), `cust-${i}`);
-  }
+  // Two ids of equal hash are distinct ids.
+  const pair = fnvCollision();
   const collide = file([pair[0], 'z', pair[1]].map((id) => `${id} 1:1`).join('\n'));
   assert.deepEqual(readFeatureBlock(collide, { ids: 'first' }).ids, packIds([pair[0], 'z', pair[1]]));
   const collideAgain = file([pair[0], pair[1], 'z', pair[1]].map((id) => `${id} 1:1`).join('\n'));

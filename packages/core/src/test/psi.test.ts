@@ -177,3 +177,18 @@ test('the pool gives the calling thread\'s results across worker threads, and a 
   // The chain of runs ends in nothing: a finished run's array is not held until the next one.
   assert.equal(await (pool as unknown as { last: Promise<unknown> }).last, undefined);
 });
+
+test("the pool's afterChunk runs on the calling thread after each chunk's result is in place, before its progress", async () => {
+  const list = ids(10000, 'after-');
+  const events: string[] = [];
+  const pool = new PsiPool({ threads: 2, inlineBelow: 0, afterChunk: () => events.push('after') });
+  assert.deepEqual(await pool.hash(list, (done) => events.push(`progress ${done}`)), hashToPoints(list));
+  // 10,000 ids in chunks of 4096: three chunks, each 'after' then its progress (chunks finish in any order).
+  assert.equal(events.length, 6);
+  assert.ok(events.every((e, i) => (i % 2 === 0 ? e === 'after' : e.startsWith('progress '))), events.join(', '));
+  assert.equal(events.at(-1), 'progress 10000');
+  // Without a worker thread (a small set), no chunks: no call.
+  events.length = 0;
+  await new PsiPool({ afterChunk: () => events.push('after') }).hash(list.slice(0, 10));
+  assert.deepEqual(events, []);
+});
