@@ -49,15 +49,15 @@ export interface FeatureTable {
 
 /**
  * A data file as a party keeps it (readFeatureBlock): its matrix dense when the file is, and its
- * ids packed as they are read (a million short ids as strings took about 35 MB more at the
- * party's peak, the end of reading; docs/scaling.md).
+ * ids packed as they are read: with a million short ids as strings, and packed only afterwards,
+ * a party's reading peaked 45 MiB higher (docs/scaling.md).
  */
 export interface BlockTable extends Pick<FeatureTable, 'file' | 'featureNames'> {
   ids: PackedIds;
   X: Csr | Dense;
 }
 
-/** What a reader of features returns before its ids are added (LibsvmScan, csvFeatures). */
+/** What a reader of features returns; its ids went to the IdSink it was given (scanLibsvm, csvFeatures). */
 interface Scanned {
   X: Csr | Dense;
   featureNames: string[];
