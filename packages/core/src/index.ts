@@ -2,6 +2,7 @@ export * from './errors.js';
 export * from './csr.js';
 export * from './wasm-kernels.js';
 export * from './io.js';
+export * from './files/json-file.js';
 export * from './losses.js';
 export * from './metrics.js';
 export * from './linalg.js';
