@@ -27,7 +27,7 @@ export default {
     'packages/party/src/privacy.ts',
     'packages/core/src/privacy/accounting.ts',
     'packages/core/src/privacy/noise.ts',
-    'packages/core/src/losses.ts',
+    'packages/core/src/model/losses.ts',
     'packages/coordinator/src/admm.ts',
     'packages/party/src/xupdate.ts',
   ],

@@ -7,7 +7,7 @@ import { InternalError, ThreadTeam } from '../index.js';
 function team(startMs: number, callMs: number) {
   const counts = new Int32Array(new SharedArrayBuffer(8));
   const t = new ThreadTeam({
-    script: new URL('./team-worker.js', import.meta.url),
+    script: new URL('./team-thread.js', import.meta.url),
     data: () => ({ startMs, callMs, counts }),
     threads: 1,
     name: 'the test thread',

@@ -23,7 +23,7 @@ import {
   vectorLayout,
   vectorMemory,
 } from '../index.js';
-import { KERNELS_WASM, KERNELS_WASM_UNSHARED } from '../wasm-kernels-bytes.js';
+import { KERNELS_WASM, KERNELS_WASM_UNSHARED } from '../kernels/wasm-kernels-bytes.js';
 import { seeded } from './support.js';
 
 /** The same doubles to the bit (Object.is tells -0 from 0). */

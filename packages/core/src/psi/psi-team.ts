@@ -6,7 +6,8 @@
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { type PackedIds, POINT_BYTES, PointError, blindPoints, checkPoints, hashToPoints, sliceIds } from './psi.js';
+import { type PackedIds, sliceIds } from '../io/packed-ids.js';
+import { POINT_BYTES, PointError, blindPoints, checkPoints, hashToPoints } from './psi.js';
 
 /**
  * Each worker thread's young generation, in MB. A chunk's garbage (its strings, hashes and
@@ -129,7 +130,7 @@ export class PsiPool {
     let done = 0;
     let failed: Error | undefined;
     const worker = async () => {
-      const w = new Worker(new URL('./psi-worker.js', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_MB } });
+      const w = new Worker(new URL('./psi-thread.js', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_MB } });
       try {
         while (next < n && !failed) {
           const from = next;

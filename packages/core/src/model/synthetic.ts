@@ -1,5 +1,5 @@
 import seedrandom from 'seedrandom';
-import { type Csr, CsrBuilder } from './csr.js';
+import { type Csr, CsrBuilder } from '../linalg/csr.js';
 
 export interface LabelledSet {
   ids: string[];

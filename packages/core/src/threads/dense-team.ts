@@ -2,9 +2,9 @@
 // the block in shared memory (no copy) and wait on an atomic flag between calls, so that a
 // product costs no message and the calling thread stays synchronous (it blocks for the
 // milliseconds the others take). The calling thread does a part itself.
-import { assertLength } from './csr.js';
-import { type Dense, PANEL_ROWS, sharedFloat64, choleskyRows, denseGramRows, denseMatTVecRows, denseMatVecRows, denseOuterGramRows, gramPanel } from './dense.js';
-import { packedLength } from './packed.js';
+import { assertLength } from '../linalg/csr.js';
+import { type Dense, PANEL_ROWS, sharedFloat64, choleskyRows, denseGramRows, denseMatTVecRows, denseMatVecRows, denseOuterGramRows, gramPanel } from '../linalg/dense.js';
+import { packedLength } from '../linalg/packed.js';
 import { ThreadTeam } from './thread-team.js';
 
 /** What the threads are told to do (ctrl[OP]). */
@@ -95,7 +95,7 @@ export class DenseThreads {
     const ranges = balancedRanges(rows, threads + 1, () => 1);
     this.mine = ranges[threads];
     this.team = new ThreadTeam({
-      script: new URL('./dense-worker.js', import.meta.url),
+      script: new URL('./dense-thread.js', import.meta.url),
       data: (t): DenseWorkerData => ({ a, from: ranges[t][0], to: ranges[t][1], x: this.x, w: this.w, out: this.out, partial: this.partials.subarray(t * cols, (t + 1) * cols) }),
       threads,
       name: 'a product thread',

@@ -10,7 +10,7 @@
 import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Csr, csrSelectRowsInto, csrSelectedEntries } from './csr.js';
+import { type Csr, csrSelectRowsInto, csrSelectedEntries } from '../linalg/csr.js';
 
 /** Bytes read or written at a time (a selection copies its rows out of each piece). */
 const PIECE_BYTES = 1 << 20;

@@ -4,7 +4,7 @@
 // take) or awaits their part. Used by DenseThreads (a party's dense block) and by the
 // coordinator's step (its passes over the samples and Anderson acceleration's).
 import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort, workerData } from 'node:worker_threads';
-import { InternalError } from './errors.js';
+import { InternalError } from '../errors.js';
 
 /**
  * Slots of the control array: a call's number (the threads wait for it to change), its op,

@@ -1,6 +1,6 @@
-import { type Csr, csrAppendOnes, csrMatVec, cscMatTVec, csrToCsc } from './csr.js';
-import { type Dense, choleskyInPlace, choleskySolveInPlace, denseMatVec, isDense } from './dense.js';
-import { packedAt, packedLength } from './packed.js';
+import { type Csr, csrAppendOnes, csrMatVec, cscMatTVec, csrToCsc } from '../linalg/csr.js';
+import { type Dense, choleskyInPlace, choleskySolveInPlace, denseMatVec, isDense } from '../linalg/dense.js';
+import { packedAt, packedLength } from '../linalg/packed.js';
 import { type Loss } from './losses.js';
 
 export interface CentralResult {

@@ -12,8 +12,8 @@
  * not copied there; a sparse block's (WasmCsr) is not, as only its own thread uses it and
  * vectors are decoded into it and encoded from it (instantiate).
  */
-import { type Csr, assertLength, csrSelectRowsInto, csrSelectedEntries } from './csr.js';
-import { packedLength } from './packed.js';
+import { type Csr, assertLength, csrSelectRowsInto, csrSelectedEntries } from '../linalg/csr.js';
+import { packedLength } from '../linalg/packed.js';
 import { KERNELS_WASM, KERNELS_WASM_UNSHARED } from './wasm-kernels-bytes.js';
 
 interface Kernels {

@@ -1,6 +1,6 @@
 // A ThreadTeam thread for thread-team.test.ts: it takes `startMs` to start; each call adds 1 to
 // counts[0] as it begins, takes `callMs`, and then sets counts[1] to the number of calls done.
-import { type TeamWorkerData, serveTeam } from '../thread-team.js';
+import { type TeamWorkerData, serveTeam } from '../threads/thread-team.js';
 
 interface Data extends TeamWorkerData {
   startMs: number;

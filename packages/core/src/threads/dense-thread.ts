@@ -1,6 +1,6 @@
 // One thread of DenseThreads (dense-threads.ts, a ThreadTeam): its part of each call on the shared block.
-import { type DenseWorkerData, Op, type PackedPart } from './dense-threads.js';
-import { choleskyRows, denseGramRows, denseMatTVecRows, denseMatVecRows, denseOuterGramRows } from './dense.js';
+import { type DenseWorkerData, Op, type PackedPart } from './dense-team.js';
+import { choleskyRows, denseGramRows, denseMatTVecRows, denseMatVecRows, denseOuterGramRows } from '../linalg/dense.js';
 import { type TeamWorkerData, serveTeam } from './thread-team.js';
 
 serveTeam<DenseWorkerData & TeamWorkerData>(({ a, from, to, x, w, out, partial }) => (op, message) => {
