@@ -8,7 +8,7 @@
  * one copy. That memory never grows afterwards (growing would detach the views). Data too
  * large for it (2 GiB, or memory refused) gets no instance: `from` returns undefined and the
  * caller uses the TypeScript loops. The memory is shared (a SharedArrayBuffer), so the
- * x-update's threads (DenseThreads) form a factor where the solves read it (WasmCholesky.zeros),
+ * x-update's threads (DenseTeam) form a factor where the solves read it (WasmCholesky.zeros),
  * not copied there; a sparse block's (WasmCsr) is not, as only its own thread uses it and
  * vectors are decoded into it and encoded from it (instantiate).
  */

@@ -24,7 +24,7 @@ export function preferDense(a: Csr): boolean {
 
 /**
  * A zeroed Float64Array in shared memory. Dense blocks live there: the x-update's threads
- * (DenseThreads) read the same memory instead of a copy. It costs nothing more than an
+ * (DenseTeam) read the same memory instead of a copy. It costs nothing more than an
  * ordinary array: pages never written are not resident either.
  */
 export function sharedFloat64(length: number): Float64Array {
@@ -243,7 +243,7 @@ export function choleskyInPlace(a: Float64Array, n: number): boolean {
  * factorisation can be done a range at a time). Returns false at a pivot that is not positive.
  * With [j0, j1), only those columns of each row, the columns before j0 already factored: the
  * columns before `from` of rows [from, to) need only the rows before `from`, so threads can
- * form them for different rows at once (DenseThreads.cholesky).
+ * form them for different rows at once (DenseTeam.cholesky).
  */
 export function choleskyRows(a: Float64Array, n: number, from: number, to: number, j0 = 0, j1 = n): boolean {
   assertLength('factor', a, packedLength(n));

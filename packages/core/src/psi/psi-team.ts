@@ -1,8 +1,8 @@
 /**
  * The PSI group operations over all cores: a set is cut into chunks, each worker thread
  * takes the next chunk, and progress is reported as chunks finish. A small set is done on
- * the calling thread (starting threads would cost more than it saves). The pool's threads
- * end when the work does, so a pool holds nothing between calls.
+ * the calling thread (starting threads would cost more than it saves). The team's threads
+ * end when the work does, so a team holds nothing between calls.
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
@@ -50,7 +50,7 @@ export function runPsiTask(task: PsiTask): Uint8Array {
 /** Called as chunks finish: items done of the total. */
 export type PsiProgress = (done: number, total: number) => void;
 
-export interface PsiPoolOptions {
+export interface PsiTeamOptions {
   /** Worker threads (default: every core). */
   threads?: number;
   /** Sets up to this many items run on the calling thread (default: INLINE_BELOW). */
@@ -64,7 +64,7 @@ export interface PsiPoolOptions {
   afterChunk?: () => void;
 }
 
-export class PsiPool {
+export class PsiTeam {
   private readonly threads: number;
   private readonly inlineBelow: number;
   private readonly afterChunk: (() => void) | undefined;
@@ -75,7 +75,7 @@ export class PsiPool {
    */
   private last: Promise<void> = Promise.resolve();
 
-  constructor(opts: PsiPoolOptions = {}) {
+  constructor(opts: PsiTeamOptions = {}) {
     this.threads = Math.max(1, opts.threads ?? availableParallelism());
     this.inlineBelow = opts.inlineBelow ?? INLINE_BELOW;
     this.afterChunk = opts.afterChunk;
@@ -160,3 +160,6 @@ export class PsiPool {
     return out;
   }
 }
+
+/** @deprecated The old names of PsiTeam and its options, kept while the party and coordinator still use them. */
+export { PsiTeam as PsiPool, type PsiTeamOptions as PsiPoolOptions };

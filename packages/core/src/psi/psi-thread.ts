@@ -1,4 +1,4 @@
-// One thread of the PSI pool (psi-pool.ts): hashes ids onto the curve, checks and blinds
+// One thread of the PSI team (psi-team.ts): hashes ids onto the curve, checks and blinds
 // points, one chunk per message, and answers with the result or the point that failed.
 import { parentPort } from 'node:worker_threads';
 import { type PsiTask, runPsiTask } from './psi-team.js';

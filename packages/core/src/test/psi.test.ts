@@ -6,7 +6,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { ed25519, x25519 } from '@noble/curves/ed25519.js';
-import { type PackedIds, POINT_BYTES, PointError, PsiPool, blindPoints, checkPoints, hashToPoints, newPsiKey, packIds, pointKeys, randomPermutation, selectIds, sliceIds } from '../index.js';
+import { type PackedIds, POINT_BYTES, PointError, PsiTeam, blindPoints, checkPoints, hashToPoints, newPsiKey, packIds, pointKeys, randomPermutation, selectIds, sliceIds } from '../index.js';
 import { seeded } from './support.js';
 
 const P = 2n ** 255n - 19n;
@@ -142,9 +142,9 @@ test('randomPermutation: a permutation, and each of the 6 orders of 3 items abou
   assert.deepEqual(randomPermutation(1), Uint32Array.of(0));
 });
 
-test('the pool gives the calling thread\'s results across worker threads, and a bad point\'s index in the whole set', async () => {
+test('the PSI team gives the calling thread\'s results across worker threads, and a bad point\'s index in the whole set', async () => {
   const list = ids(10000, 'pool-');
-  const pool = new PsiPool({ threads: 2, inlineBelow: 0 });
+  const pool = new PsiTeam({ threads: 2, inlineBelow: 0 });
   const progress: number[] = [];
   const hashed = await pool.hash(list, (done, total) => {
     assert.equal(total, 10000);
@@ -178,10 +178,10 @@ test('the pool gives the calling thread\'s results across worker threads, and a 
   assert.equal(await (pool as unknown as { last: Promise<unknown> }).last, undefined);
 });
 
-test("the pool's afterChunk runs on the calling thread after each chunk's result is in place, before its progress", async () => {
+test("the PSI team's afterChunk runs on the calling thread after each chunk's result is in place, before its progress", async () => {
   const list = ids(10000, 'after-');
   const events: string[] = [];
-  const pool = new PsiPool({ threads: 2, inlineBelow: 0, afterChunk: () => events.push('after') });
+  const pool = new PsiTeam({ threads: 2, inlineBelow: 0, afterChunk: () => events.push('after') });
   assert.deepEqual(await pool.hash(list, (done) => events.push(`progress ${done}`)), hashToPoints(list));
   // 10,000 ids in chunks of 4096: three chunks, each 'after' then its progress (chunks finish in any order).
   assert.equal(events.length, 6);
@@ -189,6 +189,6 @@ test("the pool's afterChunk runs on the calling thread after each chunk's result
   assert.equal(events.at(-1), 'progress 10000');
   // Without a worker thread (a small set), no chunks: no call.
   events.length = 0;
-  await new PsiPool({ afterChunk: () => events.push('after') }).hash(list.slice(0, 10));
+  await new PsiTeam({ afterChunk: () => events.push('after') }).hash(list.slice(0, 10));
   assert.deepEqual(events, []);
 });

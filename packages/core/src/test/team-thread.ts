@@ -1,8 +1,8 @@
 // A ThreadTeam thread for thread-team.test.ts: it takes `startMs` to start; each call adds 1 to
 // counts[0] as it begins, takes `callMs`, and then sets counts[1] to the number of calls done.
-import { type TeamWorkerData, serveTeam } from '../threads/thread-team.js';
+import { type TeamThreadData, serveTeam } from '../threads/thread-team.js';
 
-interface Data extends TeamWorkerData {
+interface Data extends TeamThreadData {
   startMs: number;
   callMs: number;
   counts: Int32Array;

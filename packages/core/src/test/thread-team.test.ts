@@ -1,5 +1,5 @@
 // ThreadTeam.waitOrSkip: a thread that has not begun a call by the time the caller is done
-// skips it; one that has begun is waited for. The thread is a real worker (team-worker.ts).
+// skips it; one that has begun is waited for. The thread is a real worker (team-thread.ts).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { InternalError, ThreadTeam } from '../index.js';

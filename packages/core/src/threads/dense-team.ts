@@ -21,7 +21,7 @@ export const Op = {
 type Op = (typeof Op)[keyof typeof Op];
 
 /** What each worker thread gets at its start. */
-export interface DenseWorkerData {
+export interface DenseThreadData {
   a: Dense;
   /** Its rows for the products: [from, to). */
   from: number;
@@ -68,10 +68,10 @@ export function balancedRanges(count: number, parts: number, cost: (i: number) =
 
 /**
  * Worker threads for one dense block (its data in a SharedArrayBuffer): `threads` of them and
- * the calling thread each take a part of every call. Start with DenseThreads.start; close when
+ * the calling thread each take a part of every call. Start with DenseTeam.start; close when
  * the block is no longer used (the threads are unref'd, so they never keep a process alive).
  */
-export class DenseThreads {
+export class DenseTeam {
   private readonly x: Float64Array;
   private readonly w: Float64Array;
   private readonly out: Float64Array;
@@ -85,8 +85,8 @@ export class DenseThreads {
     private readonly a: Dense,
     readonly threads: number,
   ) {
-    if (!(a.data.buffer instanceof SharedArrayBuffer)) throw new RangeError('DenseThreads: the block is not in shared memory (sharedFloat64)');
-    if (!(Number.isInteger(threads) && threads >= 1)) throw new RangeError(`DenseThreads: threads must be an integer >= 1, got ${threads}`);
+    if (!(a.data.buffer instanceof SharedArrayBuffer)) throw new RangeError('DenseTeam: the block is not in shared memory (sharedFloat64)');
+    if (!(Number.isInteger(threads) && threads >= 1)) throw new RangeError(`DenseTeam: threads must be an integer >= 1, got ${threads}`);
     const { rows, cols } = a;
     this.x = sharedFloat64(cols);
     this.w = sharedFloat64(rows);
@@ -96,16 +96,16 @@ export class DenseThreads {
     this.mine = ranges[threads];
     this.team = new ThreadTeam({
       script: new URL('./dense-thread.js', import.meta.url),
-      data: (t): DenseWorkerData => ({ a, from: ranges[t][0], to: ranges[t][1], x: this.x, w: this.w, out: this.out, partial: this.partials.subarray(t * cols, (t + 1) * cols) }),
+      data: (t): DenseThreadData => ({ a, from: ranges[t][0], to: ranges[t][1], x: this.x, w: this.w, out: this.out, partial: this.partials.subarray(t * cols, (t + 1) * cols) }),
       threads,
       name: 'a product thread',
-      fail: (failure) => new Error(`DenseThreads: ${failure}`),
+      fail: (failure) => new Error(`DenseTeam: ${failure}`),
     });
   }
 
   /** Threads for the dense block `a` (in shared memory: sharedFloat64). */
-  static start(a: Dense, threads: number): DenseThreads {
-    return new DenseThreads(a, threads);
+  static start(a: Dense, threads: number): DenseTeam {
+    return new DenseTeam(a, threads);
   }
 
   /** out = A x, the rows split between the threads. */
@@ -144,7 +144,7 @@ export class DenseThreads {
    */
   *gram(g: Float64Array, side: 'primal' | 'dual', work: number): Generator<Promise<void> | void, void, void> {
     const { rows: n, cols: d } = this.a;
-    if (!(g.buffer instanceof SharedArrayBuffer)) throw new RangeError('DenseThreads.gram: the matrix is not in shared memory');
+    if (!(g.buffer instanceof SharedArrayBuffer)) throw new RangeError('DenseTeam.gram: the matrix is not in shared memory');
     assertLength('gram', g, packedLength(side === 'primal' ? d : n));
     const parts =
       side === 'primal'
@@ -182,7 +182,7 @@ export class DenseThreads {
    * multiply-adds on each thread. Returns false at a pivot that is not positive.
    */
   *cholesky(a: Float64Array, n: number, work: number): Generator<void, boolean, void> {
-    if (!(a.buffer instanceof SharedArrayBuffer)) throw new RangeError('DenseThreads.cholesky: the matrix is not in shared memory');
+    if (!(a.buffer instanceof SharedArrayBuffer)) throw new RangeError('DenseTeam.cholesky: the matrix is not in shared memory');
     assertLength('factor', a, packedLength(n));
     for (let b0 = 0; b0 < n; ) {
       // About `work` on each thread: a row's columns before the block cost b0^2 / 2 multiply-adds
@@ -208,3 +208,5 @@ export class DenseThreads {
   }
 }
 
+/** @deprecated The old name of DenseTeam, kept while the party's x-update still uses it. */
+export { DenseTeam as DenseThreads };

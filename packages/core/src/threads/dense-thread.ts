@@ -1,9 +1,9 @@
-// One thread of DenseThreads (dense-threads.ts, a ThreadTeam): its part of each call on the shared block.
-import { type DenseWorkerData, Op, type PackedPart } from './dense-team.js';
+// One thread of DenseTeam (dense-team.ts, a ThreadTeam): its part of each call on the shared block.
+import { type DenseThreadData, Op, type PackedPart } from './dense-team.js';
 import { choleskyRows, denseGramRows, denseMatTVecRows, denseMatVecRows, denseOuterGramRows } from '../linalg/dense.js';
-import { type TeamWorkerData, serveTeam } from './thread-team.js';
+import { type TeamThreadData, serveTeam } from './thread-team.js';
 
-serveTeam<DenseWorkerData & TeamWorkerData>(({ a, from, to, x, w, out, partial }) => (op, message) => {
+serveTeam<DenseThreadData & TeamThreadData>(({ a, from, to, x, w, out, partial }) => (op, message) => {
   switch (op) {
     case Op.MatVec:
       return denseMatVecRows(out, a, x, from, to);

@@ -1,7 +1,7 @@
 // Worker threads that each take a part of a call while the calling thread does its own: they
 // read and write shared memory and wait on an atomic call number between calls, so a call
 // costs no message and the caller stays synchronous (it blocks for the milliseconds the others
-// take) or awaits their part. Used by DenseThreads (a party's dense block) and by the
+// take) or awaits their part. Used by DenseTeam (a party's dense block) and by the
 // coordinator's step (its passes over the samples and Anderson acceleration's).
 import { MessageChannel, type MessagePort, Worker, receiveMessageOnPort, workerData } from 'node:worker_threads';
 import { InternalError } from '../errors.js';
@@ -33,7 +33,7 @@ const LAST_GEN = 0x3fffffff;
 const STALL_MS = 20_000;
 
 /** What a team's thread gets besides its user's data: the control array, and a port for a call's message and a failure's. */
-export interface TeamWorkerData {
+export interface TeamThreadData {
   ctrl: Int32Array;
   port: MessagePort;
   /** The thread's index in its team. */
@@ -41,7 +41,7 @@ export interface TeamWorkerData {
 }
 
 export interface TeamOptions {
-  /** The worker script (it calls serveTeam). */
+  /** The thread's entry script, `<what>-thread.js` (it calls serveTeam). */
   script: URL;
   /** Thread t's data (shared memory is shared, not copied). */
   data: (t: number) => object;
@@ -66,7 +66,7 @@ export class ThreadTeam {
     this.ctrl = new Int32Array(new SharedArrayBuffer((ENTRY + opts.threads) * Int32Array.BYTES_PER_ELEMENT));
     for (let t = 0; t < opts.threads; t++) {
       const { port1, port2 } = new MessageChannel();
-      const data: TeamWorkerData = { ...opts.data(t), ctrl: this.ctrl, port: port2, thread: t };
+      const data: TeamThreadData = { ...opts.data(t), ctrl: this.ctrl, port: port2, thread: t };
       const worker = new Worker(opts.script, { workerData: data, transferList: [port2] });
       // The threads never keep a process alive; close() ends them.
       worker.unref();
@@ -176,12 +176,12 @@ export class ThreadTeam {
 }
 
 /**
- * A team thread's loop (in its worker script): `start` makes the handler of the calls from the
+ * A team thread's loop (in its entry script, `<what>-thread.ts`): `start` makes the handler of the calls from the
  * thread's data; each call's op goes to it, with `message()` for the call's message. A handler
  * that throws, or a start that does, fails that call (and, for a start, every call) with its
  * message, which the caller throws.
  */
-export function serveTeam<D extends TeamWorkerData>(start: (data: D) => (op: number, message: () => unknown) => void): void {
+export function serveTeam<D extends TeamThreadData>(start: (data: D) => (op: number, message: () => unknown) => void): void {
   const data = workerData as D;
   const { ctrl, port } = data;
   let handle: ((op: number, message: () => unknown) => void) | undefined;
@@ -226,3 +226,6 @@ export function serveTeam<D extends TeamWorkerData>(start: (data: D) => (op: num
 interface AtomicsWaitAsync {
   waitAsync(a: Int32Array, index: number, value: number, timeout: number): { async: false; value: 'not-equal' | 'timed-out' } | { async: true; value: Promise<'ok' | 'timed-out'> };
 }
+
+/** @deprecated The old name of TeamThreadData (coordinator's split-thread.ts); use TeamThreadData. */
+export type TeamWorkerData = TeamThreadData;

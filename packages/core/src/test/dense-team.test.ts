@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import type { Worker } from 'node:worker_threads';
 import assert from 'node:assert/strict';
 import { Matrix } from 'ml-matrix';
-import { type Dense, DenseThreads, balancedRanges, choleskyInPlace, packedAt, packedLength, sharedFloat64, unpackSymmetric } from '../index.js';
+import { type Dense, DenseTeam, balancedRanges, choleskyInPlace, packedAt, packedLength, sharedFloat64, unpackSymmetric } from '../index.js';
 import { seeded } from './support.js';
 
 const close = (a: number, b: number, tol: number, what: string) => assert.ok(Math.abs(a - b) <= tol * (1 + Math.abs(b)), `${what}: ${a} vs ${b}`);
@@ -15,8 +15,8 @@ function sharedRandom(rand: () => number, n: number, d: number): { A: Dense; M: 
   return { A: { rows: n, cols: d, data }, M };
 }
 
-/** Runs DenseThreads.gram to its end, awaiting the threads' part (as the x-update does). */
-async function gram(t: DenseThreads, g: Float64Array, side: 'primal' | 'dual', work: number): Promise<number> {
+/** Runs DenseTeam.gram to its end, awaiting the threads' part (as the x-update does). */
+async function gram(t: DenseTeam, g: Float64Array, side: 'primal' | 'dual', work: number): Promise<number> {
   let pieces = 0;
   for (const step of t.gram(g, side, work)) {
     pieces++;
@@ -48,11 +48,11 @@ test('balancedRanges: contiguous, aligned, covering, and of about equal cost', (
   }
 });
 
-test('DenseThreads: products and both Gram matrices agree with ml-matrix, with 1 and 2 threads', async () => {
+test('DenseTeam: products and both Gram matrices agree with ml-matrix, with 1 and 2 threads', async () => {
   const rand = seeded(5);
   for (const [n, d, threads] of [[301, 37, 1], [300, 41, 2], [5, 130, 2], [2, 3, 2], [1, 5, 4]]) {
     const { A, M } = sharedRandom(rand, n, d);
-    const t = DenseThreads.start(A, threads);
+    const t = DenseTeam.start(A, threads);
     try {
       for (let call = 0; call < 3; call++) {
         const x = Float64Array.from({ length: d }, () => rand() - 0.5);
@@ -86,11 +86,11 @@ test('DenseThreads: products and both Gram matrices agree with ml-matrix, with 1
   }
 });
 
-test('DenseThreads.cholesky: the factor choleskyInPlace forms, by blocks of rows over 1 and 2 threads; false for a matrix that is not positive definite', async () => {
+test('DenseTeam.cholesky: the factor choleskyInPlace forms, by blocks of rows over 1 and 2 threads; false for a matrix that is not positive definite', async () => {
   const rand = seeded(9);
   const { A } = sharedRandom(rand, 4, 3); // the threads' block is not used by this op
   for (const threads of [1, 2]) {
-    const t = DenseThreads.start(A, threads);
+    const t = DenseTeam.start(A, threads);
     try {
       for (const n of [1, 9, 100, 131]) {
         // M M^T + n I, packed.
@@ -121,23 +121,23 @@ test('DenseThreads.cholesky: the factor choleskyInPlace forms, by blocks of rows
   }
 });
 
-test('DenseThreads refuses a block or a Gram matrix outside shared memory, and calls after close', async () => {
-  assert.throws(() => DenseThreads.start({ rows: 2, cols: 2, data: new Float64Array(4) }, 1), /not in shared memory/);
+test('DenseTeam refuses a block or a Gram matrix outside shared memory, and calls after close', async () => {
+  assert.throws(() => DenseTeam.start({ rows: 2, cols: 2, data: new Float64Array(4) }, 1), /not in shared memory/);
   const { A } = sharedRandom(seeded(1), 4, 3);
-  assert.throws(() => DenseThreads.start(A, 0), /threads must be an integer >= 1/);
-  const t = DenseThreads.start(A, 1);
+  assert.throws(() => DenseTeam.start(A, 0), /threads must be an integer >= 1/);
+  const t = DenseTeam.start(A, 1);
   assert.throws(() => t.gram(new Float64Array(packedLength(3)), 'primal', 100).next(), /not in shared memory/);
   assert.throws(() => t.matVec(new Float64Array(3), new Float64Array(3)), /out/);
   await t.close();
   assert.throws(() => t.matVec(new Float64Array(4), new Float64Array(3)), /closed/);
 });
 
-/** The pool's workers (private), to make one die. */
-const workersOf = (t: DenseThreads): Worker[] => (t as unknown as { team: { workers: Worker[] } }).team.workers;
+/** The team's threads (private), to make one die. */
+const workersOf = (t: DenseTeam): Worker[] => (t as unknown as { team: { workers: Worker[] } }).team.workers;
 
-test('DenseThreads: a thread that died makes the next call fail at once, naming its exit', async () => {
+test('DenseTeam: a thread that died makes the next call fail at once, naming its exit', async () => {
   const { A } = sharedRandom(seeded(2), 50, 20);
-  const t = DenseThreads.start(A, 2);
+  const t = DenseTeam.start(A, 2);
   try {
     t.matVec(new Float64Array(50), new Float64Array(20));
     await workersOf(t)[1].terminate(); // its exit event has run when this resolves
@@ -150,11 +150,11 @@ test('DenseThreads: a thread that died makes the next call fail at once, naming 
   }
 });
 
-test('DenseThreads.gram: a thread that dies during the call rejects the wait for its part with its exit; closing during the wait settles it', async () => {
+test('DenseTeam.gram: a thread that dies during the call rejects the wait for its part with its exit; closing during the wait settles it', async () => {
   const rand = seeded(3);
   const { A } = sharedRandom(rand, 1500, 600);
   for (const ending of ['dies', 'closed'] as const) {
-    const t = DenseThreads.start(A, 1);
+    const t = DenseTeam.start(A, 1);
     t.matVec(new Float64Array(1500), new Float64Array(600)); // the thread is up
     // Killed as the call begins: its part (some 1e8 multiply-adds) is never done.
     if (ending === 'dies') void workersOf(t)[0].terminate();
