@@ -112,6 +112,74 @@ test('layering: the rules catch what they are for', () => {
   for (const text of ['process.pid', 'process.env.ADMM_DEBUG', "process.on('warning', f)", 'exitCodeOf(err)']) assert.doesNotMatch(text, PROCESS_EXIT, text);
 });
 
+// ---------------------------------------------------------------------------------------
+// core's folders: what each may import from the others (relative imports of its non-test
+// sources; errors.ts, at the top of core, every folder may import).
+
+interface FolderRule {
+  folder: string;
+  /** The other core folders its sources may import. */
+  may: readonly string[];
+  why: string;
+}
+
+export const coreFolderRules: FolderRule[] = [
+  { folder: 'linalg', may: [], why: 'linalg (matrices and their products) needs nothing else in core' },
+  { folder: 'io', may: ['linalg'], why: 'io reads and writes files into matrices: no PSI, threads, kernels, losses or privacy' },
+  { folder: 'psi', may: ['io'], why: 'psi needs only the packed ids of io' },
+  { folder: 'threads', may: ['linalg'], why: 'threads (the team mechanism and the dense team) work on matrices only' },
+  { folder: 'kernels', may: ['linalg'], why: 'the WebAssembly kernels work on matrices only' },
+  { folder: 'model', may: ['linalg'], why: 'model (losses, metrics, the central fit) works on matrices only' },
+  { folder: 'privacy', may: [], why: 'privacy accounting and noise are arithmetic, reviewable on their own' },
+];
+
+const coreSrc = join(packages, 'core', 'src');
+
+/** The core folder a relative import of `file` lands in: '' for a file at the top of core/src, undefined outside core/src. */
+export function coreFolderOf(file: string, spec: string): string | undefined {
+  if (!spec.startsWith('.')) return undefined;
+  const target = join(file, '..', spec);
+  if (!target.startsWith(coreSrc + sep)) return undefined;
+  const rest = target.slice(coreSrc.length + 1).split(sep);
+  return rest.length > 1 ? rest[0] : '';
+}
+
+/** Whether an import from a file of `rule.folder` into `target` (a core folder, '' for the top, `file` the top file's name) is allowed. */
+function folderAllows(rule: FolderRule, target: string, file: string): boolean {
+  return target === rule.folder || rule.may.includes(target) || (target === '' && file === 'errors.js');
+}
+
+for (const rule of coreFolderRules)
+  test(`layering (core folders): ${rule.why}`, () => {
+    const files = sources(join(coreSrc, rule.folder));
+    assert.ok(files.length > 0, `no sources in core/src/${rule.folder}`);
+    for (const f of files.filter((f) => !isTest(f)))
+      for (const spec of importsOf(readFileSync(f, 'utf8'))) {
+        const target = coreFolderOf(f, spec);
+        if (target !== undefined) assert.ok(folderAllows(rule, target, spec.split('/').pop()!), `${f} imports ${spec}: ${rule.why}`);
+      }
+  });
+
+test('layering (core folders): every folder of core/src has a rule, and the rules catch what they are for', () => {
+  const folders = readdirSync(coreSrc).filter((d) => d !== 'test' && statSync(join(coreSrc, d)).isDirectory() && sources(join(coreSrc, d)).length > 0);
+  assert.deepEqual(folders.sort(), coreFolderRules.map((r) => r.folder).sort());
+  const allowed = (folder: string, from: string, spec: string) => {
+    const target = coreFolderOf(join(coreSrc, folder, from), spec);
+    return target === undefined || folderAllows(coreFolderRules.find((r) => r.folder === folder)!, target, spec.split('/').pop()!);
+  };
+  assert.ok(!allowed('io', 'csv.ts', '../psi/psi.js'), 'io -> psi');
+  assert.ok(!allowed('io', 'ids.ts', '../threads/thread-team.js'), 'io -> threads');
+  assert.ok(!allowed('linalg', 'csr.ts', '../io/index.js'), 'linalg -> io');
+  assert.ok(!allowed('privacy', 'noise.ts', '../model/losses.js'), 'privacy -> model');
+  assert.ok(!allowed('psi', 'psi.ts', '../threads/dense-team.js'), 'psi -> threads');
+  assert.ok(!allowed('io', 'csv.ts', '../release.js'), 'a top file other than errors.ts');
+  assert.ok(allowed('io', 'csv.ts', '../linalg/csr.js'));
+  assert.ok(allowed('io', 'csv.ts', './lines.js'));
+  assert.ok(allowed('io', 'csv.ts', '../errors.js'));
+  assert.ok(allowed('psi', 'psi-team.ts', '../io/packed-ids.js'));
+  assert.ok(allowed('io', 'csv.ts', 'csv-parse'));
+});
+
 /**
  * Paths a test may not name: another checkout's files (`../shared`, absolute paths into
  * someone's tree) or anything above the repository. Data lives in data/ and test-data/;
