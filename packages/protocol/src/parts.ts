@@ -61,7 +61,7 @@ export function* psiInParts(jobId: string, set: SampleSet, points: Uint8Array): 
 }
 
 /**
- * The receiving side: the parts of one message, validated one by one (validate.ts: job, round,
+ * The receiving side: the parts of one message, validated one by one (validate-fields.ts, part: job, round,
  * place, length and values), put in order into an array, then given to the message they
  * came before. Anything else (a part out of order, parts of another round, a message with an
  * empty vector and missing parts, parts that no message follows) is a ProtocolError.

@@ -30,7 +30,7 @@ interface Kernels {
 /**
  * The kernels on vectors in a vectorMemory: Anderson acceleration's passes (kernels.wat, aa*;
  * their TypeScript twins are the coordinator's anderson-kernels.ts) and the coordinator step's
- * logistic loss and prox (twins in losses.ts). Element ranges [from, to), byte offsets of f64
+ * logistic loss and prox (twins in model/losses.ts). Element ranges [from, to), byte offsets of f64
  * and f32 vectors and of the doubles the sums go to.
  */
 export interface VectorKernels {

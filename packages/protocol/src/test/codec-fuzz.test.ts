@@ -101,7 +101,7 @@ const KINDS = new Set(Object.keys(CloseCodes));
 /**
  * What an accepted message must satisfy whatever bytes it came from: every field the context
  * fixes (job, round, step, vector lengths, row counts and bounds) agrees with it, and every
- * vector is finite. Written from the protocol's rules (PROTOCOL.md), not from validate.ts.
+ * vector is finite. Written from the protocol's rules (PROTOCOL.md), not from the validators (validate-party.ts, validate-coordinator.ts).
  */
 function assertSatisfiesContext(m: PartyMessage | CoordinatorMessage, ctx: ValidationContext, label: string): void {
   const fail = (what: string) => assert.fail(`${label}: accepted ${m.type} with ${what} under ${JSON.stringify(ctx)}`);
