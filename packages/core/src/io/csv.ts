@@ -3,7 +3,7 @@ import { type Options as CsvOptions, Parser as CsvParser } from 'csv-parse';
 import { BlockBuilder } from '../linalg/block.js';
 import { DataError, InternalError } from '../errors.js';
 import { IdList, type IdSink } from './ids.js';
-import { cannotRead, chunkSize, fileSize, readChunks } from './lines.js';
+import { chunkSize, fileSize, readChunks } from './lines.js';
 import { parseDataNumber } from './numbers.js';
 import { type FeatureTable, type ReadOptions, type Scanned, sparse } from './table.js';
 

@@ -1,6 +1,6 @@
 // A data file of features, LIBSVM or CSV by its name (detectFormat).
 import { csvFeatures, readCsvFeatures } from './csv.js';
-import { IdList, PackedIdList } from './ids.js';
+import { PackedIdList } from './ids.js';
 import { readLibsvm, scanLibsvm } from './libsvm.js';
 import { type BlockTable, type FeatureTable, type ReadOptions, detectFormat } from './table.js';
 

@@ -1,7 +1,7 @@
 // io: CSV files (readCsvFeatures): header, fields, numbers, quoting.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DataError, readCsvFeatures, readLabelFile } from '../index.js';
+import { readCsvFeatures, readLabelFile } from '../index.js';
 import { plain, throwsData, NOT_DECIMAL, CHUNKS, csrOf, testFiles } from './io-support.js';
 
 const { file } = testFiles('admm-core-io-csv-');

@@ -1,7 +1,6 @@
 // io: sample ids: repeats found by hash and named by line, and ids packed as they are read.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { join } from 'node:path';
 import { DataError, packIds, readCsvFeatures, readFeatureBlock, readLibsvm, refuseDuplicates } from '../index.js';
 import { fnvCollision, testFiles } from './io-support.js';
 

@@ -1,7 +1,7 @@
 // io: label files and labels as classes or numbers (readLabelFile, readIdFile, binaryLabels, numericLabels).
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { DataError, MAX_ABS_VALUE, binaryLabels, numericLabels, readIdFile, readLabelFile } from '../index.js';
+import { binaryLabels, numericLabels, readIdFile, readLabelFile } from '../index.js';
 import { throwsData, NOT_DECIMAL, CHUNKS, testFiles } from './io-support.js';
 
 const { file } = testFiles('admm-core-io-labels-');

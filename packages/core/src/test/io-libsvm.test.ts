@@ -2,7 +2,7 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
-import { DataError, MAX_ABS_VALUE, readLibsvm } from '../index.js';
+import { MAX_ABS_VALUE, readLibsvm } from '../index.js';
 import { plain, throwsData, NOT_DECIMAL, testFiles } from './io-support.js';
 
 const { dir, file } = testFiles('admm-core-io-libsvm-');

@@ -2,7 +2,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { statSync } from 'node:fs';
-import { join } from 'node:path';
 import { READ_CHUNK_BYTES, readCsvFeatures, readLibsvm } from '../index.js';
 import { plain, throwsData, CHUNKS, csrOf, testFiles } from './io-support.js';
 import { seeded } from './support.js';

@@ -1,7 +1,7 @@
 // The wire validators: values (finite, in range), lengths against the session, the job and round of the session.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ProtocolError, validateCoordinatorMessage, validatePartyMessage } from '../index.js';
+import { validateCoordinatorMessage, validatePartyMessage } from '../index.js';
 import { type Obj, N, N_TEST, ROUND, FILE_ROWS, DECLARED, LABEL_IDS, CTX, base, wire, throwsKind, rejects, accepts } from './validate-support.js';
 
 // ---------------------------------------------------------------------------------------

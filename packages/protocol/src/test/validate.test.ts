@@ -1,7 +1,7 @@
 // The wire validators: every base message is valid, and the shape of a message (a map, its type, exactly its fields, each of its type) is checked.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { MAX_SHARE_MAGNITUDE, decode, validateCoordinatorMessage, validatePartyMessage } from '../index.js';
+import { MAX_SHARE_MAGNITUDE, validateCoordinatorMessage, validatePartyMessage } from '../index.js';
 import { NO_PRIVACY } from './support.js';
 import { type Obj, JOB, N, FILE_ROWS, CTX, DIGEST, base, PARTY_TYPES, COORD_TYPES, validatorFor, wire, throwsKind, rejects, accepts } from './validate-support.js';
 
@@ -219,5 +219,6 @@ test('row indices, hashes and keys of the wrong type are invalid', () => {
     rejects('psi', { points: v }, 'invalid', CTX, /expected bytes/);
   }
   for (const v of [Array.from({ length: 32 }, () => 0), 'k'.repeat(32), new Float64Array(4), new Uint32Array(8)]) {
+    rejects('hello', { proof: v }, 'invalid', CTX, /hello\.proof: expected bytes/);
   }
 });
