@@ -180,6 +180,41 @@ test('layering (core folders): every folder of core/src has a rule, and the rule
   assert.ok(allowed('io', 'csv.ts', 'csv-parse'));
 });
 
+// ---------------------------------------------------------------------------------------
+// Thread names: a thread's entry script is `<what>-thread.ts` and nothing else is; a main-thread
+// object that owns threads is a team, in `<what>-team.ts` (thread-team.ts is the mechanism).
+// Checked in the packages that already follow it; party and coordinator join when renamed.
+
+const THREAD_NAMING_PACKAGES = ['core', 'protocol', 'runtime'];
+
+/** What breaks the thread naming in one file (its path and text), or undefined. */
+export function threadNamingProblem(file: string, text: string): string | undefined {
+  const name = file.split(sep).pop()!;
+  const entry = /import\s*\{[^}]*\b(parentPort|serveTeam)\b[^}]*\}\s*from/.test(text);
+  if (name.endsWith('-worker.ts')) return 'a -worker.ts file: name a thread entry <what>-thread.ts, a main-thread owner <what>-team.ts';
+  if (name.endsWith('-thread.ts') && !entry) return 'named -thread.ts but not a thread entry (no parentPort or serveTeam)';
+  if (entry && !name.endsWith('-thread.ts')) return 'a thread entry not named <what>-thread.ts';
+  for (const m of text.matchAll(/(?:new Worker\(|script:\s*)new URL\(\s*['"]\.\/([\w-]+)\.js['"]/g))
+    if (!m[1].endsWith('-thread')) return `starts ${m[1]}.js: a thread entry is named <what>-thread`;
+  return undefined;
+}
+
+test('thread names: entries are <what>-thread.ts and start as such, no -worker.ts files', () => {
+  for (const pkg of THREAD_NAMING_PACKAGES)
+    for (const f of sources(join(packages, pkg, 'src')).filter((f) => !f.endsWith(`${sep}layering.test.ts`))) { // this file holds the examples below
+      const problem = threadNamingProblem(f, readFileSync(f, 'utf8'));
+      assert.equal(problem, undefined, `${f}: ${problem}`);
+    }
+  const src = (...p: string[]) => join(packages, 'x', 'src', ...p);
+  assert.ok(threadNamingProblem(src('fit-worker.ts'), "import { parentPort } from 'node:worker_threads';"));
+  assert.ok(threadNamingProblem(src('split.ts'), "import { serveTeam } from '@admm-share/core';"));
+  assert.ok(threadNamingProblem(src('dense-thread.ts'), "import { ThreadTeam } from './thread-team.js';"));
+  assert.ok(threadNamingProblem(src('psi-team.ts'), "const w = new Worker(new URL('./psi-worker.js', import.meta.url));"));
+  assert.ok(threadNamingProblem(src('split-team.ts'), "new ThreadTeam({ script: new URL('./split.js', import.meta.url) })"));
+  assert.equal(threadNamingProblem(src('psi-thread.ts'), "import { parentPort } from 'node:worker_threads';"), undefined);
+  assert.equal(threadNamingProblem(src('dense-team.ts'), "new ThreadTeam({ script: new URL('./dense-thread.js', import.meta.url) })"), undefined);
+});
+
 /**
  * Paths a test may not name: another checkout's files (`../shared`, absolute paths into
  * someone's tree) or anything above the repository. Data lives in data/ and test-data/;
