@@ -1,21 +1,30 @@
+// @admm-share/core: numeric and data code below every other package (no logger, no flags, no
+// process exit). One folder a role; each folder's imports are checked by the layering test.
 export * from './errors.js';
+export * from './hash.js';
+// linalg/: matrices (CSR, dense, packed triangles) and their products and factorisations.
 export * from './linalg/csr.js';
-export * from './kernels/wasm-kernels.js';
-export * from './io/index.js';
-export * from './model/losses.js';
-export * from './model/metrics.js';
-export * from './linalg/eigen.js';
 export * from './linalg/dense.js';
-export * from './threads/dense-team.js';
-export * from './threads/thread-team.js';
 export * from './linalg/packed.js';
 export * from './linalg/block.js';
-export * from './hash.js';
+export * from './linalg/eigen.js';
+// kernels/: the same products in WebAssembly.
+export * from './kernels/wasm-kernels.js';
+// threads/: a team of threads on shared memory (thread-team.ts) and the dense block's team.
+export * from './threads/thread-team.js';
+export * from './threads/dense-team.js';
+// io/: reading data files (LIBSVM, CSV, ids, labels), writing files whole, JSON files we wrote.
+export * from './io/index.js';
+// model/: losses, metrics, the centralised reference fit, synthetic data sets.
+export * from './model/losses.js';
+export * from './model/metrics.js';
 export * from './model/central.js';
 export * from './model/synthetic.js';
+// privacy/: the accountant, the noise, label flips; release.ts: the one-shot release's denoising.
 export * from './privacy/accounting.js';
 export * from './privacy/noise.js';
 export * from './privacy/label-flip.js';
 export * from './release.js';
+// psi/: private set intersection (the curve operations, and the team that spreads them over threads).
 export * from './psi/psi.js';
 export * from './psi/psi-team.js';
