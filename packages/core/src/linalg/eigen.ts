@@ -1,3 +1,5 @@
+// Small dense matrices as row-major arrays: the symmetric eigendecomposition (ml-matrix) and
+// the products with its vectors that the x-update's deflation and the release's fit use.
 import { EigenvalueDecomposition, Matrix } from 'ml-matrix';
 
 /** Eigendecomposition of a symmetric n x n row-major matrix: A = Q diag(values) Q^T. */
