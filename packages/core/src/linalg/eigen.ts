@@ -1,5 +1,5 @@
 // Small dense matrices as row-major arrays: the symmetric eigendecomposition (ml-matrix) and
-// the products with its vectors that the x-update's deflation and the release's fit use.
+// the products with its vectors (the x-update's eigen form and deflation, the party's release).
 import { EigenvalueDecomposition, Matrix } from 'ml-matrix';
 
 /** Eigendecomposition of a symmetric n x n row-major matrix: A = Q diag(values) Q^T. */
