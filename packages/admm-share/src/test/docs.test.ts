@@ -329,6 +329,38 @@ for (const path of ['One training round', 'One `POST /score`']) {
   });
 }
 
+/** Every non-test TypeScript source of every package (its src folder), by path. */
+function sourceFiles(): Map<string, string> {
+  const out = new Map<string, string>();
+  const walk = (dir: string) => {
+    for (const name of readdirSync(join(root, dir))) {
+      const p = `${dir}/${name}`;
+      if (statSync(join(root, p)).isDirectory()) {
+        if (name !== 'test') walk(p);
+      } else if (name.endsWith('.ts') && !name.endsWith('.d.ts')) out.set(p, readFileSync(join(root, p), 'utf8'));
+    }
+  };
+  for (const folder of sourceFolders().filter((f) => /^packages\/[^/]+\/src\/$/.test(f))) walk(folder.slice(0, -1));
+  return out;
+}
+
+test("README.md, the tour of the code: every class and function it names is declared in the sources (`Name` or `Class.method`)", () => {
+  const readme = read('README.md');
+  const at = readme.indexOf('\n## A short tour of the code');
+  assert.ok(at >= 0, 'the README has its short tour');
+  const tour = readme.slice(at, readme.indexOf('\n## ', at + 1));
+  const sources = [...sourceFiles().values()];
+  const names = [...tour.matchAll(/`([A-Za-z_$][\w$]*(?:\.[A-Za-z_$][\w$]*)?)`/g)].map((m) => m[1]);
+  assert.ok(names.length >= 3, `the tour names the code it describes (${names.join(', ')})`);
+  for (const name of names) {
+    const parts = name.split('.');
+    assert.ok(
+      sources.some((src) => parts.every((part) => declares(src, part))),
+      `README's tour names \`${name}\`, which no source file declares`,
+    );
+  }
+});
+
 test('docs: the helpers of these checks', () => {
   assert.equal(slug('10. Label differential privacy at the coordinator (`--label-epsilon`)'), '10-label-differential-privacy-at-the-coordinator---label-epsilon');
   assert.equal(slug('One `POST /score`'), 'one-post-score');
