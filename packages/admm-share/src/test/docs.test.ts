@@ -2,8 +2,9 @@
 // resolves (file and anchor), every `packages/...` path a document names exists, the command
 // reference (docs/commands.md) names exactly the flags each command's --help prints, the
 // architecture doc (docs/architecture.md) lists exactly the source folders there are and its two
-// paths through the code name files that declare what they say, every tested example is run by
-// some test, and the README and docs/scaling.md stay short enough to read.
+// paths through the code name files that declare what they say, the README's tour names only
+// what the sources declare, every tested example is run by some test, and the README and
+// docs/scaling.md stay short enough to read.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
