@@ -1,9 +1,12 @@
-// The README's tested examples: the commands of a fenced block after a `<!-- readme-test:NAME`
-// marker, for the tests that run them as written (readme.test.ts, predict.test.ts).
+// The tested examples of the README and docs/: the commands of a fenced block after a
+// `<!-- readme-test:NAME` marker, for the tests that run them as written (readme.test.ts,
+// predict.test.ts, ...; docs.test.ts checks that every marker is one a test runs).
 import assert from 'node:assert/strict';
 import { fileURLToPath } from 'node:url';
 
 export const README = fileURLToPath(new URL('../../../../README.md', import.meta.url));
+/** The command reference, whose examples readme.test.ts runs too. */
+export const COMMANDS_DOC = fileURLToPath(new URL('../../../../docs/commands.md', import.meta.url));
 
 /**
  * The commands of the fenced block that directly follows `marker`: comment and blank lines
@@ -12,7 +15,7 @@ export const README = fileURLToPath(new URL('../../../../README.md', import.meta
  */
 export function fencedCommands(markdown: string, marker: string): string[][] {
   const at = markdown.indexOf(marker);
-  assert.ok(at >= 0, `README.md has no '${marker}' marker`);
+  assert.ok(at >= 0, `the document has no '${marker}' marker`);
   const lines = markdown.slice(at).split('\n').slice(1);
   assert.match(lines[0] ?? '', /^\s*```/, `the fenced block must start on the line after '${marker}'`);
   const close = lines.findIndex((l, i) => i > 0 && /^\s*```\s*$/.test(l));

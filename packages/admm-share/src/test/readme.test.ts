@@ -2,7 +2,8 @@
 // `<!-- readme-test:deployment` marker is read from README.md and its commands run as real
 // processes, in order, in a temporary directory (so the relative paths they write land there),
 // on the data its own `admm-share generate` writes. The label-privacy example (the block after
-// `<!-- readme-test:label-privacy`) is run the same way. Only what a test must change is changed:
+// `<!-- readme-test:label-privacy`) is run the same way, and so are docs/commands.md's examples
+// (`<!-- readme-test:commands`). Only what a test must change is changed:
 // `npx <bin>` becomes node with the workspace's bin script, and the coordinator listens on
 // port 0 on loopback (a test neither takes a fixed port nor listens beyond this machine), the
 // parties connecting to the port its `listening` line reports.
@@ -11,7 +12,7 @@ import assert from 'node:assert/strict';
 import { existsSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { BIN, type Proc, killAll, run, tempDir } from './procs.js';
-import { README, fencedCommands } from './readme-blocks.js';
+import { COMMANDS_DOC, README, fencedCommands } from './readme-blocks.js';
 
 after(killAll);
 
@@ -119,4 +120,31 @@ test('README: the label-privacy example runs as written and reports its label ep
   assert.equal(summary.labelPrivacy.epsilon, epsilon);
   assert.equal(summary.labelPrivacy.flipProbability, 1 / (1 + Math.exp(epsilon)));
   assert.equal(statSync(join(out, 'label-flips.json')).mode & 0o777, 0o600);
+});
+
+test('docs/commands.md: its examples run as written (privacy accounting both ways, credentials for three parties)', async (t) => {
+  const cwd = tempDir(t, 'admm-readme-');
+  const commands = fencedCommands(readFileSync(COMMANDS_DOC, 'utf8'), '<!-- readme-test:commands');
+  assert.ok(commands.length >= 3);
+  let sigma: number | undefined;
+  for (const [npx, program, ...args] of commands) {
+    assert.equal(npx, 'npx');
+    assert.ok(BINS[program], `unknown program ${program}`);
+    const p = run(BINS[program], args, { cwd });
+    assert.equal((await p.exit).code, 0, `${args.join(' ')}: ${p.stderr()}`);
+    if (args[0] === 'privacy' && args[1] === 'calibrate') {
+      sigma = Number(/sigma = ([\d.e+-]+)/.exec(p.stdout())?.[1]);
+      assert.ok(sigma > 0, p.stdout());
+    } else if (args[0] === 'privacy' && args[1] === 'account') {
+      // More noise than calibrate asked for the same rounds spends less than its epsilon.
+      const out = JSON.parse(p.stdout());
+      assert.ok(sigma !== undefined && out.sigma >= sigma, 'the example accounts at least the calibrated noise');
+      assert.ok(out.epsilon > 0 && out.epsilon <= Number(flag(commands[0].slice(2), '--epsilon')), `epsilon ${out.epsilon}`);
+    } else if (args[0] === 'credentials') {
+      const dir = join(cwd, flag(args, '--out')!);
+      const parties = flag(args, '--parties')!.split(',');
+      assert.deepEqual(Object.keys(JSON.parse(readFileSync(join(dir, 'credentials.json'), 'utf8'))).sort(), [...parties].sort());
+      for (const party of parties) assert.equal(statSync(join(dir, `${party}.token`)).mode & 0o777, 0o600, party);
+    } else assert.fail(`an example readme.test does not check: ${args.join(' ')}`);
+  }
 });
