@@ -1,5 +1,5 @@
-export * from './xupdate.js';
+export * from './xupdate/xupdate.js';
 export * from './party.js';
-export * from './privacy.js';
-export * from './sgd.js';
-export { PartyPsi } from './psi.js';
+export * from './privacy/privacy.js';
+export * from './xupdate/sgd.js';
+export { PartyPsi } from './intersection/psi.js';

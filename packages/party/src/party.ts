@@ -7,15 +7,15 @@ import type { Logger } from 'pino';
 import { type BlockTable, type FeatureTable, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiPool, SpilledCsr, detectFormat, isDense, packIds, readFeatureBlock, readFeatureFile } from '@admm-share/core';
 import { type CloseKind, type Role, ProtocolError, assertNever } from '@admm-share/protocol';
 import { Progress, peakMemoryBytes } from '@admm-share/runtime';
-import { collectGarbage, collectYoungGarbage } from './gc.js';
-import { CoordinatorLink, maxPayloadFor } from './link.js';
-import { ledgerPath, readPartyModel, writeModelFiles } from './model-file.js';
-import { type PrivacyConfig, DEFAULT_BX, Privacy, normaliseCsrRows, normaliseDenseRows, validatePrivacyConfig } from './privacy.js';
-import { PartyPsi } from './psi.js';
-import { type ScoringPrivacyConfig, DEFAULT_SCORE_CLIP, Scorer, ScoringPrivacy, scoringLedgerPath } from './scoring.js';
-import { type Outcome, type SessionEnv, type SessionRows, connectionLost, connectionOpened, handle, newSession, validationContext } from './session.js';
+import { collectGarbage, collectYoungGarbage } from './session/gc.js';
+import { CoordinatorLink, maxPayloadFor } from './transport/link.js';
+import { ledgerPath, readPartyModel, writeModelFiles } from './scoring/model-file.js';
+import { type PrivacyConfig, DEFAULT_BX, Privacy, normaliseCsrRows, normaliseDenseRows, validatePrivacyConfig } from './privacy/privacy.js';
+import { PartyPsi } from './intersection/psi.js';
+import { type ScoringPrivacyConfig, DEFAULT_SCORE_CLIP, Scorer, ScoringPrivacy, scoringLedgerPath } from './scoring/scoring.js';
+import { type Outcome, type SessionEnv, type SessionRows, connectionLost, connectionOpened, handle, newSession, validationContext } from './session/session.js';
 
-export { privacyReportPath } from './model-file.js';
+export { privacyReportPath } from './scoring/model-file.js';
 
 export interface PartyConfig {
   /** ws:// URL of the coordinator. */

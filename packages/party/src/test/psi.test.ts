@@ -7,7 +7,7 @@ import assert from 'node:assert/strict';
 import { PsiPool, type SpilledBytes, blindPoints, hashToPoints, newPsiKey, packIds, pointKeys } from '@admm-share/core';
 import { ProtocolError } from '@admm-share/protocol';
 import { readAll } from '@admm-share/core/test-support';
-import { PartyPsi } from '../psi.js';
+import { PartyPsi } from '../intersection/psi.js';
 
 const quiet = () => () => undefined;
 

@@ -12,8 +12,8 @@
  */
 import { Worker } from 'node:worker_threads';
 import { type Csr, type Dense, type Loss, type LossName, csrColumnMeans, csrMatTVec, csrMatVec, csrWithColumns, denoiseRelease, dot, fitCentral, predictScores, seededNoise, symmetricEigen } from '@admm-share/core';
-import { RidgeXUpdate } from './xupdate.js';
-import { workerExit } from './worker.js';
+import { RidgeXUpdate } from '../xupdate/xupdate.js';
+import { oneAnswer } from './one-answer.js';
 
 /** The passive model's bounds: public constants, never read off the data (docs/privacy.md, 9.2). */
 export interface ReleaseBounds {
@@ -282,8 +282,8 @@ export interface FitInput {
  * fitActive in a worker thread, so that a long fit (tens of seconds on a block too large to
  * factor) does not stop the party from answering heartbeats. Deterministic like fitActive.
  */
-export async function fitInWorker(input: FitInput): Promise<ActiveFit> {
-  const { message, code } = await workerExit<ActiveFit>(new Worker(new URL('./fit-worker.js', import.meta.url), { workerData: input }));
+export async function fitInThread(input: FitInput): Promise<ActiveFit> {
+  const { message, code } = await oneAnswer<ActiveFit>(new Worker(new URL('./fit-thread.js', import.meta.url), { workerData: input }));
   if (!message) throw new Error(`the fit's worker thread exited with code ${code} without a result`);
   return message;
 }

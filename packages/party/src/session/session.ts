@@ -32,14 +32,14 @@ import {
   firstOutside,
 } from '@admm-share/protocol';
 import { RoundGarbage, collectGarbage, collectYoungGarbage } from './gc.js';
-import { modelRef } from './model-file.js';
-import { type Privacy, normaliseRows } from './privacy.js';
-import type { Scorer } from './scoring.js';
-import type { PartyPsi } from './psi.js';
-import { type ActiveFit, PassiveModel, fitInWorker, releaseTarget } from './release.js';
+import { modelRef } from '../scoring/model-file.js';
+import { type Privacy, normaliseRows } from '../privacy/privacy.js';
+import type { Scorer } from '../scoring/scoring.js';
+import type { PartyPsi } from '../intersection/psi.js';
+import { type ActiveFit, PassiveModel, fitInThread, releaseTarget } from '../privacy/release.js';
 import { replayRound } from './replay.js';
-import { SgdModel } from './sgd.js';
-import { CHOLESKY_LIMIT, RidgeXUpdate } from './xupdate.js';
+import { SgdModel } from '../xupdate/sgd.js';
+import { CHOLESKY_LIMIT, RidgeXUpdate } from '../xupdate/xupdate.js';
 
 export type Phase = 'connecting' | 'challenge' | 'welcome' | 'setup' | 'training' | 'done';
 
@@ -630,7 +630,7 @@ function onFit(s: SessionState, env: SessionEnv, msg: Fit): Outcome {
   const key = createHash('sha256').update(JSON.stringify([msg.parties, Array.from(msg.sigmas), n])).update(new Uint8Array(msg.releases.buffer, msg.releases.byteOffset, msg.releases.byteLength)).digest('hex');
   if (s.fitWork?.key !== key) {
     const t0 = performance.now();
-    const fit = fitInWorker({ D: m.D, y: m.y, releases, loss: m.loss, labelFlip: m.labelFlip, lambda: m.lambda });
+    const fit = fitInThread({ D: m.D, y: m.y, releases, loss: m.loss, labelFlip: m.labelFlip, lambda: m.lambda });
     void fit.then((f) => env.log.info({ fitMs: Math.round(performance.now() - t0), denoising: f.denoising }, 'combined model fitted'), () => undefined);
     s.fitWork = { key, fit };
   }

@@ -5,8 +5,8 @@ import { mkdirSync, readFileSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DataError, jsonDigest, writeFileAtomic } from '@admm-share/core';
 import { type Classes, type Done, type LossName, type ModelRef, type Role, LOSSES, NAME_RE, ROLES } from '@admm-share/protocol';
-import type { Privacy } from './privacy.js';
-import type { FinalModel } from './session.js';
+import type { Privacy } from '../privacy/privacy.js';
+import type { FinalModel } from '../session/session.js';
 
 /** The model file's format tag; readPartyModel reads this version only. */
 export const MODEL_FORMAT = 'admm-share-party-model/2';

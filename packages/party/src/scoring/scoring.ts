@@ -20,8 +20,8 @@ import {
 import type { NoiseSource } from '@admm-share/core';
 import { NAME_RE } from '@admm-share/protocol';
 import type { PartyModel } from './model-file.js';
-import { BUDGET_RTOL, normaliseRows, reportedSpent, withinBudget } from './privacy.js';
-import { clipInPlace } from './release.js';
+import { BUDGET_RTOL, normaliseRows, reportedSpent, withinBudget } from '../privacy/privacy.js';
+import { clipInPlace } from '../privacy/release.js';
 
 /** Clip of a noised score when the model has none of its own (a logit of 4 is a probability of 0.982). */
 export const DEFAULT_SCORE_CLIP = 4;
