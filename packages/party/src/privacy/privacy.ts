@@ -16,7 +16,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { type AlgorithmName, type MechanismName, type PrivacyInfo, NAME_RE, ProtocolError, validatePartyMessage } from '@admm-share/protocol';
 import { type ReleaseBounds, RELEASE_DEFAULTS, releaseSensitivity } from './release.js';
-import type { RidgeXUpdate } from '../xupdate/xupdate.js';
+import type { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
 
 /**
  * A party's privacy setting, its noise and its ledger. The party that owns the data

@@ -12,7 +12,7 @@
  */
 import { Worker } from 'node:worker_threads';
 import { type Csr, type Dense, type Loss, type LossName, csrColumnMeans, csrMatTVec, csrMatVec, csrWithColumns, denoiseRelease, dot, fitCentral, predictScores, seededNoise, symmetricEigen } from '@admm-share/core';
-import { RidgeXUpdate } from '../xupdate/xupdate.js';
+import { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
 import { oneAnswer } from './one-answer.js';
 
 /** The passive model's bounds: public constants, never read off the data (docs/privacy.md, 9.2). */

@@ -39,7 +39,8 @@ import type { PartyPsi } from '../intersection/psi.js';
 import { type ActiveFit, PassiveModel, fitInThread, releaseTarget } from '../privacy/release.js';
 import { replayRound } from './replay.js';
 import { SgdModel } from '../xupdate/sgd.js';
-import { CHOLESKY_LIMIT, RidgeXUpdate } from '../xupdate/xupdate.js';
+import { CHOLESKY_LIMIT } from '../xupdate/cholesky.js';
+import { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
 
 export type Phase = 'connecting' | 'challenge' | 'welcome' | 'setup' | 'training' | 'done';
 

@@ -9,7 +9,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '@admm-share/core/test-support';
 import { ConfigError, DataError, accountEpsilon, csrFromDense } from '@admm-share/core';
-import { RidgeXUpdate } from '../xupdate/xupdate.js';
+import { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
 import {
   type PrivacyConfig,
   BUDGET_RTOL,

@@ -6,7 +6,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { privacyVectors, seeded, tempDir } from '@admm-share/core/test-support';
 import { ConfigError, DataError, GRID_BITS, accountEpsilon, csrFromDense, csrMatTVec, csrMatVec } from '@admm-share/core';
-import { RidgeXUpdate } from '../xupdate/xupdate.js';
+import { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
 import { BUDGET_RTOL, Privacy, parseLedger, reportedSpent, withinBudget } from '../privacy/privacy.js';
 
 const job = { lambda: 1e-3, rho: 1e-2, rounds: 10, parties: 2, features: 3, n: 100 };

@@ -13,7 +13,7 @@ import assert from 'node:assert/strict';
 import { gaussian, seeded } from '@admm-share/core/test-support';
 import { csrFromDense, fitCentral, logistic } from '@admm-share/core';
 import { exactPath, fitActive, sketchedPath } from '../privacy/release.js';
-import { RidgeXUpdate } from '../xupdate/xupdate.js';
+import { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
 
 const LAMBDA = 1e-3;
 

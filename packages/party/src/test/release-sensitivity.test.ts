@@ -22,7 +22,7 @@ import assert from 'node:assert/strict';
 import { gaussian, seeded } from '@admm-share/core/test-support';
 import { csrFromDense } from '@admm-share/core';
 import { PassiveModel, RELEASE_DEFAULTS, type ReleaseBounds, releaseSensitivity, releaseTarget } from '../privacy/release.js';
-import { RidgeXUpdate } from '../xupdate/xupdate.js';
+import { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
 import { hillClimb, intoBall, randomRow, rowMove, toNorm } from './neighbours.js';
 
 /** Relative rounding allowed above a bound (the solver is exact up to floating point). */

@@ -11,7 +11,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { gaussian, seeded } from '@admm-share/core/test-support';
 import { type Csr, DenseRows, csrFromDense } from '@admm-share/core';
-import { RidgeXUpdate } from '../xupdate/xupdate.js';
+import { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
 import { defaultBw, gaussianShareSensitivity, normaliseDenseRows, normaliseRows } from '../privacy/privacy.js';
 import { hillClimb, intoBall, randomRow, rowMove } from './neighbours.js';
 

@@ -14,7 +14,7 @@ import { type CoordinatorMessage, type PartyMessage, type WholeCoordinatorMessag
 import { maxPayloadFor } from '../transport/link.js';
 import { type PrivacyConfig, Privacy, normaliseRows } from '../privacy/privacy.js';
 import { type Outcome, type SessionEnv, type SessionState, connectionLost, connectionOpened, handle, newSession, validationContext } from '../session/session.js';
-import type { RidgeXUpdate } from '../xupdate/xupdate.js';
+import type { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
 
 const JOB = 'session-job';
 const FILE_ROWS = 30;

@@ -2,7 +2,9 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { CholeskyDecomposition, Matrix, solve } from 'ml-matrix';
 import { type Csr, WasmCsr, csrFromDense, sharedFloat64 } from '@admm-share/core';
-import { RidgeXUpdate, THREADS_MIN_ENTRIES, factorPieces, threadsFor } from '../xupdate/xupdate.js';
+import { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
+import { THREADS_MIN_ENTRIES, threadsFor } from '../xupdate/block-operator.js';
+import { factorPieces } from '../xupdate/cholesky.js';
 import { gaussian, randomVector, seeded } from '@admm-share/core/test-support';
 
 // ---------------------------------------------------------------------------------------
