@@ -6,6 +6,7 @@ export * from './files/json-file.js';
 export * from './losses.js';
 export * from './metrics.js';
 export * from './linalg.js';
+export * from './linalg/range-finder.js';
 export * from './dense.js';
 export * from './dense-threads.js';
 export * from './thread-team.js';

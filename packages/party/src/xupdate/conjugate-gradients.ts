@@ -2,7 +2,7 @@
 // on (lambda + shift) I + rho D~^T D~, with the deflation preconditioner (the leading
 // eigenvectors of the Gram matrix) or Jacobi (its diagonal).
 import seedrandom from 'seedrandom';
-import { WasmPanel, dot, symmetricEigen } from '@admm-share/core';
+import { WasmPanel, dot, rangeFinder, ritzPairs } from '@admm-share/core';
 import type { BlockOperator } from './block-operator.js';
 
 /**
@@ -164,39 +164,29 @@ export class ConjugateGradients {
     const { d } = this.op;
     const k = rank + DEFLATION_OVERSAMPLING;
     const rng = seedrandom('admm-share deflation');
-    let Q = Float64Array.from({ length: k * d }, () => rng() - 0.5);
-    orthonormaliseColumns(Q, d, k);
-    const times = (V: Float64Array) => {
-      const out = new Float64Array(k * d);
-      for (let c = 0; c < k; c++) this.op.gramTimes(out.subarray(c * d, (c + 1) * d), V.subarray(c * d, (c + 1) * d));
+    const omega = Array.from({ length: k }, () => Float64Array.from({ length: d }, () => rng() - 0.5));
+    const times = (v: Float64Array) => {
+      const out = new Float64Array(d);
+      this.op.gramTimes(out, v);
       return out;
     };
-    for (let it = 0; it < DEFLATION_POWER; it++) {
-      Q = times(Q);
-      orthonormaliseColumns(Q, d, k);
-    }
-    const Y = times(Q);
-    const T = new Float64Array(k * k);
-    for (let a = 0; a < k; a++)
-      for (let b = 0; b <= a; b++) {
-        let acc = 0;
-        for (let j = 0; j < d; j++) acc += Q[a * d + j] * Y[b * d + j] + Q[b * d + j] * Y[a * d + j];
-        T[a * k + b] = T[b * k + a] = acc / 2;
-      }
-    const { values, vectors } = symmetricEigen(T, k);
+    const Q = rangeFinder(omega, times, DEFLATION_POWER);
+    const Y = Q.map(times);
+    // Q^T G~ Q, symmetrised against rounding.
+    const T = new Float64Array(Q.length * Q.length);
+    for (let a = 0; a < Q.length; a++)
+      for (let b = 0; b <= a; b++) T[a * Q.length + b] = T[b * Q.length + a] = (dot(Q[a], Y[b]) + dot(Q[b], Y[a])) / 2;
+    const { values, vectors } = ritzPairs(Q, T);
+    // A block of lower rank than k leaves fewer columns, and so fewer vectors.
     const order = [...values.keys()].sort((a, b) => values[b] - values[a]).slice(0, rank);
-    const U = new Float64Array(rank * d);
-    order.forEach((e, pos) => {
-      for (let c = 0; c < k; c++) {
-        const v = vectors[c * k + e];
-        for (let j = 0; j < d; j++) U[pos * d + j] += v * Q[c * d + j];
-      }
-    });
+    if (order.length === 0) return undefined;
+    const U = new Float64Array(order.length * d);
+    order.forEach((e, pos) => U.set(vectors[e], pos * d));
     // Single precision halves the preconditioner's traffic each iteration. U is then
     // orthonormal only to about rank * 2^-24, which the clamp on theta in cg allows for, so the
     // preconditioner stays symmetric positive definite and the solution is as exact as before.
     // The panel lives in WebAssembly memory; if that is refused, the block keeps Jacobi.
-    const panel = WasmPanel.from(Float32Array.from(U), rank, d);
+    const panel = WasmPanel.from(Float32Array.from(U), order.length, d);
     return panel && { panel, lam: Float64Array.from(order, (e) => Math.max(values[e], 0)) };
   }
 }
@@ -212,21 +202,4 @@ function deflationWeights(lam: Float64Array, nu: number): Float64Array | undefin
   if (!(r0 > 0)) return undefined;
   const floor = Math.max(1e-5, 4 * lam.length * 2 ** -24);
   return Float64Array.from(lam, (l) => Math.max(r0 / (l + nu) - 1, -1 + floor));
-}
-
-/** Orthonormalise the k columns (column-major, d each) of Q in place: classical Gram-Schmidt, twice per column. */
-function orthonormaliseColumns(Q: Float64Array, d: number, k: number): void {
-  const h = new Float64Array(k);
-  for (let c = 0; c < k; c++) {
-    const q = Q.subarray(c * d, (c + 1) * d);
-    for (let pass = 0; pass < 2; pass++) {
-      for (let b = 0; b < c; b++) h[b] = dot(Q.subarray(b * d, (b + 1) * d), q);
-      for (let b = 0; b < c; b++) {
-        const hb = h[b];
-        for (let j = 0, o = b * d; j < d; j++) q[j] -= hb * Q[o + j];
-      }
-    }
-    const norm = Math.sqrt(dot(q, q));
-    if (norm > 0) for (let j = 0; j < d; j++) q[j] /= norm;
-  }
 }
