@@ -13,7 +13,8 @@ import { ledgerPath, readPartyModel, writeModelFiles } from './scoring/model-fil
 import { type PrivacyConfig, DEFAULT_BX, Privacy, normaliseCsrRows, normaliseDenseRows, validatePrivacyConfig } from './privacy/privacy.js';
 import { PartyPsi } from './intersection/psi.js';
 import { type ScoringPrivacyConfig, DEFAULT_SCORE_CLIP, Scorer, ScoringPrivacy, scoringLedgerPath } from './scoring/scoring.js';
-import { type Outcome, type SessionEnv, type SessionRows, connectionLost, connectionOpened, handle, newSession, validationContext } from './session/session.js';
+import { handle } from './session/session.js';
+import { type Outcome, type SessionEnv, type SessionRows, connectionLost, connectionOpened, newSession, validationContext } from './session/state.js';
 
 export { privacyReportPath } from './scoring/model-file.js';
 

@@ -6,7 +6,19 @@ import { dirname } from 'node:path';
 import { DataError, jsonDigest, writeFileAtomic } from '@admm-share/core';
 import { type Classes, type Done, type LossName, type ModelRef, type Role, LOSSES, NAME_RE, ROLES } from '@admm-share/protocol';
 import type { Privacy } from '../privacy/privacy.js';
-import type { FinalModel } from '../session/session.js';
+
+/** The model the job ended with, for the model file. */
+export interface FinalModel {
+  coefficients: Float64Array;
+  /** null: this party's part has no intercept. */
+  intercept: number | null;
+  /** Aligned training rows it was fitted on. */
+  rows: number;
+  /** one-shot: how this party's part is applied to new rows and combined (recorded in the model file). */
+  oneShot?: object;
+  /** one-shot, passive: the clip of its scores, applied to new rows' scores too. */
+  scoreClip?: number;
+}
 
 /** The model file's format tag; readPartyModel reads this version only. */
 export const MODEL_FORMAT = 'admm-share-party-model/2';

@@ -13,7 +13,8 @@ import { type FeatureTable, ConfigError, csrFromDense, packIds } from '@admm-sha
 import { type CoordinatorMessage, type PartyMessage, type WholeCoordinatorMessage, PROTOCOL_VERSION, ProtocolError, decode, encode, validateCoordinatorMessage } from '@admm-share/protocol';
 import { maxPayloadFor } from '../transport/link.js';
 import { type PrivacyConfig, Privacy, normaliseRows } from '../privacy/privacy.js';
-import { type Outcome, type SessionEnv, type SessionState, connectionLost, connectionOpened, handle, newSession, validationContext } from '../session/session.js';
+import { handle } from '../session/session.js';
+import { type Outcome, type SessionEnv, type SessionState, connectionLost, connectionOpened, newSession, validationContext } from '../session/state.js';
 import type { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
 
 const JOB = 'session-job';
