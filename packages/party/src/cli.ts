@@ -6,11 +6,12 @@ import { HEARTBEAT_TIMEOUT_MS, MECHANISMS, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIM
 import { MAX_LABEL_FACTOR, type PartyConfig, type ScoringConfig, start, startScoring } from './party.js';
 import { DEFAULT_BX } from './privacy/privacy.js';
 import { RELEASE_DEFAULTS } from './privacy/release.js';
+import type { TlsFiles } from './transport/tls.js';
 import { DEFAULT_PRIVACY_REQUESTS, DEFAULT_SCORE_CLIP } from './scoring/scoring.js';
 
 const TOOL = 'admm-party';
 
-function readTls(ca?: string, cert?: string, key?: string): { ca?: string; cert?: string; key?: string } | undefined {
+function readTls(ca?: string, cert?: string, key?: string): TlsFiles | undefined {
   if ((cert === undefined) !== (key === undefined)) throw new ConfigError('--tls-cert and --tls-key go together');
   if (ca === undefined && cert === undefined) return undefined;
   return {
