@@ -4,7 +4,7 @@ import { ConfigError, FILE_FORMATS, ID_MODES } from '@admm-share/core';
 import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, requireInteger, requirePositive, runService } from '@admm-share/runtime';
 import { HEARTBEAT_TIMEOUT_MS, MECHANISMS, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS, ROLES } from '@admm-share/protocol';
 import { MAX_LABEL_FACTOR, type PartyConfig, type ScoringConfig, start, startScoring } from './party.js';
-import { DEFAULT_BX } from './privacy/privacy.js';
+import { DEFAULT_BX } from './privacy/mechanism.js';
 import { RELEASE_DEFAULTS } from './privacy/release.js';
 import type { TlsFiles } from './transport/tls.js';
 import { DEFAULT_PRIVACY_REQUESTS, DEFAULT_SCORE_CLIP } from './scoring/scoring.js';

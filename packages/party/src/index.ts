@@ -5,5 +5,8 @@ export { DEFLATION_RANK } from './xupdate/conjugate-gradients.js';
 export { EIGEN_LIMIT } from './xupdate/eigen.js';
 export * from './party.js';
 export * from './privacy/privacy.js';
+export * from './privacy/mechanism.js';
+export * from './privacy/budget.js';
+export { type Ledger, LEDGER_FORMAT, parseLedger, releaseVectorPath } from './privacy/ledger.js';
 export * from './xupdate/sgd.js';
 export { PartyPsi } from './intersection/psi.js';

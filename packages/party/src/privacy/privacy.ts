@@ -1,302 +1,17 @@
-import {
-  type Accountant,
-  type Csr,
-  type Dense,
-  type NoiseSource,
-  ConfigError,
-  DataError,
-  accountEpsilon,
-  calibrateSigma,
-  osNoise,
-  seededNoise,
-  snapToGrid,
-  writeFileAtomic,
-} from '@admm-share/core';
-import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { type AlgorithmName, type MechanismName, type PrivacyInfo, NAME_RE, ProtocolError, validatePartyMessage } from '@admm-share/protocol';
-import { type ReleaseBounds, RELEASE_DEFAULTS, releaseSensitivity } from './release.js';
+// The party's privacy at run time: the noise calibrated for the job, the ledger of what it
+// has spent (ledger.ts), and the release of each round's share or of a one-shot score vector.
+import { type Accountant, type NoiseSource, ConfigError, accountEpsilon, calibrateSigma, osNoise, seededNoise, snapToGrid } from '@admm-share/core';
+import type { PrivacyInfo } from '@admm-share/protocol';
 import type { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
+import { reportedSpent, withinBudget } from './budget.js';
+import { type Released, readLedger, readReleasedVector, releaseRecord, releaseVectorPath, writeLedger, writeReleasedVector } from './ledger.js';
+import { type JobParameters, type PrivacyConfig, defaultBw, gaussianShareSensitivity, mechanismFor, paperSensitivity } from './mechanism.js';
+import { type ReleaseBounds, RELEASE_DEFAULTS, releaseSensitivity } from './release.js';
 
 /**
- * A party's privacy setting, its noise and its ledger. The party that owns the data
- * calibrates its own noise, keeps its own account and refuses a round that would overspend.
- * docs/privacy.md has the threat model, the neighbouring relation and the proofs.
+ * The privacy of one party's job: its noise, calibrated by the party itself (calibrate), its
+ * ledger, and the refusal of a round that would overspend (check).
  */
-export interface PrivacyConfig {
-  /** 'auto' (with a budget): score-release in a one-shot job, gaussian-share in an ADMM job. */
-  mechanism: MechanismName | 'auto';
-  /** Total budget for the whole training (required unless mechanism is 'none'). */
-  epsilon?: number;
-  delta?: number;
-  /** Seeded (predictable!) noise for reproducible experiments; default: the OS CSPRNG. */
-  seed?: string;
-  /** gaussian-share: the model is kept in ||x_m|| <= bx. */
-  bx: number;
-  /** gaussian-share: each coordinate of the public target is clipped to [-bw, bw] (default: defaultBw). */
-  bw?: number;
-  /** paper: Lemma 1's bounds on ||x||, ||y||, ||z|| (b1) and on R'' (c1), given by the user. */
-  b1?: number;
-  c1?: number;
-  /** Calibrate for at most this many rounds (default: the rounds the coordinator plans). */
-  rounds?: number;
-  /** score-release: the passive model's public bounds (default RELEASE_DEFAULTS). */
-  release?: ReleaseBounds;
-}
-
-/** What the job fixes before the first round (from the coordinator's setup message). */
-export interface JobParameters {
-  lambda: number;
-  rho: number;
-  rounds: number;
-  parties: number;
-  /** The party's feature count d_m. */
-  features: number;
-  /** Aligned training rows N. */
-  n: number;
-  /** Default 'admm'. */
-  algorithm?: AlgorithmName;
-  /** one-shot: max |target_i| of the passive target (from the labels, public to this party). */
-  bw?: number;
-}
-
-/** The mechanism a configuration means in a job of this algorithm, or why it does not fit. */
-export function mechanismFor(configured: PrivacyConfig['mechanism'], algorithm: AlgorithmName): MechanismName {
-  if (configured === 'none') return 'none';
-  const fits = algorithm === 'one-shot' ? ['score-release'] : algorithm === 'admm' ? ['gaussian-share', 'paper'] : [];
-  if (configured === 'auto') {
-    if (fits.length === 0) throw new ConfigError(`privacy is not available with --algorithm ${algorithm} (its releases are not analysed); use --mechanism none`);
-    return fits[0] as MechanismName;
-  }
-  if (!fits.includes(configured))
-    throw new ConfigError(`--mechanism ${configured} does not fit a ${algorithm} job (${fits.length ? `it takes ${fits.join(' or ')}` : 'no mechanism is analysed for it'}); leave --mechanism out to use the one that fits`);
-  return configured;
-}
-
-/**
- * Default bound on ||x_m||. On rows of norm <= 1 a score is at most ||x_m||; the central
- * a9a model on normalised rows has block norms 10.0 and 5.4 (docs/privacy.md), so 20 rarely binds.
- */
-export const DEFAULT_BX = 20;
-
-/**
- * Default clip of the target w = released - c: at the ADMM fixed point |w_i| <= |s_i| +
- * |mean_i| + |zbar_i| + |u_i| <= 3 bx + 1/(N rho), since the scaled dual is the loss gradient
- * (at most 1/N per sample for the averaged logistic loss) over rho.
- */
-export function defaultBw(bx: number, n: number, rho: number): number {
-  return 3 * bx + 1 / (n * rho);
-}
-
-/**
- * L2 sensitivity of one gaussian-share release (docs/privacy.md, Theorem 1): for rows of
- * norm <= 1, a public target clipped to [-bw, bw] and ||x|| <= bx, replacing row i changes
- * the other coordinates of the share by at most 2 sqrt(rho/lambda) (bx + bw) in L2 norm and
- * coordinate i by at most 2 bx, so the share moves by at most the root of their squares.
- */
-export function gaussianShareSensitivity(p: { lambda: number; rho: number; bx: number; bw: number }): number {
-  const others = 2 * Math.sqrt(p.rho / p.lambda) * (p.bx + p.bw);
-  const own = 2 * p.bx;
-  return Math.hypot(others, own);
-}
-
-/** Lemma 1 of the paper: C = 3 / (d_m rho) (lambda c1 + (1 + M rho) b1). Not a proven bound (docs/privacy.md). */
-export function paperSensitivity(p: { lambda: number; rho: number; parties: number; features: number; b1: number; c1: number }): number {
-  return (3 / (p.features * p.rho)) * (p.lambda * p.c1 + (1 + p.parties * p.rho) * p.b1);
-}
-
-/** Scale every row with norm > 1 to norm 1 (a per-row map, so neighbours stay neighbours). */
-export function normaliseRows(X: Csr): { X: Csr; scaled: number } {
-  const copy = { ...X, values: X.values.slice() };
-  return { X: copy, scaled: normaliseCsrRows(copy) };
-}
-
-/** normaliseRows in place; the number of rows scaled. */
-export function normaliseCsrRows(X: Csr): number {
-  let scaled = 0;
-  for (let i = 0; i < X.rows; i++) if (intoUnitBall(X.values, X.indptr[i], X.indptr[i + 1])) scaled++;
-  return scaled;
-}
-
-/** normaliseRows for a dense matrix, in place; the number of rows scaled. */
-export function normaliseDenseRows(a: Dense): number {
-  let scaled = 0;
-  for (let i = 0; i < a.rows; i++) if (intoUnitBall(a.data, i * a.cols, (i + 1) * a.cols)) scaled++;
-  return scaled;
-}
-
-/** values[start..end), one row, scaled to norm 1 if its norm is above 1; whether it was. */
-function intoUnitBall(values: Float64Array, start: number, end: number): boolean {
-  let sq = 0;
-  for (let k = start; k < end; k++) sq += values[k] * values[k];
-  if (!(sq > 1)) return false;
-  const f = 1 / Math.sqrt(sq);
-  for (let k = start; k < end; k++) values[k] *= f;
-  return true;
-}
-
-export function validatePrivacyConfig(c: PrivacyConfig, intercept: boolean): void {
-  if (c.release) {
-    const r = c.release;
-    if (!(r.kappa > 0 && r.bx > 0 && r.clip > 0) || ![r.kappa, r.bx, r.clip].every(Number.isFinite))
-      throw new ConfigError('--release-kappa, --release-bx and --release-clip must be positive numbers');
-  }
-  if (c.mechanism === 'none') {
-    if (c.epsilon !== undefined) throw new ConfigError("--epsilon with --mechanism none: choose a budget or no noise, not both");
-    return;
-  }
-  if (c.epsilon === undefined || !(c.epsilon > 0)) throw new ConfigError(`--mechanism ${c.mechanism} needs --epsilon > 0`);
-  if (c.delta === undefined || !(c.delta > 0 && c.delta < 1)) throw new ConfigError(`--mechanism ${c.mechanism} needs --delta in (0, 1)`);
-  if (intercept) throw new ConfigError('--intercept is not supported at a party with a privacy budget (the bounds assume no unpenalised column); the intercept lives at the active party');
-  if (!(c.bx > 0) || (c.bw !== undefined && !(c.bw > 0))) throw new ConfigError('--bx and --bw must be positive');
-  if (c.mechanism === 'paper' && !(c.b1! > 0 && c.c1! > 0)) throw new ConfigError('--mechanism paper needs --b1 and --c1 (Lemma 1 of the paper), both positive');
-  if (c.rounds !== undefined && !(Number.isSafeInteger(c.rounds) && c.rounds >= 1)) throw new ConfigError('--privacy-rounds must be an integer >= 1');
-}
-
-/**
- * Relative tolerance of every comparison of epsilon spent with the budget. calibrateSigma and
- * accountEpsilon invert each other by bisection through erfc/exp/sqrt, so accounting the
- * calibrated number of rounds gives the budget back only up to rounding (1.0000000000000004
- * for a budget of 1; the reference vectors agree to 1e-12). 1e-9 is far above that and far
- * below a real overspend: one round more than budgeted costs about epsilon / (2 T), which is
- * more than 1e-9 epsilon for any T below 5e8 rounds.
- */
-export const BUDGET_RTOL = 1e-9;
-
-/** Whether `spent` is within `budget`, up to BUDGET_RTOL. */
-export function withinBudget(spent: number, budget: number): boolean {
-  return spent <= budget * (1 + BUDGET_RTOL);
-}
-
-/** What the ledger reports: an overshoot within BUDGET_RTOL is rounding, so it is the budget itself. */
-export function reportedSpent(computed: number, budget: number): number {
-  return computed > budget && withinBudget(computed, budget) ? budget : computed;
-}
-
-/** The ledger file's format tag; restoreLedger reads this version only. */
-export const LEDGER_FORMAT = 'admm-share-ledger/3';
-
-/** What restoreLedger keeps of a ledger file, validated field by field. */
-export interface Ledger {
-  jobId: string;
-  releases: number;
-  epsilonSpent: number;
-  info: PrivacyInfo;
-  rho: number;
-  lambda: number;
-  bw: number;
-  /** score-release: the released vector's length and the SHA-256 of its file (kept next to the ledger). */
-  release: { rows: number; sha256: string } | null;
-}
-
-/**
- * model-p1.ledger.json -> model-p1.release.bin: a one-shot release, kept next to its ledger so
- * that it is sent again rather than drawn again. The file holds n doubles of the party's own
- * row numbers (in its data file) and then the n released values, in the order sent.
- */
-export function releaseVectorPath(ledger: string): string {
-  return ledger.replace(/(\.ledger)?\.json$/, '') + '.release.bin';
-}
-
-/** One release: the party's own row numbers and the values released for them. */
-interface Released {
-  rows: Uint32Array;
-  values: Float64Array;
-}
-
-/** The release file's contents: rows, then values, as doubles. */
-function releaseFile(r: Released): Float64Array {
-  const v = new Float64Array(2 * r.rows.length);
-  v.set(r.rows);
-  v.set(r.values, r.rows.length);
-  return v;
-}
-
-/** SHA-256 of a vector's bytes, hex. */
-function vectorDigest(v: Float64Array): string {
-  return createHash('sha256').update(new Uint8Array(v.buffer, v.byteOffset, v.byteLength)).digest('hex');
-}
-
-/**
- * Parse and validate a ledger read back from disk, like a message off the wire: exact keys,
- * types, ranges, and an epsilonSpent that agrees with the releases recorded. Anything else is
- * a DataError naming the file and what is wrong (a party must not guess what it has spent).
- */
-export function parseLedger(path: string, text: string): Ledger {
-  const bad = (detail: string): never => {
-    throw new DataError(path, undefined, `privacy ledger: ${detail}`);
-  };
-  let v: unknown;
-  try {
-    v = JSON.parse(text);
-  } catch (err) {
-    return bad(`not JSON (${(err as Error).message})`);
-  }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return bad('expected a JSON object');
-  const o = v as Record<string, unknown>;
-  if (o.format !== LEDGER_FORMAT) bad(`format ${JSON.stringify(o.format)}, expected '${LEDGER_FORMAT}'`);
-  const keys = ['format', 'jobId', 'releases', 'epsilonSpent', 'info', 'rho', 'lambda', 'bw', 'release'];
-  for (const k of Object.keys(o)) if (!keys.includes(k)) bad(`unexpected field '${k}'`);
-  for (const k of keys) if (!(k in o)) bad(`missing field '${k}'`);
-  const num = (k: string, ok: (x: number) => boolean, what: string): number => {
-    const x = o[k];
-    if (typeof x !== 'number' || !Number.isFinite(x) || !ok(x)) return bad(`${k}: expected ${what}, got ${JSON.stringify(x)}`);
-    return x;
-  };
-  const jobId = o.jobId;
-  if (typeof jobId !== 'string' || !NAME_RE.test(jobId)) return bad(`jobId: expected a job id, got ${JSON.stringify(jobId)?.slice(0, 60)}`);
-  const releases = num('releases', (x) => Number.isSafeInteger(x) && x >= 0, 'an integer >= 0');
-  const epsilonSpent = num('epsilonSpent', (x) => x >= 0, 'a number >= 0');
-  const rho = num('rho', (x) => x > 0, 'a positive number');
-  const lambda = num('lambda', (x) => x > 0, 'a positive number');
-  const bw = num('bw', (x) => x >= 0, 'a number >= 0');
-  // The calibration is what a party sends in `ready`: the protocol's validator checks it.
-  let ready;
-  try {
-    ready = validatePartyMessage({ type: 'ready', jobId, privacy: o.info });
-  } catch (err) {
-    if (!(err instanceof ProtocolError)) throw err;
-    const m = err.message.replace(/a map\b/g, 'a JSON object');
-    return bad(m.startsWith('ready.privacy') ? `info${m.slice('ready.privacy'.length)}` : `info: ${m}`);
-  }
-  if (ready.type !== 'ready') return bad('info: not a calibration');
-  const info = ready.privacy;
-  if (info.mechanism === 'none') bad("info.mechanism is 'none': a ledger is only kept for training with noise");
-  let computed: number;
-  try {
-    computed = accountEpsilon({ sigma: info.sigma, delta: info.delta!, rounds: releases, sensitivity: info.sensitivity, method: info.accountant! });
-  } catch (err) {
-    return bad(`info: cannot account ${releases} releases with it (${(err as Error).message})`);
-  }
-  const expected = reportedSpent(computed, info.epsilon!);
-  if (Math.abs(epsilonSpent - expected) > BUDGET_RTOL * Math.max(expected, info.epsilon!))
-    bad(`epsilonSpent ${epsilonSpent} does not match the ${releases} releases recorded (they spend ${expected})`);
-  let release: Ledger['release'] = null;
-  if (o.release !== null) {
-    const r = o.release as Record<string, unknown>;
-    if (typeof r !== 'object' || Array.isArray(r) || Object.keys(r).sort().join() !== 'rows,sha256' || !Number.isSafeInteger(r.rows) || (r.rows as number) < 1 || typeof r.sha256 !== 'string' || !/^[0-9a-f]{64}$/.test(r.sha256))
-      return bad('release: expected null or {rows, sha256}');
-    release = { rows: r.rows as number, sha256: r.sha256 };
-  }
-  if (info.mechanism === 'score-release' && (release === null) !== (releases === 0)) bad(`release: ${releases} releases recorded, but ${release ? 'a' : 'no'} released vector`);
-  return { jobId, releases, epsilonSpent, info, rho, lambda, bw, release };
-}
-
-/**
- * The vector a restored ledger says was released, checked against its length and digest; a
- * missing or altered file leaves the release lost (undefined), which scoreRelease refuses.
- */
-function readReleasedVector(path: string, expected: { rows: number; sha256: string }): Released | undefined {
-  if (!existsSync(path)) return undefined;
-  const bytes = readFileSync(path);
-  const n = expected.rows;
-  if (bytes.length !== 2 * n * 8) return undefined;
-  const v = new Float64Array(2 * n);
-  new Uint8Array(v.buffer).set(bytes);
-  if (vectorDigest(v) !== expected.sha256) return undefined;
-  return { rows: Uint32Array.from(v.subarray(0, n)), values: v.slice(n) };
-}
-
 export class Privacy {
   readonly noise: NoiseSource | undefined;
   private info: PrivacyInfo | undefined;
@@ -397,10 +112,8 @@ export class Privacy {
 
   /** Keep the ledger on disk (atomically) so that a restarted party cannot forget what it spent. */
   saveLedger(path: string, jobId: string): void {
-    const r = this.released;
-    const release = r ? { rows: r.rows.length, sha256: vectorDigest(releaseFile(r)) } : null;
-    const ledger = { format: LEDGER_FORMAT, jobId, releases: this.spentRounds, epsilonSpent: this.spent, info: this.info, rho: this.rho, lambda: this.lambda, bw: this.bw, release };
-    writeFileAtomic(path, JSON.stringify(ledger) + '\n', 0o600);
+    const release = this.released ? releaseRecord(this.released) : null;
+    writeLedger(path, { jobId, releases: this.spentRounds, epsilonSpent: this.spent, info: this.info!, rho: this.rho, lambda: this.lambda, bw: this.bw, release });
   }
 
   /**
@@ -434,8 +147,7 @@ export class Privacy {
     this.noise!.addNormal(values, i.sigma);
     snapToGrid(values, i.sigma);
     const released = { rows: rows.slice(), values };
-    const file = releaseFile(released);
-    writeFileAtomic(releaseVectorPath(ledger), new Uint8Array(file.buffer), 0o600);
+    writeReleasedVector(ledger, released);
     this.released = released;
     this.spentRounds = 1;
     this.saveLedger(ledger, jobId);
@@ -447,15 +159,8 @@ export class Privacy {
    * of another job is not ours and is left alone; a malformed one is a DataError.
    */
   restoreLedger(path: string, jobId: string): void {
-    if (!existsSync(path)) return;
-    let text: string;
-    try {
-      text = readFileSync(path, 'utf8');
-    } catch (err) {
-      const e = err as NodeJS.ErrnoException;
-      throw new DataError(path, undefined, `privacy ledger: cannot read it (${e.code ?? e.message})`);
-    }
-    const saved = parseLedger(path, text);
+    const saved = readLedger(path);
+    if (!saved) return;
     if (saved.jobId !== jobId) return;
     this.spentRounds = Math.max(this.spentRounds, saved.releases);
     this.saved = { info: saved.info, rho: saved.rho, lambda: saved.lambda, bw: saved.bw };

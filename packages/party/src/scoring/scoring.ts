@@ -20,7 +20,8 @@ import {
 import type { NoiseSource } from '@admm-share/core';
 import { NAME_RE } from '@admm-share/protocol';
 import type { PartyModel } from './model-file.js';
-import { BUDGET_RTOL, normaliseRows, reportedSpent, withinBudget } from '../privacy/privacy.js';
+import { BUDGET_RTOL, reportedSpent, withinBudget } from '../privacy/budget.js';
+import { normaliseRows } from '../privacy/mechanism.js';
 import { clipInPlace } from '../privacy/release.js';
 
 /** Clip of a noised score when the model has none of its own (a logit of 4 is a probability of 0.982). */

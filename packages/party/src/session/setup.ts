@@ -2,7 +2,7 @@
 // (the x-update's block, an SGD model, or a one-shot party's), and the privacy calibrated.
 import { type Csr, type Dense, ConfigError, DenseRows, SpilledCsr, WasmCsr, csrSelectRows, csrSelectRowsDense, preferDense } from '@admm-share/core';
 import type { Setup } from '@admm-share/protocol';
-import { normaliseRows } from '../privacy/privacy.js';
+import { normaliseRows } from '../privacy/mechanism.js';
 import { PassiveModel, releaseTarget } from '../privacy/release.js';
 import { CHOLESKY_LIMIT } from '../xupdate/cholesky.js';
 import { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
