@@ -1,10 +1,10 @@
 // The files a party keeps next to its model path: the model JSON and the privacy report,
 // each written atomically (write, fsync, rename), and where the privacy ledger lives; and
 // reading a model back to score new rows with, checked field by field and against its digest.
-import { mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { DataError, jsonDigest, writeFileAtomic } from '@admm-share/core';
-import { type Classes, type Done, type LossName, type ModelRef, type Role, LOSSES, NAME_RE, ROLES } from '@admm-share/protocol';
+import { DataError, jsonDigest, parseWith, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
+import { type Done, type ModelRef, type Role, LOSSES, NAME_RE, ROLES } from '@admm-share/protocol';
 import type { Privacy } from '../privacy/privacy.js';
 
 /** The model the job ended with, for the model file. */
@@ -48,36 +48,59 @@ export interface ModelFileInput {
   rowsScaled: number;
 }
 
+/** "expected `what`, got <the value>" (or "missing"), for the reader's messages. */
+const expected = (what: string) => (iss: { input?: unknown }) => (iss.input === undefined ? 'missing' : `expected ${what}, got ${JSON.stringify(iss.input)?.slice(0, 60)}`);
+
 /**
  * What a party model holds (format admm-share-party-model/2). The fields that decide how a new
  * row is scored are `preprocessing`, `coefficients`, `intercept` and `scoreClip`:
  * score = clip(x . row + intercept) with the row first scaled to norm <= 1 if `rowScaling`.
+ * The other fields writeModelFiles writes (hyperParameters, oneShot, trainingObjective, rows,
+ * data, createdAt) are records for people, kept as they are and covered by the digest.
  */
-export interface PartyModel {
-  format: typeof MODEL_FORMAT;
-  jobId: string;
-  partyId: string;
-  role: Role;
-  features: number;
-  featureNames: string[];
-  preprocessing: { rowScaling: boolean; intercept: boolean };
-  loss: LossName;
-  /** logistic loss: which raw label is the positive class (+1); null for squared loss. */
-  labels: Classes | null;
-  coefficients: number[];
-  /** null: this party's part has no intercept. */
-  intercept: number | null;
-  /** one-shot, passive: each score is clipped to [-scoreClip, scoreClip] (as released in training); null otherwise. */
-  scoreClip: number | null;
-  /** SHA-256 (hex) of the file's JSON without this field. */
-  digest: string;
-  [extra: string]: unknown;
-}
+const modelBody = z.looseObject(
+  {
+    format: z.literal(MODEL_FORMAT, { error: expected(`'${MODEL_FORMAT}' (a model written by this version of admm-party)`) }),
+    jobId: z.string({ error: expected('a name') }).regex(NAME_RE, { error: expected('a name') }),
+    partyId: z.string({ error: expected('a name') }).regex(NAME_RE, { error: expected('a name') }),
+    role: z.enum(ROLES, { error: expected(`one of ${ROLES.join(', ')}`) }),
+    features: z.int({ error: expected('an integer >= 1') }).min(1, { error: expected('an integer >= 1') }),
+    featureNames: z.array(z.string()),
+    preprocessing: z.object({ rowScaling: z.boolean(), intercept: z.boolean() }, { error: expected('{rowScaling, intercept}') }),
+    loss: z.enum(LOSSES, { error: expected(`one of ${LOSSES.join(', ')}`) }),
+    /** logistic loss: which raw label is the positive class (+1); null for squared loss. */
+    labels: z.object({ negative: z.string(), positive: z.string() }, { error: expected('null or {negative, positive}') }).nullable(),
+    coefficients: z.array(z.number({ error: expected('a finite number') })),
+    /** null: this party's part has no intercept. */
+    intercept: z.number({ error: expected('a finite number or null') }).nullable(),
+    /** one-shot, passive: each score is clipped to [-scoreClip, scoreClip] (as released in training); null otherwise. */
+    scoreClip: z.number({ error: expected('a positive number or null') }).positive({ error: expected('a positive number or null') }).nullable(),
+  },
+  { error: 'expected a JSON object' },
+);
+
+const partyModelFile = modelBody
+  .extend({
+    /** SHA-256 (hex) of the file's JSON without this field. */
+    digest: z.string({ error: expected('64 hex characters') }).regex(/^[0-9a-f]{64}$/, { error: expected('64 hex characters') }),
+  })
+  .superRefine((m, ctx) => {
+    const d = m.features;
+    if (m.featureNames.length !== d) ctx.issues.push({ code: 'custom', path: ['featureNames'], message: `expected ${d} names, got ${m.featureNames.length}`, input: m });
+    if (m.coefficients.length !== d) ctx.issues.push({ code: 'custom', path: ['coefficients'], message: `expected ${d} finite numbers, got ${m.coefficients.length}`, input: m });
+    if (m.preprocessing.intercept !== (m.intercept !== null)) ctx.issues.push({ code: 'custom', path: ['preprocessing', 'intercept'], message: 'disagrees with intercept', input: m });
+  });
+
+/** A party model, as read back (readPartyModel). */
+export type PartyModel = z.output<typeof partyModelFile>;
+
+/** The file's text as it arrives: a JSON object, its fields as written (the digest is over them in this order). */
+const jsonObject = z.custom<Record<string, unknown>>((v) => typeof v === 'object' && v !== null && !Array.isArray(v), { error: 'expected a JSON object' });
 
 /** Write the model file, then the privacy report; a reader never sees half of either. */
 export function writeModelFiles(m: ModelFileInput & { role: Role }): void {
   const { done, model, privacy } = m;
-  const body = {
+  const body: z.input<typeof modelBody> = {
     format: MODEL_FORMAT,
     jobId: done.jobId,
     partyId: m.partyId,
@@ -113,37 +136,9 @@ export function modelRef(m: PartyModel): ModelRef {
  * with a DataError naming the file and the field).
  */
 export function readPartyModel(path: string): PartyModel {
-  const bad = (detail: string): never => {
-    throw new DataError(path, undefined, `party model: ${detail}`);
-  };
-  let v: unknown;
-  try {
-    v = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    return bad(e.code ? `cannot read it (${e.code})` : `not JSON (${e.message})`);
-  }
-  if (typeof v !== 'object' || v === null || Array.isArray(v)) return bad('expected a JSON object');
-  const o = v as Record<string, unknown>;
-  if (o.format !== MODEL_FORMAT) bad(`format ${JSON.stringify(o.format)?.slice(0, 60)}, expected '${MODEL_FORMAT}' (a model written by this version of admm-party)`);
-  const { digest, ...body } = o;
-  if (typeof digest !== 'string' || !/^[0-9a-f]{64}$/.test(digest)) bad('digest: expected 64 hex characters');
-  if (jsonDigest(body) !== digest) bad('its content does not match its digest (the file was changed after training)');
-  const name = (k: string) => (typeof o[k] === 'string' && NAME_RE.test(o[k] as string) ? (o[k] as string) : bad(`${k}: expected a name`));
-  name('jobId');
-  name('partyId');
-  if (!ROLES.includes(o.role as Role)) bad(`role: expected one of ${ROLES.join(', ')}`);
-  if (!LOSSES.includes(o.loss as LossName)) bad(`loss: expected one of ${LOSSES.join(', ')}`);
-  const d = o.features;
-  if (typeof d !== 'number' || !Number.isSafeInteger(d) || d < 1) return bad('features: expected an integer >= 1');
-  if (!Array.isArray(o.featureNames) || o.featureNames.length !== d || o.featureNames.some((n) => typeof n !== 'string')) bad(`featureNames: expected ${d} names`);
-  if (!Array.isArray(o.coefficients) || o.coefficients.length !== d || o.coefficients.some((c) => typeof c !== 'number' || !Number.isFinite(c))) bad(`coefficients: expected ${d} finite numbers`);
-  if (o.intercept !== null && (typeof o.intercept !== 'number' || !Number.isFinite(o.intercept))) bad('intercept: expected a finite number or null');
-  if (o.scoreClip !== null && !(typeof o.scoreClip === 'number' && o.scoreClip > 0 && Number.isFinite(o.scoreClip))) bad('scoreClip: expected a positive number or null');
-  const p = o.preprocessing as Record<string, unknown> | null;
-  if (typeof p !== 'object' || p === null || typeof p.rowScaling !== 'boolean' || typeof p.intercept !== 'boolean') return bad('preprocessing: expected {rowScaling, intercept}');
-  if (p.intercept !== (o.intercept !== null)) bad('preprocessing.intercept disagrees with intercept');
-  const l = o.labels as Record<string, unknown> | null;
-  if (l !== null && (typeof l !== 'object' || typeof l.negative !== 'string' || typeof l.positive !== 'string')) bad('labels: expected null or {negative, positive}');
-  return o as PartyModel;
+  const raw = readJsonFile(jsonObject, path, 'party model');
+  const model = parseWith(partyModelFile, raw, path, 'party model');
+  const { digest, ...body } = raw;
+  if (jsonDigest(body) !== digest) throw new DataError(path, undefined, 'party model: its content does not match its digest (the file was changed after training)');
+  return model;
 }
