@@ -6,8 +6,8 @@ import { HEARTBEAT_TIMEOUT_MS, MECHANISMS, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIM
 import { MAX_LABEL_FACTOR, type PartyConfig, type ScoringConfig, start, startScoring } from './party.js';
 import { DEFAULT_BX } from './privacy/mechanism.js';
 import { RELEASE_DEFAULTS } from './privacy/release.js';
-import type { TlsFiles } from './transport/tls.js';
 import { DEFAULT_PRIVACY_REQUESTS, DEFAULT_SCORE_CLIP } from './scoring/scoring.js';
+import type { TlsFiles } from './transport/tls.js';
 
 const TOOL = 'admm-party';
 
