@@ -1,6 +1,6 @@
 // The party process: loads its own feature files, then runs the job's session over a link
 // to the coordinator and writes the model when the job is done. It owns only the wiring:
-// link.ts is the connection, session.ts the job's state machine, model-file.ts the output.
+// transport/ is the connection, session/ the job's state machine, scoring/model-file.ts the output.
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';

@@ -7,7 +7,7 @@ import { type Outcome, type SessionEnv, type SessionState, expectPhase, reply } 
 
 /**
  * The coordinator's half of the private set intersection of one set: answered with this
- * party's points and the coordinator's blinded again (psi.ts), computed off the main thread.
+ * party's points and the coordinator's blinded again (intersection/psi.ts), computed off the main thread.
  * Once per set and connection: a repeat is refused.
  */
 export function onPsi(s: SessionState, env: SessionEnv, msg: Psi): Outcome {
