@@ -7,14 +7,14 @@
 //   npm run bench:psi [-- --sizes 100000,1000000]
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
-import { PsiPool } from '@admm-share/core';
+import { PsiTeam } from '@admm-share/core';
 import { LabelPsi } from '@admm-share/coordinator';
 import { PartyPsi } from '@admm-share/party';
 
 const { values } = parseArgs({ options: { sizes: { type: 'string', default: '100000,1000000' } } });
 const quiet = () => () => undefined;
 const seconds = (t0) => (performance.now() - t0) / 1000;
-const pool = new PsiPool();
+const pool = new PsiTeam();
 console.log(`ECDH PSI over X25519, ${availableParallelism()} cores, one party, every id in the intersection`);
 console.log('ids        coordinator: label points   party: answer   coordinator: match   per side (ids/s)');
 for (const n of values.sizes.split(',').map(Number)) {

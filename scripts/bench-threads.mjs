@@ -2,13 +2,13 @@
 // A large dense block's x-update work on 1, 2, ... threads, in one process (docs/scaling.md,
 // "Threads"): the two per-round products D x and D^T w (median of --calls each, alternating)
 // and the set-up's Gram matrix D^T D (packed) and Cholesky factor of I + D^T D, for a --rows x
-// --cols block of seeded random entries in shared memory. Threads are DenseThreads' workers
+// --cols block of seeded random entries in shared memory. Threads are DenseTeam' workers
 // beside the calling thread.
 // Prints figures; asserts nothing.
 //   npm run bench:threads [-- --rows 6000 --cols 2000 --threads 0,1 --calls 20]
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
-import { DenseThreads, choleskyInPlace, denseGramRows, denseMatTVec, denseMatVec, gramPanel, packedAt, packedLength, sharedFloat64 } from '@admm-share/core';
+import { DenseTeam, choleskyInPlace, denseGramRows, denseMatTVec, denseMatVec, gramPanel, packedAt, packedLength, sharedFloat64 } from '@admm-share/core';
 
 const { values } = parseArgs({
   options: {
@@ -39,7 +39,7 @@ const median = (a) => a.sort((p, q) => p - q)[a.length >> 1];
 console.log(`block ${n} x ${d} dense (${((n * d * 8) / 2 ** 20).toFixed(1)} MiB), ${availableParallelism()} cores`);
 const base = {};
 for (const extra of counts) {
-  const pool = extra > 0 ? DenseThreads.start(A, extra) : undefined;
+  const pool = extra > 0 ? DenseTeam.start(A, extra) : undefined;
   const ax = new Float64Array(n);
   const atw = new Float64Array(d);
   const tv = [];

@@ -4,6 +4,7 @@ export * from './errors.js';
 export * from './hash.js';
 // linalg/: matrices (CSR, dense, packed triangles) and their products and factorisations.
 export * from './linalg/csr.js';
+export * from './linalg/range-finder.js';
 export * from './linalg/dense.js';
 export * from './linalg/packed.js';
 export * from './linalg/block.js';

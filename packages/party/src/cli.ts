@@ -4,13 +4,14 @@ import { ConfigError, FILE_FORMATS, ID_MODES } from '@admm-share/core';
 import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, requireInteger, requirePositive, runService } from '@admm-share/runtime';
 import { HEARTBEAT_TIMEOUT_MS, MECHANISMS, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS, ROLES } from '@admm-share/protocol';
 import { MAX_LABEL_FACTOR, type PartyConfig, type ScoringConfig, start, startScoring } from './party.js';
-import { DEFAULT_BX } from './privacy.js';
-import { RELEASE_DEFAULTS } from './release.js';
-import { DEFAULT_PRIVACY_REQUESTS, DEFAULT_SCORE_CLIP } from './scoring.js';
+import { DEFAULT_BX } from './privacy/mechanism.js';
+import { RELEASE_DEFAULTS } from './privacy/release.js';
+import { DEFAULT_PRIVACY_REQUESTS, DEFAULT_SCORE_CLIP } from './scoring/scoring.js';
+import type { TlsFiles } from './transport/tls.js';
 
 const TOOL = 'admm-party';
 
-function readTls(ca?: string, cert?: string, key?: string): { ca?: string; cert?: string; key?: string } | undefined {
+function readTls(ca?: string, cert?: string, key?: string): TlsFiles | undefined {
   if ((cert === undefined) !== (key === undefined)) throw new ConfigError('--tls-cert and --tls-key go together');
   if (ca === undefined && cert === undefined) return undefined;
   return {

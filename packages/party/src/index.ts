@@ -1,5 +1,12 @@
-export * from './xupdate.js';
+export { type XUpdateForm, RidgeXUpdate } from './xupdate/ridge-xupdate.js';
+export { MAX_AUTO_THREADS, THREADS_MIN_ENTRIES, threadsFor } from './xupdate/block-operator.js';
+export { CHOLESKY_LIMIT, factorPieces } from './xupdate/cholesky.js';
+export { DEFLATION_RANK } from './xupdate/conjugate-gradients.js';
+export { EIGEN_LIMIT } from './xupdate/eigen.js';
 export * from './party.js';
-export * from './privacy.js';
-export * from './sgd.js';
-export { PartyPsi } from './psi.js';
+export * from './privacy/privacy.js';
+export * from './privacy/mechanism.js';
+export * from './privacy/budget.js';
+export { type Ledger, LEDGER_FORMAT, parseLedger, releaseVectorPath } from './privacy/ledger.js';
+export * from './xupdate/sgd.js';
+export { PartyPsi } from './intersection/psi.js';

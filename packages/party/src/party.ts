@@ -1,21 +1,24 @@
 // The party process: loads its own feature files, then runs the job's session over a link
 // to the coordinator and writes the model when the job is done. It owns only the wiring:
-// link.ts is the connection, session.ts the job's state machine, model-file.ts the output.
+// transport/ is the connection, session/ the job's state machine, scoring/model-file.ts the output.
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import { type BlockTable, type FeatureTable, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiPool, SpilledCsr, detectFormat, isDense, packIds, readFeatureBlock, readFeatureFile } from '@admm-share/core';
+import { type BlockTable, type FeatureTable, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiTeam, SpilledCsr, detectFormat, isDense, packIds, readFeatureBlock, readFeatureFile } from '@admm-share/core';
 import { type CloseKind, type Role, ProtocolError, assertNever } from '@admm-share/protocol';
 import { Progress, peakMemoryBytes } from '@admm-share/runtime';
-import { collectGarbage, collectYoungGarbage } from './gc.js';
-import { CoordinatorLink, maxPayloadFor } from './link.js';
-import { ledgerPath, readPartyModel, writeModelFiles } from './model-file.js';
-import { type PrivacyConfig, DEFAULT_BX, Privacy, normaliseCsrRows, normaliseDenseRows, validatePrivacyConfig } from './privacy.js';
-import { PartyPsi } from './psi.js';
-import { type ScoringPrivacyConfig, DEFAULT_SCORE_CLIP, Scorer, ScoringPrivacy, scoringLedgerPath } from './scoring.js';
-import { type Outcome, type SessionEnv, type SessionRows, connectionLost, connectionOpened, handle, newSession, validationContext } from './session.js';
+import { collectGarbage, collectYoungGarbage } from './session/gc.js';
+import { CoordinatorLink, maxPayloadFor } from './transport/link.js';
+import type { TlsFiles } from './transport/tls.js';
+import { ledgerPath, readPartyModel, writeModelFiles } from './scoring/model-file.js';
+import { type PrivacyConfig, DEFAULT_BX, normaliseCsrRows, normaliseDenseRows, validatePrivacyConfig } from './privacy/mechanism.js';
+import { Privacy } from './privacy/privacy.js';
+import { PartyPsi } from './intersection/psi.js';
+import { type ScoringPrivacyConfig, DEFAULT_SCORE_CLIP, Scorer, ScoringPrivacy, scoringLedgerPath } from './scoring/scoring.js';
+import { handle } from './session/session.js';
+import { type Outcome, type SessionEnv, type SessionRows, connectionLost, connectionOpened, newSession, validationContext } from './session/state.js';
 
-export { privacyReportPath } from './model-file.js';
+export { privacyReportPath } from './scoring/model-file.js';
 
 export interface PartyConfig {
   /** ws:// URL of the coordinator. */
@@ -47,7 +50,7 @@ export interface PartyConfig {
   /** This party's secret, shared with the coordinator only; proves the hello (never sent). */
   token?: string;
   /** wss://: trust only this CA for the coordinator's certificate (pinning); cert and key for mutual TLS. */
-  tls?: { ca?: string; cert?: string; key?: string };
+  tls?: TlsFiles;
   /**
    * The coordinator's label set of a `psi` may hold at most this many times this party's rows
    * (default MAX_LABEL_FACTOR): the coordinator chooses that set, so a cap bounds how many
@@ -120,7 +123,7 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
   }
   // A progress bar for the intersection on a terminal (silent otherwise).
   const progress = new Progress();
-  const psi = new PartyPsi(new PsiPool({ afterChunk: collectYoungGarbage }), { train: train.ids, test: test?.ids }, (set, what) => progress.counter(`${set} ${what}`));
+  const psi = new PartyPsi(new PsiTeam({ afterChunk: collectYoungGarbage }), { train: train.ids, test: test?.ids }, (set, what) => progress.counter(`${set} ${what}`));
   const env: SessionEnv = {
     partyId: config.partyId,
     jobId: config.jobId,
@@ -180,7 +183,7 @@ export function startScoring(config: ScoringConfig, deps: { logger: Logger }): P
     features: model.features,
     privacy: new Privacy({ mechanism: 'none', bx: DEFAULT_BX }),
     ledgerPath: ledgerPath(config.model),
-    psi: new PartyPsi(new PsiPool({ afterChunk: collectYoungGarbage }), { train: rows.ids, test: undefined }, (set, what) => progress.counter(what)),
+    psi: new PartyPsi(new PsiTeam({ afterChunk: collectYoungGarbage }), { train: rows.ids, test: undefined }, (set, what) => progress.counter(what)),
     maxLabelIds: Math.ceil((config.maxLabelFactor ?? MAX_LABEL_FACTOR) * data.ids.length) + SLACK_LABEL_IDS,
     scoring: { scorer, ledger: scoringLedgerPath(config.model) },
     threads: 0, // scoring has no x-update

@@ -232,3 +232,103 @@ test('tests read nothing outside the repository (data/, test-data/ and their own
   for (const bad of ["join(here, '../shared/a9a')", "readFileSync('/work/shared/x.json')", 'const p = `/home/me/data`', "new URL('../../../../../x', import.meta.url)"]) assert.match(bad, OUTSIDE_REPOSITORY, bad);
   for (const ok of ["readFileSync(`/proc/${pid}/stat`)", "'/nonexistent.pem'", "'-subj', `/CN=${name} test CA`", "new URL('../../../../test-data/v.json', import.meta.url)", "join(dir, 'out')"]) assert.doesNotMatch(ok, OUTSIDE_REPOSITORY, ok);
 });
+
+// ---- party: folders by role (issue 44) ----------------------------------------------------
+// packages/party/src is laid out by role: transport/ (the WebSocket link), session/ (the
+// sans-IO state machine), xupdate/ (the local numerics), privacy/ (noise, ledger, one-shot
+// release), scoring/ (model file, scoring with a trained model), intersection/ (the party's side
+// of the PSI), and at the top only the process's wiring (party.ts), its flags (cli.ts) and the
+// package's exports (index.ts). Each folder's rule says what it may not reach for.
+
+interface PartyFolderRule {
+  folder: string;
+  why: string;
+  /** An import specifier (from any file of the folder) that must not appear. */
+  forbidden: RegExp;
+  /** The only bare (non-relative, non-node:) specifiers the folder may import. */
+  onlyBare?: readonly string[];
+}
+
+const partyFolderRules: PartyFolderRule[] = [
+  {
+    folder: 'xupdate',
+    forbidden: /^\.\.\//,
+    onlyBare: ['@admm-share/core', 'seedrandom'],
+    why: 'party xupdate/ (the x-update numerics) imports only core (and seedrandom), nothing else of the party',
+  },
+  {
+    folder: 'session',
+    forbidden: /^(ws|node:(net|http|https|tls|dgram))$|^\.\.\/transport\//,
+    why: 'party session/ is sans-IO: no socket (ws, net, http, tls) and nothing from transport/',
+  },
+  {
+    folder: 'transport',
+    forbidden: /^\.\.\/(?!transport\/)/,
+    why: 'party transport/ (the link) knows nothing of the job: no session, x-update, privacy, scoring or intersection',
+  },
+  {
+    folder: 'privacy',
+    forbidden: /^(ws)$|^\.\.\/(transport|session|scoring|intersection)\//,
+    why: 'party privacy/ uses the x-update and core only: no transport, session, scoring or intersection',
+  },
+  {
+    folder: 'scoring',
+    forbidden: /^(ws)$|^\.\.\/(transport|session|xupdate|intersection)\//,
+    why: 'party scoring/ (the model file, scoring new rows) uses privacy and core: no transport, session or x-update',
+  },
+  {
+    folder: 'intersection',
+    forbidden: /^(ws|pino)$|^\.\.\//,
+    why: "party intersection/ (the party's side of the PSI) imports core and protocol only",
+  },
+];
+
+/** Files allowed at the top of packages/party/src: the wiring, the flags and the exports. */
+const PARTY_TOP_FILES = ['cli.ts', 'index.ts', 'party.ts'];
+
+for (const rule of partyFolderRules)
+  test(`layering: ${rule.why}`, () => {
+    const files = sources(join(packages, 'party', 'src', rule.folder));
+    assert.ok(files.length > 0, `no sources in party/src/${rule.folder}`);
+    for (const f of files)
+      for (const spec of importsOf(readFileSync(f, 'utf8'))) {
+        assert.doesNotMatch(spec, rule.forbidden, `${f} imports ${spec}`);
+        if (rule.onlyBare && !spec.startsWith('.') && !spec.startsWith('node:'))
+          assert.ok(rule.onlyBare.includes(spec), `${f} imports ${spec}; party/src/${rule.folder} may import only ${rule.onlyBare.join(', ')}`);
+      }
+  });
+
+test('layering: party/src has a folder for every role and only the wiring at its top', () => {
+  const src = join(packages, 'party', 'src');
+  const entries = readdirSync(src);
+  const folders = entries.filter((e) => statSync(join(src, e)).isDirectory() && e !== 'test');
+  assert.deepEqual(folders.sort(), partyFolderRules.map((r) => r.folder).sort(), 'every folder of party/src has a rule above (and every rule a folder)');
+  assert.deepEqual(entries.filter((e) => e.endsWith('.ts')).sort(), PARTY_TOP_FILES, 'party/src holds only cli.ts, index.ts and party.ts at its top: anything else goes into the folder of its role');
+});
+
+test('layering: party thread files are named for what they are (an entry is <what>-thread.ts, nothing else is; no -worker.ts)', () => {
+  for (const f of sources(join(packages, 'party', 'src')).filter((f) => !isTest(f))) {
+    const text = readFileSync(f, 'utf8');
+    const entry = /\bparentPort\b/.test(text);
+    assert.equal(f.endsWith('-thread.ts'), entry, `${f}: ${entry ? 'a thread entry (it uses parentPort) is named <what>-thread.ts' : 'only a thread entry is named -thread.ts'}`);
+    assert.ok(!f.endsWith('-worker.ts'), `${f}: a thread entry is <what>-thread.ts; a main-thread helper is not named -worker`);
+  }
+});
+
+test('layering: the party folder rules catch what they are for', () => {
+  const hit = (folder: string, spec: string) => partyFolderRules.find((r) => r.folder === folder)!.forbidden.test(spec);
+  const bareOk = (folder: string, spec: string) => partyFolderRules.find((r) => r.folder === folder)!.onlyBare?.includes(spec) ?? true;
+  for (const spec of ['../session/state.js', '../privacy/privacy.js', '../transport/link.js']) assert.ok(hit('xupdate', spec), spec);
+  for (const spec of ['./cholesky.js', '@admm-share/core', 'node:os']) assert.ok(!hit('xupdate', spec), spec);
+  assert.ok(!bareOk('xupdate', '@admm-share/protocol') && !bareOk('xupdate', 'pino') && !bareOk('xupdate', 'ws') && bareOk('xupdate', 'seedrandom'));
+  for (const spec of ['ws', 'node:net', 'node:tls', '../transport/link.js', '../transport/frames.js']) assert.ok(hit('session', spec), spec);
+  for (const spec of ['../xupdate/ridge-xupdate.js', '../privacy/privacy.js', './state.js', 'node:crypto', '@admm-share/protocol']) assert.ok(!hit('session', spec), spec);
+  for (const spec of ['../session/state.js', '../xupdate/ridge-xupdate.js', '../privacy/privacy.js', '../scoring/scoring.js']) assert.ok(hit('transport', spec), spec);
+  for (const spec of ['./frames.js', 'ws', '@admm-share/protocol']) assert.ok(!hit('transport', spec), spec);
+  for (const spec of ['ws', '../transport/link.js', '../session/state.js', '../scoring/model-file.js']) assert.ok(hit('privacy', spec), spec);
+  assert.ok(!hit('privacy', '../xupdate/ridge-xupdate.js'));
+  for (const spec of ['../session/state.js', '../xupdate/sgd.js', '../transport/tls.js']) assert.ok(hit('scoring', spec), spec);
+  assert.ok(!hit('scoring', '../privacy/budget.js'));
+  for (const spec of ['../session/state.js', 'ws']) assert.ok(hit('intersection', spec), spec);
+  assert.ok(!hit('intersection', '@admm-share/core'));
+});

@@ -7,7 +7,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { join } from 'node:path';
 import { WebSocket, WebSocketServer } from 'ws';
-import { POINT_BYTES, PsiPool, blindPoints, hashToPoints, newPsiKey, packIds, pointKeys, syntheticDataset } from '@admm-share/core';
+import { POINT_BYTES, PsiTeam, blindPoints, hashToPoints, newPsiKey, packIds, pointKeys, syntheticDataset } from '@admm-share/core';
 import { LabelPsi } from '@admm-share/coordinator';
 import { PartyPsi } from '@admm-share/party';
 import { type Ids, type PartyMessage, CloseCodes, PROTOCOL_VERSION, decode, encode, encodeIdsSource, validateCoordinatorMessage, validatePartyMessage } from '@admm-share/protocol';
@@ -22,7 +22,7 @@ const quiet = () => () => undefined;
 const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `cust-${from + i}`);
 
 test("the coordinator's view of a party's ids: replacing an id outside the intersection gives a transcript of the same form and size, with nothing to match an id the coordinator picks", async () => {
-  const pool = new PsiPool();
+  const pool = new PsiTeam();
   const labels = range(0, 200);
   const a = newPsiKey();
   const coordinator = new LabelPsi(pool, { train: labels, test: undefined }, quiet, a);

@@ -6,7 +6,7 @@ import assert from 'node:assert/strict';
 import { spawnSync } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
-import { ROUND_COLLECTION_ROWS, ROUND_GARBAGE_BYTES, RoundGarbage } from '../gc.js';
+import { ROUND_COLLECTION_ROWS, ROUND_GARBAGE_BYTES, RoundGarbage } from '../session/gc.js';
 
 test('RoundGarbage: a young-generation collection at each round from ROUND_COLLECTION_ROWS, none below; a full one once array buffers grew ROUND_GARBAGE_BYTES above their lowest', () => {
   const g = globalThis as { gc?: unknown };
@@ -44,7 +44,7 @@ test("with the party's flags, each round's collection frees the buffers the roun
   const bin = fileURLToPath(new URL('../../bin/admm-party.js', import.meta.url));
   const flags = readFileSync(bin, 'utf8').split('\n')[0].split(' node ')[1].split(' ');
   assert.ok(flags.includes('--expose-gc'), flags.join(' '));
-  const gc = new URL('../gc.js', import.meta.url).href;
+  const gc = new URL('../session/gc.js', import.meta.url).href;
   // A million-row round as the socket and ws leave it: 8 MB read 64 KiB at a time, joined into
   // frames of 512 KiB; then the next round's collection. What array buffers hold after it is
   // printed, and how many whole-heap collections ran.

@@ -7,7 +7,8 @@ import { once } from 'node:events';
 import WebSocket, { WebSocketServer } from 'ws';
 import pino from 'pino';
 import { type Part, PART_VALUES, PARTS_ABOVE, type Round, type Share, type WholeCoordinatorMessage, bytesSource, decode, encode, inParts } from '@admm-share/protocol';
-import { CoordinatorLink, FRAME_BYTES, MessageWriter, sendInFrames } from '../link.js';
+import { CoordinatorLink } from '../transport/link.js';
+import { FRAME_BYTES, MessageWriter, sendInFrames } from '../transport/frames.js';
 
 async function pair(): Promise<{ ws: WebSocket; received: Buffer[]; close(): void }> {
   const server = new WebSocketServer({ port: 0, maxPayload: 64 << 20 });

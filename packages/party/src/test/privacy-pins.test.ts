@@ -9,19 +9,11 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { tempDir } from '@admm-share/core/test-support';
 import { ConfigError, DataError, accountEpsilon, csrFromDense } from '@admm-share/core';
-import { RidgeXUpdate } from '../xupdate.js';
-import {
-  type PrivacyConfig,
-  BUDGET_RTOL,
-  DEFAULT_BX,
-  Privacy,
-  defaultBw,
-  gaussianShareSensitivity,
-  normaliseRows,
-  parseLedger,
-  validatePrivacyConfig,
-  withinBudget,
-} from '../privacy.js';
+import { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
+import { BUDGET_RTOL, withinBudget } from '../privacy/budget.js';
+import { parseLedger } from '../privacy/ledger.js';
+import { type PrivacyConfig, DEFAULT_BX, defaultBw, gaussianShareSensitivity, normaliseRows, validatePrivacyConfig } from '../privacy/mechanism.js';
+import { Privacy } from '../privacy/privacy.js';
 
 const job = { lambda: 1e-3, rho: 1e-2, rounds: 10, parties: 2, features: 3, n: 100 };
 const gauss = (extra: Partial<PrivacyConfig> = {}): PrivacyConfig => ({ mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, bx: 5, seed: 'pins', ...extra });

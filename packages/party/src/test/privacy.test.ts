@@ -6,8 +6,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { privacyVectors, seeded, tempDir } from '@admm-share/core/test-support';
 import { ConfigError, DataError, GRID_BITS, accountEpsilon, csrFromDense, csrMatTVec, csrMatVec } from '@admm-share/core';
-import { RidgeXUpdate } from '../xupdate.js';
-import { BUDGET_RTOL, Privacy, parseLedger, reportedSpent, withinBudget } from '../privacy.js';
+import { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
+import { BUDGET_RTOL, reportedSpent, withinBudget } from '../privacy/budget.js';
+import { parseLedger } from '../privacy/ledger.js';
+import { Privacy } from '../privacy/privacy.js';
 
 const job = { lambda: 1e-3, rho: 1e-2, rounds: 10, parties: 2, features: 3, n: 100 };
 
@@ -269,9 +271,9 @@ test('a malformed ledger is a DataError naming the file and what is wrong, never
       ['empty', '', /not JSON/],
       ['array', '[]', /expected a JSON object/],
       ['null', 'null', /expected a JSON object/],
-      ['old format', JSON.stringify({ ...ledger, format: 'admm-share-ledger/1' }), /format "admm-share-ledger\/1", expected 'admm-share-ledger\/3'/],
-      ['no format', JSON.stringify(noFormat), /format undefined/],
-      ['missing bw', JSON.stringify(noBw), /missing field 'bw'/],
+      ['old format', JSON.stringify({ ...ledger, format: 'admm-share-ledger/1' }), /format: expected 'admm-share-ledger\/3', got "admm-share-ledger\/1"/],
+      ['no format', JSON.stringify(noFormat), /format: missing/],
+      ['missing bw', JSON.stringify(noBw), /bw: missing/],
       ['extra field', JSON.stringify({ ...ledger, extra: 1 }), /unexpected field 'extra'/],
       ['__proto__', text.replace(/^\{/, '{"__proto__":{},'), /unexpected field '__proto__'/],
       ['negative releases', JSON.stringify({ ...ledger, releases: -1 }), /releases: expected an integer >= 0, got -1/],

@@ -4,10 +4,10 @@
 // answer, a new coordinator key still gives the same rows, and bad label points are refused.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PsiPool, type SpilledBytes, blindPoints, hashToPoints, newPsiKey, packIds, pointKeys } from '@admm-share/core';
+import { PsiTeam, type SpilledBytes, blindPoints, hashToPoints, newPsiKey, packIds, pointKeys } from '@admm-share/core';
 import { ProtocolError } from '@admm-share/protocol';
 import { readAll } from '@admm-share/core/test-support';
-import { PartyPsi } from '../psi.js';
+import { PartyPsi } from '../intersection/psi.js';
 
 const quiet = () => () => undefined;
 
@@ -26,7 +26,7 @@ async function intersect(psi: PartyPsi, labels: string[], key = newPsiKey()): Pr
 test('the positions of the intersection map back to the file rows that hold the ids', async () => {
   const partyIds = Array.from({ length: 300 }, (_, i) => `cust-${(i * 7) % 300}`);
   const labels = Array.from({ length: 200 }, (_, i) => `cust-${i * 2}`); // 150 of them are the party's
-  const psi = new PartyPsi(new PsiPool(), { train: packIds(partyIds), test: undefined }, quiet);
+  const psi = new PartyPsi(new PsiTeam(), { train: packIds(partyIds), test: undefined }, quiet);
   const matched = await intersect(psi, labels);
   assert.equal(matched.size, 150);
   const rows = psi.fileRows('train', Uint32Array.from(matched.values()));
@@ -40,7 +40,7 @@ test('the positions of the intersection map back to the file rows that hold the 
 });
 
 test('a repeated psi gets the same answer; a label point off the curve, or a set the party lacks, is refused', async () => {
-  const psi = new PartyPsi(new PsiPool(), { train: packIds(['a', 'b', 'c']), test: undefined }, quiet);
+  const psi = new PartyPsi(new PsiTeam(), { train: packIds(['a', 'b', 'c']), test: undefined }, quiet);
   const labels = blindPoints(hashToPoints(['b', 'c', 'd']), newPsiKey());
   const read = (a: { points: SpilledBytes; labelPoints: SpilledBytes }) => ({ points: readAll(a.points), labelPoints: readAll(a.labelPoints) });
   const first = read(await psi.answer('train', labels.slice()));

@@ -12,8 +12,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { gaussian, seeded } from '@admm-share/core/test-support';
 import { csrFromDense, fitCentral, logistic } from '@admm-share/core';
-import { exactPath, fitActive, sketchedPath } from '../release.js';
-import { RidgeXUpdate } from '../xupdate.js';
+import { exactPath, fitActive, sketchedPath } from '../privacy/release.js';
+import { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
 
 const LAMBDA = 1e-3;
 

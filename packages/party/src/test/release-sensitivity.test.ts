@@ -21,8 +21,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { gaussian, seeded } from '@admm-share/core/test-support';
 import { csrFromDense } from '@admm-share/core';
-import { PassiveModel, RELEASE_DEFAULTS, type ReleaseBounds, releaseSensitivity, releaseTarget } from '../release.js';
-import { RidgeXUpdate } from '../xupdate.js';
+import { PassiveModel, RELEASE_DEFAULTS, type ReleaseBounds, releaseSensitivity, releaseTarget } from '../privacy/release.js';
+import { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
 import { hillClimb, intoBall, randomRow, rowMove, toNorm } from './neighbours.js';
 
 /** Relative rounding allowed above a bound (the solver is exact up to floating point). */

@@ -7,8 +7,8 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { privacyVectors, tempDir } from '@admm-share/core/test-support';
 import { ConfigError, type FeatureTable, csrFromDense } from '@admm-share/core';
-import { MODEL_FORMAT, type PartyModel } from '../model-file.js';
-import { Scorer, ScoringPrivacy } from '../scoring.js';
+import { MODEL_FORMAT, type PartyModel } from '../scoring/model-file.js';
+import { Scorer, ScoringPrivacy } from '../scoring/scoring.js';
 
 function model(over: Partial<PartyModel> = {}): PartyModel {
   return {

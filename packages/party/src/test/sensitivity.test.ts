@@ -11,8 +11,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { gaussian, seeded } from '@admm-share/core/test-support';
 import { type Csr, DenseRows, csrFromDense } from '@admm-share/core';
-import { RidgeXUpdate } from '../xupdate.js';
-import { defaultBw, gaussianShareSensitivity, normaliseDenseRows, normaliseRows } from '../privacy.js';
+import { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
+import { defaultBw, gaussianShareSensitivity, normaliseDenseRows, normaliseRows } from '../privacy/mechanism.js';
 import { hillClimb, intoBall, randomRow, rowMove } from './neighbours.js';
 
 /** Relative rounding allowed above the bound (the solver is exact up to floating point). */

@@ -11,10 +11,12 @@ import pino from 'pino';
 import seedrandom from 'seedrandom';
 import { type FeatureTable, ConfigError, csrFromDense, packIds } from '@admm-share/core';
 import { type CoordinatorMessage, type PartyMessage, type WholeCoordinatorMessage, PROTOCOL_VERSION, ProtocolError, decode, encode, validateCoordinatorMessage } from '@admm-share/protocol';
-import { maxPayloadFor } from '../link.js';
-import { type PrivacyConfig, Privacy, normaliseRows } from '../privacy.js';
-import { type Outcome, type SessionEnv, type SessionState, connectionLost, connectionOpened, handle, newSession, validationContext } from '../session.js';
-import type { RidgeXUpdate } from '../xupdate.js';
+import { maxPayloadFor } from '../transport/link.js';
+import { type PrivacyConfig, normaliseRows } from '../privacy/mechanism.js';
+import { Privacy } from '../privacy/privacy.js';
+import { handle } from '../session/session.js';
+import { type Outcome, type SessionEnv, type SessionState, connectionLost, connectionOpened, newSession, validationContext } from '../session/state.js';
+import type { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
 
 const JOB = 'session-job';
 const FILE_ROWS = 30;

@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { csrFromDense } from '@admm-share/core';
 import { seeded } from '@admm-share/core/test-support';
-import { RidgeXUpdate } from '../xupdate.js';
+import { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
 
 const close = (a: ArrayLike<number>, b: ArrayLike<number>, tol: number, what: string) => {
   assert.equal(a.length, b.length, `${what}: length`);

@@ -12,7 +12,7 @@
  * (SpilledBytes).
  */
 import { createHash } from 'node:crypto';
-import { type PackedIds, type PsiPool, type PsiProgress, PointError, SpilledBytes, newPsiKey, randomPermutation, selectIds } from '@admm-share/core';
+import { type PackedIds, type PsiTeam, type PsiProgress, PointError, SpilledBytes, newPsiKey, randomPermutation, selectIds } from '@admm-share/core';
 import { ProtocolError, type SampleSet } from '@admm-share/protocol';
 
 interface OwnSet {
@@ -28,7 +28,7 @@ export class PartyPsi {
   private readonly answered = new Map<SampleSet, { digest: string; points: Promise<SpilledBytes> }>();
 
   constructor(
-    private readonly pool: PsiPool,
+    private readonly pool: PsiTeam,
     private readonly ids: { train: PackedIds; test: PackedIds | undefined },
     private readonly progress: (set: SampleSet, what: string) => PsiProgress,
   ) {}

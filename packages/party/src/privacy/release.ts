@@ -11,9 +11,9 @@
  * denoiseRelease) and fits the combined model on [its features, the denoised columns, 1].
  */
 import { Worker } from 'node:worker_threads';
-import { type Csr, type Dense, type Loss, type LossName, csrColumnMeans, csrMatTVec, csrMatVec, csrWithColumns, denoiseRelease, dot, fitCentral, predictScores, seededNoise, symmetricEigen } from '@admm-share/core';
-import { RidgeXUpdate } from './xupdate.js';
-import { workerExit } from './worker.js';
+import { type Csr, type Dense, type Loss, type LossName, csrColumnMeans, csrMatTVec, csrMatVec, csrWithColumns, denoiseRelease, dot, fitCentral, predictScores, rangeFinder, ritzPairs, seededNoise } from '@admm-share/core';
+import { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
+import { oneAnswer } from './one-answer.js';
 
 /** The passive model's bounds: public constants, never read off the data (docs/privacy.md, 9.2). */
 export interface ReleaseBounds {
@@ -140,23 +140,18 @@ export function sketchedPath(D: Csr, rank: number): RidgePath {
     noise.addNormal(w, 1);
     return w;
   });
-  let Q = orthonormalise(omega.map((w) => centred(new Float64Array(n), w)));
-  Q = orthonormalise(Q.map((q) => centred(new Float64Array(n), centredT(new Float64Array(d), q))));
+  const Q = rangeFinder(
+    omega.map((w) => centred(new Float64Array(n), w)),
+    (q) => centred(new Float64Array(n), centredT(new Float64Array(d), q)),
+    1,
+  );
   const k = Q.length;
   const Bt = Q.map((q) => centredT(new Float64Array(d), q));
   const C = new Float64Array(k * k);
   for (let a = 0; a < k; a++) for (let b = a; b < k; b++) C[a * k + b] = C[b * k + a] = dot(Bt[a], Bt[b]);
-  const { values, vectors } = symmetricEigen(C, k);
+  // Q^T D~ D~^T Q = Bt^T Bt: its eigenvalues are the squared singular values of D~ on the basis.
+  const { values, vectors: P } = ritzPairs(Q, C);
   const s2 = values.map((v) => Math.max(v, 0));
-  const P = Array.from({ length: k }, (_, j) => {
-    const p = new Float64Array(n);
-    for (let c = 0; c < k; c++) {
-      const v = vectors[c * k + j];
-      const q = Q[c];
-      for (let i = 0; i < n; i++) p[i] += v * q[i];
-    }
-    return p;
-  });
   return {
     fit: (r, penalty) => {
       let mean = 0;
@@ -177,28 +172,6 @@ export function sketchedPath(D: Csr, rank: number): RidgePath {
 }
 
 const sum = (v: Float64Array) => v.reduce((a, x) => a + x, 0);
-
-/**
- * Orthonormal columns spanning `cols` (modified Gram-Schmidt, twice); columns that vanish
- * (the block has lower rank) are dropped.
- */
-function orthonormalise(cols: Float64Array[]): Float64Array[] {
-  const out: Float64Array[] = [];
-  const scale = Math.max(...cols.map((c) => Math.sqrt(dot(c, c))), 0);
-  for (const c of cols) {
-    const v = c.slice();
-    for (let pass = 0; pass < 2; pass++)
-      for (const q of out) {
-        const a = dot(q, v);
-        for (let i = 0; i < v.length; i++) v[i] -= a * q[i];
-      }
-    const norm = Math.sqrt(dot(v, v));
-    if (!(norm > 1e-10 * scale)) continue;
-    for (let i = 0; i < v.length; i++) v[i] /= norm;
-    out.push(v);
-  }
-  return out;
-}
 
 /** How one release was denoised, for the model file and the log. */
 export interface DenoiseReport {
@@ -282,8 +255,8 @@ export interface FitInput {
  * fitActive in a worker thread, so that a long fit (tens of seconds on a block too large to
  * factor) does not stop the party from answering heartbeats. Deterministic like fitActive.
  */
-export async function fitInWorker(input: FitInput): Promise<ActiveFit> {
-  const { message, code } = await workerExit<ActiveFit>(new Worker(new URL('./fit-worker.js', import.meta.url), { workerData: input }));
+export async function fitInThread(input: FitInput): Promise<ActiveFit> {
+  const { message, code } = await oneAnswer<ActiveFit>(new Worker(new URL('./fit-thread.js', import.meta.url), { workerData: input }));
   if (!message) throw new Error(`the fit's worker thread exited with code ${code} without a result`);
   return message;
 }

@@ -2,12 +2,11 @@
 // checked against the new data (feature count and names), the rows preprocessed as in
 // training, and, when the party scores with a budget, each request's scores clipped and noised
 // with the Gaussian mechanism, booked in a ledger before they are sent (docs/privacy.md, 12).
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync } from 'node:fs';
 import {
   type Csr,
   type FeatureTable,
   ConfigError,
-  DataError,
   accountEpsilon,
   calibrateSigma,
   csrSelectRows,
@@ -15,13 +14,16 @@ import {
   predictScores,
   seededNoise,
   snapToGrid,
+  readJsonFile,
   writeFileAtomic,
+  z,
 } from '@admm-share/core';
 import type { NoiseSource } from '@admm-share/core';
 import { NAME_RE } from '@admm-share/protocol';
 import type { PartyModel } from './model-file.js';
-import { BUDGET_RTOL, normaliseRows, reportedSpent, withinBudget } from './privacy.js';
-import { clipInPlace } from './release.js';
+import { BUDGET_RTOL, reportedSpent, withinBudget } from '../privacy/budget.js';
+import { normaliseRows } from '../privacy/mechanism.js';
+import { clipInPlace } from '../privacy/release.js';
 
 /** Clip of a noised score when the model has none of its own (a logit of 4 is a probability of 0.982). */
 export const DEFAULT_SCORE_CLIP = 4;
@@ -114,7 +116,7 @@ export class ScoringPrivacy {
   restore(path: string, jobId: string): void {
     this.jobId = jobId;
     this.releases = 0;
-    const l = existsSync(path) ? parseScoringLedger(path)[jobId] : undefined;
+    const l = readScoringLedger(path)[jobId];
     if (!l) return;
     if (l.sigma !== this.sigma || l.epsilon !== this.cfg.epsilon || l.delta !== this.cfg.delta)
       throw new ConfigError(`the scoring ledger ${path} of job ${jobId} was calibrated for epsilon ${l.epsilon}, delta ${l.delta}, sigma ${l.sigma}; this party was restarted with other values`);
@@ -127,46 +129,47 @@ export class ScoringPrivacy {
     const after = this.spentAfter(this.releases + 1);
     if (!withinBudget(after, this.cfg.epsilon))
       throw new ConfigError(`scoring budget spent: another request would spend epsilon ${after.toPrecision(4)} of ${this.cfg.epsilon} (${this.releases} of ${this.cfg.requests} requests made; --privacy-requests)`);
-    const jobs = existsSync(path) ? parseScoringLedger(path) : {};
+    const jobs = readScoringLedger(path);
     this.releases++;
     jobs[jobId] = { epsilon: this.cfg.epsilon, delta: this.cfg.delta, sigma: this.sigma, sensitivity: this.sensitivity, requests: this.cfg.requests, releases: this.releases, epsilonSpent: this.spent };
-    writeFileAtomic(path, JSON.stringify({ format: SCORING_LEDGER_FORMAT, jobs }, null, 2) + '\n', 0o600);
+    writeScoringLedger(path, jobs);
     this.noise.addNormal(scores, this.sigma);
     snapToGrid(scores, this.sigma);
   }
 }
 
-interface LedgerEntry {
-  epsilon: number;
-  delta: number;
-  sigma: number;
-  sensitivity: number;
-  requests: number;
-  releases: number;
-  epsilonSpent: number;
-}
-
 export const SCORING_LEDGER_FORMAT = 'admm-share-scoring-ledger/1';
 
-/** Every prediction job's entry of a scoring ledger, checked (a party must not guess what it has spent). */
-function parseScoringLedger(path: string): Record<string, LedgerEntry> {
-  const bad = (detail: string): never => {
-    throw new DataError(path, undefined, `scoring ledger: ${detail}`);
-  };
-  let o: { format?: unknown; jobs?: unknown };
-  try {
-    o = JSON.parse(readFileSync(path, 'utf8')) as typeof o;
-  } catch (err) {
-    return bad(`cannot read it (${(err as Error).message})`);
-  }
-  if (typeof o !== 'object' || o === null || o.format !== SCORING_LEDGER_FORMAT) return bad(`expected format '${SCORING_LEDGER_FORMAT}'`);
-  if (typeof o.jobs !== 'object' || o.jobs === null || Array.isArray(o.jobs)) return bad('jobs: expected an object');
-  const jobs = o.jobs as Record<string, LedgerEntry>;
-  for (const [jobId, e] of Object.entries(jobs)) {
-    if (!NAME_RE.test(jobId)) bad(`'${jobId.slice(0, 40)}' is not a job id`);
-    for (const k of ['epsilon', 'delta', 'sigma', 'sensitivity'] as const) if (typeof e?.[k] !== 'number' || !(e[k] > 0)) bad(`${jobId}.${k}: expected a positive number`);
-    if (!Number.isSafeInteger(e.releases) || e.releases < 0) bad(`${jobId}.releases: expected an integer >= 0`);
-    if (typeof e.epsilonSpent !== 'number' || !(e.epsilonSpent >= 0 && e.epsilonSpent <= e.epsilon * (1 + BUDGET_RTOL))) bad(`${jobId}.epsilonSpent: expected a number within the budget`);
-  }
-  return jobs;
+const positive = z.number().positive();
+
+/** One prediction job's entry: its calibration and what it has spent (a party must not guess that). */
+const ledgerEntry = z
+  .looseObject({
+    epsilon: positive,
+    delta: positive,
+    sigma: positive,
+    sensitivity: positive,
+    requests: z.int().min(1),
+    releases: z.int().min(0),
+    epsilonSpent: z.number().min(0),
+  })
+  .refine((e) => e.epsilonSpent <= e.epsilon * (1 + BUDGET_RTOL), { path: ['epsilonSpent'], error: 'expected a number within the budget' });
+
+/** The scoring ledger (model-p1.scoring-ledger.json): every prediction job's entry, by job id. */
+const scoringLedgerFile = z.looseObject({
+  format: z.literal(SCORING_LEDGER_FORMAT, { error: `expected '${SCORING_LEDGER_FORMAT}'` }),
+  jobs: z.record(z.string().regex(NAME_RE, { error: 'not a job id' }), ledgerEntry),
+});
+
+type ScoringLedger = z.output<typeof scoringLedgerFile>;
+
+/** Every prediction job's entry of a scoring ledger (none if there is no ledger yet), checked. */
+function readScoringLedger(path: string): ScoringLedger['jobs'] {
+  return existsSync(path) ? readJsonFile(scoringLedgerFile, path, 'scoring ledger').jobs : {};
+}
+
+/** Write the scoring ledger, atomically and readable by its owner only. */
+function writeScoringLedger(path: string, jobs: ScoringLedger['jobs']): void {
+  const file: ScoringLedger = { format: SCORING_LEDGER_FORMAT, jobs };
+  writeFileAtomic(path, JSON.stringify(file, null, 2) + '\n', 0o600);
 }

@@ -1,4 +1,4 @@
-// The active party's one-shot fit, run off the main thread (see fitInWorker): on a large block
+// The active party's one-shot fit, run off the main thread (see fitInThread): on a large block
 // it takes tens of seconds, during which the main thread keeps answering the coordinator's
 // heartbeats.
 import { parentPort, workerData } from 'node:worker_threads';

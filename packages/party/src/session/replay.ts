@@ -4,8 +4,8 @@
 import type { Logger } from 'pino';
 import { assertLength } from '@admm-share/core';
 import type { Resume } from '@admm-share/protocol';
-import type { Privacy } from './privacy.js';
-import type { RidgeXUpdate } from './xupdate.js';
+import type { Privacy } from '../privacy/privacy.js';
+import type { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
 
 /**
  * Without noise a replayed round must reproduce the share that was sent (same code, same

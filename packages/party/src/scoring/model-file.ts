@@ -1,0 +1,144 @@
+// The files a party keeps next to its model path: the model JSON and the privacy report,
+// each written atomically (write, fsync, rename), and where the privacy ledger lives; and
+// reading a model back to score new rows with, checked field by field and against its digest.
+import { mkdirSync } from 'node:fs';
+import { dirname } from 'node:path';
+import { DataError, jsonDigest, parseWith, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
+import { type Done, type ModelRef, type Role, LOSSES, NAME_RE, ROLES } from '@admm-share/protocol';
+import type { Privacy } from '../privacy/privacy.js';
+
+/** The model the job ended with, for the model file. */
+export interface FinalModel {
+  coefficients: Float64Array;
+  /** null: this party's part has no intercept. */
+  intercept: number | null;
+  /** Aligned training rows it was fitted on. */
+  rows: number;
+  /** one-shot: how this party's part is applied to new rows and combined (recorded in the model file). */
+  oneShot?: object;
+  /** one-shot, passive: the clip of its scores, applied to new rows' scores too. */
+  scoreClip?: number;
+}
+
+/** The model file's format tag; readPartyModel reads this version only. */
+export const MODEL_FORMAT = 'admm-share-party-model/2';
+
+/** model-p1.json -> model-p1.privacy.json */
+export function privacyReportPath(model: string): string {
+  return model.replace(/(\.json)?$/, '.privacy.json');
+}
+
+/** model-p1.json -> model-p1.ledger.json: the privacy ledger, kept between restarts. */
+export function ledgerPath(model: string): string {
+  return model.replace(/(\.json)?$/, '.ledger.json');
+}
+
+export interface ModelFileInput {
+  /** Where the model goes; the privacy report goes next to it. */
+  path: string;
+  partyId: string;
+  /** The training file, recorded in the model. */
+  data: string;
+  features: number;
+  featureNames: string[];
+  done: Done;
+  model: FinalModel;
+  privacy: Privacy;
+  /** Training rows scaled to norm 1 (privacy on). */
+  rowsScaled: number;
+}
+
+/** "expected `what`, got <the value>" (or "missing"), for the reader's messages. */
+const expected = (what: string) => (iss: { input?: unknown }) => (iss.input === undefined ? 'missing' : `expected ${what}, got ${JSON.stringify(iss.input)?.slice(0, 60)}`);
+
+/**
+ * What a party model holds (format admm-share-party-model/2). The fields that decide how a new
+ * row is scored are `preprocessing`, `coefficients`, `intercept` and `scoreClip`:
+ * score = clip(x . row + intercept) with the row first scaled to norm <= 1 if `rowScaling`.
+ * The other fields writeModelFiles writes (hyperParameters, oneShot, trainingObjective, rows,
+ * data, createdAt) are records for people, kept as they are and covered by the digest.
+ */
+const modelBody = z.looseObject(
+  {
+    format: z.literal(MODEL_FORMAT, { error: expected(`'${MODEL_FORMAT}' (a model written by this version of admm-party)`) }),
+    jobId: z.string({ error: expected('a name') }).regex(NAME_RE, { error: expected('a name') }),
+    partyId: z.string({ error: expected('a name') }).regex(NAME_RE, { error: expected('a name') }),
+    role: z.enum(ROLES, { error: expected(`one of ${ROLES.join(', ')}`) }),
+    features: z.int({ error: expected('an integer >= 1') }).min(1, { error: expected('an integer >= 1') }),
+    featureNames: z.array(z.string()),
+    preprocessing: z.object({ rowScaling: z.boolean(), intercept: z.boolean() }, { error: expected('{rowScaling, intercept}') }),
+    loss: z.enum(LOSSES, { error: expected(`one of ${LOSSES.join(', ')}`) }),
+    /** logistic loss: which raw label is the positive class (+1); null for squared loss. */
+    labels: z.object({ negative: z.string(), positive: z.string() }, { error: expected('null or {negative, positive}') }).nullable(),
+    coefficients: z.array(z.number({ error: expected('a finite number') })),
+    /** null: this party's part has no intercept. */
+    intercept: z.number({ error: expected('a finite number or null') }).nullable(),
+    /** one-shot, passive: each score is clipped to [-scoreClip, scoreClip] (as released in training); null otherwise. */
+    scoreClip: z.number({ error: expected('a positive number or null') }).positive({ error: expected('a positive number or null') }).nullable(),
+  },
+  { error: 'expected a JSON object' },
+);
+
+const partyModelFile = modelBody
+  .extend({
+    /** SHA-256 (hex) of the file's JSON without this field. */
+    digest: z.string({ error: expected('64 hex characters') }).regex(/^[0-9a-f]{64}$/, { error: expected('64 hex characters') }),
+  })
+  .superRefine((m, ctx) => {
+    const d = m.features;
+    if (m.featureNames.length !== d) ctx.issues.push({ code: 'custom', path: ['featureNames'], message: `expected ${d} names, got ${m.featureNames.length}`, input: m });
+    if (m.coefficients.length !== d) ctx.issues.push({ code: 'custom', path: ['coefficients'], message: `expected ${d} finite numbers, got ${m.coefficients.length}`, input: m });
+    if (m.preprocessing.intercept !== (m.intercept !== null)) ctx.issues.push({ code: 'custom', path: ['preprocessing', 'intercept'], message: 'disagrees with intercept', input: m });
+  });
+
+/** A party model, as read back (readPartyModel). */
+export type PartyModel = z.output<typeof partyModelFile>;
+
+/** The file's text as it arrives: a JSON object, its fields as written (the digest is over them in this order). */
+const jsonObject = z.custom<Record<string, unknown>>((v) => typeof v === 'object' && v !== null && !Array.isArray(v), { error: 'expected a JSON object' });
+
+/** Write the model file, then the privacy report; a reader never sees half of either. */
+export function writeModelFiles(m: ModelFileInput & { role: Role }): void {
+  const { done, model, privacy } = m;
+  const body: z.input<typeof modelBody> = {
+    format: MODEL_FORMAT,
+    jobId: done.jobId,
+    partyId: m.partyId,
+    role: m.role,
+    features: m.features,
+    featureNames: m.featureNames,
+    preprocessing: { rowScaling: privacy.enabled || model.oneShot !== undefined, intercept: model.intercept !== null },
+    loss: done.params.loss,
+    labels: done.classes,
+    coefficients: Array.from(model.coefficients),
+    intercept: model.intercept,
+    scoreClip: model.scoreClip ?? null,
+    hyperParameters: { ...done.params, rounds: done.rounds, stopReason: done.reason },
+    ...(model.oneShot ? { oneShot: model.oneShot } : {}),
+    trainingObjective: done.objective,
+    rows: model.rows,
+    data: m.data,
+    createdAt: new Date().toISOString(),
+  };
+  mkdirSync(dirname(m.path), { recursive: true });
+  writeFileAtomic(m.path, JSON.stringify({ ...body, digest: jsonDigest(body) }, null, 2) + '\n');
+  writeFileAtomic(privacyReportPath(m.path), JSON.stringify(privacy.report(m.partyId, done.jobId, m.rowsScaled), null, 2) + '\n');
+}
+
+/** What a scoring party tells the coordinator about its model (hello.model). */
+export function modelRef(m: PartyModel): ModelRef {
+  return { jobId: m.jobId, digest: m.digest, rowScaling: m.preprocessing.rowScaling, intercept: m.preprocessing.intercept };
+}
+
+/**
+ * Read a party model to score with: every field that scoring uses is checked, and the digest
+ * must match the content (a file edited by hand, truncated or from an older format is refused
+ * with a DataError naming the file and the field).
+ */
+export function readPartyModel(path: string): PartyModel {
+  const raw = readJsonFile(jsonObject, path, 'party model');
+  const model = parseWith(partyModelFile, raw, path, 'party model');
+  const { digest, ...body } = raw;
+  if (jsonDigest(body) !== digest) throw new DataError(path, undefined, 'party model: its content does not match its digest (the file was changed after training)');
+  return model;
+}

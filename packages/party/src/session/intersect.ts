@@ -1,0 +1,63 @@
+// The private set intersection's messages: the coordinator's label points, put together from
+// their parts, blinded again with this party's key (intersection/psi.ts), answered with this
+// party's own points.
+import { type Psi, POINT_BYTES, ProtocolError, encodeIdsSource } from '@admm-share/protocol';
+import { collectGarbage, collectYoungGarbage } from './gc.js';
+import { type Outcome, type SessionEnv, type SessionState, expectPhase, reply } from './state.js';
+
+/**
+ * The coordinator's half of the private set intersection of one set: answered with this
+ * party's points and the coordinator's blinded again (intersection/psi.ts), computed off the main thread.
+ * Once per set and connection: a repeat is refused.
+ */
+export function onPsi(s: SessionState, env: SessionEnv, msg: Psi): Outcome {
+  expectPhase(s, 'setup');
+  const points = psiPoints(s, msg);
+  // A part's message (1 MiB) and the reads it came in are garbage now: freed while young, so
+  // that a set's 32 of them (a million ids) do not pile up while the rest come.
+  if (!points) {
+    collectYoungGarbage();
+    return reply();
+  }
+  // Some of the reads and messages the points came in are old enough to outlive a
+  // young-generation collection.
+  collectGarbage();
+  const labelIds = points.length / POINT_BYTES;
+  const t0 = performance.now();
+  const connection = s.connection;
+  // Not `msg` in the closure: its points (32 bytes an id) are garbage once blinded again.
+  const { set, jobId } = msg;
+  const work = env.psi.answer(set, points).then((answer): Outcome => {
+    env.log.info({ set, labelIds, ids: answer.points.length / POINT_BYTES, seconds: (performance.now() - t0) / 1000 }, 'ids intersected (ECDH PSI)');
+    if (s.connection !== connection) return reply();
+    // Read from their temporary files a frame at a time, as the message is sent.
+    const encoded = encodeIdsSource({ jobId, set }, answer.points, answer.labelPoints);
+    return { kind: 'reply', messages: [], encoded: [encoded] };
+  });
+  return { kind: 'later', work };
+}
+
+/**
+ * A set's label points once its last `psi` has come (undefined before): the points of a whole
+ * set in one message as they are, else its messages' points put in order into one array.
+ */
+function psiPoints(s: SessionState, msg: Psi): Uint8Array | undefined {
+  const n = msg.points.length / POINT_BYTES;
+  let parts = s.psiParts;
+  if (msg.at === 0) {
+    if (parts) throw new ProtocolError('invalid', `psi for the ${msg.set} set among the parts of the ${parts.set} set's (${parts.next} of ${parts.total} label ids came)`);
+    if (s.psiSets.has(msg.set)) throw new ProtocolError('unexpected', `psi for the ${msg.set} set twice on one connection`);
+    if (n === msg.total) {
+      s.psiSets.add(msg.set);
+      return msg.points;
+    }
+    parts = s.psiParts = { set: msg.set, total: msg.total, next: 0, points: new Uint8Array(msg.total * POINT_BYTES) };
+  } else if (!parts || parts.set !== msg.set || parts.total !== msg.total || msg.at !== parts.next)
+    throw new ProtocolError('invalid', `psi.at: label ids from ${msg.at} of ${msg.total} (${msg.set}), expected ${parts ? `${parts.next} of ${parts.total} (${parts.set})` : 'a first psi, at 0'}`);
+  parts.points.set(msg.points, msg.at * POINT_BYTES);
+  parts.next = msg.at + n;
+  if (parts.next < parts.total) return undefined;
+  s.psiParts = undefined;
+  s.psiSets.add(msg.set);
+  return parts.points;
+}
