@@ -3,11 +3,11 @@
  * handle `start` returns. Types only.
  */
 import type { AlgorithmName, LossName } from '@admm-share/protocol';
-import type { Variant } from './admm.js';
-import type { CheckpointPolicy } from './checkpoint.js';
-import type { LabelPrivacyConfig } from './label-flips.js';
-import type { LabelOptions } from './labels.js';
-import type { Summary, TestMetrics } from './report.js';
+import type { Variant } from './numerics/admm-step.js';
+import type { CheckpointPolicy } from './output/checkpoint.js';
+import type { LabelPrivacyConfig } from './job/label-flips.js';
+import type { LabelOptions } from './job/labels.js';
+import type { Summary, TestMetrics } from './output/summary.js';
 
 /** Where a job is (coordinator.ts): before `waiting` the parties' port is not listening yet. */
 export type Phase = 'starting' | 'waiting' | 'setup' | 'training' | 'finishing' | 'done' | 'failed';

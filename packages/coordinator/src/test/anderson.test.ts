@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import { Matrix, solve } from 'ml-matrix';
 import { DataError, InternalError, csrFromDense, csrHStack, fitCentral, flipCorrectedLogistic, logistic } from '@admm-share/core';
 import { normal, seeded, tempDir } from '@admm-share/core/test-support';
-import { CHUNK } from '../admm-kernels.js';
-import { AdmmCoordinator } from '../admm.js';
-import { Anderson } from '../anderson.js';
-import { ANDERSON_CHUNK } from '../anderson-split.js';
-import { type Checkpoint, readCheckpoint, writeCheckpoint } from '../checkpoint.js';
+import { CHUNK } from '../numerics/admm-kernels.js';
+import { AdmmCoordinator } from '../numerics/admm-step.js';
+import { Anderson } from '../numerics/anderson.js';
+import { ANDERSON_CHUNK } from '../numerics/anderson-team.js';
+import { type Checkpoint, readCheckpoint, writeCheckpoint } from '../output/checkpoint.js';
 
 /** F(v) = a v + b coordinate-wise, a in [0.5, 0.995]: a contraction whose fixed point b / (1 - a) is known exactly. */
 function linearMap(dim: number) {

@@ -11,11 +11,11 @@ import pino from 'pino';
 import { ConfigError, DataError, applyFlips, flipProbability } from '@admm-share/core';
 import { tempDir } from '@admm-share/core/test-support';
 import type { CoordinatorConfig } from '../config.js';
-import { readCheckpoint, writeCheckpoint } from '../checkpoint.js';
-import { buildJob, setupFor } from '../job.js';
-import { FLIPS_FILE, type LabelFlips, readLabelFlips, resolveLabelFlips } from '../label-flips.js';
-import type { Labels } from '../labels.js';
-import { baseRateMetrics } from '../oneshot-loop.js';
+import { readCheckpoint, writeCheckpoint } from '../output/checkpoint.js';
+import { buildJob, setupFor } from '../job/job.js';
+import { FLIPS_FILE, type LabelFlips, readLabelFlips, resolveLabelFlips } from '../job/label-flips.js';
+import type { Labels } from '../job/labels.js';
+import { baseRateMetrics } from '../training/one-shot-loop.js';
 
 const quiet = pino({ level: 'silent' });
 const N = 4000;

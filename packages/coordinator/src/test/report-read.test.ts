@@ -5,8 +5,8 @@ import { test } from 'node:test';
 import pino from 'pino';
 import { DataError } from '@admm-share/core';
 import { tempDir } from '@admm-share/core/test-support';
-import { type Summary, type TraceLine, TraceWriter, writeSummary } from '../report.js';
-import { readSummary, readTrace } from '../report-read.js';
+import { type Summary, type TraceLine, TraceWriter, writeSummary } from '../output/summary.js';
+import { readSummary, readTrace } from '../output/summary-read.js';
 
 const quiet = pino({ level: 'silent' });
 

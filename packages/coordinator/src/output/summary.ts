@@ -8,13 +8,13 @@ import type { Logger } from 'pino';
 import { writeFileAtomic } from '@admm-share/core';
 import { peakMemoryBytes } from '@admm-share/runtime';
 import type { AlgorithmName, Classes, LossName, PrivacyInfo, SolverStats, StopReason } from '@admm-share/protocol';
-import type { Variant } from './admm.js';
-import type { TrainResult } from './admm-loop.js';
-import type { CoordinatorConfig, SgdConfig } from './config.js';
-import type { Job, Participation } from './job.js';
-import type { LabelPrivacyReport } from './label-flips.js';
-import type { PartyConnection, Traffic } from './party-connection.js';
-import { readTrace } from './report-read.js';
+import type { Variant } from '../numerics/admm-step.js';
+import type { TrainResult } from '../training/admm-loop.js';
+import type { CoordinatorConfig, SgdConfig } from '../config.js';
+import type { Job, Participation } from '../job/job.js';
+import type { LabelPrivacyReport } from '../job/label-flips.js';
+import type { PartyConnection, Traffic } from '../connections/party-connection.js';
+import { readTrace } from './summary-read.js';
 
 export interface PartySummary {
   id: string;

@@ -14,10 +14,10 @@ import type { Logger } from 'pino';
 import { ConfigError, DataError, writeFileAtomicAsync } from '@admm-share/core';
 import { requireInteger, requirePositive } from '@admm-share/runtime';
 import { ALGORITHMS, LOSSES, NAME_RE, packInto, packedBound } from '@admm-share/protocol';
-import type { AdmmSnapshot } from './admm.js';
-import type { FinishedRound } from './admm-loop.js';
-import type { Samples, SetupParams } from './job.js';
-import type { ReplayPoint } from './replay.js';
+import type { AdmmSnapshot } from '../numerics/admm-step.js';
+import type { FinishedRound } from '../training/admm-loop.js';
+import type { Samples, SetupParams } from '../job/job.js';
+import type { ReplayPoint } from '../training/replay.js';
 
 export const CHECKPOINT_FILE = 'checkpoint.bin';
 
@@ -209,7 +209,7 @@ export function validateCheckpoint(value: unknown, path: string): Checkpoint {
   const rows = (v: unknown, what: string): Uint32Array => (v instanceof Uint32Array ? v : bad(`${what} is not a Uint32Array`));
   const oneOf = <T extends string>(v: unknown, what: string, options: readonly T[]): T => (options.find((o) => o === v) ?? bad(`${what} is ${String(v)}`));
 
-  /** Anderson acceleration's state (admm.ts, anderson.ts): vectors of the packed state's length. */
+  /** Anderson acceleration's state (admm-step.ts, anderson.ts): vectors of the packed state's length. */
   const andersonState = (v: unknown): NonNullable<AdmmSnapshot['anderson']> => {
     const x = obj(v, 'admm.anderson');
     const memory = int(x.memory, 'admm.anderson.memory', 1);

@@ -2,8 +2,8 @@ import { type Loss, type VectorKernels, type VectorMemory, assertLength, sharedA
 import type { Variant } from '@admm-share/protocol';
 import { CHUNK, DUAL_SQ, EXPS, NORM_DUAL, NORM_S, NORM_Z, PRIMAL_SQ, STEP_SUMS, type StepArrays, lossChunks, stepChunks, unpackChunks } from './admm-kernels.js';
 import { Anderson, type AndersonSnapshot, type AndersonStep } from './anderson.js';
-import { addChunkSums, chunkCount, splitByDefault } from './split-worker.js';
-import { StepSplit } from './step-split.js';
+import { addChunkSums, chunkCount, splitByDefault } from './chunks.js';
+import { StepTeam } from './step-team.js';
 
 /** The ADMM form, from the protocol's VARIANTS table. */
 export type { Variant };
@@ -27,7 +27,7 @@ export interface AdmmOptions {
    * each party its own vector (cFor), still one N-vector each way per round.
    */
   anderson?: number;
-  /** Whether the step's passes are split with worker threads (default: from SPLIT_FROM values of state on a machine of two cores or more; split-worker.ts). */
+  /** Whether the step's passes are split with worker threads (default: from SPLIT_FROM values of state on a machine of two cores or more; chunks.ts). */
   split?: boolean;
   /**
    * Whether the step runs in WebAssembly with the logistic loss (default true when it is there):
@@ -151,8 +151,8 @@ export class AdmmCoordinator {
   /** The next chunk of a step's passes to take, and each chunk's sums (admm-kernels.ts, stepChunks). */
   private readonly next: Int32Array;
   private readonly chunkSums: Float64Array;
-  /** The worker thread that takes chunks of each step, on a large state (split-worker.ts). */
-  private readonly split: StepSplit | undefined;
+  /** The worker thread that takes chunks of each step, on a large state (chunks.ts). */
+  private readonly split: StepTeam | undefined;
   /**
    * Anderson acceleration of the round as a fixed-point map of the state v = (w_1..w_M, zbar, u),
    * w_m = s_m - c being party m's target (RidgeXUpdate): every next round depends on v alone.
@@ -219,7 +219,7 @@ export class AdmmCoordinator {
     this.lossNext = split ? sharedArray(Int32Array, 1) : new Int32Array(1);
     this.lossSums = f64(chunks);
     const shared = { next: this.next, sums: this.chunkSums, checks: this.checks, lossNext: this.lossNext, lossSums: this.lossSums };
-    this.split = split ? new StepSplit(this.arrays, { name: opts.loss.name, labelFlip: opts.loss.labelFlip ?? 0 }, shared, this.anderson?.splitInit) : undefined;
+    this.split = split ? new StepTeam(this.arrays, { name: opts.loss.name, labelFlip: opts.loss.labelFlip ?? 0 }, shared, this.anderson?.splitInit) : undefined;
     // One worker thread for the step's passes and Anderson's, which follow them.
     if (this.split && this.anderson) this.anderson.useTeam(this.split.thread);
   }
@@ -382,7 +382,7 @@ export class AdmmCoordinator {
     }
   }
 
-  /** Ends the worker threads, if the step has them (a large state; split-worker.ts). */
+  /** Ends the worker threads, if the step has them (a large state; chunks.ts). */
   close(): void {
     // A loss the worker thread began is not waited for (its team may have failed): if the
     // objective is still asked for, loss() sums it all in this thread.

@@ -9,12 +9,12 @@ import type { Logger } from 'pino';
 import seedrandom from 'seedrandom';
 import { meanLoss, trainingLoss } from '@admm-share/core';
 import { type TrainResult, assertFinite } from './admm-loop.js';
-import type { CoordinatorConfig } from './config.js';
+import type { CoordinatorConfig } from '../config.js';
 import { evaluate, evaluatesAt } from './evaluation.js';
-import type { Job, Participation } from './job.js';
-import type { Parties } from './parties.js';
-import type { Traffic } from './party-connection.js';
-import { type TestMetrics, type TraceLine, TraceWriter } from './report.js';
+import type { Job, Participation } from '../job/job.js';
+import type { Parties } from '../connections/parties.js';
+import type { Traffic } from '../connections/party-connection.js';
+import { type TestMetrics, type TraceLine, TraceWriter } from '../output/summary.js';
 
 export async function runSgd(
   cfg: CoordinatorConfig,

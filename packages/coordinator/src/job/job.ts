@@ -7,11 +7,11 @@
 import type { Logger } from 'pino';
 import { ConfigError } from '@admm-share/core';
 import type { AlgorithmName, PrivacyInfo, Setup } from '@admm-share/protocol';
-import type { Variant } from './admm.js';
-import type { CoordinatorConfig } from './config.js';
+import type { Variant } from '../numerics/admm-step.js';
+import type { CoordinatorConfig } from '../config.js';
 import type { Labels } from './labels.js';
 import { type LabelFlips, type LabelPrivacyReport, flippedAmong } from './label-flips.js';
-import type { PartyConnection } from './party-connection.js';
+import type { PartyConnection } from '../connections/party-connection.js';
 
 /**
  * Default rho, scaled to the data: the loss is an average over N samples, so its

@@ -24,8 +24,8 @@ import {
   psiInParts,
 } from '@admm-share/protocol';
 import { type AuthPolicy, admitHello } from './auth.js';
-import { AlignmentError, rowsFor } from './alignment.js';
-import type { LabelPsi } from './psi.js';
+import { AlignmentError, rowsFor } from '../alignment/alignment.js';
+import type { LabelPsi } from '../alignment/psi.js';
 import { type ConnectionDeps, type PartyMessageType, type Reply, type Traffic, PartyConnection, encodeShared } from './party-connection.js';
 
 /** What a lost connection means: before the job, the party may join again; during it, it may rejoin or the job fails. */

@@ -1,6 +1,6 @@
 /*
  * The vector kernels of Anderson acceleration (anderson.ts), each over a range [from, to) of
- * the state, so that two threads can share one call chunk by chunk (anderson-split.ts).
+ * the state, so that two threads can share one call chunk by chunk (anderson-team.ts).
  *
  * V8 compiles a sum into one chain of dependent additions, so a plain dot product waits on
  * the adder every element; these go two vectors per pass, each with two sums (four chains in

@@ -8,9 +8,9 @@
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { PartyMessage, ValidationContext } from '@admm-share/protocol';
-import type { CoordinatorConfig, Phase } from './config.js';
-import type { PartyConnection, Traffic } from './party-connection.js';
-import type { Summary, TestMetrics, TraceLine } from './report.js';
+import type { CoordinatorConfig, Phase } from '../config.js';
+import type { PartyConnection, Traffic } from '../connections/party-connection.js';
+import type { Summary, TestMetrics, TraceLine } from '../output/summary.js';
 
 /** How a party stands, as the dashboard and the metrics say it. */
 export const PARTY_STATES = ['waiting', 'connected', 'rejoining', 'gone'] as const;

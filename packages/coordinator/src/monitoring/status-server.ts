@@ -24,8 +24,8 @@ import { readFileSync } from 'node:fs';
 import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import type { Logger } from 'pino';
-import type { HttpConfig, Phase } from './config.js';
-import { bearerCheck, closeHttp, httpServer, listenHttp, tokenCheck } from './http.js';
+import type { HttpConfig, Phase } from '../config.js';
+import { bearerCheck, closeHttp, httpServer, listenHttp, tokenCheck } from '../connections/http.js';
 import type { Monitor } from './monitor.js';
 
 export interface StatusServer {
@@ -54,7 +54,7 @@ const require = createRequire(import.meta.url);
 
 /** The page and what it loads, read once: path -> body and type. */
 function assets(): Map<string, { body: Buffer; type: string }> {
-  const own = (name: string) => new URL(`../dashboard/${name}`, import.meta.url);
+  const own = (name: string) => new URL(`../../dashboard/${name}`, import.meta.url);
   const files: [string, URL | string, string][] = [
     ['/', own('index.html'), 'text/html; charset=utf-8'],
     ['/dashboard.js', own('dashboard.js'), 'text/javascript; charset=utf-8'],

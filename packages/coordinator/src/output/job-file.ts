@@ -8,7 +8,7 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { DataError, jsonDigest, writeFileAtomic } from '@admm-share/core';
 import { type AlgorithmName, type Classes, type LossName, type ModelRef, type Role, ALGORITHMS, LOSSES, NAME_RE } from '@admm-share/protocol';
-import type { TestMetrics } from './report.js';
+import type { TestMetrics } from './summary.js';
 
 export const JOB_FILE = 'job.json';
 export const JOB_FORMAT = 'admm-share-job/1';

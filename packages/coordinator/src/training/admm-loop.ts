@@ -12,15 +12,15 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { InternalError, PeerError, trainingLoss } from '@admm-share/core';
 import type { Exhausted, Resume, Share, SolverStats, StopReason } from '@admm-share/protocol';
-import { AdmmCoordinator, type RoundStats } from './admm.js';
-import { CHECKPOINT_FILE, type Checkpoint, CheckpointWriter, checkpointDue as isCheckpointDue } from './checkpoint.js';
-import type { CoordinatorConfig } from './config.js';
+import { AdmmCoordinator, type RoundStats } from '../numerics/admm-step.js';
+import { CHECKPOINT_FILE, type Checkpoint, CheckpointWriter, checkpointDue as isCheckpointDue } from '../output/checkpoint.js';
+import type { CoordinatorConfig } from '../config.js';
 import { evaluate, evaluatesAt } from './evaluation.js';
-import type { Job, Participation } from './job.js';
-import type { Parties } from './parties.js';
-import type { PartyConnection, Traffic } from './party-connection.js';
+import type { Job, Participation } from '../job/job.js';
+import type { Parties } from '../connections/parties.js';
+import type { PartyConnection, Traffic } from '../connections/party-connection.js';
 import { ReplayLog } from './replay.js';
-import { type TestMetrics, type TraceLine, TraceWriter } from './report.js';
+import { type TestMetrics, type TraceLine, TraceWriter } from '../output/summary.js';
 
 /** How training ended, for the `done` message and the summary. */
 export interface TrainResult {

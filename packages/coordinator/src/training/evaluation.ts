@@ -4,9 +4,9 @@
  */
 import { classificationMetrics, lossByName, meanLoss } from '@admm-share/core';
 import type { LossName } from '@admm-share/protocol';
-import type { Job } from './job.js';
-import type { Parties } from './parties.js';
-import type { TestMetrics } from './report.js';
+import type { Job } from '../job/job.js';
+import type { Parties } from '../connections/parties.js';
+import type { TestMetrics } from '../output/summary.js';
 
 export async function evaluate(job: Job, parties: Parties, round: number): Promise<TestMetrics> {
   const yTest = job.yTest;

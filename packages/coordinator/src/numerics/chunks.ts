@@ -2,7 +2,7 @@
 // on a machine with two cores or more the step's passes over every sample can be shared: the
 // main thread and a worker thread (a ThreadTeam of one) each take the next chunk of a pass
 // left (claimChunks), on shared memory; the step stays synchronous. Two users, one thread:
-// the z-update's passes (admm.ts, StepSplit) and Anderson acceleration's (anderson-split.ts).
+// the z-update's passes (admm-step.ts, StepTeam) and Anderson acceleration's (anderson-team.ts).
 import { availableParallelism } from 'node:os';
 import { InternalError, ThreadTeam } from '@admm-share/core';
 
@@ -25,10 +25,10 @@ export interface SplitData {
   kind: 'anderson' | 'step';
 }
 
-/** One worker thread (split-thread.ts) for `data`'s passes; its failure is an InternalError naming it. */
+/** One worker thread (step-thread.ts) for `data`'s passes; its failure is an InternalError naming it. */
 export function splitTeam(data: SplitData): ThreadTeam {
   const name = `the coordinator's ${data.kind} worker thread`;
-  return new ThreadTeam({ script: new URL('./split-thread.js', import.meta.url), data: () => data, threads: 1, name, fail: (failure) => new InternalError(`in ${name}`, failure) });
+  return new ThreadTeam({ script: new URL('./step-thread.js', import.meta.url), data: () => data, threads: 1, name, fail: (failure) => new InternalError(`in ${name}`, failure) });
 }
 
 /**

@@ -1,8 +1,8 @@
 // Anderson acceleration's passes shared with a worker thread (anderson.ts): both threads take
-// the passes' chunks (split-worker.ts, claimChunks) until none is left, on shared memory.
+// the passes' chunks (chunks.ts, claimChunks) until none is left, on shared memory.
 import { type ThreadTeam, type VectorKernels, type VectorMemory, sharedArray, vectorKernels } from '@admm-share/core';
 import { ROW, firstPass, nextPoint } from './anderson-kernels.js';
-import { claimChunks, runSplit, type SplitData, splitTeam } from './split-worker.js';
+import { claimChunks, runSplit, type SplitData, splitTeam } from './chunks.js';
 
 /**
  * Elements of the state in a chunk of Anderson's passes: even, so that the kernels' two lanes
@@ -25,7 +25,7 @@ export interface SharedState {
   memory: VectorMemory | undefined;
 }
 
-/** The ops of a call (the step's own are 1, 2 and 5, step-split.ts: one thread can serve both). */
+/** The ops of a call (the step's own are 1, 2 and 5, step-team.ts: one thread can serve both). */
 const FIRST_PASS = 3;
 const NEXT_POINT = 4;
 
@@ -57,9 +57,9 @@ export function andersonInit(state: SharedState): SplitInit {
 /**
  * A worker thread that takes chunks of each pass while the main thread does: `next` stays
  * synchronous. Its own thread, or the coordinator step's (`team`, started with `init` among its
- * data, step-split.ts), which it then leaves for its owner to close.
+ * data, step-team.ts), which it then leaves for its owner to close.
  */
-export class AndersonSplit {
+export class AndersonTeam {
   private readonly team: ThreadTeam;
 
   constructor(

@@ -1,10 +1,10 @@
-// The coordinator step's passes shared with a worker thread (admm.ts): both threads take the
-// step's chunks (split-worker.ts, claimChunks) until none is left. The same thread takes
-// Anderson acceleration's chunks (anderson-split.ts) right after the step's.
+// The coordinator step's passes shared with a worker thread (admm-step.ts): both threads take the
+// step's chunks (chunks.ts, claimChunks) until none is left. The same thread takes
+// Anderson acceleration's chunks (anderson-team.ts) right after the step's.
 import { type Loss, type LossName, type ThreadTeam, sharedArray, trainingLoss, vectorKernels } from '@admm-share/core';
 import { type StepArrays, type StepParams, lossChunks, stepChunks, unpackChunks } from './admm-kernels.js';
-import { type SplitInit, andersonCalls } from './anderson-split.js';
-import { type SplitData, runSplit, splitTeam } from './split-worker.js';
+import { type SplitInit, andersonCalls } from './anderson-team.js';
+import { type SplitData, runSplit, splitTeam } from './chunks.js';
 
 const STEP = 1;
 const UNPACK = 2;
@@ -30,7 +30,7 @@ export interface StepInit extends SplitData {
   anderson: SplitInit | undefined;
 }
 
-export class StepSplit {
+export class StepTeam {
   private readonly init: StepInit;
   private readonly team: ThreadTeam;
 

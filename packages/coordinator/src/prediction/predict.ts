@@ -14,15 +14,15 @@ import type { Logger } from 'pino';
 import { type LabelTable, ConfigError, DataError, PeerError, PsiPool, labelKey, numericLabels, readIdFile, readLabelFile, sigmoidNeg, writeFileAtomic } from '@admm-share/core';
 import { type Classes, ENVELOPE_BYTES, POINT_BYTES, encode } from '@admm-share/protocol';
 import { Progress } from '@admm-share/runtime';
-import { listenForParties } from './admission.js';
-import type { LabelOptions } from './labels.js';
-import { type JobDescription, combineScores, modelMismatch, readJobFile } from './job-file.js';
-import { Parties } from './parties.js';
-import type { PartyConnection, Traffic } from './party-connection.js';
-import { testMetrics } from './evaluation.js';
-import { LabelPsi } from './psi.js';
-import type { TestMetrics } from './report.js';
-import type { Server } from './server.js';
+import { listenForParties } from '../connections/admission.js';
+import type { LabelOptions } from '../job/labels.js';
+import { type JobDescription, combineScores, modelMismatch, readJobFile } from '../output/job-file.js';
+import { Parties } from '../connections/parties.js';
+import type { PartyConnection, Traffic } from '../connections/party-connection.js';
+import { testMetrics } from '../training/evaluation.js';
+import { LabelPsi } from '../alignment/psi.js';
+import type { TestMetrics } from '../output/summary.js';
+import type { Server } from '../connections/server.js';
 
 /** What to do with an id that a party does not hold: refuse the job (or request), or score it without that party's part. */
 export const MISSING_POLICIES = ['error', 'partial'] as const;

@@ -1,5 +1,5 @@
 /**
- * Reading back what report.ts writes (summary.json, trace.jsonl): parsed and rebuilt like wire
+ * Reading back what summary.ts writes (summary.json, trace.jsonl): parsed and rebuilt like wire
  * data, every field checked for type, finiteness and range, names against the protocol's
  * tables, unknown keys refused, so nothing unchecked survives. A failure is a DataError that
  * names the file, the line of a trace line, and the field.
@@ -7,8 +7,8 @@
 import { readFileSync } from 'node:fs';
 import { DataError } from '@admm-share/core';
 import { ACCOUNTANT_NAMES, ALGORITHMS, LOSSES, MECHANISMS, NAME_RE, STOP_REASONS, VARIANTS } from '@admm-share/protocol';
-import type { LocalBaseline } from './config.js';
-import { ALIGNMENT_METHOD, type Summary, type TestMetrics, type TraceLine } from './report.js';
+import type { LocalBaseline } from '../config.js';
+import { ALIGNMENT_METHOD, type Summary, type TestMetrics, type TraceLine } from './summary.js';
 
 type Obj = Record<string, unknown>;
 

@@ -13,11 +13,11 @@ import type { Logger } from 'pino';
 import { type ClassificationMetrics, PeerError, classificationMetrics, csrWithColumns, denoiseRelease, fitCentral, trainingLoss } from '@admm-share/core';
 import { type Fitted, type Released, encode } from '@admm-share/protocol';
 import { type TrainResult, assertFinite } from './admm-loop.js';
-import type { CoordinatorConfig } from './config.js';
-import type { Job, Participation } from './job.js';
-import type { Parties } from './parties.js';
-import type { PartyConnection, Traffic } from './party-connection.js';
-import { type OneShotReport, type TestMetrics, type TraceLine, TraceWriter } from './report.js';
+import type { CoordinatorConfig } from '../config.js';
+import type { Job, Participation } from '../job/job.js';
+import type { Parties } from '../connections/parties.js';
+import type { PartyConnection, Traffic } from '../connections/party-connection.js';
+import { type OneShotReport, type TestMetrics, type TraceLine, TraceWriter } from '../output/summary.js';
 
 export async function runOneShot(
   cfg: CoordinatorConfig,

@@ -1,11 +1,11 @@
 /*
- * The coordinator step's passes over the samples (admm.ts), each over a range [from, to) of
- * them, so that two threads can split one step (StepSplit). Every value a pass writes at
+ * The coordinator step's passes over the samples (admm-step.ts), each over a range [from, to) of
+ * them, so that two threads can split one step (StepTeam). Every value a pass writes at
  * sample i depends on that sample alone; only the residuals' sums cross samples, and they go
  * to `out` (below) for the caller to add up.
  */
 import { type Loss, type VectorKernels, type VectorMemory, flipCorrection, logisticProxParams } from '@admm-share/core';
-import { claimChunks } from './split-worker.js';
+import { claimChunks } from './chunks.js';
 
 /** Where stepRange puts its sums. */
 export const PRIMAL_SQ = 0;
@@ -214,7 +214,7 @@ export function lossRange(st: StepArrays, loss: Loss, from: number, to: number, 
 /**
  * Samples in a chunk of a step's passes. A step goes over the samples chunk by chunk: every
  * pass over one chunk, then the next (a chunk's arrays stay in the cache between its passes).
- * Split, each thread takes the next chunk left (claimChunks, split-worker.ts).
+ * Split, each thread takes the next chunk left (claimChunks, chunks.ts).
  */
 export const CHUNK = 2048;
 

@@ -29,14 +29,14 @@
  * 2 * memory in single. The passes run in WebAssembly (core's kernels.wat, two elements at a
  * time), on vectors in its memory: on a9a's state one call's passes take about 0.4 ms
  * against 2 in TypeScript, which remains for Node without WebAssembly. On a large state each
- * pass is shared with a worker thread (AndersonSplit), chunk by chunk; the memory is shared.
+ * pass is shared with a worker thread (AndersonTeam), chunk by chunk; the memory is shared.
  * The passes' sums are added chunk by chunk in the chunks' order, split or not: the same
  * state gives the same bits on any machine.
  */
 import { ConfigError, type ThreadTeam, type VectorKernels, type VectorMemory, sharedArray, vectorLayout, vectorMemory } from '@admm-share/core';
 import { NEW_RHS, NEW_SQ, NORM_SQ, ROW } from './anderson-kernels.js';
-import { ANDERSON_CHUNK, AndersonSplit, type SharedState, type SplitInit, andersonInit, firstPassChunks, nextPointChunks } from './anderson-split.js';
-import { addChunkSums, chunkCount, splitByDefault } from './split-worker.js';
+import { ANDERSON_CHUNK, AndersonTeam, type SharedState, type SplitInit, andersonInit, firstPassChunks, nextPointChunks } from './anderson-team.js';
+import { addChunkSums, chunkCount, splitByDefault } from './chunks.js';
 
 /** The default memory (docs/rho.md has the measurements behind it), and the largest accepted. */
 export const DEFAULT_ANDERSON = 5;
@@ -96,7 +96,7 @@ export class Anderson {
   readonly input: Float64Array;
   /** The sums of pass 1 (anderson-kernels.ts), added up from its chunks'. */
   private readonly sums: Float64Array;
-  /** What both threads' passes work on, the chunks' sums among it (anderson-split.ts). */
+  /** What both threads' passes work on, the chunks' sums among it (anderson-team.ts). */
   private readonly shared: SharedState;
   /** What a worker thread needs for the passes (split only). */
   readonly splitInit: SplitInit | undefined;
@@ -110,7 +110,7 @@ export class Anderson {
   private readonly wasm: { memory: VectorMemory; kernels: VectorKernels } | undefined;
 
   /** The worker thread that takes chunks of each pass on a large state. */
-  private split: AndersonSplit | undefined;
+  private split: AndersonTeam | undefined;
 
   /** Byte offsets of its arrays in a WebAssembly memory (from 0), and the bytes they take. */
   static layout(dim: number, memory: number): { at: number[]; bytes: number } {
@@ -192,7 +192,7 @@ export class Anderson {
     }
     const { sums, shared } = this;
     const k = this.wasm?.kernels;
-    const split = this.splitInit ? (this.split ??= new AndersonSplit(this.splitInit, this.team)) : undefined;
+    const split = this.splitInit ? (this.split ??= new AndersonTeam(this.splitInit, this.team)) : undefined;
     const pass1 = () => firstPassChunks(shared, f, dFs, dGs, kept, k);
     shared.next[0] = 0;
     if (split) split.firstPass(slot, keep, pass1);

@@ -14,10 +14,10 @@ import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { DataError, PeerError } from '@admm-share/core';
 import { encode } from '@admm-share/protocol';
-import type { PartyConnection } from './party-connection.js';
+import type { PartyConnection } from '../connections/party-connection.js';
 import { type ScoringNetConfig, ScoringNet, planRows, probability, spreadParts } from './predict.js';
-import { combineScores } from './job-file.js';
-import { bearerCheck, closeHttp, httpServer, listenHttp } from './http.js';
+import { combineScores } from '../output/job-file.js';
+import { bearerCheck, closeHttp, httpServer, listenHttp } from '../connections/http.js';
 
 export interface ServeConfig extends ScoringNetConfig {
   httpHost: string;
