@@ -7,7 +7,12 @@ import type { Variant } from './numerics/admm-step.js';
 import type { CheckpointPolicy } from './output/checkpoint.js';
 import type { LabelPrivacyConfig } from './job/label-flips.js';
 import type { LabelOptions } from './job/labels.js';
-import type { Summary, TestMetrics } from './output/summary.js';
+import type { TlsFiles } from './connections/server.js';
+import type { LocalBaseline } from './output/local-baseline.js';
+import type { Summary } from './output/summary.js';
+
+export type { LocalBaseline } from './output/local-baseline.js';
+export type { TlsFiles } from './connections/server.js';
 
 /** Where a job is (coordinator.ts): before `waiting` the parties' port is not listening yet. */
 export type Phase = 'starting' | 'waiting' | 'setup' | 'training' | 'finishing' | 'done' | 'failed';
@@ -27,13 +32,6 @@ export interface HttpConfig {
    * one-shot job's active party fits its own, which takes precedence.
    */
   localBaseline?: LocalBaseline;
-}
-
-/** A model on one party's features alone: its training objective and its test metrics. */
-export interface LocalBaseline {
-  party: string;
-  objective: number;
-  test: TestMetrics | null;
 }
 
 export interface SgdConfig {
@@ -97,7 +95,7 @@ export interface CoordinatorConfig {
    */
   labelPrivacy?: LabelPrivacyConfig;
   /** Serve wss:// with this certificate and key (PEM); with clientCa, require client certificates from that CA. */
-  tls?: { cert: string; key: string; clientCa?: string };
+  tls?: TlsFiles;
   /** The job's HTTP port (dashboard, metrics, health); none: no HTTP server. */
   http?: HttpConfig;
 }

@@ -3,7 +3,9 @@ export * from './numerics/admm-step.js';
 export { Anderson, DEFAULT_ANDERSON, MAX_ANDERSON, requireAnderson } from './numerics/anderson.js';
 export * from './job/labels.js';
 export * from './output/checkpoint.js';
-export * from './output/summary-read.js';
+export { parseSummary, readSummary } from './output/summary.js';
+export { readTrace, traceLineSchema } from './output/trace.js';
+export { readLocalBaseline } from './output/local-baseline.js';
 // The limits on what an unauthenticated peer can make the coordinator do (docs/operations.md).
 export { HELLO_MAX_BYTES, MAX_PENDING_CONNECTIONS, PRE_HELLO_MAX_BYTES, UNAUTHENTICATED_MAX_BYTES } from './connections/admission.js';
 export { CLOSE_FLUSH_MS } from './connections/drop.js';
@@ -17,4 +19,4 @@ export { LabelPsi } from './alignment/psi.js';
 export { FLIPS_FILE, type LabelFlips, type LabelPrivacyConfig, type LabelPrivacyReport, readLabelFlips } from './job/label-flips.js';
 export { labelPrivacyLine } from './output/summary.js';
 export { JOB_FILE, type JobDescription, readJobFile } from './output/job-file.js';
-export { MISSING_POLICIES, type MissingPolicy, type PredictSummary, predictLine } from './prediction/predict.js';
+export { MISSING_POLICIES, type MissingPolicy, type PredictSummary, predictLine, readPredictSummary } from './prediction/predict.js';

@@ -23,7 +23,7 @@ import {
   validatePartyMessage,
 } from '@admm-share/protocol';
 import { closeAndDrop } from './drop.js';
-import type { Traffic } from './party-connection.js';
+import type { Traffic } from '../bytes.js';
 import { type Server, type ServerOptions, listen } from './server.js';
 import { WarningLimiter } from './warnings.js';
 

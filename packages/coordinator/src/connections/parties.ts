@@ -26,7 +26,8 @@ import {
 import { type AuthPolicy, admitHello } from './auth.js';
 import { AlignmentError, rowsFor } from '../alignment/alignment.js';
 import type { LabelPsi } from '../alignment/psi.js';
-import { type ConnectionDeps, type PartyMessageType, type Reply, type Traffic, PartyConnection, encodeShared } from './party-connection.js';
+import type { Traffic } from '../bytes.js';
+import { type ConnectionDeps, type PartyMessageType, type Reply, PartyConnection, encodeShared } from './party-connection.js';
 
 /** What a lost connection means: before the job, the party may join again; during it, it may rejoin or the job fails. */
 export type LossPolicy = 'may-join-again' | 'may-rejoin' | 'fatal';

@@ -30,6 +30,7 @@ import {
   validatePartyMessage,
 } from '@admm-share/protocol';
 import { closeAndDrop } from './drop.js';
+import type { Traffic } from '../bytes.js';
 
 /** Unsent bytes a party may leave queued (it is not reading), in messages of at least SLOW_READER_UNIT bytes. */
 const MAX_QUEUED_MESSAGES = 4;
@@ -39,11 +40,6 @@ const SLOW_READER_UNIT = 1 << 20;
 export type PartyMessageType = PartyMessage['type'];
 export type Reply<T extends PartyMessageType> = Extract<PartyMessage, { type: T }>;
 
-/** Bytes in and out over every connection, for the trace and the summary. */
-export interface Traffic {
-  in: number;
-  out: number;
-}
 
 export interface ConnectionDeps {
   log: Logger;

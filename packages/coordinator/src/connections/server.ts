@@ -31,10 +31,17 @@ export const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
 /** The answer to a request that is not a WebSocket upgrade. */
 const NOT_A_WEBSOCKET = 'admm-share coordinator: parties connect over WebSocket (admm-party --coordinator ws://...)\n';
 
+/** Serve wss:// (https://) with this certificate and key (PEM); with clientCa, require client certificates from that CA. */
+export interface TlsFiles {
+  cert: string;
+  key: string;
+  clientCa?: string;
+}
+
 export interface ServerOptions {
   host: string;
   port: number;
-  tls?: { cert: string; key: string; clientCa?: string };
+  tls?: TlsFiles;
   /** The largest frame any peer may send. Never the ws default of 100 MiB. */
   maxPayload: number;
   log: Logger;

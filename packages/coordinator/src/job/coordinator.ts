@@ -1,45 +1,39 @@
 /**
  * The coordinator as a phase machine:
- *   waiting    every configured party joins; its ids are intersected with the labels (psi.ts, parties.ts)
- *   setup      samples aligned (alignment.ts), job built (job.ts), setup sent, ready collected
- *   training   the ADMM loop (admm-loop.ts) or the SGD loop (sgd-loop.ts)
- *   finishing  done sent; every party closes after writing its model; summary written
+ *   waiting    every configured party joins; its ids are intersected with the labels (connections/party-port.ts, alignment/psi.ts)
+ *   setup      samples aligned (alignment/alignment.ts), job built (job.ts), setup sent, ready collected
+ *   training   the algorithm's loop, from the table in training/loops.ts (ADMM, one-shot or SGD)
+ *   finishing  done sent; every party closes after writing its model; summary and job.json written (output/)
  * A resumed job (--resume) is built from its checkpoint instead and starts training once
  * every party has rejoined. Any failure ends the job everywhere with the error that caused it.
  */
-import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { ConfigError, DataError, InternalError, PeerError, PsiPool, applyFlips } from '@admm-share/core';
+import { InternalError, PeerError, applyFlips } from '@admm-share/core';
 import { type Done, type SampleSet, CLOSE_GRACE_MS, ENVELOPE_BYTES, POINT_BYTES, encode } from '@admm-share/protocol';
-import { Progress } from '@admm-share/runtime';
-import { listenForParties } from '../connections/admission.js';
-import { AdmmLoop } from '../training/admm-loop.js';
 import { type AlignedSet, AlignmentError, alignSet } from '../alignment/alignment.js';
-import { CHECKPOINT_FILE, type Checkpoint, labelsDigest, readCheckpoint, removeCheckpoint } from '../output/checkpoint.js';
+import { noTraffic } from '../bytes.js';
 import type { CoordinatorConfig, CoordinatorHandle, Phase } from '../config.js';
-import { writeJobFile } from '../output/job-file.js';
-import { type Job, buildJob, evaluationSkipReason, participation, resolveAlgorithm, setupFor } from './job.js';
-import { runOneShot } from '../training/one-shot-loop.js';
-import { type LabelFlips, resolveLabelFlips } from './label-flips.js';
-import { type Labels, loadLabels } from './labels.js';
-import { type Matched, Parties } from '../connections/parties.js';
-import { LabelPsi } from '../alignment/psi.js';
-import type { Traffic } from '../connections/party-connection.js';
-import { ALIGNMENT_METHOD, type Summary, type TraceLine, buildSummary, writeSummary } from '../output/summary.js';
-import type { Server } from '../connections/server.js';
-import { runSgd } from '../training/sgd-loop.js';
+import { type Matched } from '../connections/parties.js';
+import { PartyPort, maxRowsFor } from '../connections/party-port.js';
 import { type StatusServer, startStatusServer } from '../monitoring/status-server.js';
 import { Monitor } from '../monitoring/monitor.js';
+import { CHECKPOINT_FILE, type Checkpoint, removeCheckpoint } from '../output/checkpoint.js';
+import { describeJob, writeJobFile } from '../output/job-file.js';
+import { ALIGNMENT_METHOD, type Summary, buildSummary, writeSummary } from '../output/summary.js';
+import type { TraceLine } from '../output/trace.js';
+import { AdmmLoop } from '../training/admm-loop.js';
+import type { LoopContext, TrainingLoop } from '../training/loop.js';
+import { LOOPS } from '../training/loops.js';
+import { type Job, buildJob, checkConfig, evaluationSkipReason, participation, resolveAlgorithm, setupFor } from './job.js';
+import { type LabelFlips, resolveLabelFlips } from './label-flips.js';
+import { type Labels, labelsDigest, loadLabels } from './labels.js';
+import { MIN_RESUME_WINDOW_MS, checkResumedLabelPrivacy, readResumable } from './resume.js';
 
 export type { CoordinatorConfig, CoordinatorHandle, HttpConfig, LocalBaseline, Phase, SgdConfig } from '../config.js';
 export type { PartySummary, Summary, TestMetrics, TraceLine } from '../output/summary.js';
 export { defaultRho } from './job.js';
 
-/** Rows a party may declare beyond --max-rows-factor x label rows, so that tiny label files do not refuse real parties. */
-const SLACK_ROWS = 1024;
-/** A resumed coordinator waits at least this long for the parties to rejoin, even with --rejoin-timeout 0. */
-const MIN_RESUME_WINDOW_MS = 1000;
 
 export async function start(config: CoordinatorConfig, deps: { logger: Logger }): Promise<CoordinatorHandle> {
   return new Coordinator(config, deps.logger).start();
@@ -54,15 +48,14 @@ class Coordinator {
   private readonly labelFlips: LabelFlips | undefined;
   private readonly testLabels: Labels | undefined;
   private readonly labelsDigest: string;
-  private readonly psi: LabelPsi;
   /** When the intersection began and ended, for the summary. */
   private readonly alignment = { started: 0, seconds: 0 };
   private readonly resumeFrom: Checkpoint | undefined;
-  private readonly traffic: Traffic = { in: 0, out: 0 };
-  private readonly parties: Parties;
+  private readonly traffic = noTraffic();
+  /** The parties' port: the intersection, the registry of parties, the server. */
+  private readonly port: PartyPort;
   private readonly maxRows: number;
   private readonly started = performance.now();
-  private server: Server | undefined;
   /** The HTTP port (--http-port), if any, what it shows, and what closes it after the job's end. */
   private readonly monitor: Monitor | undefined;
   private status: StatusServer | undefined;
@@ -70,7 +63,9 @@ class Coordinator {
   private stopLinger: (() => void) | undefined;
   /** Stopped by close(): the HTTP port closes at once. */
   private stopped = false;
-  private loop: AdmmLoop | undefined;
+  private loop: TrainingLoop | undefined;
+  /** The ADMM loop (the one loop a party rejoins, a stop checkpoints and --resume continues). */
+  private admm: AdmmLoop | undefined;
   /** Rounds of the model the job keeps, once training has ended (a party rejoining then resumes there). */
   private finalRounds: number | undefined;
   private readonly failed: Promise<never>;
@@ -83,20 +78,7 @@ class Coordinator {
     config: CoordinatorConfig,
     private readonly log: Logger,
   ) {
-    if (config.parties.length === 0) throw new ConfigError('no parties configured');
-    if (config.activeParty !== undefined && !config.parties.includes(config.activeParty))
-      throw new ConfigError(`--active-party ${config.activeParty} is not one of --parties ${config.parties.join(', ')}`);
-    if (new Set(config.parties).size !== config.parties.length) throw new ConfigError(`party ids must be distinct: ${config.parties.join(', ')}`);
-    if (config.credentials) {
-      const missing = config.parties.filter((p) => !config.credentials![p]);
-      if (missing.length) throw new ConfigError(`no credential for ${missing.join(', ')} in the credentials file`);
-    } else log.warn('no credentials configured: anyone who can reach this port can join as a listed party (pass --credentials)');
-    if (config.labelPrivacy) {
-      const { epsilon } = config.labelPrivacy;
-      if (!(Number.isFinite(epsilon) && epsilon > 0)) throw new ConfigError(`--label-epsilon must be a positive number, got ${epsilon}`);
-      if (config.loss !== 'logistic') throw new ConfigError(`--label-epsilon needs --loss logistic (randomized response flips two classes, and only the logistic loss has the correction for flipped labels), not ${config.loss}`);
-      if (!(config.lambda > 0)) throw new ConfigError('--label-epsilon needs --lambda > 0: the loss corrected for flipped labels is unbounded below without the ridge term');
-    }
+    checkConfig(config, log);
     this.done = new Promise((res, rej) => {
       this.resolveDone = res;
       this.rejectDone = rej;
@@ -107,32 +89,24 @@ class Coordinator {
     this.labels = loadLabels(config.labels, config.loss, config.labelOptions);
     this.testLabels = config.testLabels ? loadLabels(config.testLabels, config.loss, config.labelOptions) : undefined;
     this.labelsDigest = labelsDigest(this.labels, this.testLabels);
-    this.resumeFrom = config.resume ? this.readResumable(config) : undefined;
+    this.resumeFrom = config.resume ? readResumable(config, this.labelsDigest, this.labels.ids.length) : undefined;
     this.cfg = this.resumeFrom ? { ...config, jobId: this.resumeFrom.jobId } : config;
-    const progress = new Progress();
-    this.psi = new LabelPsi(new PsiPool(), { train: this.labels.ids, test: this.testLabels?.ids }, (set, what) => progress.counter(`${set} ${what}`));
-    this.maxRows = Math.ceil(config.maxRowsFactor * Math.max(this.labels.ids.length, this.testLabels?.ids.length ?? 0)) + SLACK_ROWS;
+    this.maxRows = maxRowsFor(config.maxRowsFactor, Math.max(this.labels.ids.length, this.testLabels?.ids.length ?? 0));
     log.info({ labels: config.labels, rows: this.labels.ids.length, testRows: this.testLabels?.ids.length ?? 0, classes: this.labels.classes }, 'labels loaded');
-    if (this.resumeFrom && (this.resumeFrom.setup.labelFlip > 0) !== (config.labelPrivacy !== undefined))
-      throw new ConfigError(
-        this.resumeFrom.setup.labelFlip > 0
-          ? `--resume: the checkpointed job trains on labels flipped with probability ${this.resumeFrom.setup.labelFlip} (label privacy): resume it with its --label-epsilon`
-          : '--resume: the checkpointed job trains on the true labels; resume it without --label-epsilon (a job cannot start flipping its labels half-way)',
-      );
+    if (this.resumeFrom) checkResumedLabelPrivacy(this.resumeFrom, config.labelPrivacy !== undefined);
     // Drawn (or, for the same job, read back) before anything is sent: every party then only
     // ever sees what follows from the flipped labels.
     this.labelFlips = resolveLabelFlips(this.cfg, this.labels, log);
     const flipped = this.labelFlips;
     this.trainLabels = flipped ? { ...this.labels, y: applyFlips(this.labels.y, flipped.flipped) } : this.labels;
     const labelFlip = flipped?.flipProbability ?? 0;
-    if (this.resumeFrom && this.resumeFrom.setup.labelFlip !== labelFlip)
-      throw new ConfigError(`--resume: the checkpointed job flipped its labels with probability ${this.resumeFrom.setup.labelFlip}, its flips file says ${labelFlip}`);
+    if (this.resumeFrom) checkResumedLabelPrivacy(this.resumeFrom, labelFlip);
     const cfg = this.cfg;
-    this.parties = new Parties({
+    this.port = new PartyPort({
       ids: cfg.parties,
-      policy: { parties: cfg.parties, credentials: cfg.credentials, jobId: cfg.jobId, maxRows: this.maxRows },
-      psi: this.psi,
-      progress: (party, set) => progress.counter(`${party} ${set} ids`),
+      policy: { credentials: cfg.credentials, jobId: cfg.jobId, maxRows: this.maxRows },
+      psiIds: { train: this.labels.ids, test: this.testLabels?.ids },
+      progressNames: { psi: (set, what) => `${set} ${what}`, party: (party, set) => `${party} ${set} ids` },
       rejoinTimeoutMs: cfg.rejoinTimeoutMs,
       roundTimeoutMs: cfg.roundTimeoutMs,
       heartbeatMs: cfg.heartbeatMs,
@@ -144,26 +118,12 @@ class Coordinator {
     this.monitor = cfg.http ? new Monitor(cfg, this.parties.list, this.traffic, () => this.phase) : undefined;
   }
 
-  /** The checkpoint --resume continues from, or a truthful reason why there is none to continue. */
-  private readResumable(cfg: CoordinatorConfig): Checkpoint {
-    const path = join(cfg.out, CHECKPOINT_FILE);
-    if (!existsSync(path) && existsSync(join(cfg.out, 'summary.json')))
-      throw new ConfigError(`--resume: the job in ${cfg.out} completed (summary.json is there and its checkpoint was removed); nothing to resume`);
-    if (!existsSync(path))
-      throw new ConfigError(
-        `--resume: no checkpoint in ${cfg.out} (ADMM writes one every --checkpoint-seconds of training, or every --checkpoint-every rounds; a one-shot job writes none: start it again without --resume and with the same --job id, and each passive party sends its stored release again at no cost)`,
-      );
-    const cp = readCheckpoint(path);
-    if (cp.labelsDigest !== this.labelsDigest) throw new ConfigError('--resume: the label files differ from the ones the checkpointed job used');
-    if (cp.setup.algorithm !== 'admm') throw new ConfigError('--resume: only ADMM jobs can be resumed');
-    if (cp.setup.parties !== cfg.parties.length) throw new ConfigError(`--resume: the job had ${cp.setup.parties} parties, --parties lists ${cfg.parties.length}`);
-    if (cfg.jobIdGiven && cfg.jobId !== cp.jobId) throw new ConfigError(`--resume: the checkpoint is for job '${cp.jobId}', not '${cfg.jobId}'`);
-    if (cp.samples.labelRows.train.some((r) => r >= this.labels.ids.length)) throw new DataError(path, undefined, 'label rows beyond the label file');
-    return cp;
+  private get parties() {
+    return this.port.parties;
   }
 
   async start(): Promise<CoordinatorHandle> {
-    const { cfg, log } = this;
+    const { cfg, log, port: partyPort } = this;
     // The largest legitimate frame: a party's ids (up to maxRows points, and one point per
     // label id of the set) or a vector of doubles over the label rows, whichever is larger.
     const labelRows = Math.max(this.labels.ids.length, this.testLabels?.ids.length ?? 0);
@@ -171,37 +131,21 @@ class Coordinator {
     // The label side of the intersection starts now, while the parties connect.
     this.alignment.started = performance.now();
     if (cfg.http && this.monitor) this.status = await startStatusServer(cfg.http, this.monitor, log);
-    for (const set of ['train', 'test'] as const) if (this.psi.counts[set] > 0) this.psi.points(set).catch((err: Error) => this.fail(err));
+    for (const set of ['train', 'test'] as const) if (partyPort.psi.counts[set] > 0) partyPort.psi.points(set).catch((err: Error) => this.fail(err));
+    let port: number;
     try {
-      this.server = await this.listen(maxPayload);
+      port = await partyPort.listen({ host: cfg.host, port: cfg.port, tls: cfg.tls, maxPayload, helloTimeoutMs: cfg.helloTimeoutMs, onRefused: (code, kind) => this.monitor?.refused(code, kind) });
     } catch (err) {
       await this.status?.close();
       throw err;
     }
     this.phase = 'waiting';
-    const port = this.server.port;
     log.info({ port, host: cfg.host, tls: Boolean(cfg.tls), mutualTls: Boolean(cfg.tls?.clientCa), jobId: cfg.jobId, parties: cfg.parties, maxPayload }, 'listening');
     this.run().then(
       (summary) => this.resolveDone(summary),
       (err: Error) => this.fail(err),
     );
     return { port, ...(this.status ? { httpPort: this.status.port } : {}), done: this.done, httpClosed: this.closeHttpAfterJob(), close: () => this.close() };
-  }
-
-  private listen(maxPayload: number): Promise<Server> {
-    const { cfg, log } = this;
-    return listenForParties({
-      host: cfg.host,
-      port: cfg.port,
-      tls: cfg.tls,
-      maxPayload,
-      log,
-      helloTimeoutMs: cfg.helloTimeoutMs,
-      traffic: this.traffic,
-      onHello: (ws, hello, nonce, connLog) => this.parties.onHello(ws, hello, nonce, connLog),
-      onRefused: (code, kind) => this.monitor?.refused(code, kind),
-      onError: (err) => this.fail(new PeerError(`server error: ${err.message}`)),
-    });
   }
 
   /** The HTTP port stays open --http-linger after the job ends (done or failed), unless the coordinator is stopped. */
@@ -232,17 +176,11 @@ class Coordinator {
     const algorithm = job.setup.algorithm;
     this.monitor?.jobStarted({ algorithm, rows: job.n, testRows: job.nTest, maxRounds: joined.maxRounds });
     parties.lossPolicy = algorithm === 'sgd' ? 'fatal' : 'may-rejoin';
-    if (algorithm === 'admm') this.loop ??= new AdmmLoop(this.loopDeps(job));
-    const onTrace = this.onTrace();
-    const result = this.loop
-      ? await this.loop.run(joined)
-      : algorithm === 'one-shot'
-        ? await this.guard(runOneShot(cfg, job, parties, joined, this.log, this.traffic, onTrace))
-        : await runSgd(cfg, job, parties, joined, this.log, this.traffic, onTrace);
+    const result = await this.guard(this.loopFor(job).run(joined));
 
     this.phase = 'finishing';
     this.finalRounds = result.rounds;
-    // `done` carries the objective: never a non-finite value on the wire (admm-loop.ts, assertFinite).
+    // `done` carries the objective: never a non-finite value on the wire (loop.ts, assertFinite).
     if (!Number.isFinite(result.objective)) throw new InternalError(`after round ${result.rounds}`, `the training objective is ${result.objective}; done was not sent`);
     const done: Done = {
       type: 'done',
@@ -250,33 +188,31 @@ class Coordinator {
       reason: result.reason,
       rounds: result.rounds,
       objective: result.objective,
-      params: { variant: algorithm === 'admm' ? cfg.variant : algorithm, rho: result.rho.final, alpha: cfg.alpha, lambda: cfg.lambda, loss: cfg.loss },
+      params: { variant: algorithm === 'admm' ? cfg.variant : algorithm, rho: result.algorithm === 'admm' ? result.rho.final : 0, alpha: cfg.alpha, lambda: cfg.lambda, loss: cfg.loss },
       classes: this.labels.classes ?? null,
     };
     await this.guard(parties.finish(done, CLOSE_GRACE_MS));
     const summary = buildSummary({ cfg, job, result, participation: joined, parties: parties.list, traffic: this.traffic, setupSeconds, totalSeconds: (performance.now() - this.started) / 1000,
-      alignment: { ...ALIGNMENT_METHOD, labelIds: this.psi.counts, seconds: this.resumeFrom ? null : this.alignment.seconds },
+      alignment: { ...ALIGNMENT_METHOD, labelIds: this.port.psi.counts, seconds: this.resumeFrom ? null : this.alignment.seconds },
       classes: this.labels.classes ?? null,
     });
     writeSummary(cfg.out, summary);
     this.monitor?.finished(summary);
-    const oneShot = summary.oneShot;
-    writeJobFile(cfg.out, {
-      jobId: cfg.jobId,
-      algorithm,
-      loss: cfg.loss,
-      labels: this.labels.classes ?? null,
-      parties: parties.list.map((p) => ({ id: p.id, features: p.features, role: p.id === cfg.activeParty ? 'active' : 'passive', rowScaling: algorithm === 'one-shot' || p.noise })),
-      combination: oneShot ? { kind: 'one-shot', activeParty: oneShot.activeParty, weights: oneShot.weights, intercept: oneShot.intercept ?? 0 } : { kind: 'sum' },
-      test: summary.test ?? null,
-    });
+    writeJobFile(cfg.out, describeJob(cfg, summary, parties.list));
     // The checkpoint is of no use once the job is complete.
     removeCheckpoint(join(cfg.out, CHECKPOINT_FILE));
     this.log.info({ rounds: summary.rounds, objective: summary.objective, reason: result.reason, test: summary.test }, 'job done');
     this.phase = 'done';
     parties.stop();
-    await this.server?.close();
+    await this.port.close();
     return summary;
+  }
+
+  /** The job's training loop, from the table of algorithms (a resumed job's ADMM loop was made from its checkpoint). */
+  private loopFor(job: Job, from?: Checkpoint): TrainingLoop {
+    this.loop ??= LOOPS[job.setup.algorithm](this.loopContext(job), from);
+    if (this.loop instanceof AdmmLoop) this.admm = this.loop;
+    return this.loop;
   }
 
   /** waiting -> setup: every party joins, the samples are aligned, every party is set up and ready. */
@@ -323,7 +259,7 @@ class Coordinator {
     const window = Math.max(cfg.rejoinTimeoutMs, MIN_RESUME_WINDOW_MS);
     log.info({ round: cp.round, jobId: cfg.jobId }, 'resuming from checkpoint; waiting for the parties to rejoin');
     const rejoined = parties.awaitRejoins(window);
-    this.loop = new AdmmLoop(this.loopDeps(job), cp);
+    this.loopFor(job, cp);
     await this.guard(rejoined);
     return { job, setupSeconds: (performance.now() - setupStart) / 1000 };
   }
@@ -335,20 +271,17 @@ class Coordinator {
       resume: (p) => {
         // A one-shot party is brought back by the request it has not answered (release or fit).
         if (job.setup.algorithm === 'one-shot') return undefined;
-        if (!this.loop) throw new PeerError(`party ${p.id} cannot rejoin an SGD job`);
-        return this.loop.resumeFor(p, this.finalRounds);
+        if (!this.admm) throw new PeerError(`party ${p.id} cannot rejoin an SGD job`);
+        return this.admm.resumeFor(p, this.finalRounds);
       },
     };
   }
 
-  private loopDeps(job: Job) {
-    return { cfg: this.cfg, job, parties: this.parties, log: this.log, traffic: this.traffic, identity: { labelsDigest: this.labelsDigest }, onTrace: this.onTrace() };
-  }
-
-  /** What sees each trace line: the monitor, when there is an HTTP port. */
-  private onTrace() {
+  private loopContext(job: Job): LoopContext {
     const monitor = this.monitor;
-    return monitor ? (line: TraceLine) => monitor.traced(line) : undefined;
+    // What sees each trace line: the monitor, when there is an HTTP port.
+    const onTrace = monitor ? (line: TraceLine) => monitor.traced(line) : undefined;
+    return { cfg: this.cfg, job, parties: this.parties, log: this.log, traffic: this.traffic, labelsDigest: this.labelsDigest, onTrace };
   }
 
   /** Align one set; a party at fault is named and closed, and the job fails. */
@@ -376,16 +309,17 @@ class Coordinator {
   async close(): Promise<void> {
     // The HTTP port closes with the process, not --http-linger after it.
     this.stopped = true;
-    if (this.phase === 'training' && this.loop && this.loop.completedRound > 0) {
-      const round = this.loop.completedRound;
-      this.loop.checkpoint();
+    const admm = this.admm;
+    if (this.phase === 'training' && admm && admm.completedRound > 0) {
+      const round = admm.completedRound;
+      admm.checkpoint();
       this.phase = 'failed';
       const err = new PeerError(`stopped after round ${round}; checkpoint written to ${join(this.cfg.out, CHECKPOINT_FILE)}`);
       this.parties.goingAway(`coordinator stopping after round ${round}; it can be resumed`, err);
       this.monitor?.failed(err.message);
       this.rejectFailed(err);
       // The job ends (and the process exits) once the checkpoint is on disk.
-      const written = await this.loop.flushCheckpoints().then(
+      const written = await admm.flushCheckpoints().then(
         () => true,
         (e: Error) => (this.log.error({ err: e.message }, 'stopped: the checkpoint could not be written'), false),
       );
@@ -394,7 +328,7 @@ class Coordinator {
     } else this.fail(new PeerError('coordinator stopped'));
     clearTimeout(this.lingerTimer);
     this.stopLinger?.();
-    await Promise.all([this.server?.close(), this.status?.close()]);
+    await Promise.all([this.port.close(), this.status?.close()]);
   }
 
   private fail(err: Error): void {
@@ -405,6 +339,6 @@ class Coordinator {
     this.parties.abort(err);
     this.rejectFailed(err);
     this.rejectDone(err);
-    void this.server?.close();
+    void this.port.close();
   }
 }

@@ -12,6 +12,7 @@ import type { CoordinatorConfig } from '../config.js';
 import type { Labels } from './labels.js';
 import { type LabelFlips, type LabelPrivacyReport, flippedAmong } from './label-flips.js';
 import type { PartyConnection } from '../connections/party-connection.js';
+import { checkCredentials } from '../connections/party-port.js';
 
 /**
  * Default rho, scaled to the data: the loss is an average over N samples, so its
@@ -20,6 +21,20 @@ import type { PartyConnection } from '../connections/party-connection.js';
  */
 export function defaultRho(variant: Variant, n: number): number {
   return (variant === 'exact' ? 0.01 : 0.3) / n;
+}
+
+/** The configuration's own consistency, checked before anything is read or opened. */
+export function checkConfig(config: CoordinatorConfig, log: Logger): void {
+  if (config.parties.length === 0) throw new ConfigError('no parties configured');
+  if (config.activeParty !== undefined && !config.parties.includes(config.activeParty))
+    throw new ConfigError(`--active-party ${config.activeParty} is not one of --parties ${config.parties.join(', ')}`);
+  if (new Set(config.parties).size !== config.parties.length) throw new ConfigError(`party ids must be distinct: ${config.parties.join(', ')}`);
+  if (config.labelPrivacy) {
+    const { epsilon } = config.labelPrivacy;
+    if (!(Number.isFinite(epsilon) && epsilon > 0)) throw new ConfigError(`--label-epsilon must be a positive number, got ${epsilon}`);
+    if (config.loss !== 'logistic') throw new ConfigError(`--label-epsilon needs --loss logistic (randomized response flips two classes, and only the logistic loss has the correction for flipped labels), not ${config.loss}`);
+    if (!(config.lambda > 0)) throw new ConfigError('--label-epsilon needs --lambda > 0: the loss corrected for flipped labels is unbounded below without the ridge term');
+  }
 }
 
 /** What every party's setup shares (including the label flip probability); its rows, its role and (one-shot) the labels are added per party. */

@@ -16,8 +16,7 @@ import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { ConfigError, DataError, drawFlips, flipProbability, osNoise, seededNoise, writeFileAtomic } from '@admm-share/core';
 import { NAME_RE } from '@admm-share/protocol';
-import { labelsDigest } from '../output/checkpoint.js';
-import type { Labels } from './labels.js';
+import { type Labels, labelsDigest } from './labels.js';
 
 export const FLIPS_FILE = 'label-flips.json';
 const FORMAT = 'admm-share-label-flips/1';

@@ -1,3 +1,4 @@
+import { createHash } from 'node:crypto';
 import { type FileFormat, type IdMode, binaryLabels, numericLabels, readLabelFile } from '@admm-share/core';
 import type { LossName } from '@admm-share/protocol';
 
@@ -24,4 +25,17 @@ export function loadLabels(path: string, loss: LossName, opts: LabelOptions): La
     return { file: path, ids: t.ids, y, classes: { negative, positive } };
   }
   return { file: path, ids: t.ids, y: numericLabels(t) };
+}
+
+/** Digest of label ids and values, in file order. */
+export function labelsDigest(...sets: ({ ids: string[]; y: Float64Array } | undefined)[]): string {
+  const h = createHash('sha256');
+  for (const s of sets) {
+    if (!s) {
+      h.update('\0none');
+      continue;
+    }
+    for (let i = 0; i < s.ids.length; i++) h.update(`${s.ids[i]}\0${s.y[i]}\n`);
+  }
+  return h.digest('hex');
 }

@@ -9,7 +9,8 @@
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
 import type { PartyMessage, ValidationContext } from '@admm-share/protocol';
 import type { CoordinatorConfig, Phase } from '../config.js';
-import type { PartyConnection, Traffic } from '../connections/party-connection.js';
+import type { Traffic } from '../bytes.js';
+import type { PartyConnection } from '../connections/party-connection.js';
 import type { Summary, TestMetrics, TraceLine } from '../output/summary.js';
 
 /** How a party stands, as the dashboard and the metrics say it. */

@@ -8,14 +8,13 @@
  * Parties rejoin by themselves and are told the round (with what they need to recompute it).
  */
 import { readFileSync, rmSync } from 'node:fs';
-import { createHash } from 'node:crypto';
 import { Packr } from 'msgpackr';
 import type { Logger } from 'pino';
 import { ConfigError, DataError, writeFileAtomicAsync } from '@admm-share/core';
 import { requireInteger, requirePositive } from '@admm-share/runtime';
 import { ALGORITHMS, LOSSES, NAME_RE, packInto, packedBound } from '@admm-share/protocol';
-import type { AdmmSnapshot } from '../numerics/admm-step.js';
-import type { FinishedRound } from '../training/admm-loop.js';
+import type { AdmmSnapshot, RoundStats } from '../numerics/admm-step.js';
+import type { TestMetrics } from './test-metrics.js';
 import type { Samples, SetupParams } from '../job/job.js';
 import type { ReplayPoint } from '../training/replay.js';
 
@@ -66,7 +65,19 @@ export interface Checkpoint {
   /** Each party's round `round` as it can be replayed to a rejoining party. */
   replay: ReplayPoint;
   /** The last round as its trace line reports it, and whether it converged (a converged job only finishes). */
-  last: Omit<FinishedRound, 'round'>;
+  last: CheckpointedRound;
+}
+
+/** A completed round as a checkpoint keeps it (the training loop adds its number and the parties' solver figures). */
+export interface CheckpointedRound {
+  stats: RoundStats;
+  penaltySq: number;
+  converged: boolean;
+  test: TestMetrics | undefined;
+  seconds: number;
+  roundSeconds: number;
+  bytes: { toCoordinator: number; fromCoordinator: number };
+  epsilonSpent: Record<string, number>;
 }
 
 // One configured Packr: typed arrays keep their type and bytes (see the protocol's codec).
@@ -309,7 +320,7 @@ export function validateCheckpoint(value: unknown, path: string): Checkpoint {
     return out;
   };
   const by = obj(l.bytes, 'last.bytes');
-  const last: Omit<FinishedRound, 'round'> = {
+  const last: CheckpointedRound = {
     stats: {
       primal: num(st.primal, 'last.stats.primal', nonNeg),
       dual: num(st.dual, 'last.stats.dual', nonNeg),
@@ -337,17 +348,4 @@ export function validateCheckpoint(value: unknown, path: string): Checkpoint {
     replay,
     last,
   };
-}
-
-/** Digest of label ids and values, in file order. */
-export function labelsDigest(...sets: ({ ids: string[]; y: Float64Array } | undefined)[]): string {
-  const h = createHash('sha256');
-  for (const s of sets) {
-    if (!s) {
-      h.update('\0none');
-      continue;
-    }
-    for (let i = 0; i < s.ids.length; i++) h.update(`${s.ids[i]}\0${s.y[i]}\n`);
-  }
-  return h.digest('hex');
 }

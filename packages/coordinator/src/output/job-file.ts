@@ -4,42 +4,58 @@
  * combine into the model's score. A prediction job reads it back (checked against its digest)
  * and refuses parties whose model files do not match it.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DataError, jsonDigest, writeFileAtomic } from '@admm-share/core';
-import { type AlgorithmName, type Classes, type LossName, type ModelRef, type Role, ALGORITHMS, LOSSES, NAME_RE } from '@admm-share/protocol';
-import type { TestMetrics } from './summary.js';
+import { DataError, jsonDigest, parseWith, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
+import { type ModelRef, ALGORITHMS, LOSSES, NAME_RE } from '@admm-share/protocol';
+import { testMetricsSchema } from './test-metrics.js';
+import type { Summary } from './summary.js';
 
 export const JOB_FILE = 'job.json';
 export const JOB_FORMAT = 'admm-share-job/1';
 
-export interface JobParty {
-  id: string;
-  features: number;
-  role: Role;
+const name = z.string().regex(NAME_RE, 'expected a job or party id');
+
+export const jobPartySchema = z.strictObject({
+  id: name,
+  features: z.int().min(1),
+  role: z.enum(['active', 'passive']),
   /** Rows scaled to norm <= 1 (training with noise, or one-shot). */
-  rowScaling: boolean;
-}
+  rowScaling: z.boolean(),
+});
+export type JobParty = z.output<typeof jobPartySchema>;
 
 /**
  * sum: the model's score is the sum of the parties' scores (ADMM, SGD). one-shot: the active
  * party's score (or `intercept` without one) plus each passive party's clipped score times its weight.
  */
-export type Combination = { kind: 'sum' } | { kind: 'one-shot'; activeParty: string | null; weights: Record<string, number>; intercept: number };
+export const combinationSchema = z.discriminatedUnion('kind', [
+  z.strictObject({ kind: z.literal('sum') }),
+  z.strictObject({ kind: z.literal('one-shot'), activeParty: name.nullable(), weights: z.record(name, z.number()), intercept: z.number() }),
+]);
+export type Combination = z.output<typeof combinationSchema>;
 
-export interface JobDescription {
-  format: typeof JOB_FORMAT;
-  jobId: string;
-  algorithm: AlgorithmName;
-  loss: LossName;
-  labels: Classes | null;
-  parties: JobParty[];
-  combination: Combination;
-  /** The training run's test metrics, for reference. */
-  test: TestMetrics | null;
-  createdAt: string;
-  digest: string;
-}
+/** job.json without its digest: what the digest is taken over. */
+const jobBodySchema = z
+  .strictObject({
+    format: z.literal(JOB_FORMAT, `expected '${JOB_FORMAT}' (the job.json a coordinator writes at the end of training)`),
+    jobId: name,
+    algorithm: z.enum(ALGORITHMS),
+    loss: z.enum(LOSSES),
+    labels: z.strictObject({ negative: z.string(), positive: z.string() }).nullable(),
+    parties: z.array(jobPartySchema).min(1),
+    combination: combinationSchema,
+    /** The training run's test metrics, for reference. */
+    test: testMetricsSchema.nullable(),
+    createdAt: z.string(),
+  })
+  .superRefine((d, ctx) => {
+    const c = d.combination;
+    if (c.kind === 'one-shot')
+      for (const p of d.parties)
+        if (p.id !== c.activeParty && c.weights[p.id] === undefined) ctx.addIssue({ code: 'custom', path: ['combination', 'weights'], message: `no weight for passive party ${p.id}` });
+  });
+
+export type JobDescription = z.output<typeof jobBodySchema> & { digest: string };
 
 export function writeJobFile(dir: string, d: Omit<JobDescription, 'format' | 'digest' | 'createdAt'>): string {
   const body = { format: JOB_FORMAT, ...d, createdAt: new Date().toISOString() };
@@ -48,37 +64,32 @@ export function writeJobFile(dir: string, d: Omit<JobDescription, 'format' | 'di
   return path;
 }
 
+/** The description of a finished training job, from its summary and its parties. */
+export function describeJob(
+  cfg: { jobId: string; loss: JobDescription['loss']; activeParty?: string },
+  summary: Summary,
+  parties: readonly { id: string; features: number; noise: boolean }[],
+): Omit<JobDescription, 'format' | 'digest' | 'createdAt'> {
+  const { algorithm, oneShot } = summary;
+  return {
+    jobId: cfg.jobId,
+    algorithm,
+    loss: cfg.loss,
+    labels: summary.classes,
+    parties: parties.map((p) => ({ id: p.id, features: p.features, role: p.id === cfg.activeParty ? 'active' : 'passive', rowScaling: algorithm === 'one-shot' || p.noise })),
+    combination: oneShot ? { kind: 'one-shot', activeParty: oneShot.activeParty, weights: oneShot.weights, intercept: oneShot.intercept ?? 0 } : { kind: 'sum' },
+    test: summary.test ?? null,
+  };
+}
+
 /** Read a job description, every field checked and the digest verified; a DataError names the file and the field. */
 export function readJobFile(path: string): JobDescription {
-  const bad = (detail: string): never => {
-    throw new DataError(path, undefined, `job description: ${detail}`);
-  };
-  let o: Record<string, unknown>;
-  try {
-    o = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    return bad(e.code ? `cannot read it (${e.code})` : `not JSON (${e.message})`);
-  }
-  if (typeof o !== 'object' || o === null || Array.isArray(o)) return bad('expected a JSON object');
-  if (o.format !== JOB_FORMAT) bad(`format ${JSON.stringify(o.format)?.slice(0, 60)}, expected '${JOB_FORMAT}' (the job.json a coordinator writes at the end of training)`);
-  const { digest, ...body } = o;
-  if (typeof digest !== 'string' || jsonDigest(body) !== digest) bad('its content does not match its digest (the file was changed after training)');
-  if (typeof o.jobId !== 'string' || !NAME_RE.test(o.jobId)) bad('jobId: expected a job id');
-  if (!ALGORITHMS.includes(o.algorithm as AlgorithmName)) bad('algorithm: unknown');
-  if (!LOSSES.includes(o.loss as LossName)) bad('loss: unknown');
-  const parties = o.parties as JobParty[];
-  if (!Array.isArray(parties) || parties.length === 0) return bad('parties: expected a non-empty list');
-  for (const p of parties)
-    if (typeof p?.id !== 'string' || !NAME_RE.test(p.id) || !Number.isSafeInteger(p.features) || p.features < 1 || typeof p.rowScaling !== 'boolean' || (p.role !== 'active' && p.role !== 'passive'))
-      bad('parties: expected {id, features, role, rowScaling} each');
-  const c = o.combination as Combination;
-  if (c?.kind !== 'sum' && c?.kind !== 'one-shot') bad("combination: expected kind 'sum' or 'one-shot'");
-  if (c.kind === 'one-shot') {
-    if (!Number.isFinite(c.intercept)) bad('combination.intercept: expected a number');
-    for (const p of parties) if (p.id !== c.activeParty && !Number.isFinite(c.weights?.[p.id])) bad(`combination.weights: no weight for passive party ${p.id}`);
-  }
-  return o as unknown as JobDescription;
+  const what = 'job description';
+  // The format first (another file given as a job description is named as such), then the
+  // digest (a file changed after training is refused as such, whatever it now says).
+  const { digest, ...body } = readJsonFile(z.looseObject({ format: jobBodySchema.shape.format, digest: z.unknown() }), path, what);
+  if (typeof digest !== 'string' || jsonDigest(body) !== digest) throw new DataError(path, undefined, `${what}: its content does not match its digest (the file was changed after training)`);
+  return { ...parseWith(jobBodySchema, body, path, what), digest };
 }
 
 /** Why a scoring party's model is not this job's (naming both sides), or undefined if it is. */

@@ -1,190 +1,158 @@
 /**
- * What a job reports: the per-round trace (trace.jsonl), the summary (summary.json), the
- * round's log line and the one human-readable result line a run ends with.
+ * What a job reports: the summary (summary.json), declared once here as a schema (its type is
+ * inferred from it, and reading it back checks every field), the round's log line and the one
+ * human-readable result line a run ends with. The per-round trace is trace.ts.
  */
-import { closeSync, existsSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Logger } from 'pino';
-import { writeFileAtomic } from '@admm-share/core';
+import { readJsonFile, parseWith, writeFileAtomic, z } from '@admm-share/core';
 import { peakMemoryBytes } from '@admm-share/runtime';
-import type { AlgorithmName, Classes, LossName, PrivacyInfo, SolverStats, StopReason } from '@admm-share/protocol';
-import type { Variant } from '../numerics/admm-step.js';
-import type { TrainResult } from '../training/admm-loop.js';
-import type { CoordinatorConfig, SgdConfig } from '../config.js';
+import { type Classes, ACCOUNTANT_NAMES, ALGORITHMS, LOSSES, MECHANISMS, NAME_RE, STOP_REASONS, VARIANTS } from '@admm-share/protocol';
+import { type Traffic, trafficSince } from '../bytes.js';
+import type { CoordinatorConfig } from '../config.js';
 import type { Job, Participation } from '../job/job.js';
-import type { LabelPrivacyReport } from '../job/label-flips.js';
-import type { PartyConnection, Traffic } from '../connections/party-connection.js';
-import { readTrace } from './summary-read.js';
+import type { TrainResult } from '../training/loop.js';
+import { bytesSchema, testMetricsSchema } from './test-metrics.js';
 
-export interface PartySummary {
-  id: string;
-  features: number;
-  rows: number;
-  testRows: number;
-}
+export type { TestMetrics } from './test-metrics.js';
+export type { TraceLine } from './trace.js';
+export { TraceWriter } from './trace.js';
 
-export interface TestMetrics {
-  logLoss?: number;
-  accuracy?: number;
-  auc?: number;
-  rmse?: number;
-}
+export const SUMMARY_FILE = 'summary.json';
+
+const name = z.string().regex(NAME_RE, 'not a valid name');
+
+export const partySummarySchema = z.strictObject({ id: name, features: z.int().min(1), rows: z.int().min(0), testRows: z.int().min(0) });
+export type PartySummary = z.output<typeof partySummarySchema>;
 
 /** What a one-shot job adds to its summary: the combination and the comparisons the user decides on. */
-export interface OneShotReport {
+export const oneShotReportSchema = z.strictObject({
   /** The label holder's own party, or null when every party is passive. */
-  activeParty: string | null;
+  activeParty: name.nullable(),
   /** The combined model's weight on each passive party's clipped score. */
-  weights: Record<string, number>;
+  weights: z.record(name, z.number()),
   /** Without an active party, the combination's intercept (fitted by the coordinator); null with one (its part holds it). */
-  intercept: number | null;
+  intercept: z.number().nullable(),
   /** The active party's local-only model (fitted by it on its own features, no extra release). */
-  local: { party: string; objective: number; test?: TestMetrics } | null;
+  local: z.strictObject({ party: name, objective: z.number(), test: testMetricsSchema.optional() }).nullable(),
   /** Predicting the training labels' base rate for every test row. */
-  baseline?: TestMetrics;
+  baseline: testMetricsSchema.optional(),
   /** The comparisons that went against the private model, in words. */
-  warnings: string[];
-}
+  warnings: z.array(z.string()),
+});
+export type OneShotReport = z.output<typeof oneShotReportSchema>;
 
 /** How a job with noise is labelled when it runs the per-round noisy ADMM. */
 export const RESEARCH_MODE =
   'RESEARCH MODE: per-round noisy ADMM (--algorithm admm with noise); it is known to be worse than going alone at realistic N (docs/privacy.md, section 8); the default with privacy is --algorithm one-shot';
 
-export interface Summary {
-  jobId: string;
-  algorithm: AlgorithmName;
-  sgd?: SgdConfig;
-  variant: Variant;
-  loss: LossName;
-  lambda: number;
-  rho: { initial: number; final: number };
-  alpha: number;
-  /** Anderson acceleration of the ADMM rounds (docs/rho.md): its memory, and how many extrapolated points were kept and rejected; absent without it. */
-  acceleration?: Acceleration;
-  rounds: number;
-  reason: StopReason;
-  converged: boolean;
-  objective: number;
-  /**
-   * The coordinator computes the objective from what it receives: with noise on, from the
-   * noisy shares and without the parties' penalties (which they do not send then), which is
-   * not the objective of the parties' models.
-   */
-  objectiveFrom: 'shares' | 'noisy shares';
-  residuals: { primal: number; dual: number } | null;
-  test?: TestMetrics;
-  /** Present when the job has test labels but did not evaluate, with the reason. */
-  evaluation?: { skipped: string };
-  seconds: { total: number; setup: number; training: number; perRound: number };
-  bytes: { toCoordinator: number; fromCoordinator: number };
-  parties: PartySummary[];
-  rows: { train: number; test: number };
-  droppedRows: number;
-  droppedTestRows: number;
-  /** How rows were aligned. */
-  alignment: AlignmentReport;
-  /** logistic loss: which raw label became -1 and which +1 (the positive class of every probability); null otherwise. */
-  classes: Classes | null;
-  /** Each party's privacy setting as it reported it, and the budget it had spent at the end. */
-  privacy: (PrivacyInfo & { party: string; epsilonSpent: number })[];
-  /**
-   * Label privacy at the coordinator (--label-epsilon): randomized response on the training
-   * labels, how many of the job's training labels it flipped, and whether the flips were
-   * seeded (predictable); null without.
-   */
-  labelPrivacy: LabelPrivacyReport | null;
-  /** one-shot jobs only. */
-  oneShot?: OneShotReport;
-  /** Present (RESEARCH_MODE) when noisy shares were sent every round. */
-  research?: string;
-  /** The coordinator's peak resident memory when the job ended, in bytes (each party logs its own with 'model written'). */
-  peakMemoryBytes: number;
-}
-
-export interface Acceleration {
-  method: 'anderson';
-  memory: number;
-  extrapolated: number;
-  rejected: number;
-}
-
-/** How rows were aligned: always the private set intersection (docs/privacy.md, section 11). */
-export interface AlignmentReport {
-  method: 'ecdh-psi';
-  group: string;
-  hashToCurve: string;
-  /** Label ids the coordinator put into the intersection, per set (test: 0 without test labels). */
-  labelIds: { train: number; test: number };
-  /** From the coordinator's start until every party's ids were intersected; null for a resumed job (the parties were aligned as they rejoined). */
-  seconds: number | null;
-}
-
 export const ALIGNMENT_METHOD = { method: 'ecdh-psi', group: 'X25519 (Curve25519)', hashToCurve: 'SHA-512, Elligator 2 twice, added (RFC 9380 random-oracle form), as a Montgomery u-coordinate' } as const;
 
-/** One line of trace.jsonl. */
-export interface TraceLine {
-  round: number;
-  objective: number;
-  seconds: number;
-  roundSeconds: number;
-  bytes: { toCoordinator: number; fromCoordinator: number };
-  primal?: number;
-  dual?: number;
-  rho?: number;
-  epoch?: number;
-  lr?: number;
-  steps?: number;
-  epsilonSpent?: Record<string, number>;
-  /** Per party id: the x-update's conjugate gradient iterations and final relative residual (blocks too large to factor, no privacy). */
-  solver?: Record<string, SolverStats>;
-  test?: TestMetrics;
+/** How rows were aligned: always the private set intersection (docs/privacy.md, section 11). */
+export const alignmentReportSchema = z.strictObject({
+  method: z.literal(ALIGNMENT_METHOD.method),
+  group: z.string(),
+  hashToCurve: z.string(),
+  /** Label ids the coordinator put into the intersection, per set (test: 0 without test labels). */
+  labelIds: z.strictObject({ train: z.int().min(0), test: z.int().min(0) }),
+  /** From the coordinator's start until every party's ids were intersected; null for a resumed job (the parties were aligned as they rejoined). */
+  seconds: z.number().min(0).nullable(),
+});
+export type AlignmentReport = z.output<typeof alignmentReportSchema>;
+
+/** Anderson acceleration of the ADMM rounds (docs/rho.md): its memory, and how many extrapolated points were kept and rejected. */
+export const accelerationSchema = z.strictObject({ method: z.literal('anderson'), memory: z.int().min(1), extrapolated: z.int().min(0), rejected: z.int().min(0) });
+export type Acceleration = z.output<typeof accelerationSchema>;
+
+export const summarySchema = z
+  .strictObject({
+    jobId: name,
+    algorithm: z.enum(ALGORITHMS),
+    sgd: z.strictObject({ batchSize: z.int().min(1), lr: z.number().positive(), lrDecay: z.number().min(0) }).optional(),
+    variant: z.enum(VARIANTS),
+    loss: z.enum(LOSSES),
+    lambda: z.number().min(0),
+    /** ADMM's penalty at the start and the end; 0 and 0 for the other algorithms (the field predates them). */
+    rho: z.strictObject({ initial: z.number().min(0), final: z.number().min(0) }),
+    alpha: z.number().positive().lt(2),
+    /** Absent without Anderson acceleration. */
+    acceleration: accelerationSchema.optional(),
+    rounds: z.int().min(0),
+    reason: z.enum(STOP_REASONS),
+    converged: z.boolean(),
+    objective: z.number(),
+    /**
+     * The coordinator computes the objective from what it receives: with noise on, from the
+     * noisy shares and without the parties' penalties (which they do not send then), which is
+     * not the objective of the parties' models.
+     */
+    objectiveFrom: z.enum(['shares', 'noisy shares']),
+    residuals: z.strictObject({ primal: z.number().min(0), dual: z.number().min(0) }).nullable(),
+    test: testMetricsSchema.optional(),
+    /** Present when the job has test labels but did not evaluate, with the reason. */
+    evaluation: z.strictObject({ skipped: z.string() }).optional(),
+    seconds: z.strictObject({ total: z.number().min(0), setup: z.number().min(0), training: z.number().min(0), perRound: z.number().min(0) }),
+    bytes: bytesSchema,
+    parties: z.array(partySummarySchema),
+    rows: z.strictObject({ train: z.int().min(0), test: z.int().min(0) }),
+    droppedRows: z.int().min(0),
+    droppedTestRows: z.int().min(0),
+    /** How rows were aligned. */
+    alignment: alignmentReportSchema,
+    /** logistic loss: which raw label became -1 and which +1 (the positive class of every probability); null otherwise. */
+    classes: z.strictObject({ negative: z.string(), positive: z.string() }).nullable(),
+    /** Each party's privacy setting as it reported it, and the budget it had spent at the end. */
+    privacy: z.array(
+      z.strictObject({
+        party: name,
+        mechanism: z.enum(MECHANISMS),
+        epsilon: z.number().positive().nullable(),
+        delta: z.number().positive().nullable(),
+        rounds: z.int().min(1),
+        sigma: z.number().min(0),
+        sensitivity: z.number().min(0),
+        accountant: z.enum(ACCOUNTANT_NAMES).nullable(),
+        seeded: z.boolean(),
+        epsilonSpent: z.number().min(0),
+      }),
+    ),
+    /**
+     * Label privacy at the coordinator (--label-epsilon): randomized response on the training
+     * labels, how many of the job's training labels it flipped, and whether the flips were
+     * seeded (predictable); null without.
+     */
+    labelPrivacy: z
+      // 1 / (1 + e^epsilon) is below 1/2 for every epsilon > 0.
+      .strictObject({ epsilon: z.number().positive(), flipProbability: z.number().min(0).lt(0.5), flipped: z.int().min(0), seeded: z.boolean() })
+      .nullable(),
+    /** one-shot jobs only. */
+    oneShot: oneShotReportSchema.optional(),
+    /** Present (RESEARCH_MODE) when noisy shares were sent every round. */
+    research: z.string().optional(),
+    /** The coordinator's peak resident memory when the job ended, in bytes (each party logs its own with 'model written'). */
+    peakMemoryBytes: z.number().min(0),
+  })
+  .superRefine((s, ctx) => {
+    const bad = (path: string, message: string) => ctx.addIssue({ code: 'custom', path: [path], message });
+    if ((s.sgd !== undefined) !== (s.algorithm === 'sgd')) bad('sgd', s.algorithm === 'sgd' ? 'is missing' : `is not expected with algorithm '${s.algorithm}'`);
+    if ((s.oneShot !== undefined) !== (s.algorithm === 'one-shot')) bad('oneShot', s.algorithm === 'one-shot' ? 'is missing' : `is not expected with algorithm '${s.algorithm}'`);
+    if (s.converged !== (s.reason === 'converged')) bad('converged', `is ${s.converged} with reason '${s.reason}'`);
+    if (s.labelPrivacy && s.labelPrivacy.flipped > s.rows.train) ctx.addIssue({ code: 'custom', path: ['labelPrivacy', 'flipped'], message: `is ${s.labelPrivacy.flipped}, more than the ${s.rows.train} training rows` });
+    if (s.labelPrivacy && s.loss !== 'logistic') bad('labelPrivacy', `is not expected with loss '${s.loss}'`);
+  });
+export type Summary = z.output<typeof summarySchema>;
+
+/** Read summary.json back, every field checked; a DataError names the file and the field. */
+export function readSummary(path: string): Summary {
+  return readJsonFile(summarySchema, path, 'summary');
 }
 
-/**
- * The per-round trace, one JSON object per line. Written to `trace.jsonl.partial` as the
- * job runs and renamed to `trace.jsonl` when it completes, so a `trace.jsonl` is always whole.
- */
-export class TraceWriter {
-  private readonly fd: number;
-  private readonly partial: string;
-
-  /** `keepUpTo`: a resumed job keeps the lines of the rounds up to its checkpoint; `onLine` sees each new line (the job's monitor). */
-  constructor(
-    private readonly dir: string,
-    private readonly log: Logger,
-    private readonly maxRounds: number,
-    keepUpTo?: number,
-    private readonly onLine?: (line: TraceLine) => void,
-  ) {
-    mkdirSync(dir, { recursive: true });
-    this.partial = join(dir, 'trace.jsonl.partial');
-    const kept = keepUpTo !== undefined && existsSync(this.partial) ? keptLines(this.partial, keepUpTo) : '';
-    this.fd = openSync(this.partial, 'w');
-    if (kept) writeSync(this.fd, kept);
-  }
-
-  write(line: TraceLine): void {
-    writeSync(this.fd, JSON.stringify(line) + '\n');
-    this.log.info({ ...line, maxRounds: this.maxRounds }, 'round');
-    this.onLine?.(line);
-  }
-
-  close(complete: boolean): void {
-    closeSync(this.fd);
-    if (complete) renameSync(this.partial, join(this.dir, 'trace.jsonl'));
-  }
-}
-
-/** The lines of a partial trace up to round `keepUpTo`, each rebuilt by parseTraceLine. */
-function keptLines(path: string, keepUpTo: number): string {
-  return readTrace(path)
-    .filter((line) => line.round <= keepUpTo)
-    .map((line) => JSON.stringify(line) + '\n')
-    .join('');
+/** Check a parsed summary (as buildSummary makes it). */
+export function parseSummary(value: unknown, path: string): Summary {
+  return parseWith(summarySchema, value, path, 'summary');
 }
 
 export function writeSummary(dir: string, summary: Summary): string {
-  const path = join(dir, 'summary.json');
+  const path = join(dir, SUMMARY_FILE);
   writeFileAtomic(path, JSON.stringify(summary, null, 2) + '\n');
   return path;
 }
@@ -221,9 +189,9 @@ export function labelPrivacyLine(s: Pick<Summary, 'labelPrivacy' | 'rows'>, pref
 export interface SummaryInput {
   cfg: CoordinatorConfig;
   job: Job;
-  result: TrainResult & { oneShot?: OneShotReport };
+  result: TrainResult;
   participation: Participation;
-  parties: readonly PartyConnection[];
+  parties: readonly { id: string; features: number; fileRows: { train: number; test: number } }[];
   traffic: Traffic;
   setupSeconds: number;
   totalSeconds: number;
@@ -238,20 +206,20 @@ export function buildSummary({ cfg, job, result: r, participation, parties, traf
     variant: cfg.variant,
     loss: job.setup.loss,
     lambda: job.setup.lambda,
-    rho: r.rho,
+    rho: r.algorithm === 'admm' ? r.rho : { initial: 0, final: 0 },
     alpha: cfg.variant === 'exact' ? cfg.alpha : 1,
     ...(job.setup.algorithm === 'sgd' ? { sgd: cfg.sgd } : {}),
-    ...(r.acceleration ? { acceleration: { method: 'anderson' as const, memory: r.acceleration.memory, extrapolated: r.acceleration.extrapolated, rejected: r.acceleration.rejected } } : {}),
+    ...(r.algorithm === 'admm' && r.acceleration ? { acceleration: { method: 'anderson' as const, memory: r.acceleration.memory, extrapolated: r.acceleration.extrapolated, rejected: r.acceleration.rejected } } : {}),
     rounds: r.rounds,
     reason: r.reason,
     converged: r.reason === 'converged',
     objective: r.objective,
     objectiveFrom: participation.noisy && job.setup.algorithm !== 'one-shot' ? 'noisy shares' : 'shares',
-    residuals: r.residuals,
+    residuals: r.algorithm === 'admm' ? r.residuals : null,
     ...(r.metrics ? { test: r.metrics } : {}),
     ...(job.evaluationSkipped ? { evaluation: { skipped: job.evaluationSkipped } } : {}),
     seconds: { total: totalSeconds, setup: setupSeconds, training: r.trainingSeconds, perRound: r.trainingSeconds / Math.max(r.rounds, 1) },
-    bytes: { toCoordinator: traffic.in, fromCoordinator: traffic.out },
+    bytes: trafficSince(traffic),
     parties: parties.map((p) => ({ id: p.id, features: p.features, rows: p.fileRows.train, testRows: p.fileRows.test })),
     rows: { train: job.n, test: job.nTest },
     droppedRows: job.dropped.train,
@@ -260,7 +228,7 @@ export function buildSummary({ cfg, job, result: r, participation, parties, traf
     classes,
     privacy: participation.privacy.map((q) => ({ ...q, epsilonSpent: r.epsilonSpent[q.party] ?? 0 })),
     labelPrivacy: job.labelPrivacy,
-    ...(r.oneShot ? { oneShot: r.oneShot } : {}),
+    ...(r.algorithm === 'one-shot' ? { oneShot: r.oneShot } : {}),
     ...(participation.noisy && job.setup.algorithm === 'admm' ? { research: RESEARCH_MODE } : {}),
     peakMemoryBytes: peakMemoryBytes(),
   };

@@ -11,30 +11,24 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Logger } from 'pino';
-import { type LabelTable, ConfigError, DataError, PeerError, PsiPool, labelKey, numericLabels, readIdFile, readLabelFile, sigmoidNeg, writeFileAtomic } from '@admm-share/core';
-import { type Classes, ENVELOPE_BYTES, POINT_BYTES, encode } from '@admm-share/protocol';
-import { Progress } from '@admm-share/runtime';
-import { listenForParties } from '../connections/admission.js';
+import { type LabelTable, ConfigError, DataError, labelKey, numericLabels, readIdFile, readJsonFile, readLabelFile, sigmoidNeg, writeFileAtomic, z } from '@admm-share/core';
+import { type Classes, ENVELOPE_BYTES, NAME_RE, POINT_BYTES, encode } from '@admm-share/protocol';
+import { noTraffic } from '../bytes.js';
+import type { PartyConnection } from '../connections/party-connection.js';
+import { PartyPort, checkCredentials, maxRowsFor } from '../connections/party-port.js';
+import type { TlsFiles } from '../connections/server.js';
 import type { LabelOptions } from '../job/labels.js';
 import { type JobDescription, combineScores, modelMismatch, readJobFile } from '../output/job-file.js';
-import { Parties } from '../connections/parties.js';
-import type { PartyConnection, Traffic } from '../connections/party-connection.js';
-import { testMetrics } from '../training/evaluation.js';
-import { LabelPsi } from '../alignment/psi.js';
-import type { TestMetrics } from '../output/summary.js';
-import type { Server } from '../connections/server.js';
+import { testMetrics, testMetricsSchema } from '../output/test-metrics.js';
 
 /** What to do with an id that a party does not hold: refuse the job (or request), or score it without that party's part. */
 export const MISSING_POLICIES = ['error', 'partial'] as const;
 export type MissingPolicy = (typeof MISSING_POLICIES)[number];
 
-/** Rows a party may declare beyond --max-rows-factor x the ids to score. */
-const SLACK_ROWS = 1024;
-
 export interface ScoringNetConfig {
   host: string;
   port: number;
-  tls?: { cert: string; key: string; clientCa?: string };
+  tls?: TlsFiles;
   credentials?: Record<string, string>;
   /** This prediction job's id (a party's scoring budget is per job). */
   jobId: string;
@@ -60,28 +54,34 @@ export interface PredictConfig extends Omit<ScoringNetConfig, 'maxRows'> {
   maxRowsFactor: number;
 }
 
+const name = z.string().regex(NAME_RE, 'not a valid name');
+
 /** A prediction job's summary (predictions.json next to predictions.csv). */
-export interface PredictSummary {
-  jobId: string;
-  modelJob: string;
-  rows: number;
+export const predictSummarySchema = z.strictObject({
+  jobId: name,
+  modelJob: name,
+  rows: z.int().min(1),
   /** Ids each party does not hold (scored without its part with --missing partial). */
-  missing: Record<string, number>;
-  positiveClass: string | null;
-  metrics: TestMetrics | null;
+  missing: z.record(name, z.int().min(0)),
+  positiveClass: z.string().nullable(),
+  metrics: testMetricsSchema.nullable(),
   /** Each party's scoring budget spent (0 without noise). */
-  epsilonSpent: Record<string, number>;
-  seconds: { total: number; alignment: number };
-  files: { predictions: string };
+  epsilonSpent: z.record(name, z.number().min(0)),
+  seconds: z.strictObject({ total: z.number().min(0), alignment: z.number().min(0) }),
+  files: z.strictObject({ predictions: z.string() }),
+});
+export type PredictSummary = z.output<typeof predictSummarySchema>;
+
+/** Read a prediction job's summary back (predictions.json), every field checked. */
+export function readPredictSummary(path: string): PredictSummary {
+  return readJsonFile(predictSummarySchema, path, 'prediction summary');
 }
 
-/** The network side shared by batch and online scoring: server, admission, parties, intersection. */
+/** The network side shared by batch and online scoring: the parties' port (connections/party-port.ts) for the model's parties. */
 export class ScoringNet {
   readonly description: JobDescription;
-  readonly parties: Parties;
-  readonly psi: LabelPsi;
-  readonly traffic: Traffic = { in: 0, out: 0 };
-  private server: Server | undefined;
+  readonly traffic = noTraffic();
+  private readonly port: PartyPort;
   private failure: ((err: Error) => void) | undefined;
 
   constructor(
@@ -92,24 +92,14 @@ export class ScoringNet {
   ) {
     this.description = readJobFile(cfg.model);
     const d = this.description;
-    if (cfg.credentials) {
-      const missing = d.parties.filter((p) => !cfg.credentials![p.id]).map((p) => p.id);
-      if (missing.length) throw new ConfigError(`no credential for ${missing.join(', ')} in the credentials file`);
-    } else log.warn('no credentials configured: anyone who can reach this port can join as a listed party (pass --credentials)');
-    const progress = new Progress();
-    this.psi = new LabelPsi(new PsiPool(), { train: ids, test: undefined }, (_set, what) => progress.counter(`ids to score: ${what}`));
+    const parties = d.parties.map((p) => p.id);
+    checkCredentials(parties, cfg.credentials, log);
     this.failure = opts.onFailure;
-    this.parties = new Parties({
-      ids: d.parties.map((p) => p.id),
-      policy: {
-        parties: d.parties.map((p) => p.id),
-        credentials: cfg.credentials,
-        jobId: cfg.jobId,
-        maxRows: cfg.maxRows,
-        modelMismatch: (hello) => modelMismatch(d, hello.partyId, hello.features, hello.model),
-      },
-      psi: this.psi,
-      progress: (party) => progress.counter(`${party} ids`),
+    this.port = new PartyPort({
+      ids: parties,
+      policy: { credentials: cfg.credentials, jobId: cfg.jobId, maxRows: cfg.maxRows, modelMismatch: (hello) => modelMismatch(d, hello.partyId, hello.features, hello.model) },
+      psiIds: { train: ids, test: undefined },
+      progressNames: { psi: (_set, what) => `ids to score: ${what}`, party: (party) => `${party} ids` },
       // Never used: a party that drops before the job ends may join again.
       rejoinTimeoutMs: 0,
       roundTimeoutMs: cfg.requestTimeoutMs,
@@ -121,23 +111,21 @@ export class ScoringNet {
     });
   }
 
+  get parties() {
+    return this.port.parties;
+  }
+
+  get psi() {
+    return this.port.psi;
+  }
+
   async listen(labelRows: number): Promise<number> {
     const { cfg, log } = this;
     // The largest frame: a party's ids (up to maxRows points, and one point per id to score) or its scores.
     const maxPayload = (this.cfg.maxRows + labelRows) * POINT_BYTES + ENVELOPE_BYTES;
-    this.server = await listenForParties({
-      host: cfg.host,
-      port: cfg.port,
-      tls: cfg.tls,
-      maxPayload,
-      log,
-      helloTimeoutMs: cfg.helloTimeoutMs,
-      traffic: this.traffic,
-      onHello: (ws, hello, nonce, connLog) => this.parties.onHello(ws, hello, nonce, connLog),
-      onError: (err) => this.failure?.(new PeerError(`server error: ${err.message}`)),
-    });
-    log.info({ port: this.server.port, host: cfg.host, jobId: cfg.jobId, modelJob: this.description.jobId, parties: this.description.parties.map((p) => p.id), maxPayload }, 'listening');
-    return this.server.port;
+    const port = await this.port.listen({ host: cfg.host, port: cfg.port, tls: cfg.tls, maxPayload, helloTimeoutMs: cfg.helloTimeoutMs });
+    log.info({ port, host: cfg.host, jobId: cfg.jobId, modelJob: this.description.jobId, parties: this.description.parties.map((p) => p.id), maxPayload }, 'listening');
+    return port;
   }
 
   /** One party's part of the scores of the rows at `positions` of its ids (in that order). */
@@ -152,13 +140,13 @@ export class ScoringNet {
     this.parties.closeAll(detail);
     this.parties.stop();
     this.failure = undefined;
-    await this.server?.close();
+    await this.port.close();
   }
 
   abort(err: Error): void {
     this.parties.abort(err);
     this.failure = undefined;
-    void this.server?.close();
+    void this.port.close();
   }
 }
 
@@ -244,7 +232,7 @@ export async function predict(cfg: PredictConfig, log: Logger): Promise<PredictS
   let fail!: (err: Error) => void;
   const failed = new Promise<never>((_, reject) => (fail = reject));
   failed.catch(() => undefined);
-  const net = new ScoringNet({ ...cfg, maxRows: Math.ceil(cfg.maxRowsFactor * ids.length) + SLACK_ROWS }, log, ids, { onFailure: (err) => fail(err) });
+  const net = new ScoringNet({ ...cfg, maxRows: maxRowsFor(cfg.maxRowsFactor, ids.length) }, log, ids, { onFailure: (err) => fail(err) });
   const d = net.description;
   const y = labelled && labelsFor(labelled, d);
   try {

@@ -9,7 +9,7 @@ import { MAX_PENALTY_SQ, MAX_SHARE_MAGNITUDE } from '@admm-share/protocol';
 import { addressGroup } from '../connections/admission.js';
 import { CHUNK } from '../numerics/admm-kernels.js';
 import { AdmmCoordinator, type Variant } from '../numerics/admm-step.js';
-import { assertFinite } from '../training/admm-loop.js';
+import { assertFinite } from '../training/loop.js';
 import { WARNINGS_PER_SECOND, WarningLimiter } from '../connections/warnings.js';
 
 const N = 6;

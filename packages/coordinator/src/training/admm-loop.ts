@@ -10,41 +10,17 @@
  */
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { InternalError, PeerError, trainingLoss } from '@admm-share/core';
+import { PeerError, trainingLoss } from '@admm-share/core';
 import type { Exhausted, Resume, Share, SolverStats, StopReason } from '@admm-share/protocol';
-import { AdmmCoordinator, type RoundStats } from '../numerics/admm-step.js';
-import { CHECKPOINT_FILE, type Checkpoint, CheckpointWriter, checkpointDue as isCheckpointDue } from '../output/checkpoint.js';
-import type { CoordinatorConfig } from '../config.js';
+import { AdmmCoordinator } from '../numerics/admm-step.js';
+import { CHECKPOINT_FILE, type Checkpoint, type CheckpointedRound, CheckpointWriter, checkpointDue as isCheckpointDue } from '../output/checkpoint.js';
+import { type TraceLine, TraceWriter } from '../output/trace.js';
+import { trafficSince } from '../bytes.js';
+import type { Participation } from '../job/job.js';
+import type { PartyConnection } from '../connections/party-connection.js';
 import { evaluate, evaluatesAt } from './evaluation.js';
-import type { Job, Participation } from '../job/job.js';
-import type { Parties } from '../connections/parties.js';
-import type { PartyConnection, Traffic } from '../connections/party-connection.js';
+import { type AdmmResult, type LoopContext, type TrainingLoop, assertFinite } from './loop.js';
 import { ReplayLog } from './replay.js';
-import { type TestMetrics, type TraceLine, TraceWriter } from '../output/summary.js';
-
-/** How training ended, for the `done` message and the summary. */
-export interface TrainResult {
-  reason: StopReason;
-  /** Rounds whose model the job keeps. */
-  rounds: number;
-  objective: number;
-  residuals: { primal: number; dual: number } | null;
-  metrics: TestMetrics | undefined;
-  trainingSeconds: number;
-  rho: { initial: number; final: number };
-  /** Anderson acceleration: extrapolated points kept and rejected (absent without it). */
-  acceleration?: { memory: number; extrapolated: number; rejected: number };
-  epsilonSpent: Record<string, number>;
-}
-
-/**
- * The coordinator never sends a non-finite value: every party would refuse it (4003) and be
- * blamed for a failure that is the coordinator's. Throws an InternalError naming the round.
- */
-export function assertFinite(where: string, name: string, v: Float64Array): void {
-  for (let i = 0; i < v.length; i++)
-    if (!Number.isFinite(v[i])) throw new InternalError(`in ${where}`, `the coordinator's update produced ${name}[${i}] = ${v[i]}; nothing was sent`);
-}
 
 /** Each party's conjugate gradient solve of the round, by id; undefined when no party reported one. */
 function solverStats(answers: readonly (Share | Exhausted)[], parties: readonly { id: string }[]): Record<string, SolverStats> | undefined {
@@ -52,34 +28,14 @@ function solverStats(answers: readonly (Share | Exhausted)[], parties: readonly 
   return entries.length > 0 ? Object.fromEntries(entries) : undefined;
 }
 
-/** A completed round: what its trace line and a checkpoint need. */
-export interface FinishedRound {
+/** A completed round: what its trace line and a checkpoint need (the checkpoint keeps all but the round's number and the solver's). */
+export interface FinishedRound extends CheckpointedRound {
   round: number;
-  stats: RoundStats;
-  penaltySq: number;
-  converged: boolean;
-  test: TestMetrics | undefined;
-  seconds: number;
-  roundSeconds: number;
-  bytes: { toCoordinator: number; fromCoordinator: number };
-  epsilonSpent: Record<string, number>;
   /** The conjugate gradient solves of the parties that reported one (not kept in a checkpoint). */
   solver?: Record<string, SolverStats>;
 }
 
-export interface AdmmLoopDeps {
-  cfg: CoordinatorConfig;
-  job: Job;
-  parties: Parties;
-  log: Logger;
-  traffic: Traffic;
-  /** The job's identity in a checkpoint (the labels digest). */
-  identity: Pick<Checkpoint, 'labelsDigest'>;
-  /** Each round's trace line, as it is written (the job's monitor). */
-  onTrace?: (line: TraceLine) => void;
-}
-
-export class AdmmLoop {
+export class AdmmLoop implements TrainingLoop {
   private readonly admm: AdmmCoordinator;
   private readonly replay: ReplayLog;
   /** The last completed round (the checkpoint's on a resumed job). */
@@ -87,7 +43,7 @@ export class AdmmLoop {
   private readonly checkpoints: CheckpointWriter;
 
   constructor(
-    private readonly d: AdmmLoopDeps,
+    private readonly d: LoopContext,
     from?: Checkpoint,
   ) {
     const { cfg, job } = d;
@@ -122,7 +78,7 @@ export class AdmmLoop {
     return this.last?.round ?? 0;
   }
 
-  async run(participation: Participation): Promise<TrainResult> {
+  async run(participation: Participation): Promise<AdmmResult> {
     const { cfg, job, log } = this.d;
     const { maxRounds } = participation;
     const restoredRound = this.last?.round;
@@ -183,7 +139,7 @@ export class AdmmLoop {
           test: undefined,
           seconds: (now - trainStart) / 1000,
           roundSeconds: (now - roundStart) / 1000,
-          bytes: { toCoordinator: this.d.traffic.in - before.in, fromCoordinator: this.d.traffic.out - before.out },
+          bytes: trafficSince(this.d.traffic, before),
           epsilonSpent,
           solver: solverStats(answers, this.d.parties.list),
         };
@@ -205,6 +161,7 @@ export class AdmmLoop {
       if (checkpointDue) this.checkpoint();
       completed = true;
       return {
+        algorithm: 'admm',
         reason,
         rounds: last.round,
         objective: this.admm.objective(last.penaltySq),
@@ -273,9 +230,9 @@ export class AdmmLoop {
   checkpoint(): void {
     const last = this.last;
     if (!last) return;
-    const { job, identity } = this.d;
+    const { job, labelsDigest } = this.d;
     this.checkpoints.write({
-      ...identity,
+      labelsDigest,
       jobId: job.jobId,
       round: last.round,
       samples: { labelRows: job.labelRows, dropped: job.dropped },

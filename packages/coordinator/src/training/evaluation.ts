@@ -2,11 +2,9 @@
  * Test-set evaluation, shared by both loops: every party scores its aligned test rows with
  * its current model, the coordinator sums the scores and computes the metrics.
  */
-import { classificationMetrics, lossByName, meanLoss } from '@admm-share/core';
-import type { LossName } from '@admm-share/protocol';
 import type { Job } from '../job/job.js';
 import type { Parties } from '../connections/parties.js';
-import type { TestMetrics } from '../output/summary.js';
+import { type TestMetrics, testMetrics } from '../output/test-metrics.js';
 
 export async function evaluate(job: Job, parties: Parties, round: number): Promise<TestMetrics> {
   const yTest = job.yTest;
@@ -16,12 +14,6 @@ export async function evaluate(job: Job, parties: Parties, round: number): Promi
   const total = new Float64Array(job.nTest);
   for (const r of replies) for (let i = 0; i < total.length; i++) total[i] += r.scores[i];
   return testMetrics(job.setup.loss, total, yTest);
-}
-
-/** The metrics of the model's scores against the labels: log loss, accuracy and AUC, or RMSE for squared loss. */
-export function testMetrics(loss: LossName, scores: Float64Array, y: Float64Array): TestMetrics {
-  if (loss === 'logistic') return classificationMetrics(scores, y);
-  return { rmse: Math.sqrt(2 * meanLoss(lossByName('squared'), y, scores)) };
 }
 
 /** Whether round t evaluates: the last round always, and every `every` rounds if set. */

@@ -9,25 +9,16 @@
  * Each step is a request that a rejoining party answers again (the release is stored by the
  * party and sent again, never drawn again), so a lost connection is survived like in ADMM.
  */
-import type { Logger } from 'pino';
 import { type ClassificationMetrics, PeerError, classificationMetrics, csrWithColumns, denoiseRelease, fitCentral, trainingLoss } from '@admm-share/core';
 import { type Fitted, type Released, encode } from '@admm-share/protocol';
-import { type TrainResult, assertFinite } from './admm-loop.js';
-import type { CoordinatorConfig } from '../config.js';
-import type { Job, Participation } from '../job/job.js';
-import type { Parties } from '../connections/parties.js';
-import type { PartyConnection, Traffic } from '../connections/party-connection.js';
-import { type OneShotReport, type TestMetrics, type TraceLine, TraceWriter } from '../output/summary.js';
+import type { Participation } from '../job/job.js';
+import type { PartyConnection } from '../connections/party-connection.js';
+import type { OneShotReport, TestMetrics } from '../output/summary.js';
+import { TraceWriter } from '../output/trace.js';
+import { trafficSince } from '../bytes.js';
+import { type LoopContext, type OneShotResult, assertFinite } from './loop.js';
 
-export async function runOneShot(
-  cfg: CoordinatorConfig,
-  job: Job,
-  parties: Parties,
-  participation: Participation,
-  log: Logger,
-  traffic: Traffic,
-  onTrace?: (line: TraceLine) => void,
-): Promise<TrainResult & { oneShot: OneShotReport }> {
+export async function runOneShot({ cfg, job, parties, log, traffic, onTrace }: LoopContext, participation: Participation): Promise<OneShotResult> {
   const { jobId, n, nTest, y } = job;
   const start = performance.now();
   const active = cfg.activeParty === undefined ? undefined : parties.byId(cfg.activeParty);
@@ -95,9 +86,9 @@ export async function runOneShot(
   const seconds = (performance.now() - start) / 1000;
   const epsilonSpent = Object.fromEntries(parties.list.map((p) => [p.id, released[passive.indexOf(p)]?.epsilonSpent ?? 0]));
   const trace = new TraceWriter(cfg.out, log, 1, undefined, onTrace);
-  trace.write({ round: 1, objective, seconds, roundSeconds: seconds, bytes: { toCoordinator: traffic.in, fromCoordinator: traffic.out }, epsilonSpent, ...(metrics ? { test: metrics } : {}) });
+  trace.write({ round: 1, objective, seconds, roundSeconds: seconds, bytes: trafficSince(traffic), epsilonSpent, ...(metrics ? { test: metrics } : {}) });
   trace.close(true);
-  return { reason: 'max-rounds', rounds: 1, objective, residuals: null, metrics, trainingSeconds: seconds, rho: { initial: 0, final: 0 }, epsilonSpent, oneShot };
+  return { algorithm: 'one-shot', reason: 'max-rounds', rounds: 1, objective, metrics, trainingSeconds: seconds, epsilonSpent, oneShot };
 }
 
 function mean(v: Float64Array): number {

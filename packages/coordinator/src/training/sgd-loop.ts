@@ -5,26 +5,16 @@
  * data in a fresh seeded order; at its end the parties send their full shares, for the
  * objective, and test scores when due. `--rounds` counts epochs. SGD jobs do not resume.
  */
-import type { Logger } from 'pino';
 import seedrandom from 'seedrandom';
 import { meanLoss, trainingLoss } from '@admm-share/core';
-import { type TrainResult, assertFinite } from './admm-loop.js';
-import type { CoordinatorConfig } from '../config.js';
+import type { Participation } from '../job/job.js';
+import type { TestMetrics } from '../output/test-metrics.js';
+import { TraceWriter } from '../output/trace.js';
+import { trafficSince } from '../bytes.js';
 import { evaluate, evaluatesAt } from './evaluation.js';
-import type { Job, Participation } from '../job/job.js';
-import type { Parties } from '../connections/parties.js';
-import type { Traffic } from '../connections/party-connection.js';
-import { type TestMetrics, type TraceLine, TraceWriter } from '../output/summary.js';
+import { type LoopContext, type SgdResult, assertFinite } from './loop.js';
 
-export async function runSgd(
-  cfg: CoordinatorConfig,
-  job: Job,
-  parties: Parties,
-  participation: Participation,
-  log: Logger,
-  traffic: Traffic,
-  onTrace?: (line: TraceLine) => void,
-): Promise<TrainResult> {
+export async function runSgd({ cfg, job, parties, log, traffic, onTrace }: LoopContext, participation: Participation): Promise<SgdResult> {
   const { batchSize, lr: lr0, lrDecay } = cfg.sgd;
   const maxEpochs = participation.maxRounds;
   const { n, y, jobId } = job;
@@ -83,7 +73,7 @@ export async function runSgd(
         steps: step,
         seconds: (now - trainStart) / 1000,
         roundSeconds: (now - epochStart) / 1000,
-        bytes: { toCoordinator: traffic.in - before.in, fromCoordinator: traffic.out - before.out },
+        bytes: trafficSince(traffic, before),
         ...(metrics ? { test: metrics } : {}),
       });
     }
@@ -92,13 +82,12 @@ export async function runSgd(
     trace.close(completed);
   }
   return {
+    algorithm: 'sgd',
     reason: 'max-rounds',
     rounds: maxEpochs,
     objective,
-    residuals: null,
     metrics,
     trainingSeconds: (performance.now() - trainStart) / 1000,
-    rho: { initial: 0, final: 0 },
     epsilonSpent: Object.fromEntries(parties.list.map((p) => [p.id, 0])),
   };
 }

@@ -5,8 +5,8 @@ import { test } from 'node:test';
 import pino from 'pino';
 import { DataError } from '@admm-share/core';
 import { tempDir } from '@admm-share/core/test-support';
-import { type Summary, type TraceLine, TraceWriter, writeSummary } from '../output/summary.js';
-import { readSummary, readTrace } from '../output/summary-read.js';
+import { type Summary, readSummary, writeSummary } from '../output/summary.js';
+import { type TraceLine, TraceWriter, readTrace } from '../output/trace.js';
 
 const quiet = pino({ level: 'silent' });
 
@@ -93,35 +93,35 @@ test('readSummary: each kind of malformed summary is a DataError naming the file
   const path = join(dir, 'summary.json');
   const good = JSON.parse(readFileSync(writeSummary(dir, admmSummary), 'utf8'));
   const cases: [(s: any) => void, RegExp][] = [
-    [(s) => delete s.lambda, /summary\.json: not a valid summary: lambda is missing/],
-    [(s) => (s.rounds = '12'), /rounds is '12', expected an integer >= 0/],
-    [(s) => (s.objective = 'NaN'), /objective is 'NaN', expected a finite number/],
-    [(s) => (s.objective = null), /objective is null, expected a finite number/],
-    [(s) => (s.lambda = -1), /lambda is -1, expected a finite number >= 0/],
-    [(s) => (s.extra = 1), /extra is not expected/],
-    [(s) => (s.seconds.wall = 1), /seconds\.wall is not expected/],
-    [(s) => delete s.bytes.toCoordinator, /bytes\.toCoordinator is missing/],
-    [(s) => (s.algorithm = 'newton'), /algorithm is 'newton', expected one of admm, sgd/],
-    [(s) => (s.variant = 'fast'), /variant is 'fast', expected one of exact, paper/],
-    [(s) => (s.reason = 'tired'), /reason is 'tired', expected one of converged/],
-    [(s) => (s.privacy[0].mechanism = 'laplace'), /privacy\[0\]\.mechanism is 'laplace', expected one of score-release, gaussian-share, paper, none/],
-    [(s) => (s.privacy[1].accountant = 'zcdp'), /privacy\[1\]\.accountant is 'zcdp'/],
-    [(s) => (s.parties[1].id = '../etc'), /parties\[1\]\.id is '\.\.\/etc', not a valid name/],
-    [(s) => (s.test.accuracy = 1.5), /test\.accuracy is 1\.5, expected a finite number >= 0 <= 1/],
-    [(s) => (s.test.f1 = 0.5), /test\.f1 is not expected/],
-    [(s) => (s.residuals = [1, 2]), /residuals is an array, expected an object/],
-    [(s) => (s.evaluation = { skipped: 3 }), /evaluation\.skipped is 3, expected a string/],
-    [(s) => (s.sgd = { batchSize: 1, lr: 1, lrDecay: 0 }), /sgd is not expected with algorithm 'admm'/],
-    [(s) => (s.converged = false), /converged is false with reason 'converged'/],
-    [(s) => delete s.labelPrivacy, /labelPrivacy is missing/],
-    [(s) => (s.labelPrivacy.epsilon = 0), /labelPrivacy\.epsilon is 0, expected a positive number/],
-    [(s) => (s.labelPrivacy.flipProbability = 0.5), /labelPrivacy\.flipProbability is 0\.5, expected a number below 0\.5/],
-    [(s) => (s.labelPrivacy.flipProbability = -0.1), /labelPrivacy\.flipProbability is -0\.1, expected a finite number >= 0/],
-    [(s) => (s.labelPrivacy.flipped = 101), /labelPrivacy\.flipped is 101, more than the 100 training rows/],
-    [(s) => (s.labelPrivacy.flipped = 2.5), /labelPrivacy\.flipped is 2\.5, expected an integer >= 0/],
-    [(s) => (s.labelPrivacy.seeded = 'yes'), /labelPrivacy\.seeded is 'yes', expected true or false/],
-    [(s) => (s.labelPrivacy.count = 3), /labelPrivacy\.count is not expected/],
-    [(s) => (s.loss = 'squared'), /labelPrivacy is not expected with loss 'squared'/],
+    [(s) => delete s.lambda, /summary\.json: summary: lambda: Invalid input: expected number, received undefined/],
+    [(s) => (s.rounds = '12'), /rounds: Invalid input: expected number, received string/],
+    [(s) => (s.objective = 'NaN'), /objective: Invalid input: expected number, received string/],
+    [(s) => (s.objective = null), /objective: Invalid input: expected number, received null/],
+    [(s) => (s.lambda = -1), /lambda: Too small: expected number to be >=0/],
+    [(s) => (s.extra = 1), /summary: Unrecognized key: "extra"/],
+    [(s) => (s.seconds.wall = 1), /seconds: Unrecognized key: "wall"/],
+    [(s) => delete s.bytes.toCoordinator, /bytes\.toCoordinator: Invalid input: expected number, received undefined/],
+    [(s) => (s.algorithm = 'newton'), /algorithm: Invalid option: expected one of "admm"\|"sgd"/],
+    [(s) => (s.variant = 'fast'), /variant: Invalid option: expected one of "exact"\|"paper"/],
+    [(s) => (s.reason = 'tired'), /reason: Invalid option: expected one of "converged"/],
+    [(s) => (s.privacy[0].mechanism = 'laplace'), /privacy\[0\]\.mechanism: Invalid option: expected one of "score-release"\|"gaussian-share"\|"paper"\|"none"/],
+    [(s) => (s.privacy[1].accountant = 'zcdp'), /privacy\[1\]\.accountant: Invalid option/],
+    [(s) => (s.parties[1].id = '../etc'), /parties\[1\]\.id: not a valid name/],
+    [(s) => (s.test.accuracy = 1.5), /test\.accuracy: Too big: expected number to be <=1/],
+    [(s) => (s.test.f1 = 0.5), /test: Unrecognized key: "f1"/],
+    [(s) => (s.residuals = [1, 2]), /residuals: Invalid input: expected object, received array/],
+    [(s) => (s.evaluation = { skipped: 3 }), /evaluation\.skipped: Invalid input: expected string, received number/],
+    [(s) => (s.sgd = { batchSize: 1, lr: 1, lrDecay: 0 }), /sgd: is not expected with algorithm 'admm'/],
+    [(s) => (s.converged = false), /converged: is false with reason 'converged'/],
+    [(s) => delete s.labelPrivacy, /labelPrivacy: Invalid input: expected object, received undefined/],
+    [(s) => (s.labelPrivacy.epsilon = 0), /labelPrivacy\.epsilon: Too small: expected number to be >0/],
+    [(s) => (s.labelPrivacy.flipProbability = 0.5), /labelPrivacy\.flipProbability: Too big: expected number to be <0\.5/],
+    [(s) => (s.labelPrivacy.flipProbability = -0.1), /labelPrivacy\.flipProbability: Too small: expected number to be >=0/],
+    [(s) => (s.labelPrivacy.flipped = 101), /labelPrivacy\.flipped: is 101, more than the 100 training rows/],
+    [(s) => (s.labelPrivacy.flipped = 2.5), /labelPrivacy\.flipped: Invalid input: expected int, received number/],
+    [(s) => (s.labelPrivacy.seeded = 'yes'), /labelPrivacy\.seeded: Invalid input: expected boolean, received string/],
+    [(s) => (s.labelPrivacy.count = 3), /labelPrivacy: Unrecognized key: "count"/],
+    [(s) => (s.loss = 'squared'), /labelPrivacy: is not expected with loss 'squared'/],
   ];
   for (const [mutate, message] of cases) {
     const s = structuredClone(good);
@@ -130,10 +130,10 @@ test('readSummary: each kind of malformed summary is a DataError naming the file
     assert.throws(() => readSummary(path), (err: unknown) => err instanceof DataError && err.file === path && message.test(err.message), String(message));
   }
   writeFileSync(path, '{"jobId": ');
-  assert.throws(() => readSummary(path), /summary\.json: not JSON/);
+  assert.throws(() => readSummary(path), /summary\.json: summary: not JSON/);
   writeFileSync(path, '[]');
-  assert.throws(() => readSummary(path), /the file is an array, expected an object/);
-  assert.throws(() => readSummary(join(dir, 'none.json')), /none\.json: cannot read the summary \(ENOENT\)/);
+  assert.throws(() => readSummary(path), /summary: Invalid input: expected object, received array/);
+  assert.throws(() => readSummary(join(dir, 'none.json')), /none\.json: summary: cannot read it \(ENOENT\)/);
 });
 
 test('readTrace: a malformed line is a DataError naming the file, its line number and the field', (t) => {
@@ -141,19 +141,19 @@ test('readTrace: a malformed line is a DataError naming the file, its line numbe
   const path = writeTrace(dir, trace);
   const [l1, l2] = readFileSync(path, 'utf8').split('\n');
   const cases: [string, RegExp][] = [
-    ['{"round": 3, "objective"', /trace\.jsonl:3: not JSON/],
-    [l2.replace('"round":2', '"round":0'), /trace\.jsonl:3: not a valid trace line: round is 0, expected an integer >= 1/],
-    [l2.replace('"objective":0.5', '"objective":"NaN"'), /:3: .*objective is 'NaN', expected a finite number/],
-    [l2.replace('"objective":0.5,', ''), /:3: .*objective is missing/],
-    [l2.replace('"rho":0.5', '"rho":0'), /:3: .*rho is 0, expected a positive number/],
-    [l2.replace('"round":2', '"round":2,"note":"x"'), /:3: .*note is not expected/],
-    [l2.replace('"accuracy":0.8', '"accuracy":"0.8"'), /:3: .*test\.accuracy is '0\.8'/],
-    [l1.replace('"p2":0', '"p2":-1'), /:3: .*epsilonSpent\.p2 is -1, expected a finite number >= 0/],
-    [l1.replace('"p2":0', '"bad party":0'), /:3: .*epsilonSpent key is 'bad party', not a valid name/],
-    [l2.replace('"iterations":23', '"iterations":2.5'), /:3: .*solver\.p2\.iterations is 2\.5/],
-    [l2.replace('"residual":4.5e-13', '"residual":-1'), /:3: .*solver\.p2\.residual is -1/],
-    [l2.replace(',"residual":4.5e-13', ''), /:3: .*solver\.p2\.residual is missing/],
-    ['[1, 2]', /:3: not a valid trace line: the line is an array/],
+    ['{"round": 3, "objective"', /trace\.jsonl:3: trace line: not JSON/],
+    [l2.replace('"round":2', '"round":0'), /trace\.jsonl:3: trace line: round: Too small: expected number to be >=1/],
+    [l2.replace('"objective":0.5', '"objective":"NaN"'), /:3: .*objective: Invalid input: expected number, received string/],
+    [l2.replace('"objective":0.5,', ''), /:3: .*objective: Invalid input: expected number, received undefined/],
+    [l2.replace('"rho":0.5', '"rho":0'), /:3: .*rho: Too small: expected number to be >0/],
+    [l2.replace('"round":2', '"round":2,"note":"x"'), /:3: .*Unrecognized key: "note"/],
+    [l2.replace('"accuracy":0.8', '"accuracy":"0.8"'), /:3: .*test\.accuracy: Invalid input/],
+    [l1.replace('"p2":0', '"p2":-1'), /:3: .*epsilonSpent\.p2: Too small: expected number to be >=0/],
+    [l1.replace('"p2":0', '"bad party":0'), /:3: .*epsilonSpent\.bad party: Invalid key in record/],
+    [l2.replace('"iterations":23', '"iterations":2.5'), /:3: .*solver\.p2\.iterations: Invalid input: expected int/],
+    [l2.replace('"residual":4.5e-13', '"residual":-1'), /:3: .*solver\.p2\.residual: Too small/],
+    [l2.replace(',"residual":4.5e-13', ''), /:3: .*solver\.p2\.residual: Invalid input: expected number, received undefined/],
+    ['[1, 2]', /:3: trace line: Invalid input: expected object, received array/],
   ];
   for (const [line, message] of cases) {
     writeFileSync(path, `${l1}\n\n${line}\n`); // the blank line counts
