@@ -11,10 +11,10 @@
  * is refused. It is as sensitive as the labels themselves (with the flipped labels it gives the
  * true ones back), so it is written with mode 0600 and never leaves the coordinator.
  */
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { ConfigError, DataError, drawFlips, flipProbability, osNoise, seededNoise, writeFileAtomic } from '@admm-share/core';
+import { ConfigError, drawFlips, flipProbability, osNoise, readJsonFile, seededNoise, writeFileAtomic, z } from '@admm-share/core';
 import { NAME_RE } from '@admm-share/protocol';
 import { type Labels, labelsDigest } from './labels.js';
 
@@ -28,20 +28,34 @@ export interface LabelPrivacyConfig {
   seed?: string;
 }
 
-export interface LabelFlips {
-  format: typeof FORMAT;
-  jobId: string;
-  epsilon: number;
-  /** 1 / (1 + e^epsilon). */
-  flipProbability: number;
-  /** The flips came from a seeded, predictable generator. */
-  seeded: boolean;
-  /** labelsDigest of the training labels the flips were drawn for, and their number of rows. */
-  labelsDigest: string;
-  rows: number;
-  /** Rows of the training label file whose label was flipped, ascending. */
-  flipped: Uint32Array;
-}
+const flipsFileSchema = z
+  .strictObject({
+    format: z.literal(FORMAT),
+    jobId: z.string().regex(NAME_RE, 'not a valid job id'),
+    epsilon: z.number().positive(),
+    /** 1 / (1 + e^epsilon). */
+    flipProbability: z.number(),
+    /** The flips came from a seeded, predictable generator. */
+    seeded: z.boolean(),
+    /** labelsDigest of the training labels the flips were drawn for, and their number of rows. */
+    labelsDigest: z.string().regex(/^[0-9a-f]{64}$/, 'not a SHA-256 in hex'),
+    rows: z.int().min(1),
+    /** Rows of the training label file whose label was flipped, ascending (a list in the file). */
+    flipped: z.array(z.int().min(0)),
+  })
+  .superRefine((f, ctx) => {
+    // Refinements run on a file whose fields already failed: only a valid epsilon has a probability.
+    if (!(typeof f.epsilon === 'number' && f.epsilon > 0)) return;
+    const p = flipProbability(f.epsilon);
+    if (f.flipProbability !== p) ctx.addIssue({ code: 'custom', path: ['flipProbability'], message: `${f.flipProbability} is not 1 / (1 + e^${f.epsilon}) = ${p}` });
+    f.flipped.forEach((r, k) => {
+      if (r >= f.rows) ctx.addIssue({ code: 'custom', path: ['flipped', k], message: `${r} is not a row of ${f.rows}` });
+      else if (k > 0 && r <= f.flipped[k - 1]) ctx.addIssue({ code: 'custom', path: ['flipped', k], message: `${r} is not above flipped[${k - 1}]` });
+    });
+  })
+  .transform((f) => ({ ...f, flipped: Uint32Array.from(f.flipped) as Uint32Array }));
+
+export type LabelFlips = z.output<typeof flipsFileSchema>;
 
 /** What the summary says about label privacy. */
 export interface LabelPrivacyReport {
@@ -56,39 +70,9 @@ export function writeLabelFlips(path: string, f: LabelFlips): void {
   writeFileAtomic(path, JSON.stringify({ ...f, flipped: Array.from(f.flipped) }) + '\n', 0o600);
 }
 
-/** Read a flips file back, every field checked (like wire data); a DataError names the file and the field. */
+/** Read a flips file back, every field checked; a DataError names the file and the field. */
 export function readLabelFlips(path: string): LabelFlips {
-  const bad = (what: string): never => {
-    throw new DataError(path, undefined, `not a valid label flips file: ${what}`);
-  };
-  let value: unknown;
-  try {
-    value = JSON.parse(readFileSync(path, 'utf8'));
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    throw new DataError(path, undefined, e.code ? `cannot read the label flips (${e.code})` : `not JSON (${e.message})`);
-  }
-  if (typeof value !== 'object' || value === null || Array.isArray(value)) return bad('not an object');
-  const o = value as Record<string, unknown>;
-  const keys = ['format', 'jobId', 'epsilon', 'flipProbability', 'seeded', 'labelsDigest', 'rows', 'flipped'];
-  for (const k of Object.keys(o)) if (!keys.includes(k)) bad(`${k} is not expected`);
-  for (const k of keys) if (o[k] === undefined) bad(`${k} is missing`);
-  if (o.format !== FORMAT) bad(`format ${String(o.format)} (expected ${FORMAT})`);
-  const jobId = typeof o.jobId === 'string' && NAME_RE.test(o.jobId) ? o.jobId : bad(`jobId ${String(o.jobId)}`);
-  const epsilon = typeof o.epsilon === 'number' && Number.isFinite(o.epsilon) && o.epsilon > 0 ? o.epsilon : bad(`epsilon ${String(o.epsilon)}`);
-  const p = flipProbability(epsilon);
-  if (o.flipProbability !== p) bad(`flipProbability ${String(o.flipProbability)} is not 1 / (1 + e^${epsilon}) = ${p}`);
-  const seeded = typeof o.seeded === 'boolean' ? o.seeded : bad('seeded is not true or false');
-  const digest = typeof o.labelsDigest === 'string' && /^[0-9a-f]{64}$/.test(o.labelsDigest) ? o.labelsDigest : bad('labelsDigest is not a SHA-256 in hex');
-  const rows = Number.isSafeInteger(o.rows) && (o.rows as number) >= 1 ? (o.rows as number) : bad(`rows ${String(o.rows)}`);
-  if (!Array.isArray(o.flipped)) return bad('flipped is not a list');
-  const flipped = new Uint32Array(o.flipped.length);
-  o.flipped.forEach((r: unknown, k) => {
-    if (!Number.isSafeInteger(r) || (r as number) < 0 || (r as number) >= rows) bad(`flipped[${k}] = ${String(r)} is not a row of ${rows}`);
-    if (k > 0 && (r as number) <= flipped[k - 1]) bad(`flipped[${k}] = ${String(r)} is not above flipped[${k - 1}]`);
-    flipped[k] = r as number;
-  });
-  return { format: FORMAT, jobId, epsilon, flipProbability: p, seeded, labelsDigest: digest, rows, flipped };
+  return readJsonFile(flipsFileSchema, path, 'label flips');
 }
 
 /**
