@@ -121,8 +121,8 @@ export async function startStatusServer(cfg: HttpConfig, monitor: Monitor, log: 
     }
     if (path === '/api/events') return events.add(req, res);
     if (path === '/metrics') {
-      const body = await monitor.registry.metrics();
-      return text(res, 200, body, { 'content-type': monitor.registry.contentType });
+      const body = await monitor.metrics.registry.metrics();
+      return text(res, 200, body, { 'content-type': monitor.metrics.registry.contentType });
     }
     return text(res, 404, 'not found: GET /, /api/status, /api/events, /metrics, /healthz, /readyz\n');
   }
