@@ -6,6 +6,7 @@
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { type IncomingMessage, type RequestListener, type Server, createServer } from 'node:http';
+import { httpTimeouts } from './server.js';
 import { ConfigError } from '@admm-share/core';
 
 /**
@@ -32,9 +33,9 @@ export function bearerCheck(token: string | undefined): (req: IncomingMessage) =
   return (req) => check(/^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1]);
 }
 
-/** An HTTP server that cuts off a client slow to send its request (Node's defaults allow 60 s for the headers, 300 s for the request). */
+/** An HTTP server that cuts off a client slow to send its request (Node's defaults allow 60 s for the headers, 300 s for the request; server.ts names ours). */
 export function httpServer(opts: { requestTimeoutMs: number }, listener: RequestListener): Server {
-  return createServer({ headersTimeout: 5_000, requestTimeout: opts.requestTimeoutMs, connectionsCheckingInterval: 1_000 }, listener);
+  return createServer(httpTimeouts(opts.requestTimeoutMs), listener);
 }
 
 /** Listen on host:port (0: a free one) and return the port; failing to is a ConfigError naming `flag`. */

@@ -28,6 +28,11 @@ export const HTTP_REQUEST_TIMEOUT_MS = 10_000;
 export const HTTP_TIMEOUT_CHECK_MS = 1_000;
 /** Ms for a TLS handshake (Node's default: 120 s). */
 export const TLS_HANDSHAKE_TIMEOUT_MS = 10_000;
+/** Node's HTTP timeouts as this project sets them on every server it runs (the parties' port, the job's HTTP port, scoring). */
+export function httpTimeouts(requestTimeoutMs = HTTP_REQUEST_TIMEOUT_MS): HttpServerOptions {
+  return { headersTimeout: HTTP_HEADERS_TIMEOUT_MS, requestTimeout: requestTimeoutMs, connectionsCheckingInterval: HTTP_TIMEOUT_CHECK_MS };
+}
+
 /** The answer to a request that is not a WebSocket upgrade. */
 const NOT_A_WEBSOCKET = 'admm-share coordinator: parties connect over WebSocket (admm-party --coordinator ws://...)\n';
 
@@ -59,7 +64,7 @@ export interface Server {
 
 export function listen(opts: ServerOptions): Promise<Server> {
   const { tls, log, warnings } = opts;
-  const http: HttpServerOptions = { headersTimeout: HTTP_HEADERS_TIMEOUT_MS, requestTimeout: HTTP_REQUEST_TIMEOUT_MS, connectionsCheckingInterval: HTTP_TIMEOUT_CHECK_MS };
+  const http = httpTimeouts();
   const server: HttpServer | HttpsServer = tls
     ? createHttpsServer({
         ...http,

@@ -100,42 +100,28 @@ export class JobMetrics {
       counter.inc(labels, Math.max(0, value - (last.get(key) ?? 0)));
       last.set(key, Math.max(value, last.get(key) ?? 0));
     };
-    new Counter({
-      name: 'admm_party_bytes_received_total',
-      help: 'Bytes received from each party (WebSocket frames after its hello)',
-      labelNames: ['party'],
-      registers,
-      collect() {
-        for (const p of parties) follow(this, seen.in, { party: p.id }, p.id, p.bytes.in);
-      },
-    });
-    new Counter({
-      name: 'admm_party_bytes_sent_total',
-      help: 'Bytes sent to each party (WebSocket frames after its hello)',
-      labelNames: ['party'],
-      registers,
-      collect() {
-        for (const p of parties) follow(this, seen.out, { party: p.id }, p.id, p.bytes.out);
-      },
-    });
-    new Counter({
-      name: 'admm_bytes_received_total',
-      help: 'Bytes received on the parties\' port, every connection included',
-      registers,
-      collect() {
-        if (traffic.in > seen.total.in) this.inc(traffic.in - seen.total.in);
-        seen.total.in = traffic.in;
-      },
-    });
-    new Counter({
-      name: 'admm_bytes_sent_total',
-      help: 'Bytes sent on the parties\' port, every connection included',
-      registers,
-      collect() {
-        if (traffic.out > seen.total.out) this.inc(traffic.out - seen.total.out);
-        seen.total.out = traffic.out;
-      },
-    });
+    // The bytes pair each way: per party (its connections after its hello), then on the whole port.
+    const ways = [['in', 'received', 'received from'], ['out', 'sent', 'sent to']] as const;
+    for (const [way, word, toFrom] of ways)
+      new Counter({
+        name: `admm_party_bytes_${word}_total`,
+        help: `Bytes ${toFrom} each party (WebSocket frames after its hello)`,
+        labelNames: ['party'],
+        registers,
+        collect() {
+          for (const p of parties) follow(this, seen[way], { party: p.id }, p.id, p.bytes[way]);
+        },
+      });
+    for (const [way, word] of ways)
+      new Counter({
+        name: `admm_bytes_${word}_total`,
+        help: `Bytes ${word} on the parties' port, every connection included`,
+        registers,
+        collect() {
+          if (traffic[way] > seen.total[way]) this.inc(traffic[way] - seen.total[way]);
+          seen.total[way] = traffic[way];
+        },
+      });
     new Counter({
       name: 'admm_party_reconnects_total',
       help: 'Times each party rejoined the job after losing its connection',

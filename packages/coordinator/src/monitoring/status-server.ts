@@ -26,6 +26,7 @@ import { createRequire } from 'node:module';
 import type { Logger } from 'pino';
 import type { HttpConfig, Phase } from '../config.js';
 import { bearerCheck, closeHttp, httpServer, listenHttp, tokenCheck } from '../connections/http.js';
+import { HTTP_REQUEST_TIMEOUT_MS } from '../connections/server.js';
 import type { Monitor } from './monitor.js';
 
 export interface StatusServer {
@@ -34,8 +35,6 @@ export interface StatusServer {
   close(): Promise<void>;
 }
 
-/** Ms for a whole request: every request here is a GET answered from memory. */
-const REQUEST_TIMEOUT_MS = 10_000;
 /** How often the event stream sends what changed: a browser need not redraw at 100 rounds a second. */
 export const EVENT_INTERVAL_MS = 250;
 /** The event stream sends its state at least this often (the elapsed time moves on). */
@@ -81,7 +80,8 @@ export async function startStatusServer(cfg: HttpConfig, monitor: Monitor, log: 
   const authorized = (req: IncomingMessage) => bearer(req) || sessionOk(cookieValue(req.headers.cookie, SESSION_COOKIE));
   const events = new EventStream(monitor);
 
-  const server = httpServer({ requestTimeoutMs: REQUEST_TIMEOUT_MS }, (req, res) => {
+  // Every request here is a GET answered from memory: the parties' port's request timeout fits.
+  const server = httpServer({ requestTimeoutMs: HTTP_REQUEST_TIMEOUT_MS }, (req, res) => {
     route(req, res).catch((err: unknown) => {
       log.error({ path: req.url, err: (err as Error).message }, 'internal error answering an HTTP request');
       if (!res.headersSent) text(res, 500, 'internal error\n');

@@ -18,6 +18,7 @@ import type { PartyConnection } from '../connections/party-connection.js';
 import { type ScoringNetConfig, ScoringNet, planRows, probability, spreadParts } from './predict.js';
 import { combineScores } from '../output/job-file.js';
 import { bearerCheck, closeHttp, httpServer, listenHttp } from '../connections/http.js';
+import { HTTP_REQUEST_TIMEOUT_MS } from '../connections/server.js';
 
 export interface ServeConfig extends ScoringNetConfig {
   httpHost: string;
@@ -120,7 +121,7 @@ export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle>
   let inFlight = 0;
   let requests = 0;
   const authorized = bearerCheck(cfg.httpToken);
-  const http = httpServer({ requestTimeoutMs: Math.max(10_000, 2 * cfg.requestTimeoutMs) }, (req, res) => {
+  const http = httpServer({ requestTimeoutMs: Math.max(HTTP_REQUEST_TIMEOUT_MS, 2 * cfg.requestTimeoutMs) }, (req, res) => {
     const id = ++requests;
     const t0 = performance.now();
     const answer = (status: number, body: object) => {

@@ -16,6 +16,7 @@ import { buildJob, setupFor } from '../job/job.js';
 import { FLIPS_FILE, type LabelFlips, readLabelFlips, resolveLabelFlips } from '../job/label-flips.js';
 import type { Labels } from '../job/labels.js';
 import { baseRateMetrics } from '../training/one-shot-loop.js';
+import { assertEachMalformed } from './malformed.js';
 
 const quiet = pino({ level: 'silent' });
 const N = 4000;
@@ -102,12 +103,7 @@ test('readLabelFlips: each kind of malformed file is a DataError naming the file
     [(f) => (f.flipped = [1, N]), new RegExp(`flipped\\[1\\]: ${N} is not a row of ${N}`)],
     [(f) => (f.flipped = [0.5]), /flipped\[0\]: Invalid input: expected int/],
   ];
-  for (const [mutate, message] of cases) {
-    const f = structuredClone(good);
-    mutate(f);
-    writeFileSync(path, JSON.stringify(f));
-    assert.throws(() => readLabelFlips(path), (err: unknown) => err instanceof DataError && err.file === path && message.test(err.message), String(message));
-  }
+  assertEachMalformed(path, good, cases, readLabelFlips);
   writeFileSync(path, '{"format": ');
   assert.throws(() => readLabelFlips(path), /not JSON/);
   assert.throws(() => readLabelFlips(join(out, 'none.json')), /label flips: cannot read it \(ENOENT\)/);

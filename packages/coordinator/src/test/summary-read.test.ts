@@ -7,6 +7,7 @@ import { DataError } from '@admm-share/core';
 import { tempDir } from '@admm-share/core/test-support';
 import { type Summary, readSummary, writeSummary } from '../output/summary.js';
 import { type TraceLine, TraceWriter, readTrace } from '../output/trace.js';
+import { assertEachMalformed } from './malformed.js';
 
 const quiet = pino({ level: 'silent' });
 
@@ -123,12 +124,7 @@ test('readSummary: each kind of malformed summary is a DataError naming the file
     [(s) => (s.labelPrivacy.count = 3), /labelPrivacy: Unrecognized key: "count"/],
     [(s) => (s.loss = 'squared'), /labelPrivacy: is not expected with loss 'squared'/],
   ];
-  for (const [mutate, message] of cases) {
-    const s = structuredClone(good);
-    mutate(s);
-    writeFileSync(path, JSON.stringify(s));
-    assert.throws(() => readSummary(path), (err: unknown) => err instanceof DataError && err.file === path && message.test(err.message), String(message));
-  }
+  assertEachMalformed(path, good, cases, readSummary);
   writeFileSync(path, '{"jobId": ');
   assert.throws(() => readSummary(path), /summary\.json: summary: not JSON/);
   writeFileSync(path, '[]');
