@@ -2,7 +2,7 @@
  * What the coordinator needs to continue a job after a crash (`--resume`): written every
  * --checkpoint-seconds of training (--checkpoint-every rounds instead when that is given),
  * atomically (write, fsync, rename), as MessagePack so the vectors keep their exact bits,
- * and read back with every field checked like wire data.
+ * and read back through its schema (checkpointSchema), every field and length checked.
  * The state is encoded at once and written in the background (CheckpointWriter), so the
  * rounds go on while the file system works.
  * Parties rejoin by themselves and are told the round (with what they need to recompute it).
@@ -10,13 +10,9 @@
 import { readFileSync, rmSync } from 'node:fs';
 import { Packr } from 'msgpackr';
 import type { Logger } from 'pino';
-import { ConfigError, DataError, writeFileAtomicAsync } from '@admm-share/core';
+import { ConfigError, DataError, parseWith, writeFileAtomicAsync, z } from '@admm-share/core';
 import { requireInteger, requirePositive } from '@admm-share/runtime';
 import { ALGORITHMS, LOSSES, NAME_RE, packInto, packedBound } from '@admm-share/protocol';
-import type { AdmmSnapshot, RoundStats } from '../numerics/admm-step.js';
-import type { TestMetrics } from './test-metrics.js';
-import type { Samples, SetupParams } from '../job/job.js';
-import type { ReplayPoint } from '../training/replay.js';
 
 export const CHECKPOINT_FILE = 'checkpoint.bin';
 
@@ -51,34 +47,128 @@ export function checkpointDue(policy: CheckpointPolicy, round: number, now: numb
 
 const FORMAT = 'admm-share-checkpoint/5';
 
-export interface Checkpoint {
-  format: typeof FORMAT;
-  jobId: string;
-  /** The last completed round. */
-  round: number;
-  /** Digest of the label files, so a resume with other labels is refused. */
-  labelsDigest: string;
-  samples: Samples;
-  evaluationSkipped: string | null;
-  setup: SetupParams;
-  admm: AdmmSnapshot;
-  /** Each party's round `round` as it can be replayed to a rejoining party. */
-  replay: ReplayPoint;
-  /** The last round as its trace line reports it, and whether it converged (a converged job only finishes). */
-  last: CheckpointedRound;
-}
+/** A vector of finite values of one kind (doubles, or Anderson's single-precision differences); its length is checked against the job's below. */
+const floats = <A extends Float64Array | Float32Array>(kind: { new (n: number): A; readonly name: string }) =>
+  z.custom<A>((v) => v instanceof kind, `expected a ${kind.name}`).superRefine((v, ctx) => {
+    for (let i = 0; i < v.length; i++)
+      if (!Number.isFinite(v[i])) {
+        ctx.addIssue({ code: 'custom', path: [i], message: `is ${v[i]}` });
+        return;
+      }
+  });
+const f64 = floats<Float64Array>(Float64Array);
+const f32 = floats<Float32Array>(Float32Array);
+const rows = z.custom<Uint32Array>((v) => v instanceof Uint32Array, 'expected a Uint32Array');
+const nonNegative = z.number().min(0);
+const positive = z.number().positive();
+/** Test metrics as MessagePack keeps them: NaN (the AUC of a one-class test set) stays NaN. */
+const metric = z.union([z.number(), z.nan()]).optional();
+
+/** Anderson acceleration's state (admm-step.ts, anderson.ts). */
+const andersonSchema = z.object({
+  memory: z.int().min(1),
+  state: z.object({
+    point: f64,
+    prevF: f64,
+    prevG: f64,
+    dF: z.array(f32),
+    dG: z.array(f32),
+    gram: f64,
+    rhs: f64,
+    havePrev: z.boolean(),
+    extrapolated: z.boolean(),
+    // Infinity before the first point is kept.
+    lastNorm: z.custom<number>((v) => typeof v === 'number' && v >= 0, 'expected a number >= 0'),
+    counts: z.object({ extrapolated: z.int().min(0), rejected: z.int().min(0) }),
+  }),
+});
 
 /** A completed round as a checkpoint keeps it (the training loop adds its number and the parties' solver figures). */
-export interface CheckpointedRound {
-  stats: RoundStats;
-  penaltySq: number;
-  converged: boolean;
-  test: TestMetrics | undefined;
-  seconds: number;
-  roundSeconds: number;
-  bytes: { toCoordinator: number; fromCoordinator: number };
-  epsilonSpent: Record<string, number>;
-}
+const checkpointedRoundSchema = z.object({
+  stats: z.object({ primal: nonNegative, dual: nonNegative, epsPrimal: nonNegative, epsDual: nonNegative, rho: positive }),
+  penaltySq: nonNegative,
+  converged: z.boolean(),
+  test: z
+    .strictObject({ logLoss: metric, accuracy: metric, auc: metric, rmse: metric })
+    .nullish()
+    .transform((t) => t ?? undefined),
+  seconds: nonNegative,
+  roundSeconds: nonNegative,
+  bytes: z.object({ toCoordinator: z.int().min(0), fromCoordinator: z.int().min(0) }),
+  epsilonSpent: z.record(z.string(), z.number()),
+});
+export type CheckpointedRound = z.output<typeof checkpointedRoundSchema>;
+
+export const checkpointSchema = z
+  .object({
+    format: z.literal(FORMAT),
+    jobId: z.string().regex(NAME_RE, 'not a valid job id'),
+    /** The last completed round. */
+    round: z.int().min(1),
+    /** Digest of the label files, so a resume with other labels is refused. */
+    labelsDigest: z.string(),
+    samples: z.object({ labelRows: z.object({ train: rows, test: rows }), dropped: z.object({ train: z.int().min(0), test: z.int().min(0) }) }),
+    evaluationSkipped: z.string().nullable(),
+    setup: z
+      .object({
+        jobId: z.string(),
+        lambda: nonNegative,
+        loss: z.enum(LOSSES),
+        rounds: z.int().min(1),
+        rho: positive,
+        parties: z.int().min(1),
+        algorithm: z.enum(ALGORITHMS),
+        labelFlip: z.number().min(0).lt(0.5),
+      })
+      .transform((s) => ({ type: 'setup' as const, ...s })),
+    admm: z.object({
+      rho: positive,
+      c: f64,
+      z: f64,
+      dualVar: f64,
+      sum: f64,
+      a: f64,
+      t: f64,
+      slope: f64,
+      curvature: f64,
+      prevShares: z.array(f64),
+      // null (or absent) without acceleration.
+      anderson: z.preprocess((v) => v ?? undefined, andersonSchema.optional()),
+    }),
+    /** Each party's round `round` as it can be replayed to a rejoining party. */
+    replay: z.object({ round: z.int().min(1), rho: positive, cs: z.array(f64), previousShares: z.array(f64), shares: z.array(f64) }),
+    /** The last round as its trace line reports it, and whether it converged (a converged job only finishes). */
+    last: checkpointedRoundSchema,
+  })
+  .superRefine((cp, ctx) => {
+    // The lengths follow from the job: n samples, M parties.
+    const n = cp.samples.labelRows.train.length;
+    const M = cp.setup.parties;
+    const bad = (path: (string | number)[], message: string) => ctx.addIssue({ code: 'custom', path, message });
+    const length = (v: { length: number }, path: (string | number)[], want: number) => v.length !== want && bad(path, `has ${v.length} values, expected ${want}`);
+    const lists = (v: { length: number }[], path: string[], count: number, each: number) =>
+      v.length !== count ? bad(path, `is not a list of ${count} vectors`) : v.forEach((x, m) => length(x, [...path, m], each));
+    if (n === 0) return bad(['samples', 'labelRows', 'train'], 'no training rows');
+    const a = cp.admm;
+    for (const k of ['c', 'z', 'dualVar', 'sum', 'a', 't', 'slope', 'curvature'] as const) length(a[k], ['admm', k], n);
+    lists(a.prevShares, ['admm', 'prevShares'], M, n);
+    if (a.anderson) {
+      const st = a.anderson.state;
+      const dim = (M + 2) * n;
+      const count = st.dF.length;
+      if (count > a.anderson.memory) bad(['admm', 'anderson', 'state'], `holds ${count} differences, more than its memory ${a.anderson.memory}`);
+      for (const k of ['point', 'prevF', 'prevG'] as const) length(st[k], ['admm', 'anderson', 'state', k], dim);
+      lists(st.dF, ['admm', 'anderson', 'state', 'dF'], count, dim);
+      lists(st.dG, ['admm', 'anderson', 'state', 'dG'], count, dim);
+      length(st.gram, ['admm', 'anderson', 'state', 'gram'], count * count);
+      length(st.rhs, ['admm', 'anderson', 'state', 'rhs'], count);
+    }
+    for (const k of ['cs', 'previousShares', 'shares'] as const) lists(cp.replay[k], ['replay', k], M, n);
+    if (cp.replay.round !== cp.round) bad(['replay', 'round'], `${cp.replay.round} is not the checkpoint's round ${cp.round}`);
+  });
+
+/** What the coordinator needs to continue a job after a crash, as it is written and read back. */
+export type Checkpoint = z.output<typeof checkpointSchema>;
 
 // One configured Packr: typed arrays keep their type and bytes (see the protocol's codec).
 const packr = new Packr({ moreTypes: true, useRecords: false });
@@ -191,161 +281,5 @@ export function readCheckpoint(path: string): Checkpoint {
   } catch (err) {
     throw new DataError(path, undefined, `not a checkpoint (${(err as Error).message})`);
   }
-  return validateCheckpoint(value, path);
-}
-
-type Obj = Record<string, unknown>;
-
-/** Rebuild a checkpoint from a decoded value, checking every field; nothing unchecked survives. */
-export function validateCheckpoint(value: unknown, path: string): Checkpoint {
-  const bad = (what: string): never => {
-    throw new DataError(path, undefined, `not a valid checkpoint: ${what}`);
-  };
-  const obj = (v: unknown, what: string): Obj => (typeof v === 'object' && v !== null && !Array.isArray(v) && !ArrayBuffer.isView(v) ? (v as Obj) : bad(`${what} is not a map`));
-  const num = (v: unknown, what: string, ok: (x: number) => boolean = Number.isFinite): number => (typeof v === 'number' && ok(v) ? v : bad(`${what} is ${String(v)}`));
-  const int = (v: unknown, what: string, min = 0) => num(v, what, (x) => Number.isSafeInteger(x) && x >= min);
-  const str = (v: unknown, what: string): string => (typeof v === 'string' ? v : bad(`${what} is not a string`));
-  /** A vector of `n` finite values of the given kind (doubles, or the single-precision Anderson differences). */
-  const floats = <A extends Float64Array | Float32Array>(kind: new (n: number) => A, v: unknown, what: string, n: number): A => {
-    if (!(v instanceof kind)) return bad(`${what} is not a ${kind.name}`);
-    if (v.length !== n) bad(`${what} has ${v.length} values, expected ${n}`);
-    for (let i = 0; i < v.length; i++) if (!Number.isFinite(v[i])) bad(`${what}[${i}] is ${v[i]}`);
-    return v;
-  };
-  const f64 = (v: unknown, what: string, n: number): Float64Array => floats(Float64Array, v, what, n);
-  const lists = <A extends Float64Array | Float32Array>(kind: new (n: number) => A, v: unknown, what: string, count: number, n: number): A[] => {
-    if (!Array.isArray(v) || v.length !== count) return bad(`${what} is not a list of ${count} vectors`);
-    return v.map((x, m) => floats(kind, x, `${what}[${m}]`, n));
-  };
-  const rows = (v: unknown, what: string): Uint32Array => (v instanceof Uint32Array ? v : bad(`${what} is not a Uint32Array`));
-  const oneOf = <T extends string>(v: unknown, what: string, options: readonly T[]): T => (options.find((o) => o === v) ?? bad(`${what} is ${String(v)}`));
-
-  /** Anderson acceleration's state (admm-step.ts, anderson.ts): vectors of the packed state's length. */
-  const andersonState = (v: unknown): NonNullable<AdmmSnapshot['anderson']> => {
-    const x = obj(v, 'admm.anderson');
-    const memory = int(x.memory, 'admm.anderson.memory', 1);
-    const st = obj(x.state, 'admm.anderson.state');
-    const dim = (M + 2) * n;
-    const count = Array.isArray(st.dF) ? st.dF.length : bad('admm.anderson.state.dF is not a list');
-    if (count > memory) bad(`admm.anderson.state holds ${count} differences, more than its memory ${memory}`);
-    const bool = (b: unknown, what: string): boolean => (typeof b === 'boolean' ? b : bad(`${what} is not a boolean`));
-    const cnt = obj(st.counts, 'admm.anderson.state.counts');
-    return {
-      memory,
-      state: {
-        point: f64(st.point, 'admm.anderson.state.point', dim),
-        prevF: f64(st.prevF, 'admm.anderson.state.prevF', dim),
-        prevG: f64(st.prevG, 'admm.anderson.state.prevG', dim),
-        dF: lists(Float32Array, st.dF, 'admm.anderson.state.dF', count, dim),
-        dG: lists(Float32Array, st.dG, 'admm.anderson.state.dG', count, dim),
-        gram: f64(st.gram, 'admm.anderson.state.gram', count * count),
-        rhs: f64(st.rhs, 'admm.anderson.state.rhs', count),
-        havePrev: bool(st.havePrev, 'admm.anderson.state.havePrev'),
-        extrapolated: bool(st.extrapolated, 'admm.anderson.state.extrapolated'),
-        // Infinity before the first point is kept.
-        lastNorm: num(st.lastNorm, 'admm.anderson.state.lastNorm', (y) => y >= 0),
-        counts: { extrapolated: int(cnt.extrapolated, 'admm.anderson.state.counts.extrapolated'), rejected: int(cnt.rejected, 'admm.anderson.state.counts.rejected') },
-      },
-    };
-  };
-
-  const o = obj(value, 'the file');
-  if (o.format !== FORMAT) bad(`format ${String(o.format)} (expected ${FORMAT})`);
-  const jobId = str(o.jobId, 'jobId');
-  if (!NAME_RE.test(jobId)) bad(`jobId '${jobId}'`);
-
-  const s = obj(o.setup, 'setup');
-  const setup: SetupParams = {
-    type: 'setup',
-    jobId: str(s.jobId, 'setup.jobId'),
-    lambda: num(s.lambda, 'setup.lambda', (x) => Number.isFinite(x) && x >= 0),
-    loss: oneOf(s.loss, 'setup.loss', LOSSES),
-    rounds: int(s.rounds, 'setup.rounds', 1),
-    rho: num(s.rho, 'setup.rho', (x) => Number.isFinite(x) && x > 0),
-    parties: int(s.parties, 'setup.parties', 1),
-    algorithm: oneOf(s.algorithm, 'setup.algorithm', ALGORITHMS),
-    // Absent in checkpoints written before label privacy existed: those jobs flipped nothing.
-    labelFlip: num(s.labelFlip, 'setup.labelFlip', (x) => x >= 0 && x < 0.5),
-  };
-  const M = setup.parties;
-
-  const sm = obj(o.samples, 'samples');
-  const lr = obj(sm.labelRows, 'samples.labelRows');
-  const labelRows = { train: rows(lr.train, 'labelRows.train'), test: rows(lr.test, 'labelRows.test') };
-  const n = labelRows.train.length;
-  if (n === 0) bad('no training rows');
-  const dr = obj(sm.dropped, 'samples.dropped');
-  const samples: Samples = {
-    labelRows,
-    dropped: { train: int(dr.train, 'dropped.train'), test: int(dr.test, 'dropped.test') },
-  };
-
-  const a = obj(o.admm, 'admm');
-  const admm: AdmmSnapshot = {
-    rho: num(a.rho, 'admm.rho', (x) => Number.isFinite(x) && x > 0),
-    c: f64(a.c, 'admm.c', n),
-    z: f64(a.z, 'admm.z', n),
-    dualVar: f64(a.dualVar, 'admm.dualVar', n),
-    sum: f64(a.sum, 'admm.sum', n),
-    a: f64(a.a, 'admm.a', n),
-    t: f64(a.t, 'admm.t', n),
-    slope: f64(a.slope, 'admm.slope', n),
-    curvature: f64(a.curvature, 'admm.curvature', n),
-    prevShares: lists(Float64Array, a.prevShares, 'admm.prevShares', M, n),
-    ...(a.anderson === undefined || a.anderson === null ? {} : { anderson: andersonState(a.anderson) }),
-  };
-
-  const round = int(o.round, 'round', 1);
-  const r = obj(o.replay, 'replay');
-  const replay: ReplayPoint = {
-    round: int(r.round, 'replay.round', 1),
-    rho: num(r.rho, 'replay.rho', (x) => Number.isFinite(x) && x > 0),
-    cs: lists(Float64Array, r.cs, 'replay.cs', M, n),
-    previousShares: lists(Float64Array, r.previousShares, 'replay.previousShares', M, n),
-    shares: lists(Float64Array, r.shares, 'replay.shares', M, n),
-  };
-  if (replay.round !== round) bad(`replay.round ${replay.round} is not the checkpoint's round ${round}`);
-
-  const l = obj(o.last, 'last');
-  const st = obj(l.stats, 'last.stats');
-  const nonNeg = (x: number) => Number.isFinite(x) && x >= 0;
-  /** Test metrics may be NaN (the AUC of a one-class test set); a budget is finite. */
-  const numbers = (v: unknown, what: string, names?: readonly string[]): Record<string, number> => {
-    const m = obj(v, what);
-    const out: Record<string, number> = {};
-    for (const [k, x] of Object.entries(m)) {
-      if (names && !names.includes(k)) bad(`${what}.${k} is not expected`);
-      out[k] = names ? num(x, `${what}.${k}`, (y) => Number.isFinite(y) || Number.isNaN(y)) : num(x, `${what}.${k}`);
-    }
-    return out;
-  };
-  const by = obj(l.bytes, 'last.bytes');
-  const last: CheckpointedRound = {
-    stats: {
-      primal: num(st.primal, 'last.stats.primal', nonNeg),
-      dual: num(st.dual, 'last.stats.dual', nonNeg),
-      epsPrimal: num(st.epsPrimal, 'last.stats.epsPrimal', nonNeg),
-      epsDual: num(st.epsDual, 'last.stats.epsDual', nonNeg),
-      rho: num(st.rho, 'last.stats.rho', (x) => Number.isFinite(x) && x > 0),
-    },
-    penaltySq: num(l.penaltySq, 'last.penaltySq', nonNeg),
-    converged: typeof l.converged === 'boolean' ? l.converged : bad('last.converged'),
-    test: l.test === undefined || l.test === null ? undefined : numbers(l.test, 'last.test', ['logLoss', 'accuracy', 'auc', 'rmse']),
-    seconds: num(l.seconds, 'last.seconds', nonNeg),
-    roundSeconds: num(l.roundSeconds, 'last.roundSeconds', nonNeg),
-    bytes: { toCoordinator: int(by.toCoordinator, 'last.bytes.toCoordinator'), fromCoordinator: int(by.fromCoordinator, 'last.bytes.fromCoordinator') },
-    epsilonSpent: numbers(l.epsilonSpent, 'last.epsilonSpent'),
-  };
-  return {
-    format: FORMAT,
-    jobId,
-    round,
-    labelsDigest: str(o.labelsDigest, 'labelsDigest'),
-    samples,
-    evaluationSkipped: o.evaluationSkipped === null ? null : str(o.evaluationSkipped, 'evaluationSkipped'),
-    setup,
-    admm,
-    replay,
-    last,
-  };
+  return parseWith(checkpointSchema, value, path, 'checkpoint');
 }

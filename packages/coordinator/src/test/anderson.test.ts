@@ -346,8 +346,8 @@ test('a checkpoint keeps Anderson acceleration: the restored coordinator sends e
   const snap = co.snapshot();
   const state = snap.anderson!.state;
   await writeCheckpoint(path, { ...cp, admm: { ...snap, anderson: { ...snap.anderson!, memory: 1, state: { ...state, dF: [v(), v()].map(() => new Float32Array((M + 2) * N)), dG: [v(), v()].map(() => new Float32Array((M + 2) * N)) } } } });
-  assert.throws(() => readCheckpoint(path), (err: unknown) => err instanceof DataError && /admm\.anderson\.state holds 2 differences, more than its memory 1/.test(err.message));
+  assert.throws(() => readCheckpoint(path), (err: unknown) => err instanceof DataError && /admm\.anderson\.state: holds 2 differences, more than its memory 1/.test(err.message));
   // The differences are single precision, as kept: double-precision ones (format 4's) are refused.
   await writeCheckpoint(path, { ...cp, admm: { ...snap, anderson: { ...snap.anderson!, state: { ...state, dF: [new Float64Array((M + 2) * N) as unknown as Float32Array], dG: [new Float32Array((M + 2) * N)], gram: Float64Array.of(1), rhs: Float64Array.of(0) } } } });
-  assert.throws(() => readCheckpoint(path), (err: unknown) => err instanceof DataError && /admm\.anderson\.state\.dF\[0\] is not a Float32Array/.test(err.message));
+  assert.throws(() => readCheckpoint(path), (err: unknown) => err instanceof DataError && /admm\.anderson\.state\.dF\[0\]: expected a Float32Array/.test(err.message));
 });

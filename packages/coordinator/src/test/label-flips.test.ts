@@ -175,9 +175,9 @@ test('a checkpoint keeps setup.labelFlip; one without it, or with a value outsid
   assert.equal(readCheckpoint(path).setup.labelFlip, flipProbability(2));
   const { labelFlip: _, ...old } = cp.setup;
   await writeCheckpoint(path, { ...cp, setup: old as typeof cp.setup });
-  assert.throws(() => readCheckpoint(path), (err: unknown) => err instanceof DataError && /setup\.labelFlip is undefined/.test(err.message));
+  assert.throws(() => readCheckpoint(path), (err: unknown) => err instanceof DataError && /setup\.labelFlip: Invalid input: expected number, received undefined/.test(err.message));
   await writeCheckpoint(path, { ...cp, setup: { ...cp.setup, labelFlip: 0.5 } });
-  assert.throws(() => readCheckpoint(path), (err: unknown) => err instanceof DataError && /setup\.labelFlip is 0\.5/.test(err.message));
+  assert.throws(() => readCheckpoint(path), (err: unknown) => err instanceof DataError && /setup\.labelFlip: Too big: expected number to be <0\.5/.test(err.message));
 });
 
 test('the base rate baseline from flipped labels undoes the flips: (q - p) / (1 - 2 p)', () => {
