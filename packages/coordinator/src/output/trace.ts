@@ -5,7 +5,7 @@
 import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { DataError, parseJsonLines, z } from '@admm-share/core';
+import { DataError, describeIssue, parseJsonLines, z } from '@admm-share/core';
 import { NAME_RE } from '@admm-share/protocol';
 import { bytesSchema, testMetricsSchema } from './test-metrics.js';
 
@@ -86,4 +86,11 @@ export function readTrace(path: string): TraceLine[] {
     throw new DataError(path, undefined, `trace line: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
   }
   return parseJsonLines(traceLineSchema, text, path, 'trace line');
+}
+
+/** Check one parsed trace line (line `line` of `path`); a DataError names the file, the line and the field. */
+export function parseTraceLine(value: unknown, path: string, line: number): TraceLine {
+  const r = traceLineSchema.safeParse(value);
+  if (!r.success) throw new DataError(path, line, `trace line: ${describeIssue(r.error)}`);
+  return r.data;
 }
