@@ -1,6 +1,5 @@
 /**
- * The coordinator's configuration (built by cli.ts from the flags, or by tests) and the
- * handle `start` returns. Types only.
+ * The coordinator's configuration (built by cli.ts from the flags, or by tests). Types only.
  */
 import type { AlgorithmName, LossName } from '@admm-share/protocol';
 import type { Variant } from './numerics/admm-step.js';
@@ -9,7 +8,6 @@ import type { LabelPrivacyConfig } from './job/label-flips.js';
 import type { LabelOptions } from './job/labels.js';
 import type { TlsFiles } from './connections/server.js';
 import type { LocalBaseline } from './output/local-baseline.js';
-import type { Summary } from './output/summary.js';
 
 export type { LocalBaseline } from './output/local-baseline.js';
 export type { TlsFiles } from './connections/server.js';
@@ -98,14 +96,4 @@ export interface CoordinatorConfig {
   tls?: TlsFiles;
   /** The job's HTTP port (dashboard, metrics, health); none: no HTTP server. */
   http?: HttpConfig;
-}
-
-export interface CoordinatorHandle {
-  port: number;
-  /** The HTTP port (with `http` in the config). */
-  httpPort?: number;
-  done: Promise<Summary>;
-  /** Resolves once the HTTP port has closed: at the job's end, or `http.lingerMs` after it (at once without HTTP). */
-  httpClosed: Promise<void>;
-  close(): Promise<void>;
 }

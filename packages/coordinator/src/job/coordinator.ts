@@ -13,7 +13,7 @@ import { InternalError, PeerError, applyFlips } from '@admm-share/core';
 import { type Done, type SampleSet, CLOSE_GRACE_MS, ENVELOPE_BYTES, POINT_BYTES, encode } from '@admm-share/protocol';
 import { type AlignedSet, AlignmentError, alignSet } from '../alignment/alignment.js';
 import { noTraffic } from '../bytes.js';
-import type { CoordinatorConfig, CoordinatorHandle, Phase } from '../config.js';
+import type { CoordinatorConfig, Phase } from '../config.js';
 import { type Matched } from '../connections/parties.js';
 import { PartyPort, maxRowsFor } from '../connections/party-port.js';
 import { type StatusServer, startStatusServer } from '../monitoring/status-server.js';
@@ -30,10 +30,21 @@ import { type LabelFlips, resolveLabelFlips } from './label-flips.js';
 import { type Labels, labelsDigest, loadLabels } from './labels.js';
 import { MIN_RESUME_WINDOW_MS, checkResumedLabelPrivacy, readResumable } from './resume.js';
 
-export type { CoordinatorConfig, CoordinatorHandle, HttpConfig, LocalBaseline, Phase, SgdConfig } from '../config.js';
+export type { CoordinatorConfig, HttpConfig, LocalBaseline, Phase, SgdConfig } from '../config.js';
 export type { PartySummary, Summary, TestMetrics, TraceLine } from '../output/summary.js';
 export { defaultRho } from './job.js';
 
+
+/** What `start` returns: the ports, the job's end, and the stop. */
+export interface CoordinatorHandle {
+  port: number;
+  /** The HTTP port (with `http` in the config). */
+  httpPort?: number;
+  done: Promise<Summary>;
+  /** Resolves once the HTTP port has closed: at the job's end, or `http.lingerMs` after it (at once without HTTP). */
+  httpClosed: Promise<void>;
+  close(): Promise<void>;
+}
 
 export async function start(config: CoordinatorConfig, deps: { logger: Logger }): Promise<CoordinatorHandle> {
   return new Coordinator(config, deps.logger).start();

@@ -11,9 +11,11 @@ import { type Traffic, trafficSince } from '../bytes.js';
 import type { CoordinatorConfig } from '../config.js';
 import type { Job, Participation } from '../job/job.js';
 import type { TrainResult } from '../training/loop.js';
+import { oneShotReportSchema } from './one-shot-report.js';
 import { bytesSchema, testMetricsSchema } from './test-metrics.js';
 
 export type { TestMetrics } from './test-metrics.js';
+export type { OneShotReport } from './one-shot-report.js';
 export type { TraceLine } from './trace.js';
 export { TraceWriter } from './trace.js';
 
@@ -23,23 +25,6 @@ const name = z.string().regex(NAME_RE, 'not a valid name');
 
 export const partySummarySchema = z.strictObject({ id: name, features: z.int().min(1), rows: z.int().min(0), testRows: z.int().min(0) });
 export type PartySummary = z.output<typeof partySummarySchema>;
-
-/** What a one-shot job adds to its summary: the combination and the comparisons the user decides on. */
-export const oneShotReportSchema = z.strictObject({
-  /** The label holder's own party, or null when every party is passive. */
-  activeParty: name.nullable(),
-  /** The combined model's weight on each passive party's clipped score. */
-  weights: z.record(name, z.number()),
-  /** Without an active party, the combination's intercept (fitted by the coordinator); null with one (its part holds it). */
-  intercept: z.number().nullable(),
-  /** The active party's local-only model (fitted by it on its own features, no extra release). */
-  local: z.strictObject({ party: name, objective: z.number(), test: testMetricsSchema.optional() }).nullable(),
-  /** Predicting the training labels' base rate for every test row. */
-  baseline: testMetricsSchema.optional(),
-  /** The comparisons that went against the private model, in words. */
-  warnings: z.array(z.string()),
-});
-export type OneShotReport = z.output<typeof oneShotReportSchema>;
 
 /** How a job with noise is labelled when it runs the per-round noisy ADMM. */
 export const RESEARCH_MODE =

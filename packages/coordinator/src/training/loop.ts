@@ -10,7 +10,8 @@ import type { Traffic } from '../bytes.js';
 import type { CoordinatorConfig } from '../config.js';
 import type { Parties } from '../connections/parties.js';
 import type { Job, Participation } from '../job/job.js';
-import type { OneShotReport, TestMetrics } from '../output/summary.js';
+import type { OneShotReport } from '../output/one-shot-report.js';
+import type { TestMetrics } from '../output/test-metrics.js';
 import type { TraceLine } from '../output/trace.js';
 
 /** What a training loop works with: the job, its parties and where its trace goes. */

@@ -13,7 +13,8 @@ import { type ClassificationMetrics, PeerError, classificationMetrics, csrWithCo
 import { type Fitted, type Released, encode } from '@admm-share/protocol';
 import type { Participation } from '../job/job.js';
 import type { PartyConnection } from '../connections/party-connection.js';
-import type { OneShotReport, TestMetrics } from '../output/summary.js';
+import type { OneShotReport } from '../output/one-shot-report.js';
+import type { TestMetrics } from '../output/test-metrics.js';
 import { TraceWriter } from '../output/trace.js';
 import { trafficSince } from '../bytes.js';
 import { type LoopContext, type OneShotResult, assertFinite } from './loop.js';
