@@ -3,12 +3,12 @@
  * "rmse" (any of them)} or null}, the figures of a model on the label holder's own features,
  * fitted outside the job (`admm-share simulate` writes it) and shown beside the job's.
  */
-import { NAME_RE } from '@admm-share/protocol';
 import { readJsonFile, z } from '@admm-share/core';
+import { nameSchema } from './fields.js';
 import { testMetricsSchema } from './test-metrics.js';
 
 export const localBaselineSchema = z.strictObject({
-  party: z.string().regex(NAME_RE, 'not a valid name'),
+  party: nameSchema,
   objective: z.number(),
   test: testMetricsSchema.nullish().transform((t) => t ?? null),
 });

@@ -1,9 +1,7 @@
 /** What a one-shot job adds to its summary (summary.json's `oneShot`), as the one-shot loop reports it. */
-import { NAME_RE } from '@admm-share/protocol';
 import { z } from '@admm-share/core';
+import { nameSchema as name } from './fields.js';
 import { testMetricsSchema } from './test-metrics.js';
-
-const name = z.string().regex(NAME_RE, 'not a valid name');
 
 /** What a one-shot job adds to its summary: the combination and the comparisons the user decides on. */
 export const oneShotReportSchema = z.strictObject({

@@ -6,13 +6,14 @@
 import { join } from 'node:path';
 import { readJsonFile, parseWith, writeFileAtomic, z } from '@admm-share/core';
 import { peakMemoryBytes } from '@admm-share/runtime';
-import { type Classes, ACCOUNTANT_NAMES, ALGORITHMS, LOSSES, MECHANISMS, NAME_RE, STOP_REASONS, VARIANTS } from '@admm-share/protocol';
+import { type Classes, ACCOUNTANT_NAMES, ALGORITHMS, LOSSES, MECHANISMS, STOP_REASONS, VARIANTS } from '@admm-share/protocol';
 import { type Traffic, trafficSince } from '../bytes.js';
 import type { CoordinatorConfig } from '../config.js';
 import type { Job, Participation } from '../job/job.js';
 import type { TrainResult } from '../training/loop.js';
 import { oneShotReportSchema } from './one-shot-report.js';
-import { bytesSchema, testMetricsSchema } from './test-metrics.js';
+import { bytesSchema, nameSchema as name } from './fields.js';
+import { testMetricsSchema } from './test-metrics.js';
 
 export type { TestMetrics } from './test-metrics.js';
 export type { OneShotReport } from './one-shot-report.js';
@@ -20,8 +21,6 @@ export type { TraceLine } from './trace.js';
 export { TraceWriter } from './trace.js';
 
 export const SUMMARY_FILE = 'summary.json';
-
-const name = z.string().regex(NAME_RE, 'not a valid name');
 
 export const partySummarySchema = z.strictObject({ id: name, features: z.int().min(1), rows: z.int().min(0), testRows: z.int().min(0) });
 export type PartySummary = z.output<typeof partySummarySchema>;

@@ -11,9 +11,6 @@ const metric = (max?: number) => z.union([z.null().transform(() => NaN), max ===
 export const testMetricsSchema = z.strictObject({ logLoss: metric().optional(), accuracy: metric(1).optional(), auc: metric(1).optional(), rmse: metric().optional() });
 export type TestMetrics = z.output<typeof testMetricsSchema>;
 
-/** The bytes a job or a round moved on the parties' port, as the output files name them. */
-export const bytesSchema = z.strictObject({ toCoordinator: z.int().min(0), fromCoordinator: z.int().min(0) });
-
 /** The metrics of the model's scores against the labels: log loss, accuracy and AUC, or RMSE for squared loss. */
 export function testMetrics(loss: LossName, scores: Float64Array, y: Float64Array): TestMetrics {
   if (loss === 'logistic') return classificationMetrics(scores, y);

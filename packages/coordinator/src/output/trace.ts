@@ -6,11 +6,9 @@ import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, w
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { DataError, describeIssue, parseJsonLines, z } from '@admm-share/core';
-import { NAME_RE } from '@admm-share/protocol';
-import { bytesSchema, testMetricsSchema } from './test-metrics.js';
+import { byParty, bytesSchema } from './fields.js';
+import { testMetricsSchema } from './test-metrics.js';
 
-/** A map keyed by party id (a valid name). */
-export const byParty = <T extends z.ZodType>(value: T) => z.record(z.string().regex(NAME_RE, 'not a valid name'), value);
 
 export const traceLineSchema = z.strictObject({
   round: z.int().min(1),

@@ -12,13 +12,14 @@ import { accessSync, constants, mkdirSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Logger } from 'pino';
 import { type LabelTable, ConfigError, DataError, labelKey, numericLabels, readIdFile, readJsonFile, readLabelFile, sigmoidNeg, writeFileAtomic, z } from '@admm-share/core';
-import { type Classes, ENVELOPE_BYTES, NAME_RE, POINT_BYTES, encode } from '@admm-share/protocol';
+import { type Classes, ENVELOPE_BYTES, POINT_BYTES, encode } from '@admm-share/protocol';
 import { noTraffic } from '../bytes.js';
 import type { PartyConnection } from '../connections/party-connection.js';
 import { PartyPort, checkCredentials, maxRowsFor } from '../connections/party-port.js';
 import type { TlsFiles } from '../connections/server.js';
 import type { LabelOptions } from '../job/labels.js';
 import { type JobDescription, combineScores, modelMismatch, readJobFile } from '../output/job-file.js';
+import { nameSchema as name } from '../output/fields.js';
 import { testMetrics, testMetricsSchema } from '../output/test-metrics.js';
 
 /** What to do with an id that a party does not hold: refuse the job (or request), or score it without that party's part. */
@@ -53,8 +54,6 @@ export interface PredictConfig extends Omit<ScoringNetConfig, 'maxRows'> {
   out: string;
   maxRowsFactor: number;
 }
-
-const name = z.string().regex(NAME_RE, 'not a valid name');
 
 /** A prediction job's summary (predictions.json next to predictions.csv). */
 export const predictSummarySchema = z.strictObject({
