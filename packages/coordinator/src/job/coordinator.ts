@@ -14,7 +14,7 @@ import { type Done, type SampleSet, CLOSE_GRACE_MS, ENVELOPE_BYTES, POINT_BYTES,
 import { type AlignedSet, AlignmentError, alignSet } from '../alignment/alignment.js';
 import { noTraffic } from '../bytes.js';
 import type { CoordinatorConfig, Phase } from '../config.js';
-import { type Matched } from '../connections/parties.js';
+import type { Matched } from '../connections/parties.js';
 import { PartyPort, maxRowsFor } from '../connections/party-port.js';
 import { type StatusServer, startStatusServer } from '../monitoring/status-server.js';
 import { Monitor } from '../monitoring/monitor.js';
@@ -33,7 +33,6 @@ import { MIN_RESUME_WINDOW_MS, checkResumedLabelPrivacy, readResumable } from '.
 export type { CoordinatorConfig, HttpConfig, LocalBaseline, Phase, SgdConfig } from '../config.js';
 export type { PartySummary, Summary, TestMetrics, TraceLine } from '../output/summary.js';
 export { defaultRho } from './job.js';
-
 
 /** What `start` returns: the ports, the job's end, and the stop. */
 export interface CoordinatorHandle {

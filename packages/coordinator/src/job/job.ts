@@ -23,12 +23,13 @@ export function defaultRho(variant: Variant, n: number): number {
   return (variant === 'exact' ? 0.01 : 0.3) / n;
 }
 
-/** The configuration's own consistency, checked before anything is read or opened. */
+/** The configuration's own consistency (and every party's credential), checked before anything is read or opened. */
 export function checkConfig(config: CoordinatorConfig, log: Logger): void {
   if (config.parties.length === 0) throw new ConfigError('no parties configured');
   if (config.activeParty !== undefined && !config.parties.includes(config.activeParty))
     throw new ConfigError(`--active-party ${config.activeParty} is not one of --parties ${config.parties.join(', ')}`);
   if (new Set(config.parties).size !== config.parties.length) throw new ConfigError(`party ids must be distinct: ${config.parties.join(', ')}`);
+  checkCredentials(config.parties, config.credentials, log);
   if (config.labelPrivacy) {
     const { epsilon } = config.labelPrivacy;
     if (!(Number.isFinite(epsilon) && epsilon > 0)) throw new ConfigError(`--label-epsilon must be a positive number, got ${epsilon}`);

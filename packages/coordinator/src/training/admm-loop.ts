@@ -9,7 +9,6 @@
  * The loop stops at convergence, at the last round, or when a party's budget refuses a round.
  */
 import { join } from 'node:path';
-import type { Logger } from 'pino';
 import { PeerError, trainingLoss } from '@admm-share/core';
 import type { Exhausted, Resume, Share, SolverStats, StopReason } from '@admm-share/protocol';
 import { AdmmCoordinator } from '../numerics/admm-step.js';
