@@ -219,7 +219,7 @@ export class AdmmCoordinator {
     this.lossNext = split ? sharedArray(Int32Array, 1) : new Int32Array(1);
     this.lossSums = f64(chunks);
     const shared = { next: this.next, sums: this.chunkSums, checks: this.checks, lossNext: this.lossNext, lossSums: this.lossSums };
-    this.split = split ? new StepTeam(this.arrays, { name: opts.loss.name, labelFlip: opts.loss.labelFlip ?? 0 }, shared, this.anderson?.splitInit) : undefined;
+    this.split = split ? new StepTeam(this.arrays, { name: opts.loss.name, labelFlip: opts.loss.labelFlip ?? 0 }, shared, this.anderson?.teamInit) : undefined;
     // One worker thread for the step's passes and Anderson's, which follow them.
     if (this.split && this.anderson) this.anderson.useTeam(this.split.thread);
   }

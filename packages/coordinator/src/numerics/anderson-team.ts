@@ -2,7 +2,7 @@
 // the passes' chunks (chunks.ts, claimChunks) until none is left, on shared memory.
 import { type ThreadTeam, type VectorKernels, type VectorMemory, sharedArray, vectorKernels } from '@admm-share/core';
 import { ROW, firstPass, nextPoint } from './anderson-kernels.js';
-import { claimChunks, runSplit, type SplitData, splitTeam } from './chunks.js';
+import { claimChunks, runShared, type TeamData, stepThreadTeam } from './chunks.js';
 
 /**
  * Elements of the state in a chunk of Anderson's passes: even, so that the kernels' two lanes
@@ -30,7 +30,7 @@ const FIRST_PASS = 3;
 const NEXT_POINT = 4;
 
 /** What the worker thread is given. */
-export interface SplitInit extends SharedState, SplitData {
+export interface AndersonTeamInit extends SharedState, TeamData {
   kind: 'anderson';
   /** [slot, kept count, kept slots..., difference count, difference slots...] (2 * memory + 3 entries). */
   slots: Int32Array;
@@ -49,7 +49,7 @@ export function nextPointChunks(s: SharedState, f: Float64Array, ds: readonly Fl
 }
 
 /** What a worker thread needs for Anderson's passes on `state`. */
-export function andersonInit(state: SharedState): SplitInit {
+export function andersonInit(state: SharedState): AndersonTeamInit {
   const memory = state.dF.length;
   return { ...state, kind: 'anderson', slots: sharedArray(Int32Array, 2 * memory + 3), gamma: sharedArray(Float64Array, memory) };
 }
@@ -63,10 +63,10 @@ export class AndersonTeam {
   private readonly team: ThreadTeam;
 
   constructor(
-    private readonly init: SplitInit,
+    private readonly init: AndersonTeamInit,
     private readonly shared?: ThreadTeam,
   ) {
-    this.team = shared ?? splitTeam(init);
+    this.team = shared ?? stepThreadTeam(init);
   }
 
   firstPass(slot: number, keep: readonly number[], mine: () => void): void {
@@ -74,7 +74,7 @@ export class AndersonTeam {
     slots[0] = slot;
     slots[1] = keep.length;
     keep.forEach((j, k) => (slots[2 + k] = j));
-    runSplit(this.team, FIRST_PASS, mine);
+    runShared(this.team, FIRST_PASS, mine);
   }
 
   nextPoint(order: readonly number[], gamma: Float64Array | undefined, mine: () => void): void {
@@ -83,7 +83,7 @@ export class AndersonTeam {
     slots[at] = order.length;
     order.forEach((j, k) => (slots[at + 1 + k] = j));
     if (gamma) this.init.gamma.set(gamma);
-    runSplit(this.team, NEXT_POINT, mine);
+    runShared(this.team, NEXT_POINT, mine);
   }
 
   close(): void {
@@ -92,7 +92,7 @@ export class AndersonTeam {
 }
 
 /** The worker thread's side: the chunks it takes of each pass asked for. */
-export function andersonCalls(init: SplitInit): (job: number) => void {
+export function andersonCalls(init: AndersonTeamInit): (job: number) => void {
   const { slots, gamma, dF, dG } = init;
   const k = init.memory && vectorKernels(init.memory);
   const at = 2 + dF.length;

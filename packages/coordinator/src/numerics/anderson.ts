@@ -35,7 +35,7 @@
  */
 import { ConfigError, type ThreadTeam, type VectorKernels, type VectorMemory, sharedArray, vectorLayout, vectorMemory } from '@admm-share/core';
 import { NEW_RHS, NEW_SQ, NORM_SQ, ROW } from './anderson-kernels.js';
-import { ANDERSON_CHUNK, AndersonTeam, type SharedState, type SplitInit, andersonInit, firstPassChunks, nextPointChunks } from './anderson-team.js';
+import { ANDERSON_CHUNK, AndersonTeam, type SharedState, type AndersonTeamInit, andersonInit, firstPassChunks, nextPointChunks } from './anderson-team.js';
 import { addChunkSums, chunkCount, splitByDefault } from './chunks.js';
 
 /** The default memory (docs/rho.md has the measurements behind it), and the largest accepted. */
@@ -99,7 +99,7 @@ export class Anderson {
   /** What both threads' passes work on, the chunks' sums among it (anderson-team.ts). */
   private readonly shared: SharedState;
   /** What a worker thread needs for the passes (split only). */
-  readonly splitInit: SplitInit | undefined;
+  readonly teamInit: AndersonTeamInit | undefined;
   /** The coordinator step's thread, when the passes use it instead of one of their own (useTeam). */
   private team: ThreadTeam | undefined;
   /**
@@ -148,7 +148,7 @@ export class Anderson {
     const { input: f, point, prevF, prevG, dF, dG } = this;
     const next = this.parallel ? sharedArray(Int32Array, 1) : new Int32Array(1);
     this.shared = { f, point, prevF, prevG, dF, dG, next, sums: chunkSums, memory: this.wasm?.memory };
-    this.splitInit = this.parallel ? andersonInit(this.shared) : undefined;
+    this.teamInit = this.parallel ? andersonInit(this.shared) : undefined;
     this.sums = new Float64Array(ROW + memory);
     this.gram = new Float64Array(memory * memory);
     this.rhs = new Float64Array(memory);
@@ -160,7 +160,7 @@ export class Anderson {
     this.split = undefined;
   }
 
-  /** Run the split passes in `team`'s thread, started with `splitInit` among its data (the coordinator's step thread). */
+  /** Run the split passes in `team`'s thread, started with `teamInit` among its data (the coordinator's step thread). */
   useTeam(team: ThreadTeam): void {
     this.close();
     this.team = team;
@@ -192,7 +192,7 @@ export class Anderson {
     }
     const { sums, shared } = this;
     const k = this.wasm?.kernels;
-    const split = this.splitInit ? (this.split ??= new AndersonTeam(this.splitInit, this.team)) : undefined;
+    const split = this.teamInit ? (this.split ??= new AndersonTeam(this.teamInit, this.team)) : undefined;
     const pass1 = () => firstPassChunks(shared, f, dFs, dGs, kept, k);
     shared.next[0] = 0;
     if (split) split.firstPass(slot, keep, pass1);

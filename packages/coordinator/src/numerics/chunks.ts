@@ -1,8 +1,9 @@
 // A second thread for the coordinator's step. The parties wait while the coordinator steps, so
 // on a machine with two cores or more the step's passes over every sample can be shared: the
-// main thread and a worker thread (a ThreadTeam of one) each take the next chunk of a pass
-// left (claimChunks), on shared memory; the step stays synchronous. Two users, one thread:
-// the z-update's passes (admm-step.ts, StepTeam) and Anderson acceleration's (anderson-team.ts).
+// main thread and a worker thread (a ThreadTeam of one, its entry step-thread.ts) each take the
+// next chunk of a pass left (claimChunks), on shared memory; the step stays synchronous. Two
+// teams, one thread: the z-update's passes (StepTeam, step-team.ts) and Anderson
+// acceleration's (AndersonTeam, anderson-team.ts).
 import { availableParallelism } from 'node:os';
 import { InternalError, ThreadTeam } from '@admm-share/core';
 
@@ -20,13 +21,13 @@ export function splitByDefault(length: number): boolean {
   return length >= SPLIT_FROM && availableParallelism() > 1;
 }
 
-/** What a split worker's data names: which user it serves. */
-export interface SplitData {
+/** What the step's thread is given (its team's data): which user it serves. */
+export interface TeamData {
   kind: 'anderson' | 'step';
 }
 
 /** One worker thread (step-thread.ts) for `data`'s passes; its failure is an InternalError naming it. */
-export function splitTeam(data: SplitData): ThreadTeam {
+export function stepThreadTeam(data: TeamData): ThreadTeam {
   const name = `the coordinator's ${data.kind} worker thread`;
   return new ThreadTeam({ script: new URL('./step-thread.js', import.meta.url), data: () => data, threads: 1, name, fail: (failure) => new InternalError(`in ${name}`, failure) });
 }
@@ -36,7 +37,7 @@ export function splitTeam(data: SplitData): ThreadTeam {
  * return once both are done; a thread that has not begun by the time `mine` has taken the last
  * chunk skips the call instead of holding the step until it wakes (ThreadTeam.waitOrSkip).
  */
-export function runSplit(team: ThreadTeam, job: number, mine: () => void): void {
+export function runShared(team: ThreadTeam, job: number, mine: () => void): void {
   team.begin(job);
   mine();
   team.waitOrSkip();

@@ -3,8 +3,8 @@
 // Anderson acceleration's chunks (anderson-team.ts) right after the step's.
 import { type Loss, type LossName, type ThreadTeam, sharedArray, trainingLoss, vectorKernels } from '@admm-share/core';
 import { type StepArrays, type StepParams, lossChunks, stepChunks, unpackChunks } from './admm-kernels.js';
-import { type SplitInit, andersonCalls } from './anderson-team.js';
-import { type SplitData, runSplit, splitTeam } from './chunks.js';
+import { type AndersonTeamInit, andersonCalls } from './anderson-team.js';
+import { type TeamData, runShared, stepThreadTeam } from './chunks.js';
 
 const STEP = 1;
 const UNPACK = 2;
@@ -12,7 +12,7 @@ const UNPACK = 2;
 const LOSS = 5;
 
 /** What the worker thread is given: the arrays (in shared memory) and the loss by name, to make it again there. */
-export interface StepInit extends SplitData {
+export interface StepInit extends TeamData {
   kind: 'step';
   arrays: StepArrays;
   loss: { name: LossName; labelFlip: number };
@@ -27,7 +27,7 @@ export interface StepInit extends SplitData {
   lossNext: Int32Array;
   lossSums: Float64Array;
   /** Anderson acceleration's arrays, when its passes run in this thread too (ops 3 and 4). */
-  anderson: SplitInit | undefined;
+  anderson: AndersonTeamInit | undefined;
 }
 
 export class StepTeam {
@@ -38,10 +38,10 @@ export class StepTeam {
     arrays: StepArrays,
     loss: { name: LossName; labelFlip: number },
     shared: Pick<StepInit, 'next' | 'sums' | 'checks' | 'lossNext' | 'lossSums'>,
-    anderson: SplitInit | undefined,
+    anderson: AndersonTeamInit | undefined,
   ) {
     this.init = { kind: 'step', arrays, loss, params: sharedArray(Float64Array, 4), ...shared, anderson };
-    this.team = splitTeam(this.init);
+    this.team = stepThreadTeam(this.init);
   }
 
   /** The worker thread, for Anderson's passes (Anderson.useTeam). */
@@ -56,11 +56,11 @@ export class StepTeam {
     params[1] = p.rho;
     params[2] = p.alpha;
     params[3] = p.weight;
-    runSplit(this.team, STEP, mine);
+    runShared(this.team, STEP, mine);
   }
 
   unpack(mine: () => void): void {
-    runSplit(this.team, UNPACK, mine);
+    runShared(this.team, UNPACK, mine);
   }
 
   /**

@@ -1,6 +1,6 @@
 // The worker thread of the coordinator's step (chunks.ts): its chunks of each pass, the step's and Anderson's.
 import { type TeamWorkerData, serveTeam } from '@admm-share/core';
-import { type SplitInit, andersonCalls } from './anderson-team.js';
+import { type AndersonTeamInit, andersonCalls } from './anderson-team.js';
 import { type StepInit, stepCalls } from './step-team.js';
 
-serveTeam<(SplitInit | StepInit) & TeamWorkerData>((init) => (init.kind === 'anderson' ? andersonCalls(init) : stepCalls(init)));
+serveTeam<(AndersonTeamInit | StepInit) & TeamWorkerData>((init) => (init.kind === 'anderson' ? andersonCalls(init) : stepCalls(init)));
