@@ -10,11 +10,9 @@
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { InternalError, PeerError, applyFlips } from '@admm-share/core';
-import { type Done, type SampleSet, CLOSE_GRACE_MS, ENVELOPE_BYTES, POINT_BYTES, encode } from '@admm-share/protocol';
-import { type AlignedSet, AlignmentError, alignSet } from '../alignment/alignment.js';
+import { type Done, CLOSE_GRACE_MS, ENVELOPE_BYTES, POINT_BYTES, encode } from '@admm-share/protocol';
 import { noTraffic } from '../bytes.js';
 import type { CoordinatorConfig, Phase } from '../config.js';
-import type { Matched } from '../connections/parties.js';
 import { PartyPort, maxRowsFor } from '../connections/party-port.js';
 import { type StatusServer, startStatusServer } from '../monitoring/status-server.js';
 import { Monitor } from '../monitoring/monitor.js';
@@ -25,7 +23,7 @@ import type { TraceLine } from '../output/trace.js';
 import { AdmmLoop } from '../training/admm-loop.js';
 import type { LoopContext, TrainingLoop } from '../training/loop.js';
 import { LOOPS } from '../training/loops.js';
-import { type Job, buildJob, checkConfig, evaluationSkipReason, participation, resolveAlgorithm, setupFor } from './job.js';
+import { type Job, alignOrBlame, buildJob, checkConfig, evaluationSkipReason, participation, resolveAlgorithm, setupFor } from './job.js';
 import { type LabelFlips, resolveLabelFlips } from './label-flips.js';
 import { type Labels, labelsDigest, loadLabels } from './labels.js';
 import { MIN_RESUME_WINDOW_MS, checkResumedLabelPrivacy, readResumable } from './resume.js';
@@ -236,8 +234,8 @@ class Coordinator {
     const skip = evaluationSkipReason(this.testLabels, parties.list);
     if (skip) log.warn({ parties: skip.parties }, skip.reason);
     const skipped = skip?.reason;
-    const train = this.align('train', this.labels, matched);
-    const test = this.testLabels && !skipped ? this.align('test', this.testLabels, matched) : undefined;
+    const train = alignOrBlame('train', this.labels, parties, matched);
+    const test = this.testLabels && !skipped ? alignOrBlame('test', this.testLabels, parties, matched) : undefined;
     const samples = {
       labelRows: { train: train.labelRows, test: test?.labelRows ?? new Uint32Array(0) },
       dropped: { train: train.dropped, test: test?.dropped ?? 0 },
@@ -292,18 +290,6 @@ class Coordinator {
     // What sees each trace line: the monitor, when there is an HTTP port.
     const onTrace = monitor ? (line: TraceLine) => monitor.traced(line) : undefined;
     return { cfg: this.cfg, job, parties: this.parties, log: this.log, traffic: this.traffic, labelsDigest: this.labelsDigest, onTrace };
-  }
-
-  /** Align one set; a party at fault is named and closed, and the job fails. */
-  private align(set: SampleSet, labels: Labels, matched: Matched[]): AlignedSet {
-    try {
-      return alignSet(set, labels.ids.length, this.parties.list.map((p, m) => ({ id: p.id, positions: matched[m][set] ?? new Int32Array(0) })));
-    } catch (err) {
-      if (!(err instanceof AlignmentError)) throw err;
-      const culprit = err.party === undefined ? undefined : this.parties.byId(err.party);
-      for (const p of culprit ? [culprit] : this.parties.list) p.close('alignment', err.message);
-      throw new PeerError(culprit ? `party ${culprit.id}: ${err.message}` : err.message);
-    }
   }
 
   /** Wait for `p` unless the job fails first. */

@@ -5,8 +5,10 @@
  * ready messages add to it (privacy settings, the rounds their budgets pay for).
  */
 import type { Logger } from 'pino';
-import { ConfigError } from '@admm-share/core';
-import type { AlgorithmName, PrivacyInfo, Setup } from '@admm-share/protocol';
+import { ConfigError, PeerError } from '@admm-share/core';
+import type { AlgorithmName, PrivacyInfo, SampleSet, Setup } from '@admm-share/protocol';
+import { type AlignedSet, AlignmentError, alignSet } from '../alignment/alignment.js';
+import type { Matched, Parties } from '../connections/parties.js';
 import type { Variant } from '../numerics/admm-step.js';
 import type { CoordinatorConfig } from '../config.js';
 import type { Labels } from './labels.js';
@@ -161,4 +163,16 @@ export function participation(cfg: CoordinatorConfig, parties: readonly PartyCon
   if (maxRounds < cfg.maxRounds) log.warn({ maxRounds, requested: cfg.maxRounds }, "rounds capped by a party's privacy budget");
   for (const q of privacy) log.info(q, `party ${q.party} privacy: ${q.mechanism}${q.seeded ? ' (SEEDED noise: predictable)' : ''}`);
   return { privacy, maxRounds, noisy: privacy.some((q) => q.mechanism !== 'none') };
+}
+
+/** Align one set; a party at fault is named and closed, and the job fails. */
+export function alignOrBlame(set: SampleSet, labels: Labels, parties: Parties, matched: Matched[]): AlignedSet {
+  try {
+    return alignSet(set, labels.ids.length, parties.list.map((p, m) => ({ id: p.id, positions: matched[m][set] ?? new Int32Array(0) })));
+  } catch (err) {
+    if (!(err instanceof AlignmentError)) throw err;
+    const culprit = err.party === undefined ? undefined : parties.byId(err.party);
+    for (const p of culprit ? [culprit] : parties.list) p.close('alignment', err.message);
+    throw new PeerError(culprit ? `party ${culprit.id}: ${err.message}` : err.message);
+  }
 }
