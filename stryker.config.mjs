@@ -15,7 +15,7 @@
 // not report coverage; they are left out.
 //
 // Scope a run with --mutate, e.g.
-//   npm run mutation -- --mutate packages/party/src/privacy.ts
+//   npm run mutation -- --mutate packages/party/src/privacy/budget.ts
 // Keep --concurrency at 1 or 2: the machines have 2 cores.
 
 /** @type {import('@stryker-mutator/api/core').PartialStrykerOptions} */
@@ -24,12 +24,12 @@ export default {
   testRunner: 'tap',
   plugins: ['@stryker-mutator/tap-runner'],
   mutate: [
-    'packages/party/src/privacy.ts',
+    'packages/party/src/privacy/{mechanism,budget,privacy}.ts',
     'packages/core/src/privacy/accounting.ts',
     'packages/core/src/privacy/noise.ts',
     'packages/core/src/model/losses.ts',
-    'packages/coordinator/src/admm.ts',
-    'packages/party/src/xupdate.ts',
+    'packages/coordinator/src/numerics/admm-step.ts',
+    'packages/party/src/xupdate/{block-operator,gram,eigen,cholesky,conjugate-gradients,privacy-ball,ridge-xupdate}.ts',
   ],
   tap: {
     testFiles: [

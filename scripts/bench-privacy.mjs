@@ -25,7 +25,9 @@ function simulate(args, baselines = false) {
       console.error(r.stdout, r.stderr);
       process.exit(1);
     }
-    return JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+    // simulate writes its baselines beside the coordinator's summary, in simulation.json.
+    const read = (name) => JSON.parse(readFileSync(join(out, name), 'utf8'));
+    return { ...read('summary.json'), ...read('simulation.json') };
   } finally {
     rmSync(out, { recursive: true, force: true });
   }

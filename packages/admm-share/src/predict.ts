@@ -3,10 +3,10 @@
 // its training data, each party's block is written in its own random row order (the private
 // set intersection aligns them), and the coordinator (admm-coordinator predict) and one party
 // per block (admm-party predict) run on localhost with the run's model files and credentials.
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { ConfigError, binaryLabels, csrSelectRows, csrSliceColumns, formatLabelsCsv, formatLibsvmWithIds, randomPermutation, readLibsvm, writeFileAtomic } from '@admm-share/core';
-import { JOB_FILE, type PredictSummary, type MissingPolicy, predictLine, readJobFile } from '@admm-share/coordinator';
+import { JOB_FILE, type PredictSummary, type MissingPolicy, predictLine, readJobFile, readPredictSummary } from '@admm-share/coordinator';
 import { type Child, killAll } from './processes.js';
 import { runProcesses } from './launch.js';
 import { SimulationError } from './errors.js';
@@ -105,7 +105,7 @@ export async function predictRun(opts: PredictRunOptions, out: NodeJS.WriteStrea
     killAll(children);
     process.off('exit', cleanup);
   }
-  const result = JSON.parse(readFileSync(outFile.replace(/(\.csv)?$/, '.json'), 'utf8')) as PredictSummary;
+  const result = readPredictSummary(outFile.replace(/(\.csv)?$/, '.json'));
   const trained = job.test;
   out.write(`${predictLine(result)}\n`);
   if (trained && result.metrics && 'logLoss' in result.metrics && trained.logLoss !== undefined)

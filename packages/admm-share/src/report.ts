@@ -1,6 +1,7 @@
-// What a simulation reports: the summary it returns and writes (the coordinator's summary.json
-// plus the baseline models and the file paths), the baselines themselves (central on all
-// features, party 1 alone), and the human-readable lines and result table.
+// What a simulation reports: the summary it returns (the coordinator's summary.json plus the
+// baseline models and the file paths; simulate.ts writes what it adds to simulation.json), the
+// baselines themselves (central on all features, party 1 alone), and the human-readable lines
+// and result table.
 import { join } from 'node:path';
 import {
   type ClassificationMetrics,
@@ -11,7 +12,6 @@ import {
   fitCentral,
   logistic,
   predictScores,
-  writeFileAtomic,
 } from '@admm-share/core';
 import { type Summary, type TestMetrics, baseRateMetrics, comparisonWarnings, labelPrivacyLine, readSummary } from '@admm-share/coordinator';
 import type { SimulationData } from './datasets.js';
@@ -56,7 +56,8 @@ export function describeData({ source, train, test, blocks }: SimulationData): s
 
 /**
  * The coordinator's summary.json with the file paths and, if asked, the baselines; `total`
- * seconds count from `started`. Written back over summary.json.
+ * seconds count from `started`. summary.json stays the coordinator's: simulate writes what it
+ * adds to simulation.json.
  */
 export function completeSummary(
   job: Job,
@@ -86,7 +87,6 @@ export function completeSummary(
     if (summary.privacy.some((q) => q.mechanism !== 'none')) result.warnings = privateWarnings(result);
   } else if (summary.oneShot?.warnings.length) result.warnings = summary.oneShot.warnings; // the coordinator's: against the active party's own fit
   result.seconds = { ...summary.seconds, total: (performance.now() - started) / 1000 };
-  writeFileAtomic(join(dir, 'summary.json'), JSON.stringify(result, null, 2) + '\n');
   return result;
 }
 

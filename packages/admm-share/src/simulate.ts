@@ -27,6 +27,13 @@ export interface SimulateOptions extends DataOptions, LaunchOptions {
 /** The local-only baseline simulate fits before a job with a dashboard, in the run's folder. */
 export const LOCAL_BASELINE_FILE = 'local-baseline.json';
 
+/**
+ * What simulate adds to the coordinator's summary.json, in a file of its own (summary.json has
+ * one writer, the coordinator): the baselines and the warnings against them, the run's files,
+ * each process's peak memory, and the seconds of the whole simulation.
+ */
+export const SIMULATION_FILE = 'simulation.json';
+
 /** What `simulate` prints when the coordinator's dashboard listens (the line scripts and tests look for). */
 export const DASHBOARD_LINE = /^dashboard: (http:\/\/\S+)$/m;
 
@@ -78,6 +85,8 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
     });
     progress.done();
     const result = completeSummary(job, data, opts, progress, started, peaks, local);
+    const { baselines, warnings, files, peakMemory } = result;
+    writeFileAtomic(join(dir, SIMULATION_FILE), JSON.stringify({ ...(baselines ? { baselines } : {}), ...(warnings ? { warnings } : {}), files, peakMemory, seconds: { total: result.seconds.total } }, null, 2) + '\n');
     out.write(formatTable(result));
     out.write(writtenTo(dir));
     if (lingering) {

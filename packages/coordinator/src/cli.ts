@@ -6,18 +6,19 @@ import { ConfigError, DEFAULT_LAMBDA, DataError, FILE_FORMATS, LABEL_ID_MODES, L
 import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, requireInteger, requireNonNegative, requirePositive, runService } from '@admm-share/runtime';
 import { ALGORITHMS, HEARTBEAT_MS, LOSSES, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS, VARIANTS } from '@admm-share/protocol';
 import type { Logger } from 'pino';
-import { type CoordinatorConfig, start } from './coordinator.js';
-import { MISSING_POLICIES, type PredictConfig, predict, predictLine } from './predict.js';
-import { DEFAULT_ANDERSON, requireAnderson } from './anderson.js';
-import { resultLine } from './report.js';
-import { readLocalBaseline } from './report-read.js';
-import { type ServeConfig, serve } from './serve.js';
-import { MIN_SECRET_CHARS } from './http.js';
-import { DEFAULT_CHECKPOINT_SECONDS, checkpointPolicy } from './checkpoint.js';
+import { type CoordinatorConfig, start } from './job/coordinator.js';
+import type { TlsFiles } from './connections/server.js';
+import { MISSING_POLICIES, type PredictConfig, predict, predictLine } from './prediction/predict.js';
+import { DEFAULT_ANDERSON, requireAnderson } from './numerics/anderson.js';
+import { resultLine } from './output/summary.js';
+import { readLocalBaseline } from './output/local-baseline.js';
+import { type ServeConfig, serve } from './prediction/serve.js';
+import { MIN_SECRET_CHARS } from './connections/http.js';
+import { DEFAULT_CHECKPOINT_SECONDS, checkpointPolicy } from './output/checkpoint.js';
 
 const TOOL = 'admm-coordinator';
 
-function readTls(cert?: string, key?: string, clientCa?: string): { cert: string; key: string; clientCa?: string } | undefined {
+function readTls(cert?: string, key?: string, clientCa?: string): TlsFiles | undefined {
   if (cert === undefined && key === undefined) {
     if (clientCa !== undefined) throw new ConfigError('--tls-client-ca needs --tls-cert and --tls-key');
     return undefined;

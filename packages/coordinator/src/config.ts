@@ -1,13 +1,16 @@
 /**
- * The coordinator's configuration (built by cli.ts from the flags, or by tests) and the
- * handle `start` returns. Types only.
+ * The coordinator's configuration (built by cli.ts from the flags, or by tests). Types only.
  */
 import type { AlgorithmName, LossName } from '@admm-share/protocol';
-import type { Variant } from './admm.js';
-import type { CheckpointPolicy } from './checkpoint.js';
-import type { LabelPrivacyConfig } from './label-flips.js';
-import type { LabelOptions } from './labels.js';
-import type { Summary, TestMetrics } from './report.js';
+import type { Variant } from './numerics/admm-step.js';
+import type { CheckpointPolicy } from './output/checkpoint.js';
+import type { LabelPrivacyConfig } from './job/label-flips.js';
+import type { LabelOptions } from './job/labels.js';
+import type { TlsFiles } from './connections/server.js';
+import type { LocalBaseline } from './output/local-baseline.js';
+
+export type { LocalBaseline } from './output/local-baseline.js';
+export type { TlsFiles } from './connections/server.js';
 
 /** Where a job is (coordinator.ts): before `waiting` the parties' port is not listening yet. */
 export type Phase = 'starting' | 'waiting' | 'setup' | 'training' | 'finishing' | 'done' | 'failed';
@@ -27,13 +30,6 @@ export interface HttpConfig {
    * one-shot job's active party fits its own, which takes precedence.
    */
   localBaseline?: LocalBaseline;
-}
-
-/** A model on one party's features alone: its training objective and its test metrics. */
-export interface LocalBaseline {
-  party: string;
-  objective: number;
-  test: TestMetrics | null;
 }
 
 export interface SgdConfig {
@@ -97,17 +93,7 @@ export interface CoordinatorConfig {
    */
   labelPrivacy?: LabelPrivacyConfig;
   /** Serve wss:// with this certificate and key (PEM); with clientCa, require client certificates from that CA. */
-  tls?: { cert: string; key: string; clientCa?: string };
+  tls?: TlsFiles;
   /** The job's HTTP port (dashboard, metrics, health); none: no HTTP server. */
   http?: HttpConfig;
-}
-
-export interface CoordinatorHandle {
-  port: number;
-  /** The HTTP port (with `http` in the config). */
-  httpPort?: number;
-  done: Promise<Summary>;
-  /** Resolves once the HTTP port has closed: at the job's end, or `http.lingerMs` after it (at once without HTTP). */
-  httpClosed: Promise<void>;
-  close(): Promise<void>;
 }

@@ -140,7 +140,7 @@ test('simulate --dashboard in headless Chromium: the round counter rises, the ob
   await page.waitForFunction(`!document.getElementById('result').classList.contains('hidden')`);
   // No longer "live" once the job has ended, whether the coordinator is still up or has stopped.
   assert.match((await page.$eval('#link', (e) => e.textContent)) ?? '', /^the job has ended \(done\)|^the coordinator has stopped/);
-  // simulate completes summary.json (its baselines) before it says the dashboard stays up.
+  // simulate writes simulation.json (its baselines) before it says the dashboard stays up.
   await stdoutMatch(sim, /the dashboard stays up for/);
   const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
   const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { round: number; objective: number });
@@ -178,9 +178,9 @@ test('simulate --dashboard in headless Chromium: the round counter rises, the ob
   assert.ok(Math.abs(shownMetric(3) - summary.test.accuracy) <= 1e-4, `accuracy ${cells[3]} vs ${summary.test.accuracy}`);
   assert.ok(Math.abs(shownMetric(4) - summary.test.auc) <= 1e-4, `AUC ${cells[4]} vs ${summary.test.auc}`);
   // Beside it, party 1's local-only model: the baseline simulate fitted before the job and
-  // printed in its table (summary.json's baselines.local).
+  // printed in its table (simulation.json's baselines.local).
   const local = (await page.$$eval('#comparison tbody tr:nth-child(2) td', (tds) => tds.map((td) => td.textContent))) as string[];
-  const b = summary.baselines.local;
+  const b = JSON.parse(readFileSync(join(out, 'simulation.json'), 'utf8')).baselines.local;
   assert.equal(local[0], `${b.party} alone (its local-only model)`);
   assert.ok(Math.abs(Number(local[1]) - b.objective) <= 1e-6, `local objective ${local[1]} vs ${b.objective}`);
   assert.ok(Math.abs(Number(local[2]) - b.test.logLoss) <= 1e-4, `local log loss ${local[2]} vs ${b.test.logLoss}`);

@@ -116,10 +116,10 @@ test('bad HTTP flags are refused with a message naming them', async (t) => {
   const file = (name: string, text: string) => (writeFileSync(join(dir, name), text), join(dir, name));
   const baselines: [string[], number, RegExp][] = [
     [['--local-baseline', file('ok.json', '{"party": "party-1", "objective": 0.5, "test": null}')], 64, /--local-baseline needs --http-port/],
-    [['--http-port', '0', '--local-baseline', join(dir, 'absent.json')], 65, /absent\.json: cannot read the local baseline \(ENOENT\)/],
-    [['--http-port', '0', '--local-baseline', file('bad.json', '{"party": "party-1",')], 65, /bad\.json: not JSON/],
-    [['--http-port', '0', '--local-baseline', file('nan.json', '{"party": "party-1", "objective": "low", "test": null}')], 65, /nan\.json: not a valid local baseline: objective is 'low', expected a finite number/],
-    [['--http-port', '0', '--local-baseline', file('metric.json', '{"party": "party-1", "objective": 1, "test": {"f1": 0.5}}')], 65, /metric\.json: not a valid local baseline: test\.f1 is not expected/],
+    [['--http-port', '0', '--local-baseline', join(dir, 'absent.json')], 65, /absent\.json: local baseline: cannot read it \(ENOENT\)/],
+    [['--http-port', '0', '--local-baseline', file('bad.json', '{"party": "party-1",')], 65, /bad\.json: local baseline: not JSON/],
+    [['--http-port', '0', '--local-baseline', file('nan.json', '{"party": "party-1", "objective": "low", "test": null}')], 65, /nan\.json: local baseline: objective: Invalid input: expected number, received string/],
+    [['--http-port', '0', '--local-baseline', file('metric.json', '{"party": "party-1", "objective": 1, "test": {"f1": 0.5}}')], 65, /metric\.json: local baseline: test: Unrecognized key: "f1"/],
   ];
   for (const [extra, want, message] of baselines) {
     const p = run(BIN.coordinator, [...base, ...extra]);

@@ -185,7 +185,7 @@ test('layering (core folders): every folder of core/src has a rule, and the rule
 // object that owns threads is a team, in `<what>-team.ts` (thread-team.ts is the mechanism).
 // Checked in the packages that already follow it; party and coordinator join when renamed.
 
-const THREAD_NAMING_PACKAGES = ['core', 'protocol', 'runtime'];
+const THREAD_NAMING_PACKAGES = ['core', 'protocol', 'runtime', 'party', 'coordinator', 'admm-share'];
 
 /** What breaks the thread naming in one file (its path and text), or undefined. */
 export function threadNamingProblem(file: string, text: string): string | undefined {
@@ -332,3 +332,103 @@ test('layering: the party folder rules catch what they are for', () => {
   for (const spec of ['../session/state.js', 'ws']) assert.ok(hit('intersection', spec), spec);
   assert.ok(!hit('intersection', '@admm-share/core'));
 });
+// ---- Coordinator folders (issue 44): what each folder of packages/coordinator/src may import ----
+// The coordinator's sources are grouped by role; these rules keep the roles apart. A target is
+// named by its first path segment under src: a folder ('numerics') or a top-level file
+// ('config.ts', 'bytes.ts'). `only`: the folder imports nothing else of the coordinator (its
+// own files aside); `never`: the folders and files it must not import; `onlyBare`: the only
+// bare specifiers (node: aside) its sources may import.
+
+interface CoordinatorFolderRule {
+  folder: string;
+  why: string;
+  only?: readonly string[];
+  never?: readonly string[];
+  onlyBare?: readonly string[];
+}
+
+export const COORDINATOR_FOLDERS: CoordinatorFolderRule[] = [
+  { folder: 'numerics', only: [], onlyBare: ['@admm-share/core', '@admm-share/protocol'], why: "the step's numerics (ADMM step, Anderson, kernels, threads) import only core and protocol" },
+  { folder: 'alignment', only: [], onlyBare: ['@admm-share/core', '@admm-share/protocol'], why: 'the alignment (PSI, row matching) imports only core and protocol' },
+  { folder: 'connections', never: ['job', 'training', 'prediction', 'output', 'monitoring', 'numerics', 'config.ts'], why: 'connections import nothing from the job, training, prediction, output, monitoring or numerics' },
+  { folder: 'output', never: ['connections', 'monitoring', 'prediction'], why: 'output files import no connection, monitoring or prediction code' },
+  { folder: 'monitoring', never: ['training', 'prediction', 'job', 'numerics'], why: 'monitoring never imports the training loops, prediction, the job or the numerics' },
+  { folder: 'training', never: ['prediction', 'monitoring', 'job/coordinator'], why: 'training loops import no prediction or monitoring code, and not the phase machine' },
+  { folder: 'prediction', never: ['training', 'monitoring', 'numerics', 'job/coordinator'], why: 'prediction imports no training loop, monitoring, numerics or the phase machine' },
+  { folder: 'job', never: ['prediction'], why: 'the training job (phase machine, labels, flips) imports no prediction code' },
+];
+
+const coordinatorSrc = join(packages, 'coordinator', 'src');
+
+/** What `spec`, imported by `file` (a path under coordinator/src), names: its first path segment under src, and its path there without extension; undefined for a bare specifier. */
+export function coordinatorTarget(file: string, spec: string): { top: string; path: string } | undefined {
+  if (!spec.startsWith('.')) return undefined;
+  const rel = join(file, '..', spec).replace(/\.js$/, '');
+  const [top, ...rest] = rel.split(sep);
+  return { top: rest.length ? top : `${top}.ts`, path: rel.split(sep).join('/') };
+}
+
+/** Why `spec` in `file` (relative to coordinator/src) breaks `rule`, or undefined. */
+export function folderViolation(rule: CoordinatorFolderRule, file: string, spec: string): string | undefined {
+  const target = coordinatorTarget(file, spec);
+  if (!target) {
+    if (rule.onlyBare && !spec.startsWith('node:') && !rule.onlyBare.includes(spec)) return `imports ${spec}; ${rule.folder} may import only ${rule.onlyBare.join(', ')}`;
+    return undefined;
+  }
+  if (target.top === rule.folder) return undefined;
+  if (rule.only && !rule.only.includes(target.top)) return `imports ${target.path}; ${rule.folder} imports nothing else of the coordinator`;
+  if (rule.never?.some((n) => n === target.top || n === target.path)) return `imports ${target.path}`;
+  return undefined;
+}
+
+for (const rule of COORDINATOR_FOLDERS)
+  test(`layering (coordinator/src/${rule.folder}): ${rule.why}`, () => {
+    const dir = join(coordinatorSrc, rule.folder);
+    const files = sources(dir);
+    assert.ok(files.length > 0, `no sources in ${dir}`);
+    for (const f of files) {
+      const rel = f.slice(coordinatorSrc.length + 1);
+      for (const spec of importsOf(readFileSync(f, 'utf8'))) {
+        const why = folderViolation(rule, rel, spec);
+        assert.equal(why, undefined, `${rel} ${why}`);
+      }
+    }
+  });
+
+test('layering (coordinator/src): every source folder has a rule, every rule a folder', () => {
+  const folders = readdirSync(coordinatorSrc).filter((d) => d !== 'test' && statSync(join(coordinatorSrc, d)).isDirectory());
+  assert.deepEqual([...folders].sort(), COORDINATOR_FOLDERS.map((r) => r.folder).sort());
+});
+
+test('layering (coordinator/src): the folder rules catch what they are for', () => {
+  const rule = (folder: string) => COORDINATOR_FOLDERS.find((r) => r.folder === folder)!;
+  const bad = (folder: string, file: string, spec: string) => folderViolation(rule(folder), file, spec) !== undefined;
+  // numerics: core and protocol only, nothing else of the coordinator.
+  assert.ok(bad('numerics', 'numerics/admm-step.ts', '../connections/parties.js'));
+  assert.ok(bad('numerics', 'numerics/admm-step.ts', '../config.js'));
+  assert.ok(bad('numerics', 'numerics/anderson.ts', '@admm-share/runtime'));
+  assert.ok(bad('numerics', 'numerics/anderson.ts', 'pino'));
+  assert.ok(!bad('numerics', 'numerics/admm-step.ts', './anderson.js'));
+  assert.ok(!bad('numerics', 'numerics/admm-step.ts', '@admm-share/core'));
+  assert.ok(!bad('numerics', 'numerics/chunks.ts', 'node:os'));
+  assert.ok(bad('alignment', 'alignment/psi.ts', '../connections/parties.js'));
+  // connections: nothing from training, prediction, the job or output.
+  assert.ok(bad('connections', 'connections/parties.ts', '../training/loop.js'));
+  assert.ok(bad('connections', 'connections/parties.ts', '../prediction/predict.js'));
+  assert.ok(bad('connections', 'connections/party-port.ts', '../job/labels.js'));
+  assert.ok(bad('connections', 'connections/server.ts', '../config.js'));
+  assert.ok(!bad('connections', 'connections/party-port.ts', '../alignment/psi.js'));
+  assert.ok(!bad('connections', 'connections/parties.ts', './auth.js'));
+  // output: no connection code.
+  assert.ok(bad('output', 'output/summary.ts', '../connections/party-connection.js'));
+  assert.ok(!bad('output', 'output/summary.ts', './trace.js'));
+  // monitoring: never the training loops.
+  assert.ok(bad('monitoring', 'monitoring/monitor.ts', '../training/admm-loop.js'));
+  assert.ok(!bad('monitoring', 'monitoring/monitor.ts', '../output/summary.js'));
+  // training and prediction: not the phase machine.
+  assert.ok(bad('training', 'training/loops.ts', '../job/coordinator.js'));
+  assert.ok(!bad('training', 'training/loop.ts', '../job/job.js'));
+  assert.ok(bad('prediction', 'prediction/predict.ts', '../training/evaluation.js'));
+  assert.ok(bad('job', 'job/coordinator.ts', '../prediction/serve.js'));
+});
+// ---- end of the coordinator folders ----

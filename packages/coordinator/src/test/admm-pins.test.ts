@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { logistic, squared } from '@admm-share/core';
 import { randomVector, seeded } from '@admm-share/core/test-support';
-import { AdmmCoordinator, type AdmmSnapshot } from '../admm.js';
+import { AdmmCoordinator, type AdmmSnapshot } from '../numerics/admm-step.js';
 
 const norm2 = (v: ArrayLike<number>) => Array.from(v).reduce((acc, x) => acc + x * x, 0);
 

@@ -2,8 +2,8 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { Matrix, solve } from 'ml-matrix';
 import { csrFromDense, csrHStack, fitCentral, logistic, squared } from '@admm-share/core';
-import { CHUNK } from '../admm-kernels.js';
-import { AdmmCoordinator, type Variant } from '../admm.js';
+import { CHUNK } from '../numerics/admm-kernels.js';
+import { AdmmCoordinator, type Variant } from '../numerics/admm-step.js';
 import { gaussian, randomVector, seeded } from '@admm-share/core/test-support';
 
 // ---------------------------------------------------------------------------------------

@@ -2,7 +2,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { vectorMemory } from '@admm-share/core';
 import { seeded } from '@admm-share/core/test-support';
-import { NEW_RHS, NEW_SQ, NORM_SQ, ROW, firstPass, nextPoint } from '../anderson-kernels.js';
+import { NEW_RHS, NEW_SQ, NORM_SQ, ROW, firstPass, nextPoint } from '../numerics/anderson-kernels.js';
 
 /** The vectors of one Anderson call, as views of a WebAssembly memory (with `kernels`) or of plain arrays. */
 function vectors(dim: number, memory: number, fill: () => number, wasm: ReturnType<typeof vectorMemory>) {

@@ -4,11 +4,11 @@ import { join } from 'node:path';
 import { Matrix, solve } from 'ml-matrix';
 import { DataError, InternalError, csrFromDense, csrHStack, fitCentral, flipCorrectedLogistic, logistic } from '@admm-share/core';
 import { normal, seeded, tempDir } from '@admm-share/core/test-support';
-import { CHUNK } from '../admm-kernels.js';
-import { AdmmCoordinator } from '../admm.js';
-import { Anderson } from '../anderson.js';
-import { ANDERSON_CHUNK } from '../anderson-split.js';
-import { type Checkpoint, readCheckpoint, writeCheckpoint } from '../checkpoint.js';
+import { CHUNK } from '../numerics/admm-kernels.js';
+import { AdmmCoordinator } from '../numerics/admm-step.js';
+import { Anderson } from '../numerics/anderson.js';
+import { ANDERSON_CHUNK } from '../numerics/anderson-team.js';
+import { type Checkpoint, readCheckpoint, writeCheckpoint } from '../output/checkpoint.js';
 
 /** F(v) = a v + b coordinate-wise, a in [0.5, 0.995]: a contraction whose fixed point b / (1 - a) is known exactly. */
 function linearMap(dim: number) {
@@ -346,8 +346,8 @@ test('a checkpoint keeps Anderson acceleration: the restored coordinator sends e
   const snap = co.snapshot();
   const state = snap.anderson!.state;
   await writeCheckpoint(path, { ...cp, admm: { ...snap, anderson: { ...snap.anderson!, memory: 1, state: { ...state, dF: [v(), v()].map(() => new Float32Array((M + 2) * N)), dG: [v(), v()].map(() => new Float32Array((M + 2) * N)) } } } });
-  assert.throws(() => readCheckpoint(path), (err: unknown) => err instanceof DataError && /admm\.anderson\.state holds 2 differences, more than its memory 1/.test(err.message));
+  assert.throws(() => readCheckpoint(path), (err: unknown) => err instanceof DataError && /admm\.anderson\.state: holds 2 differences, more than its memory 1/.test(err.message));
   // The differences are single precision, as kept: double-precision ones (format 4's) are refused.
   await writeCheckpoint(path, { ...cp, admm: { ...snap, anderson: { ...snap.anderson!, state: { ...state, dF: [new Float64Array((M + 2) * N) as unknown as Float32Array], dG: [new Float32Array((M + 2) * N)], gram: Float64Array.of(1), rhs: Float64Array.of(0) } } } });
-  assert.throws(() => readCheckpoint(path), (err: unknown) => err instanceof DataError && /admm\.anderson\.state\.dF\[0\] is not a Float32Array/.test(err.message));
+  assert.throws(() => readCheckpoint(path), (err: unknown) => err instanceof DataError && /admm\.anderson\.state\.dF\[0\]: expected a Float32Array/.test(err.message));
 });

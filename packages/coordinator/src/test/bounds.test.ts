@@ -6,11 +6,11 @@ import assert from 'node:assert/strict';
 import type { Logger } from 'pino';
 import { InternalError, logistic, squared } from '@admm-share/core';
 import { MAX_PENALTY_SQ, MAX_SHARE_MAGNITUDE } from '@admm-share/protocol';
-import { addressGroup } from '../admission.js';
-import { CHUNK } from '../admm-kernels.js';
-import { AdmmCoordinator, type Variant } from '../admm.js';
-import { assertFinite } from '../admm-loop.js';
-import { WARNINGS_PER_SECOND, WarningLimiter } from '../warnings.js';
+import { addressGroup } from '../connections/admission.js';
+import { CHUNK } from '../numerics/admm-kernels.js';
+import { AdmmCoordinator, type Variant } from '../numerics/admm-step.js';
+import { assertFinite } from '../training/loop.js';
+import { WARNINGS_PER_SECOND, WarningLimiter } from '../connections/warnings.js';
 
 const N = 6;
 const M = 3;

@@ -7,7 +7,7 @@ import { tempDir } from '@admm-share/core/test-support';
 import { Packr } from 'msgpackr';
 import { packedBound } from '@admm-share/protocol';
 import type { Logger } from 'pino';
-import { type Checkpoint, CheckpointWriter, DEFAULT_CHECKPOINT_SECONDS, checkpointDue, checkpointPolicy, readCheckpoint } from '../checkpoint.js';
+import { type Checkpoint, CheckpointWriter, DEFAULT_CHECKPOINT_SECONDS, checkpointDue, checkpointPolicy, readCheckpoint } from '../output/checkpoint.js';
 
 /** A valid checkpoint of a one-party job over n samples whose vectors all hold `fill`. */
 function checkpointOf(round: number, fill: number, n = 1000): Omit<Checkpoint, 'format'> {

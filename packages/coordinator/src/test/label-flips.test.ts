@@ -11,11 +11,12 @@ import pino from 'pino';
 import { ConfigError, DataError, applyFlips, flipProbability } from '@admm-share/core';
 import { tempDir } from '@admm-share/core/test-support';
 import type { CoordinatorConfig } from '../config.js';
-import { readCheckpoint, writeCheckpoint } from '../checkpoint.js';
-import { buildJob, setupFor } from '../job.js';
-import { FLIPS_FILE, type LabelFlips, readLabelFlips, resolveLabelFlips } from '../label-flips.js';
-import type { Labels } from '../labels.js';
-import { baseRateMetrics } from '../oneshot-loop.js';
+import { readCheckpoint, writeCheckpoint } from '../output/checkpoint.js';
+import { buildJob, setupFor } from '../job/job.js';
+import { FLIPS_FILE, type LabelFlips, readLabelFlips, resolveLabelFlips } from '../job/label-flips.js';
+import type { Labels } from '../job/labels.js';
+import { baseRateMetrics } from '../training/one-shot-loop.js';
+import { assertEachMalformed } from './malformed.js';
 
 const quiet = pino({ level: 'silent' });
 const N = 4000;
@@ -88,29 +89,24 @@ test('readLabelFlips: each kind of malformed file is a DataError naming the file
   resolveLabelFlips(cfg(out, 'job-a', 1), labels(), quiet);
   const good = JSON.parse(readFileSync(path, 'utf8'));
   const cases: [(f: any) => void, RegExp][] = [
-    [(f) => (f.format = 'admm-share-label-flips/0'), /format admm-share-label-flips\/0/],
-    [(f) => delete f.labelsDigest, /labelsDigest is missing/],
-    [(f) => (f.extra = 1), /extra is not expected/],
-    [(f) => (f.jobId = '../x'), /jobId \.\.\/x/],
-    [(f) => (f.epsilon = -1), /epsilon -1/],
-    [(f) => (f.flipProbability = 0.25), /flipProbability 0\.25 is not 1 \/ \(1 \+ e\^1\)/],
-    [(f) => (f.seeded = 'no'), /seeded is not true or false/],
-    [(f) => (f.labelsDigest = 'abc'), /labelsDigest is not a SHA-256 in hex/],
-    [(f) => (f.rows = 0), /rows 0/],
-    [(f) => (f.flipped = {}), /flipped is not a list/],
-    [(f) => (f.flipped = [3, 3]), /flipped\[1\] = 3 is not above flipped\[0\]/],
-    [(f) => (f.flipped = [1, N]), new RegExp(`flipped\\[1\\] = ${N} is not a row of ${N}`)],
-    [(f) => (f.flipped = [0.5]), /flipped\[0\] = 0\.5 is not a row/],
+    [(f) => (f.format = 'admm-share-label-flips/0'), /format: Invalid input: expected "admm-share-label-flips\/1"/],
+    [(f) => delete f.labelsDigest, /labelsDigest: Invalid input: expected string, received undefined/],
+    [(f) => (f.extra = 1), /Unrecognized key: "extra"/],
+    [(f) => (f.jobId = '../x'), /jobId: not a valid job id/],
+    [(f) => (f.epsilon = -1), /epsilon: Too small: expected number to be >0/],
+    [(f) => (f.flipProbability = 0.25), /flipProbability: 0\.25 is not 1 \/ \(1 \+ e\^1\)/],
+    [(f) => (f.seeded = 'no'), /seeded: Invalid input: expected boolean/],
+    [(f) => (f.labelsDigest = 'abc'), /labelsDigest: not a SHA-256 in hex/],
+    [(f) => (f.rows = 0), /rows: Too small: expected number to be >=1/],
+    [(f) => (f.flipped = {}), /flipped: Invalid input: expected array/],
+    [(f) => (f.flipped = [3, 3]), /flipped\[1\]: 3 is not above flipped\[0\]/],
+    [(f) => (f.flipped = [1, N]), new RegExp(`flipped\\[1\\]: ${N} is not a row of ${N}`)],
+    [(f) => (f.flipped = [0.5]), /flipped\[0\]: Invalid input: expected int/],
   ];
-  for (const [mutate, message] of cases) {
-    const f = structuredClone(good);
-    mutate(f);
-    writeFileSync(path, JSON.stringify(f));
-    assert.throws(() => readLabelFlips(path), (err: unknown) => err instanceof DataError && err.file === path && message.test(err.message), String(message));
-  }
+  assertEachMalformed(path, good, cases, readLabelFlips);
   writeFileSync(path, '{"format": ');
   assert.throws(() => readLabelFlips(path), /not JSON/);
-  assert.throws(() => readLabelFlips(join(out, 'none.json')), /cannot read the label flips \(ENOENT\)/);
+  assert.throws(() => readLabelFlips(join(out, 'none.json')), /label flips: cannot read it \(ENOENT\)/);
 });
 
 test('a job on flipped labels: the one-shot setup sends the flipped training labels in aligned order and p; test labels stay true and are never in a setup', () => {
@@ -179,9 +175,9 @@ test('a checkpoint keeps setup.labelFlip; one without it, or with a value outsid
   assert.equal(readCheckpoint(path).setup.labelFlip, flipProbability(2));
   const { labelFlip: _, ...old } = cp.setup;
   await writeCheckpoint(path, { ...cp, setup: old as typeof cp.setup });
-  assert.throws(() => readCheckpoint(path), (err: unknown) => err instanceof DataError && /setup\.labelFlip is undefined/.test(err.message));
+  assert.throws(() => readCheckpoint(path), (err: unknown) => err instanceof DataError && /setup\.labelFlip: Invalid input: expected number, received undefined/.test(err.message));
   await writeCheckpoint(path, { ...cp, setup: { ...cp.setup, labelFlip: 0.5 } });
-  assert.throws(() => readCheckpoint(path), (err: unknown) => err instanceof DataError && /setup\.labelFlip is 0\.5/.test(err.message));
+  assert.throws(() => readCheckpoint(path), (err: unknown) => err instanceof DataError && /setup\.labelFlip: Too big: expected number to be <0\.5/.test(err.message));
 });
 
 test('the base rate baseline from flipped labels undoes the flips: (q - p) / (1 - 2 p)', () => {

@@ -8,7 +8,7 @@ import { once } from 'node:events';
 import pino from 'pino';
 import WebSocket, { WebSocketServer } from 'ws';
 import { CloseCodes, type Part, PART_VALUES, POINT_BYTES, type Psi, PSI_PART_POINTS, type Round, type Share, decode, encode, inParts, psiInParts } from '@admm-share/protocol';
-import { PartyConnection } from '../party-connection.js';
+import { PartyConnection } from '../connections/party-connection.js';
 
 const JOB = 'job-1';
 const N = 3 * PART_VALUES + 77;

@@ -1,6 +1,6 @@
 import assert from 'node:assert/strict';
 import { test } from 'node:test';
-import { ReplayLog } from '../replay.js';
+import { ReplayLog } from '../training/replay.js';
 
 const vec = (...v: number[]) => Float64Array.from(v);
 

@@ -160,6 +160,3 @@ export class PsiTeam {
     return out;
   }
 }
-
-/** @deprecated The old names of PsiTeam and its options, kept while the party and coordinator still use them. */
-export { PsiTeam as PsiPool, type PsiTeamOptions as PsiPoolOptions };

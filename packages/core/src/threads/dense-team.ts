@@ -207,6 +207,3 @@ export class DenseTeam {
     return this.team.close();
   }
 }
-
-/** @deprecated The old name of DenseTeam, kept while the party's x-update still uses it. */
-export { DenseTeam as DenseThreads };

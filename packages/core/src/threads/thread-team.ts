@@ -226,6 +226,3 @@ export function serveTeam<D extends TeamThreadData>(start: (data: D) => (op: num
 interface AtomicsWaitAsync {
   waitAsync(a: Int32Array, index: number, value: number, timeout: number): { async: false; value: 'not-equal' | 'timed-out' } | { async: true; value: Promise<'ok' | 'timed-out'> };
 }
-
-/** @deprecated The old name of TeamThreadData (coordinator's split-thread.ts); use TeamThreadData. */
-export type TeamWorkerData = TeamThreadData;

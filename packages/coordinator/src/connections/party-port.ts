@@ -1,0 +1,83 @@
+/**
+ * The port a job's parties join on, set up the same way by the training coordinator and the
+ * prediction coordinator: the credentials checked against the parties, the coordinator's half
+ * of the private set intersection, the registry of parties, and listening with admission.
+ */
+import type { Logger } from 'pino';
+import { ConfigError, PeerError, PsiTeam } from '@admm-share/core';
+import type { SampleSet } from '@admm-share/protocol';
+import { Progress } from '@admm-share/runtime';
+import { LabelPsi } from '../alignment/psi.js';
+import { listenForParties } from './admission.js';
+import type { AuthPolicy } from './auth.js';
+import { Parties, type PartiesOptions } from './parties.js';
+import type { Server, TlsFiles } from './server.js';
+
+/** Rows a party may declare beyond --max-rows-factor x the label (or id) rows, so that tiny files do not refuse real parties. */
+export const SLACK_ROWS = 1024;
+
+/** The most rows a party may declare when the coordinator holds `rows` ids: bounds its memory and the frames. */
+export function maxRowsFor(factor: number, rows: number): number {
+  return Math.ceil(factor * rows) + SLACK_ROWS;
+}
+
+/** Every party has a credential, or (none configured) the warning that anyone may join as one. */
+export function checkCredentials(parties: readonly string[], credentials: Readonly<Record<string, string>> | undefined, log: Logger): void {
+  if (credentials) {
+    const missing = parties.filter((p) => !credentials[p]);
+    if (missing.length) throw new ConfigError(`no credential for ${missing.join(', ')} in the credentials file`);
+  } else log.warn('no credentials configured: anyone who can reach this port can join as a listed party (pass --credentials)');
+}
+
+export interface PartyPortOptions extends Omit<PartiesOptions, 'policy' | 'psi' | 'progress'> {
+  policy: Omit<AuthPolicy, 'parties'>;
+  /** The ids the coordinator puts into the intersection, per set. */
+  psiIds: { train: readonly string[]; test: readonly string[] | undefined };
+  /** How the progress lines name the hashing of a set of the coordinator's ids, and one party's intersection. */
+  progressNames: { psi(set: SampleSet, what: string): string; party(party: string, set: SampleSet): string };
+}
+
+export interface ListenOptions {
+  host: string;
+  port: number;
+  tls?: TlsFiles;
+  helloTimeoutMs: number;
+  /** The largest frame any peer may send. */
+  maxPayload: number;
+  /** A connection refused before or at its hello (the job's monitor). */
+  onRefused?: Parameters<typeof listenForParties>[0]['onRefused'];
+}
+
+export class PartyPort {
+  readonly psi: LabelPsi;
+  readonly parties: Parties;
+  private server: Server | undefined;
+
+  constructor(private readonly opts: PartyPortOptions) {
+    const progress = new Progress();
+    this.psi = new LabelPsi(new PsiTeam(), opts.psiIds, (set, what) => progress.counter(opts.progressNames.psi(set, what)));
+    this.parties = new Parties({
+      ...opts,
+      policy: { parties: opts.ids, ...opts.policy },
+      psi: this.psi,
+      progress: (party, set) => progress.counter(opts.progressNames.party(party, set)),
+    });
+  }
+
+  /** Listen for the parties; resolves with the port once listening. */
+  async listen(l: ListenOptions): Promise<number> {
+    const { log, traffic, onFailure } = this.opts;
+    this.server = await listenForParties({
+      ...l,
+      log,
+      traffic,
+      onHello: (ws, hello, nonce, connLog) => this.parties.onHello(ws, hello, nonce, connLog),
+      onError: (err) => onFailure(new PeerError(`server error: ${err.message}`)),
+    });
+    return this.server.port;
+  }
+
+  close(): Promise<void> {
+    return this.server?.close() ?? Promise.resolve();
+  }
+}

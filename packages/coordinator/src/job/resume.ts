@@ -1,0 +1,44 @@
+/** What --resume checks before a job continues from its checkpoint. */
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { ConfigError, DataError } from '@admm-share/core';
+import type { CoordinatorConfig } from '../config.js';
+import { CHECKPOINT_FILE, type Checkpoint, readCheckpoint } from '../output/checkpoint.js';
+import { SUMMARY_FILE } from '../output/summary.js';
+
+/** A resumed coordinator waits at least this long for the parties to rejoin, even with --rejoin-timeout 0. */
+export const MIN_RESUME_WINDOW_MS = 1000;
+
+/** The checkpoint --resume continues from, or a truthful reason why there is none to continue. */
+export function readResumable(cfg: CoordinatorConfig, labelsDigest: string, labelRows: number): Checkpoint {
+  const path = join(cfg.out, CHECKPOINT_FILE);
+  if (!existsSync(path) && existsSync(join(cfg.out, SUMMARY_FILE)))
+    throw new ConfigError(`--resume: the job in ${cfg.out} completed (summary.json is there and its checkpoint was removed); nothing to resume`);
+  if (!existsSync(path))
+    throw new ConfigError(
+      `--resume: no checkpoint in ${cfg.out} (ADMM writes one every --checkpoint-seconds of training, or every --checkpoint-every rounds; a one-shot job writes none: start it again without --resume and with the same --job id, and each passive party sends its stored release again at no cost)`,
+    );
+  const cp = readCheckpoint(path);
+  if (cp.labelsDigest !== labelsDigest) throw new ConfigError('--resume: the label files differ from the ones the checkpointed job used');
+  if (cp.setup.algorithm !== 'admm') throw new ConfigError('--resume: only ADMM jobs can be resumed');
+  if (cp.setup.parties !== cfg.parties.length) throw new ConfigError(`--resume: the job had ${cp.setup.parties} parties, --parties lists ${cfg.parties.length}`);
+  if (cfg.jobIdGiven && cfg.jobId !== cp.jobId) throw new ConfigError(`--resume: the checkpoint is for job '${cp.jobId}', not '${cfg.jobId}'`);
+  if (cp.samples.labelRows.train.some((r) => r >= labelRows)) throw new DataError(path, undefined, 'label rows beyond the label file');
+  return cp;
+}
+
+/**
+ * A resumed job keeps its label privacy: given whether --label-epsilon was (before the flips
+ * are read), then the flip probability of the flips file (after).
+ */
+export function checkResumedLabelPrivacy(cp: Checkpoint, given: boolean | number): void {
+  const flip = cp.setup.labelFlip;
+  if (typeof given === 'boolean') {
+    if (flip > 0 !== given)
+      throw new ConfigError(
+        flip > 0
+          ? `--resume: the checkpointed job trains on labels flipped with probability ${flip} (label privacy): resume it with its --label-epsilon`
+          : '--resume: the checkpointed job trains on the true labels; resume it without --label-epsilon (a job cannot start flipping its labels half-way)',
+      );
+  } else if (flip !== given) throw new ConfigError(`--resume: the checkpointed job flipped its labels with probability ${flip}, its flips file says ${given}`);
+}

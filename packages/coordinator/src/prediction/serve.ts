@@ -1,0 +1,212 @@
+/**
+ * Online scoring (admm-coordinator serve): the parties stay connected with their model files,
+ * and each `POST /score` with {"ids": [...]} is answered with the model's scores. Per request
+ * and party: the ids, hashed and blinded with the coordinator's key, go out in a `lookup`; the
+ * party blinds them again (`found`); the coordinator finds them among the party's own points
+ * (sent once per connection, in answer to an empty `psi`), asks the rows it holds to be scored
+ * (`score`, `partial`) and combines the parts as training did. A party that is not connected
+ * makes a request fail at once (503); one that does not answer in --request-timeout, after it
+ * (504). A party that comes back (reconnects, or is restarted) is used again once its ids are
+ * intersected. HTTP: a bearer token (--http-token-file), a body size limit, a cap on the ids
+ * per request and on requests in flight; every request is logged.
+ */
+import type { IncomingMessage } from 'node:http';
+import type { Logger } from 'pino';
+import { DataError, PeerError } from '@admm-share/core';
+import { encode } from '@admm-share/protocol';
+import type { PartyConnection } from '../connections/party-connection.js';
+import { type ScoringNetConfig, ScoringNet, planRows, probability, spreadParts } from './predict.js';
+import { combineScores } from '../output/job-file.js';
+import { bearerCheck, closeHttp, httpServer, listenHttp } from '../connections/http.js';
+import { HTTP_REQUEST_TIMEOUT_MS } from '../connections/server.js';
+
+export interface ServeConfig extends ScoringNetConfig {
+  httpHost: string;
+  httpPort: number;
+  /** Required `Authorization: Bearer <token>` (from --http-token-file); none: anyone who can reach the port may score. */
+  httpToken?: string;
+  maxRequestIds: number;
+  maxBodyBytes: number;
+  maxConcurrent: number;
+}
+
+export interface ServeHandle {
+  port: number;
+  httpPort: number;
+  done: Promise<void>;
+  close(): Promise<void>;
+}
+
+/** A failed request: its HTTP status and what went wrong, in words. */
+class RequestError extends Error {
+  constructor(
+    readonly status: number,
+    message: string,
+  ) {
+    super(message);
+  }
+}
+
+/** Longest id accepted in a request. */
+const MAX_ID_CHARS = 256;
+
+export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle> {
+  /** Each party's ids (H(id)^(ab) -> position) on its current connection. */
+  const indexes = new Map<string, { generation: number; index: Map<string, number> }>();
+  let resolveDone!: () => void;
+  const done = new Promise<void>((res) => (resolveDone = res));
+  const net = new ScoringNet(cfg, log, [], {
+    onIndex: (p, index) => {
+      indexes.set(p.id, { generation: p.generation, index });
+      log.info({ party: p.id, rows: index.size }, 'party ready to score');
+    },
+    // A party at fault is closed (and may come back); the service goes on.
+    onFailure: (err) => log.warn({ err: err.message }, 'party failure'),
+  });
+  const d = net.description;
+  const names = net.parties.list.map((p) => p.id);
+  /** Requests to one party run one after the other (a connection has one request outstanding). */
+  const queues = new Map<string, Promise<unknown>>();
+  const queued = <T>(p: PartyConnection, work: () => Promise<T>): Promise<T> => {
+    const next = (queues.get(p.id) ?? Promise.resolve()).then(work, work);
+    queues.set(p.id, next.catch(() => undefined));
+    return next;
+  };
+  const ready = (p: PartyConnection) => p.connected && indexes.get(p.id)?.generation === p.generation;
+  const indexOf = (p: PartyConnection) => {
+    const entry = indexes.get(p.id);
+    if (!p.connected || entry?.generation !== p.generation) throw new RequestError(503, `party ${p.id} is not connected (a party reconnects by itself; retry later)`);
+    return entry.index;
+  };
+
+  /** One party's part of a request: its positions of the ids (-1: not held) and its scores of the rows it holds. */
+  const partOf = (p: PartyConnection, ids: readonly string[], points: Uint8Array) =>
+    queued(p, async () => {
+      const index = indexOf(p);
+      const jobId = cfg.jobId;
+      try {
+        const found = await p.request(encode({ type: 'lookup', jobId, points }), ['found'], { jobId, lookupIds: ids.length });
+        const positions = net.psi.lookup(index, found.points);
+        const held = Uint32Array.from(positions.filter((v) => v >= 0));
+        return { positions, ...(await net.score(p, held)) };
+      } catch (err) {
+        // A party that breaks the protocol is closed by its connection, which fails the request.
+        if (err instanceof PeerError) throw new RequestError(p.connected ? 504 : 503, err.message);
+        throw err;
+      }
+    });
+
+  const scoreIds = async (ids: string[]) => {
+    for (const p of net.parties.list) indexOf(p);
+    const points = await net.psi.blindIds(ids);
+    const parts = await Promise.all(net.parties.list.map((p) => partOf(p, ids, points)));
+    const positions = parts.map((r) => r.positions);
+    let lacking: string[][];
+    try {
+      lacking = planRows(names, positions, ids, cfg.missing, 'the request').lacking;
+    } catch (err) {
+      if (err instanceof DataError) throw new RequestError(422, err.message.replace(/^the request: /, ''));
+      throw err;
+    }
+    const scores = combineScores(d, spreadParts(names, positions, parts.map((r) => r.scores)), ids.length);
+    return {
+      jobId: cfg.jobId,
+      modelJob: d.jobId,
+      positiveClass: d.labels?.positive ?? null,
+      results: ids.map((id, i) => ({ id, score: scores[i], probability: d.labels ? probability(scores[i]) : null, missing: lacking[i] })),
+      epsilonSpent: Object.fromEntries(names.map((party, m) => [party, parts[m].epsilonSpent])),
+    };
+  };
+
+  let inFlight = 0;
+  let requests = 0;
+  const authorized = bearerCheck(cfg.httpToken);
+  const http = httpServer({ requestTimeoutMs: Math.max(HTTP_REQUEST_TIMEOUT_MS, 2 * cfg.requestTimeoutMs) }, (req, res) => {
+    const id = ++requests;
+    const t0 = performance.now();
+    const answer = (status: number, body: object) => {
+      const text = JSON.stringify(body);
+      res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...(status === 429 || status === 503 ? { 'retry-after': '1' } : {}) });
+      res.end(text);
+      const ms = Math.round((performance.now() - t0) * 10) / 10;
+      log[status < 400 ? 'info' : 'warn']({ request: id, method: req.method, path: req.url, status, ms, ids: (body as { results?: unknown[] }).results?.length }, 'score request');
+    };
+    if (req.url === '/healthz' && req.method === 'GET') {
+      answer(200, { status: 'ok', modelJob: d.jobId, parties: Object.fromEntries(net.parties.list.map((p) => [p.id, ready(p) ? 'ready' : p.connected ? 'joining' : 'away'])) });
+      return;
+    }
+    handle(req)
+      .then(async (ids) => {
+        if (inFlight >= cfg.maxConcurrent) throw new RequestError(429, `${cfg.maxConcurrent} requests are in flight (--max-concurrent); retry later`);
+        inFlight++;
+        try {
+          answer(200, await scoreIds(ids));
+        } finally {
+          inFlight--;
+        }
+      })
+      .catch((err: unknown) => {
+        if (err instanceof RequestError) answer(err.status, { error: err.message });
+        else {
+          log.error({ request: id, err: (err as Error).message }, 'internal error scoring a request');
+          answer(500, { error: 'internal error' });
+        }
+      });
+  });
+
+  /** Method, path, token, size and shape of a request: its ids, or a RequestError. */
+  async function handle(req: IncomingMessage): Promise<string[]> {
+    if (req.url !== '/score') throw new RequestError(404, 'not found: POST /score with {"ids": [...]}');
+    if (req.method !== 'POST') throw new RequestError(405, 'use POST /score');
+    if (!authorized(req)) throw new RequestError(401, 'missing or wrong bearer token');
+    const body = await readBody(req, cfg.maxBodyBytes);
+    let parsed: unknown;
+    try {
+      parsed = JSON.parse(body);
+    } catch {
+      throw new RequestError(400, 'the body is not JSON');
+    }
+    const ids = (parsed as { ids?: unknown })?.ids;
+    if (!Array.isArray(ids) || ids.length === 0) throw new RequestError(400, 'expected {"ids": ["id", ...]} with at least one id');
+    if (ids.length > cfg.maxRequestIds) throw new RequestError(413, `${ids.length} ids, more than --max-request-ids ${cfg.maxRequestIds}`);
+    if (ids.some((v) => typeof v !== 'string' || v.length === 0 || v.length > MAX_ID_CHARS)) throw new RequestError(400, `every id must be a non-empty string of at most ${MAX_ID_CHARS} characters`);
+    if (new Set(ids).size !== ids.length) throw new RequestError(400, 'an id appears twice');
+    return ids as string[];
+  }
+
+  const port = await net.listen(0);
+  const httpPort = await listenHttp(http, cfg.httpHost, cfg.httpPort, '--http-port');
+  if (cfg.httpToken === undefined) log.warn('no --http-token-file: anyone who can reach the HTTP port can score');
+  log.info({ httpHost: cfg.httpHost, httpPort, modelJob: d.jobId }, 'serving POST /score');
+  let closed = false;
+  const close = async () => {
+    if (closed) return;
+    closed = true;
+    await closeHttp(http);
+    await net.close('the coordinator stopped serving');
+    resolveDone();
+  };
+  return { port, httpPort, done, close };
+}
+
+function readBody(req: IncomingMessage, limit: number): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const declared = Number(req.headers['content-length']);
+    if (declared > limit) {
+      req.resume();
+      reject(new RequestError(413, `the body is ${declared} bytes, more than --max-body-bytes ${limit}`));
+      return;
+    }
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > limit) {
+        req.destroy();
+        reject(new RequestError(413, `the body is more than --max-body-bytes ${limit}`));
+      } else chunks.push(c);
+    });
+    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
+    req.on('error', reject);
+  });
+}
