@@ -1,5 +1,5 @@
 #!/usr/bin/env node
-// The cost of the private set intersection (docs/privacy.md, section 10.5): each side's
+// The cost of the private set intersection (docs/privacy.md, section 11.5): each side's
 // work for one party whose n ids all match n label ids, with the real classes the processes
 // run (LabelPsi at the coordinator, PartyPsi at a party) over every core, one side at a time
 // (as on two machines). Prints seconds and ids per second per side, and how far resident
