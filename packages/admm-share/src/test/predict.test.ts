@@ -41,10 +41,10 @@ async function simulate(out: string): Promise<string> {
  * only score with their models, and each works on a copy of its own (a prediction writes
  * ledgers beside the model files, and one test edits them).
  */
+const shared = tempDir({ after });
 let runs: Promise<Record<'a' | 'b', string>>;
 before(() => {
-  const dir = tempDir({ after });
-  runs = Promise.all([simulate(join(dir, 'a')), simulate(join(dir, 'b'))]).then(([a, b]) => ({ a, b }));
+  runs = Promise.all([simulate(join(shared, 'a')), simulate(join(shared, 'b'))]).then(([a, b]) => ({ a, b }));
   runs.catch(() => {}); // reported by the tests that await it
 });
 async function simulated(dir: string, name: string, job: 'a' | 'b' = 'a'): Promise<string> {
