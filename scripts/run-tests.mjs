@@ -8,7 +8,7 @@
 // the suite.
 import { spawn } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 
 const root = new URL('..', import.meta.url).pathname;
@@ -128,8 +128,23 @@ function runFile(file, index) {
   });
 }
 
+/**
+ * Each file's time in the last run (git-ignored, beside CI's screenshots): the slowest files
+ * start first, so that the run does not end on one long file alone. Files it does not know
+ * (a fresh clone has none) keep their place, in front.
+ */
+const TIMES = join(root, 'test-artifacts', 'test-times.json');
+let lastTimes = {};
+try {
+  const parsed = JSON.parse(readFileSync(TIMES, 'utf8'));
+  if (parsed && typeof parsed === 'object' && !Array.isArray(parsed)) lastTimes = parsed;
+} catch {
+  /* no earlier run */
+}
+const lastTime = (file) => (typeof lastTimes[name(file)] === 'number' ? lastTimes[name(file)] : Infinity);
+
 const started = performance.now();
-const queue = selected.map((file, index) => ({ file, index }));
+const queue = selected.map((file, index) => ({ file, index })).sort((a, b) => lastTime(b.file) - lastTime(a.file) || a.index - b.index);
 const results = [];
 await Promise.all(
   Array.from({ length: Math.min(JOBS, queue.length) }, async () => {
@@ -152,6 +167,13 @@ for (const { pid, value } of leftovers) {
   } catch {
     /* already gone */
   }
+}
+
+try {
+  mkdirSync(join(root, 'test-artifacts'), { recursive: true });
+  writeFileSync(TIMES, JSON.stringify({ ...lastTimes, ...Object.fromEntries(results.map((r) => [name(r.file), Math.round(r.seconds * 10) / 10])) }, null, 1) + '\n');
+} catch (e) {
+  console.error(`run-tests: could not write ${TIMES}: ${e.message}`);
 }
 
 const slowest = [...results].sort((a, b) => b.seconds - a.seconds).slice(0, 10);
