@@ -71,6 +71,20 @@ function markedProcesses() {
   return found;
 }
 
+// Stopped (Ctrl-C, or CI cancelling the job): nothing the suite started may live on.
+for (const signal of ['SIGINT', 'SIGTERM'])
+  process.on(signal, () => {
+    for (const { pid } of markedProcesses()) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        /* already gone */
+      }
+    }
+    console.error(`run-tests: stopped by ${signal}`);
+    process.exit(130);
+  });
+
 /**
  * The counts node prints at the end of a file's spec output (ℹ tests 3, ℹ pass 2, ...),
  * summed over the files here and left out of each file's own output.
