@@ -125,6 +125,11 @@ function runFile(file, index) {
       const plain = lines.map((l) => l.replace(/\x1b\[[0-9;]*m/g, ''));
       const countsAt = plain.findLastIndex((l, i) => COUNT_LINE.test(l) && !COUNT_LINE.test(plain[i - 1] ?? ''));
       const failing = [];
+      // A skipped test says why (a browser test without Chromium, say): listed again at the end.
+      const skipped = plain.slice(0, countsAt >= 0 ? countsAt : plain.length).flatMap((l) => {
+        const m = /^\s*﹣ (.*) \([\d.]+ms\) # (.*)$/.exec(l);
+        return m ? [{ test: m[1], reason: m[2] }] : [];
+      });
       if (countsAt >= 0) {
         for (const l of plain.slice(countsAt)) {
           const count = /^ℹ (\w+) ([\d.]+)$/.exec(l);
@@ -137,7 +142,7 @@ function runFile(file, index) {
       const why = timedOut ? `killed after ${TEST_TIMEOUT_MS / 1000 + 60} s` : signal ? `killed by ${signal}` : code !== 0 ? `exit ${code}` : '';
       console.log(`\n▶ ${name(file)} (${seconds.toFixed(1)} s${failed ? `, FAILED: ${why}` : ''})`);
       if (lines.length) console.log(lines.join('\n'));
-      resolve({ file, seconds, failed, why, failing });
+      resolve({ file, seconds, failed, why, failing, skipped });
     });
   });
 }
@@ -194,6 +199,11 @@ const slowest = [...results].sort((a, b) => b.seconds - a.seconds).slice(0, 10);
 console.log(`\nrun-tests: the ${slowest.length} slowest test file${slowest.length === 1 ? "" : "s"}`);
 for (const r of slowest) console.log(`${r.seconds.toFixed(1).padStart(8)} s  ${name(r.file)}`);
 console.log(`run-tests: ${results.length} files, ${COUNTS.map((k) => `${totals[k]} ${k}`).join(', ')}; ${wall.toFixed(1)} s wall, ${JOBS} at a time`);
+const skipped = results.flatMap((r) => r.skipped.map((k) => ({ file: r.file, ...k })));
+if (skipped.length) {
+  console.log(`run-tests: ${skipped.length} test${skipped.length === 1 ? '' : 's'} skipped:`);
+  for (const k of skipped) console.log(`  ${name(k.file)}: ${k.test}\n    because: ${k.reason}`);
+}
 const failed = results.filter((r) => r.failed);
 if (failed.length) {
   console.error(`run-tests: ${failed.length} test file${failed.length === 1 ? '' : 's'} failed:`);

@@ -24,13 +24,18 @@ const ARTIFACTS = fileURLToPath(new URL('../../../../test-artifacts/', import.me
 
 /**
  * Chromium: $CHROMIUM_PATH, else `chromium` on the PATH (Debian's package; .ci/run installs it).
- * A CHROMIUM_PATH that names no executable is a mistake to report, not a reason to skip.
+ * A CHROMIUM_PATH that names no executable is a mistake to report (the tests fail), not a
+ * reason to skip.
  */
-function findChromium(): { path: string } | { missing: string } {
+function findChromium(): { path: string } | { missing: string } | { wrong: string } {
   const given = process.env.CHROMIUM_PATH;
   if (given) {
-    accessSync(given, constants.X_OK);
-    return { path: given };
+    try {
+      accessSync(given, constants.X_OK);
+      return { path: given };
+    } catch {
+      return { wrong: `CHROMIUM_PATH=${given} is not an executable file` };
+    }
   }
   try {
     return { path: execFileSync('sh', ['-c', 'command -v chromium'], { encoding: 'utf8' }).trim() };
@@ -42,6 +47,7 @@ const chromium = findChromium();
 /** Under CI the browser tests run or fail; elsewhere a machine without Chromium skips them. */
 const skipBrowser = 'missing' in chromium && process.env.CI !== 'true' ? chromium.missing : false;
 function chromiumPath(): string {
+  if ('wrong' in chromium) throw new Error(chromium.wrong);
   if ('missing' in chromium) throw new Error(`${chromium.missing} (CI=true: a missing browser fails)`);
   return chromium.path;
 }
