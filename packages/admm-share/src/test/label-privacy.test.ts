@@ -7,7 +7,7 @@
 // with the same --job) reuse the flips; bad flags are refused with exit 64.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { applyFlips, classificationMetrics, csrSliceColumns, fitCentral, flipCorrectedLogistic, logistic, syntheticDataset } from '@admm-share/core';
 import { BELOW_OPTIMUM_RTOL, assertNearOptimum } from '@admm-share/core/test-support';
@@ -139,13 +139,22 @@ test('kill -9 the coordinator of a label-private ADMM job and --resume it: the f
   assert.ok(first.records.some((r) => typeof r.msg === 'string' && r.msg.startsWith('label privacy: randomized response')));
   const relay = await gate(port);
   t.after(() => relay.close());
+  // Round 23 is held back from party-1; the coordinator is killed there once its background
+  // writer has put a checkpoint on disk (killed as round 23 was sent, on a loaded machine it
+  // could have left none).
+  let held!: () => void;
+  const round23 = new Promise<void>((resolve) => (held = resolve));
   relay.before(roundMessage(23), () => {
-    first.child.kill('SIGKILL');
+    held();
     return 'drop';
   });
   const parties = files.parties.map((f, m) =>
     run(BIN.party, ['--coordinator', `ws://127.0.0.1:${m === 0 ? relay.port : port}`, '--id', f.id, '--data', f.train, '--test', f.test!, '--ids', 'first', '--mechanism', 'none', '--model', join(out, `model-${f.id}.json`), '--reconnect-timeout', '30000']),
   );
+  await round23;
+  const deadline = Date.now() + 30_000;
+  while (!existsSync(join(out, 'checkpoint.bin')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  first.child.kill('SIGKILL');
   assert.equal((await first.exit).signal, 'SIGKILL');
   // Without --label-epsilon, or with another one, the job is refused rather than trained on other labels.
   for (const [extra, message] of [

@@ -4,9 +4,9 @@
 // lacks (refused, then scored without that party's part), and one party noising its scores;
 // models that do not belong to the job, refused in words naming both sides; and online scoring
 // with a party frozen (timeout) and one killed and started again between two requests. Every expected score is computed here from the model files.
-import { after, test } from 'node:test';
+import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Csr, csrHStack, csrSelectRows, formatLibsvmWithIds, helloProof, readLibsvm } from '@admm-share/core';
 import { CloseCodes, PROTOCOL_VERSION, decode, encode } from '@admm-share/protocol';
@@ -30,10 +30,26 @@ function readPredictions(path: string): { id: string; score: number; probability
 }
 
 /** A simulate run on the built-in synthetic set (3 parties, 2000 | 1000 rows). */
-async function simulated(dir: string, name: string): Promise<string> {
-  const out = join(dir, name);
+async function simulate(out: string): Promise<string> {
   const p = run(BIN.share, ['simulate', '--out', out, '--rounds', '15']);
   assert.equal((await p.exit).code, 0, p.stderr());
+  return out;
+}
+
+/**
+ * Two simulate runs (two jobs, a and b), made once for the file and side by side: the tests
+ * only score with their models, and each works on a copy of its own (a prediction writes
+ * ledgers beside the model files, and one test edits them).
+ */
+const shared = tempDir({ after });
+let runs: Promise<Record<'a' | 'b', string>>;
+before(() => {
+  runs = Promise.all([simulate(join(shared, 'a')), simulate(join(shared, 'b'))]).then(([a, b]) => ({ a, b }));
+  runs.catch(() => {}); // reported by the tests that await it
+});
+async function simulated(dir: string, name: string, job: 'a' | 'b' = 'a'): Promise<string> {
+  const out = join(dir, name);
+  cpSync((await runs)[job], out, { recursive: true });
   return out;
 }
 
@@ -176,7 +192,7 @@ test('batch prediction on generated data: shuffled rows, and an id one party lac
 
 test('models that do not belong to the job are refused, naming both sides: another job\'s model, more feature columns than the model, other preprocessing; an edited model or job description by its digest', async (t) => {
   const dir = tempDir(t);
-  const [a, b] = [await simulated(dir, 'a'), await simulated(dir, 'b')];
+  const [a, b] = [await simulated(dir, 'a'), await simulated(dir, 'b', 'b')];
   const jobA = readJson(join(a, 'job.json')).jobId;
   const jobB = readJson(join(b, 'job.json')).jobId;
 

@@ -48,15 +48,16 @@ test('admm-share privacy calibrate / account --json match the reference vectors 
 });
 
 test('simulate with gaussian-share: seeded noise reproduces, says so, and every party reports its spend', async (t) => {
-  const runs = [];
-  for (const k of [1, 2]) {
+  // The two seeded runs and the unseeded one are independent jobs: they run side by side.
+  const simulate = async (seed: string[]) => {
     const out = tempDir(t);
-    const p = run(BIN.share, ['simulate', '--out', out, '--rounds', '8', '--mechanism', 'gaussian-share', '--epsilon', '5', '--seed', 'repro', '--no-baselines']);
-    const { code } = await p.exit;
-    assert.equal(code, 0, p.stderr());
-    assert.match(p.stdout(), /privacy: gaussian-share, RESEARCH MODE: per-round noisy ADMM[^;]*; epsilon 5, delta 0\.00001 per passive party, SEEDED noise \('repro'\): predictable/);
-    runs.push({ out, summary: JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')), k });
-  }
+    const p = run(BIN.share, ['simulate', '--out', out, '--rounds', '8', '--mechanism', 'gaussian-share', '--epsilon', '5', ...seed, '--no-baselines']);
+    assert.equal((await p.exit).code, 0, p.stderr());
+    return { out, stdout: p.stdout(), summary: JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')) };
+  };
+  const [first, second, unseeded] = await Promise.all([simulate(['--seed', 'repro']), simulate(['--seed', 'repro']), simulate([])]);
+  const runs = [first, second];
+  for (const r of runs) assert.match(r.stdout, /privacy: gaussian-share, RESEARCH MODE: per-round noisy ADMM[^;]*; epsilon 5, delta 0\.00001 per passive party, SEEDED noise \('repro'\): predictable/);
   assert.equal(runs[0].summary.objective, runs[1].summary.objective, 'same seed, same noise, same run');
   const s = runs[0].summary;
   assert.equal(s.privacy.length, 3);
@@ -74,13 +75,9 @@ test('simulate with gaussian-share: seeded noise reproduces, says so, and every 
   const spent = trace.map((r) => r.epsilonSpent['party-1']);
   assert.ok(spent.every((e, i) => i === 0 || e > spent[i - 1]), 'the ledger grows every round');
   // Without a seed the noise differs between runs.
-  const out = tempDir(t);
-  const p = run(BIN.share, ['simulate', '--out', out, '--rounds', '8', '--mechanism', 'gaussian-share', '--epsilon', '5', '--no-baselines']);
-  assert.equal((await p.exit).code, 0, p.stderr());
-  assert.match(p.stdout(), /noise from the OS CSPRNG/);
-  const fresh = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
-  assert.notEqual(fresh.objective, s.objective);
-  assert.equal(fresh.privacy[0].seeded, false);
+  assert.match(unseeded.stdout, /noise from the OS CSPRNG/);
+  assert.notEqual(unseeded.summary.objective, s.objective);
+  assert.equal(unseeded.summary.privacy[0].seeded, false);
 });
 
 test("the paper's mechanism runs, and its report says the guarantee is not established", async (t) => {
@@ -181,13 +178,15 @@ test('admm-party refuses to start without an explicit privacy setting', async ()
 
 test('privacy sweep (small): CSV rows for every mechanism and epsilon plus the references, and an SVG', async (t) => {
   const out = tempDir(t);
-  // The first 4000 training and 2000 test rows of a9a: nine jobs, each aligning its rows by private set intersection.
+  // The first 1000 training and 500 test rows of a9a: nine jobs, each aligning its rows by
+  // private set intersection. Enough rows for every ordering asserted below (with the seeds
+  // here, one-shot at epsilon 1 has test log loss 0.377 against party 1 alone's 0.403).
   const head = (file: string, rows: number) => {
     const to = join(out, `${file}-head`);
     writeFileSync(to, readFileSync(join(A9A, file), 'utf8').split('\n').slice(0, rows).join('\n') + '\n');
     return to;
   };
-  const p = run(BIN.share, ['privacy', 'sweep', '--data', head('a9a', 4000), '--test', head('a9a.t', 2000), '--out', out, '--epsilons', '1,20', '--rounds', '3', '--seed', 'small']);
+  const p = run(BIN.share, ['privacy', 'sweep', '--data', head('a9a', 1000), '--test', head('a9a.t', 500), '--out', out, '--epsilons', '1,20', '--rounds', '3', '--seed', 'small']);
   assert.equal((await p.exit).code, 0, p.stderr());
   const csv = readFileSync(join(out, 'sweep.csv'), 'utf8').trim().split('\n');
   assert.equal(csv[0], 'mechanism,epsilon,delta,rounds,sigma,sensitivity,test_log_loss,test_accuracy,test_auc');

@@ -42,19 +42,29 @@ async function relayTo(t: { after(fn: () => Promise<void>): void }, port: number
 }
 
 
-async function baseline(dir: string, files: ReturnType<typeof setup>): Promise<number> {
-  const out = join(dir, 'baseline');
-  const coord = coordinator(files, out);
-  const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
-  const parties = files.parties.map((_, m) => party(files, m, `ws://127.0.0.1:${port}`, out));
-  for (const p of [coord, ...parties]) assert.equal((await p.exit).code, 0, p.stderr());
-  return JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')).objective;
+/**
+ * The uninterrupted job, run once for the file: every test's setup writes the same seeded
+ * data, so each compares with this one run.
+ */
+const shared = tempDir({ after });
+let uninterrupted: Promise<{ out: string; objective: number }> | undefined;
+function baseline(): Promise<{ out: string; objective: number }> {
+  uninterrupted ??= (async () => {
+    const files = setup(shared);
+    const out = join(shared, 'baseline');
+    const coord = coordinator(files, out);
+    const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
+    const parties = files.parties.map((_, m) => party(files, m, `ws://127.0.0.1:${port}`, out));
+    for (const p of [coord, ...parties]) assert.equal((await p.exit).code, 0, p.stderr());
+    return { out, objective: JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')).objective };
+  })();
+  return uninterrupted;
 }
 
 test('kill -9 a party mid-training and start it again: the job completes with the uninterrupted objective', async (t) => {
   const dir = tempDir(t);
   const files = setup(dir);
-  const expected = await baseline(dir, files);
+  const { objective: expected } = await baseline();
   const out = join(dir, 'faulty');
   const coord = coordinator(files, out);
   const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
@@ -78,8 +88,8 @@ test('kill -9 a party mid-training and start it again: the job completes with th
   assert.ok(Math.abs(summary.objective - expected) <= 1e-9 * expected, `objective ${summary.objective} vs ${expected}`);
   // The restarted party's model is the uninterrupted one's too.
   const id = files.parties[1].id;
-  const model = (dir2: string) => JSON.parse(readFileSync(join(dir, dir2, `model-${id}.json`), 'utf8')).coefficients as number[];
-  const [got, want] = [model('faulty'), model('baseline')];
+  const model = (dir2: string) => JSON.parse(readFileSync(join(dir2, `model-${id}.json`), 'utf8')).coefficients as number[];
+  const [got, want] = [model(out), model((await baseline()).out)];
   const scale = Math.max(...want.map(Math.abs));
   assert.ok(got.every((v, j) => Math.abs(v - want[j]) <= 1e-9 * scale), `model of ${id} differs from the uninterrupted run`);
 });
@@ -87,7 +97,7 @@ test('kill -9 a party mid-training and start it again: the job completes with th
 test('a dropped connection (party alive) reconnects by itself and the job completes with the same objective', async (t) => {
   const dir = tempDir(t);
   const files = setup(dir);
-  const expected = await baseline(dir, files);
+  const { objective: expected } = await baseline();
   const out = join(dir, 'dropped');
   const coord = coordinator(files, out);
   const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
@@ -107,7 +117,7 @@ test('a dropped connection (party alive) reconnects by itself and the job comple
 test('heartbeats: a party frozen past a heartbeat is dropped, comes back when it thaws, and the job completes with the same objective', async (t) => {
   const dir = tempDir(t);
   const files = setup(dir);
-  const expected = await baseline(dir, files);
+  const { objective: expected } = await baseline();
   const out = join(dir, 'frozen');
   // Heartbeats every second: party-1, frozen before round 10 reaches it, misses one. (On a
   // loaded machine a healthy party may miss one too; it is dropped and rejoins the same way.)
@@ -130,17 +140,26 @@ test('heartbeats: a party frozen past a heartbeat is dropped, comes back when it
 test('kill -9 the coordinator mid-training and restart it with --resume: the parties rejoin and the job ends with the uninterrupted objective', async (t) => {
   const dir = tempDir(t);
   const files = setup(dir);
-  const expected = await baseline(dir, files);
+  const { objective: expected } = await baseline();
   const out = join(dir, 'crashed');
   const first = coordinator(files, out, ['--checkpoint-every', '5']);
   const { port } = (await first.waitFor((r) => r.msg === 'listening')) as { port: number };
-  // The coordinator is killed as round 23 is sent: rounds 1 to 22 are complete, 23 is not.
+  // Round 23 is held back from party-1: rounds 1 to 22 are complete, 23 cannot be. The
+  // coordinator is killed there once its background writer has put a checkpoint on disk (on a
+  // loaded machine the first write can land after round 22 was sent: killed at once, it left
+  // none).
   const relay = await relayTo(t, port);
+  let held!: () => void;
+  const round23 = new Promise<void>((resolve) => (held = resolve));
   relay.before(roundMessage(23), () => {
-    first.child.kill('SIGKILL');
+    held();
     return 'drop';
   });
   const parties = files.parties.map((_, m) => party(files, m, m === 0 ? `ws://127.0.0.1:${relay.port}` : `ws://127.0.0.1:${port}`, out));
+  await round23;
+  const deadline = Date.now() + 30_000;
+  while (!existsSync(join(out, 'checkpoint.bin')) && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+  first.child.kill('SIGKILL');
   assert.equal((await first.exit).signal, 'SIGKILL');
   // Same port: the parties are reconnecting to it with backoff.
   const second = coordinator(files, out, ['--checkpoint-every', '5', '--resume', '--port', String(port)]);
@@ -193,7 +212,7 @@ test('--resume refuses a checkpoint made with other labels, with a clear error',
 test('SIGTERM: the coordinator checkpoints, tells the parties it is going away (exit 130), and --resume finishes the job', async (t) => {
   const dir = tempDir(t);
   const files = setup(dir);
-  const expected = await baseline(dir, files);
+  const { objective: expected } = await baseline();
   const out = join(dir, 'stopped');
   const first = coordinator(files, out, ['--checkpoint-every', '1000']);
   const { port } = (await first.waitFor((r) => r.msg === 'listening')) as { port: number };
