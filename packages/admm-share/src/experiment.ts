@@ -1,8 +1,7 @@
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { dirname, join, relative, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
-import * as vega from 'vega';
-import * as vl from 'vega-lite';
+import { quiet, renderSvg } from './plot.js';
 import { DEFAULT_ANDERSON, readTrace } from '@admm-share/coordinator';
 import {
   type ClassificationMetrics,
@@ -51,7 +50,6 @@ interface Baseline extends ClassificationMetrics {
   model: string;
 }
 
-const quiet = { write: () => true } as unknown as NodeJS.WriteStream;
 
 export function defaultDataDir(): string {
   // packages/admm-share/dist -> the repository's data/ folder (data/a9a/README.md).
@@ -121,7 +119,7 @@ async function curvesPlot(curves: Curve[], baselines: Baseline[], dataset: strin
     ],
   });
   const spec = { hconcat: [panel('objective', `${dataset}: training objective`), panel('logLoss', `${dataset}: test log loss`)], background: 'white' };
-  return new vega.View(vega.parse(vl.compile(spec as vl.TopLevelSpec).spec), { renderer: 'none' }).toSVG();
+  return renderSvg(spec);
 }
 
 function table(head: string[], rows: (string | number)[][]): string {

@@ -1,7 +1,6 @@
 import { mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import * as vega from 'vega';
-import * as vl from 'vega-lite';
+import { quiet, renderSvg } from './plot.js';
 import { writeFileAtomic } from '@admm-share/core';
 import { DEFAULT_ANDERSON } from '@admm-share/coordinator';
 import type { NoiseMechanism } from '@admm-share/protocol';
@@ -34,7 +33,6 @@ export interface SweepRow {
 }
 
 /** Silently collect what simulate prints; the sweep prints its own lines. */
-const quiet = { write: () => true } as unknown as NodeJS.WriteStream;
 
 /**
  * Test log loss and accuracy against epsilon for each privacy mechanism, over real
@@ -153,6 +151,5 @@ async function plot(rows: SweepRow[], ref: { central: { logLoss?: number; accura
     resolve: { scale: { color: 'shared' } },
     background: 'white',
   };
-  const view = new vega.View(vega.parse(vl.compile(spec as vl.TopLevelSpec).spec), { renderer: 'none' });
-  return view.toSVG();
+  return renderSvg(spec);
 }
