@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { ConfigError, writeFileAtomic } from '@admm-share/core';
 import { NAME_RE } from '@admm-share/protocol';
+import type { Credentials } from '@admm-share/coordinator';
 
 /**
  * Random bytes per party secret: 256 bits, written as 64 hex characters (the coordinator
@@ -23,7 +24,7 @@ export function tokenPath(dir: string, id: string): string {
 
 /**
  * A random secret per party (node:crypto): `credentials.json` ({"party-id": "secret"}, what
- * `admm-coordinator --credentials` reads) and one `<party>.token` per party (what
+ * `admm-coordinator --credentials` reads through its schema, credentials-file.ts) and one `<party>.token` per party (what
  * `admm-party --token-file` reads), each written atomically with mode 0600. Party ids must be
  * valid names (they become file names) and distinct. Without `overwrite`, an existing file is
  * refused before anything is written, so a set of credentials is never half replaced.
@@ -41,7 +42,7 @@ export function writeCredentials(dir: string, parties: readonly string[], opts: 
     if (existing.length > 0) throw new ConfigError(`credentials: ${existing.join(', ')} already exist${existing.length === 1 ? 's' : ''}; pass --force to replace them`);
   }
   mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const secrets = Object.fromEntries(parties.map((p) => [p, randomBytes(SECRET_BYTES).toString('hex')]));
+  const secrets: Credentials = Object.fromEntries(parties.map((p) => [p, randomBytes(SECRET_BYTES).toString('hex')]));
   writeFileAtomic(file, JSON.stringify(secrets, null, 2) + '\n', 0o600);
   for (const p of parties) writeFileAtomic(tokenPath(dir, p), secrets[p] + '\n', 0o600);
   return file;

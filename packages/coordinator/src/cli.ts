@@ -1,8 +1,7 @@
 import { randomBytes } from 'node:crypto';
-import { readFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
-import { ConfigError, DEFAULT_LAMBDA, DataError, FILE_FORMATS, LABEL_ID_MODES, LABEL_PRIVACY_LAMBDA } from '@admm-share/core';
+import { ConfigError, DEFAULT_LAMBDA, FILE_FORMATS, LABEL_ID_MODES, LABEL_PRIVACY_LAMBDA } from '@admm-share/core';
 import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, requireInteger, requireNonNegative, requirePositive, runService } from '@admm-share/runtime';
 import { ALGORITHMS, HEARTBEAT_MS, LOSSES, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS, VARIANTS } from '@admm-share/protocol';
 import type { Logger } from 'pino';
@@ -14,6 +13,7 @@ import { resultLine } from './output/summary.js';
 import { readLocalBaseline } from './output/local-baseline.js';
 import { type ServeConfig, serve } from './prediction/serve.js';
 import { MIN_SECRET_CHARS } from './connections/http.js';
+import { readCredentials } from './connections/credentials-file.js';
 import { DEFAULT_CHECKPOINT_SECONDS, checkpointPolicy } from './output/checkpoint.js';
 
 const TOOL = 'admm-coordinator';
@@ -33,23 +33,6 @@ function readHttpToken(file: string | undefined): string | undefined {
   const token = readFlagFile('http-token-file', file).trim();
   if (token.length < MIN_SECRET_CHARS) throw new ConfigError(`--http-token-file ${file}: the token must have at least ${MIN_SECRET_CHARS} characters`);
   return token;
-}
-
-/** {"party-id": "secret"}: every value a string of at least MIN_SECRET_CHARS characters. */
-function readCredentials(file: string): Record<string, string> {
-  let parsed: unknown;
-  try {
-    parsed = JSON.parse(readFileSync(file, 'utf8'));
-  } catch (err) {
-    const e = err as NodeJS.ErrnoException;
-    throw new DataError(file, undefined, e.code ? `cannot read it (${e.code})` : `not JSON (${e.message})`);
-  }
-  if (typeof parsed !== 'object' || parsed === null || Array.isArray(parsed)) throw new DataError(file, undefined, 'expected a JSON object {"party-id": "secret", ...}');
-  for (const [k, v] of Object.entries(parsed)) {
-    if (!NAME_RE.test(k)) throw new DataError(file, undefined, `'${k}' is not a valid party id`);
-    if (typeof v !== 'string' || v.length < MIN_SECRET_CHARS) throw new DataError(file, undefined, `the secret of '${k}' must be a string of at least ${MIN_SECRET_CHARS} characters`);
-  }
-  return parsed as Record<string, string>;
 }
 
 export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLevel } {

@@ -20,3 +20,4 @@ export { FLIPS_FILE, type LabelFlips, type LabelPrivacyConfig, type LabelPrivacy
 export { labelPrivacyLine } from './output/summary.js';
 export { JOB_FILE, type JobDescription, readJobFile } from './output/job-file.js';
 export { MISSING_POLICIES, type MissingPolicy, type PredictSummary, predictLine, readPredictSummary } from './prediction/predict.js';
+export { type Credentials, credentialsSchema, readCredentials } from './connections/credentials-file.js';

@@ -91,6 +91,27 @@ test('credentials: invalid or repeated party ids are usage errors (exit 64), not
   }
 });
 
+test('credentials: a malformed credentials file stops the coordinator with exit 65, naming the file and what is wrong', async (t) => {
+  const dir = tempDir(t);
+  const long = 'x'.repeat(16);
+  const cases: [string, RegExp][] = [
+    [JSON.stringify({ '../evil': long }), /credentials: \.\.\/evil: not a valid party id/],
+    [JSON.stringify({ bank: 'short' }), /credentials: bank: a secret must have at least 16 characters/],
+    [JSON.stringify({ bank: 16 }), /credentials: bank: expected a secret/],
+    [JSON.stringify([long]), /credentials: expected a JSON object/],
+    ['{"bank": ', /credentials: not JSON/],
+  ];
+  for (const [i, [text, re]] of cases.entries()) {
+    const file = join(dir, `c${i}.json`);
+    writeFileSync(file, text);
+    const p = run(BIN.coordinator, ['--labels', join(dir, 'none.csv'), '--parties', 'bank', '--credentials', file]);
+    assert.equal((await p.exit).code, 65, `${text}: ${p.stderr()}`);
+    assert.ok(p.stderr().includes(file), `${text}: names the file: ${p.stderr()}`);
+    assert.match(p.stderr(), re, text);
+    assert.doesNotMatch(p.stderr(), STACK_LINE);
+  }
+});
+
 test('credentials: a coordinator and its parties accept the files (--credentials, --token-file) and train', async (t) => {
   const dir = tempDir(t);
   const s = syntheticDataset({ trainRows: 300, testRows: 100, seed: 'credentials-test' });

@@ -39,7 +39,7 @@ export function parseJsonText<S extends z.ZodType>(schema: S, text: string, file
   try {
     value = JSON.parse(text);
   } catch (err) {
-    throw new DataError(file, undefined, `${what}: not JSON (${(err as Error).message})`);
+    throw new DataError(file, undefined, `${what}: not JSON (${(err as Error).message.replace(/\s+/g, ' ')})`);
   }
   return parseWith(schema, value, file, what);
 }
@@ -67,7 +67,7 @@ export function parseJsonLines<S extends z.ZodType>(schema: S, text: string, fil
     try {
       value = JSON.parse(line);
     } catch (err) {
-      throw new DataError(file, i + 1, `${what}: not JSON (${(err as Error).message})`);
+      throw new DataError(file, i + 1, `${what}: not JSON (${(err as Error).message.replace(/\s+/g, ' ')})`);
     }
     const r = schema.safeParse(value);
     if (!r.success) throw new DataError(file, i + 1, `${what}: ${describeIssue(r.error)}`);

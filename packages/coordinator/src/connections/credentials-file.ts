@@ -1,0 +1,21 @@
+/**
+ * The credentials file (`admm-share credentials` writes it, an operator may write it by hand):
+ * {"party-id": "secret", ...}, every id a valid party id and every secret at least
+ * MIN_SECRET_CHARS characters. Declared once; `admm-coordinator --credentials` reads it here.
+ */
+import { readJsonFile, z } from '@admm-share/core';
+import { NAME_RE } from '@admm-share/protocol';
+import { MIN_SECRET_CHARS } from './http.js';
+
+export const credentialsSchema = z.record(
+  z.string().regex(NAME_RE),
+  z.string({ error: `expected a secret (a string)` }).min(MIN_SECRET_CHARS, `a secret must have at least ${MIN_SECRET_CHARS} characters`),
+  { error: (issue) => (issue.code === 'invalid_key' ? 'not a valid party id (letters, digits, . _ -)' : 'expected a JSON object {"party-id": "secret", ...}') },
+);
+
+export type Credentials = z.infer<typeof credentialsSchema>;
+
+/** Read `file` as credentials; a DataError names the file and the party id that is wrong. */
+export function readCredentials(file: string): Credentials {
+  return readJsonFile(credentialsSchema, file, 'credentials');
+}
