@@ -1,9 +1,9 @@
-// What an attacker on the network can do to a running coordinator (a real child process),
-// with the attackers as raw `net` and `ws` clients in this test: hold memory before saying
-// hello, flood the log, lock real parties out of the pending slots, poison the job with a huge
-// share and get the honest parties blamed, speak out of turn, hang plain HTTP requests, learn
-// the configured party ids, and slip a msgpackr record past the decoder. The memory and flood
-// tests report the coordinator's RSS (VmRSS) before and after.
+// What an attacker on the network, never admitted to the job, can do to a running coordinator
+// (a real child process), with the attackers as raw `net` and `ws` clients in this test: hold
+// memory before saying hello, flood the log, lock real parties out of the pending slots, hang
+// plain HTTP requests, learn the configured party ids, and slip a msgpackr record past the
+// decoder. The memory and flood tests report the coordinator's RSS (VmRSS) before and after.
+// What a party inside the job can do: attacks-job.test.ts.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
@@ -11,8 +11,6 @@ import { get as httpGet } from 'node:http';
 import { type Socket, createConnection } from 'node:net';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
-import { syntheticDataset } from '@admm-share/core';
-import { psiAnswer } from './psi-peer.js';
 import {
   HTTP_HEADERS_TIMEOUT_MS,
   HTTP_TIMEOUT_CHECK_MS,
@@ -21,9 +19,9 @@ import {
   UNAUTHENTICATED_MAX_BYTES,
   WARNINGS_PER_SECOND,
 } from '@admm-share/coordinator';
-import { CloseCodes, PROTOCOL_VERSION, type Setup, decode, encode, validateCoordinatorMessage } from '@admm-share/protocol';
-import { writeVerticalSplit } from '../split.js';
-import { BIN, type Proc, killAll, run, tempDir } from './procs.js';
+import { CloseCodes, PROTOCOL_VERSION, encode } from '@admm-share/protocol';
+import { ROUNDS, cleanObjective, coordinator, dataset, hostileParty, listening, party } from './attacks-support.js';
+import { BIN, killAll, run, tempDir } from './procs.js';
 
 after(killAll);
 
@@ -32,11 +30,6 @@ const MiB = 1024 * 1024;
 function rssKiB(pid: number): number {
   const m = /VmRSS:\s+(\d+) kB/.exec(readFileSync(`/proc/${pid}/status`, 'utf8'));
   return Number(m![1]);
-}
-
-async function listening(coord: Proc): Promise<{ port: number; maxPayload: number; pid: number }> {
-  const r = (await coord.waitFor((x) => x.msg === 'listening')) as { port: number; maxPayload: number };
-  return { port: r.port, maxPayload: r.maxPayload, pid: coord.child.pid! };
 }
 
 // ---------------------------------------------------------------------------------------
@@ -218,33 +211,7 @@ test('a refused connection is dropped at once and nothing more it sends is read;
 });
 
 // ---------------------------------------------------------------------------------------
-// Real jobs: a synthetic data set split over three parties.
-
-function dataset(dir: string) {
-  const s = syntheticDataset({ trainRows: 400, testRows: 100, seed: 'attacks-test' });
-  return { s, files: writeVerticalSplit(join(dir, 'data'), s.blocks, s.train, s.test) };
-}
-type Files = ReturnType<typeof dataset>['files'];
-
-const ROUNDS = '40';
-
-function coordinator(files: Files, out: string, extra: string[] = [], parties = files.parties.map((p) => p.id)) {
-  return run(BIN.coordinator, ['--port', '0', '--labels', files.labels, '--parties', parties.join(','), '--out', out, '--rounds', ROUNDS, '--tol-abs', '0', '--tol-rel', '0', '--job', 'attack-job', ...extra]);
-}
-
-function party(files: Files, m: number, port: number, out: string): Proc {
-  const f = files.parties[m];
-  return run(BIN.party, ['--coordinator', `ws://127.0.0.1:${port}`, '--id', f.id, '--data', f.train, '--ids', 'first', '--mechanism', 'none', '--model', join(out, `model-${f.id}.json`), '--reconnect-timeout', '30000']);
-}
-
-async function cleanObjective(dir: string, files: Files): Promise<number> {
-  const out = join(dir, 'clean');
-  const coord = coordinator(files, out);
-  const { port } = await listening(coord);
-  const parties = files.parties.map((_, m) => party(files, m, port, out));
-  for (const p of [coord, ...parties]) assert.equal((await p.exit).code, 0, p.stderr());
-  return JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8')).objective;
-}
+// The pending slots held by silent connections, while real parties join a real job.
 
 /**
  * `count` WebSocket clients that never say hello, each resolving `ready` once it has its
@@ -327,123 +294,6 @@ test('parties join, and one killed with -9 rejoins, while a flood that refills i
   assert.ok(Math.abs(summary.objective - expected) <= 1e-9 * expected, `objective ${summary.objective} vs ${expected}`);
   // The parties' connections took slots from the flood (at least the rejoin: by then it had refilled).
   assert.ok(flood.closes.filter((c) => c === CloseCodes.busy.code).length >= 1, `closes: ${flood.closes.join(',')}`);
-});
-
-// ---------------------------------------------------------------------------------------
-// A hostile party: a raw client that joins like a party and then does what it likes.
-
-interface HostileOptions {
-  id: string;
-  ids: readonly string[];
-  /** The first bytes it sends (default: its hello, from a regular encoding). */
-  hello?: (nonce: Uint8Array) => Uint8Array;
-  onSetup?(ws: WebSocket, setup: Setup): void;
-  onRound?(ws: WebSocket, round: number, n: number): void;
-}
-
-function hostileParty(port: number, o: HostileOptions) {
-  const ws = new WebSocket(`ws://127.0.0.1:${port}`);
-  ws.on('error', () => undefined);
-  let jobId = '';
-  let n = 0;
-  const closed = new Promise<{ code: number; reason: string; at: number }>((resolve) => ws.on('close', (code, reason) => resolve({ code, reason: reason.toString(), at: performance.now() })));
-  ws.on('message', (data: Buffer) => {
-    const msg = validateCoordinatorMessage(decode(data));
-    switch (msg.type) {
-      case 'challenge':
-        ws.send(o.hello ? o.hello(msg.nonce) : encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: o.id, jobId: null, features: 1, trainRows: o.ids.length, testRows: 0, proof: null, noise: false, model: null }));
-        break;
-      case 'welcome':
-        jobId = msg.jobId;
-        break;
-      case 'psi':
-        ws.send(encode(psiAnswer(o.ids, msg)));
-        break;
-      case 'setup':
-        n = msg.trainRows.length;
-        o.onSetup?.(ws, msg);
-        break;
-      case 'round':
-        o.onRound?.(ws, msg.round, n);
-        break;
-      default:
-        break;
-    }
-  });
-  return { ws, closed, jobId: () => jobId };
-}
-
-const NO_PRIVACY = { mechanism: 'none', epsilon: null, delta: null, rounds: 40, sigma: 0, sensitivity: 0, accountant: null, seeded: false } as const;
-
-test('a party that sends a finite but huge share (1.7e308) is named and closed with 4003; the honest parties are not blamed', async (t) => {
-  const dir = tempDir(t);
-  const { s, files } = dataset(dir);
-  const out = join(dir, 'poisoned');
-  const ids = [...files.parties.slice(0, 2).map((p) => p.id), 'hostile'];
-  const coord = coordinator(files, out, ['--rejoin-timeout', '1000'], ids);
-  const { port } = await listening(coord);
-  const honest = [0, 1].map((m) => party(files, m, port, out));
-  let jobId = '';
-  const hostile = hostileParty(port, {
-    id: 'hostile',
-    ids: s.train.ids,
-    onSetup: (ws, setup) => {
-      jobId = setup.jobId;
-      ws.send(encode({ type: 'ready', jobId, privacy: NO_PRIVACY }));
-    },
-    onRound: (ws, round, n) => ws.send(encode({ type: 'share', jobId, round, share: new Float64Array(n).fill(1.7e308), penaltySq: 0, epsilonSpent: 0, solver: null })),
-  });
-  const closed = await hostile.closed;
-  assert.equal(closed.code, CloseCodes.invalid.code, closed.reason);
-  assert.match(closed.reason, /exceeds the bound/);
-  assert.equal((await coord.exit).code, 69, coord.stderr());
-  assert.match(coord.stderr(), /party hostile: share\.share\[0\] = 1\.7e\+308 exceeds the bound 1e\+100/);
-  const failed = coord.records.find((r) => r.msg === 'job failed');
-  assert.match(String(failed?.err), /^party hostile: /);
-  // No honest party is closed for a bad message, and each learns who failed the job.
-  const blamed = coord.records.filter((r) => r.msg === 'closing connection' && r.party !== 'hostile' && r.close !== CloseCodes.aborted.code);
-  assert.deepEqual(blamed, []);
-  for (const p of honest) {
-    assert.equal((await p.exit).code, 69);
-    assert.match(p.stderr(), /code 4009: job aborted: party hostile: /);
-    assert.doesNotMatch(p.stderr() + p.stdout(), /bad message|NaN/);
-  }
-  assert.ok(!coord.records.some((r) => r.msg === 'round' && (r.round as number) >= 2), 'round 2 was never sent');
-});
-
-test('a share sent after ready but before round 1 asked for it, and one of the wrong length, are refused at once with 4004 naming the party', async (t) => {
-  const dir = tempDir(t);
-  const { s, files } = dataset(dir);
-  const out = join(dir, 'early');
-  const ids = [...files.parties.slice(0, 2).map((p) => p.id), 'eager'];
-  const coord = coordinator(files, out, ['--round-timeout', '600000'], ids);
-  const { port } = await listening(coord);
-  const honest = [0, 1].map((m) => party(files, m, port, out));
-  let sentAt = 0;
-  const hostile = hostileParty(port, {
-    id: 'eager',
-    ids: s.train.ids,
-    onSetup: (ws, setup) => {
-      const n = setup.trainRows.length;
-      ws.send(encode({ type: 'ready', jobId: setup.jobId, privacy: NO_PRIVACY }));
-      sentAt = performance.now();
-      ws.send(encode({ type: 'share', jobId: setup.jobId, round: 77, share: new Float64Array(n), penaltySq: 0, epsilonSpent: 0, solver: null }));
-      ws.send(encode({ type: 'share', jobId: setup.jobId, round: 1, share: new Float64Array(n + 1), penaltySq: 0, epsilonSpent: 0, solver: null }));
-    },
-  });
-  const closed = await hostile.closed;
-  assert.equal(closed.code, CloseCodes.unexpected.code, closed.reason);
-  assert.ok(closed.at - sentAt < 5000, `refused after ${closed.at - sentAt} ms (the round timeout is 10 minutes)`);
-  assert.equal((await coord.exit).code, 69, coord.stderr());
-  assert.match(coord.stderr(), /party eager: /);
-  const refusal = coord.records.find((r) => r.msg === 'closing connection' && r.party === 'eager');
-  assert.equal(refusal?.close, CloseCodes.unexpected.code);
-  // Refused for the first share: the second is never read.
-  assert.match(String(refusal?.detail), /a message when none was asked for|share for round 77/);
-  for (const p of honest) {
-    assert.equal((await p.exit).code, 69);
-    assert.match(p.stderr(), /code 4009: job aborted: party eager: /);
-  }
 });
 
 test('a plain HTTP request gets 426 Upgrade Required at once; a client that never finishes its headers is cut off', async (t) => {
