@@ -24,7 +24,7 @@ export default {
   testRunner: 'tap',
   plugins: ['@stryker-mutator/tap-runner'],
   mutate: [
-    'packages/party/src/privacy/{mechanism,budget,privacy}.ts',
+    'packages/party/src/privacy/{mechanism,budget,ledger,privacy}.ts',
     'packages/core/src/privacy/accounting.ts',
     'packages/core/src/privacy/noise.ts',
     'packages/core/src/model/losses.ts',

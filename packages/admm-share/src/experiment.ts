@@ -50,7 +50,6 @@ interface Baseline extends ClassificationMetrics {
   model: string;
 }
 
-
 export function defaultDataDir(): string {
   // packages/admm-share/dist -> the repository's data/ folder (data/a9a/README.md).
   return resolve(dirname(fileURLToPath(import.meta.url)), '..', '..', '..', 'data');

@@ -32,8 +32,6 @@ export interface SweepRow {
   auc: number;
 }
 
-/** Silently collect what simulate prints; the sweep prints its own lines. */
-
 /**
  * Test log loss and accuracy against epsilon for each privacy mechanism, over real
  * processes (one `simulate` per point), with the central and party-1-only models and the

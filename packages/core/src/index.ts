@@ -16,16 +16,16 @@ export * from './threads/thread-team.js';
 export * from './threads/dense-team.js';
 // io/: reading data files (LIBSVM, CSV, ids, labels), writing files whole, JSON files we wrote.
 export * from './io/index.js';
-// model/: losses, metrics, the centralised reference fit, synthetic data sets.
+// model/: losses, metrics, the centralised reference fit, synthetic data sets, the denoising of a one-shot release.
 export * from './model/losses.js';
 export * from './model/metrics.js';
 export * from './model/central.js';
 export * from './model/synthetic.js';
-// privacy/: the accountant, the noise, label flips; release.ts: the one-shot release's denoising.
+export * from './model/release.js';
+// privacy/: the accountant, the noise, label flips.
 export * from './privacy/accounting.js';
 export * from './privacy/noise.js';
 export * from './privacy/label-flip.js';
-export * from './release.js';
 // psi/: private set intersection (the curve operations, and the team that spreads them over threads).
 export * from './psi/psi.js';
 export * from './psi/psi-team.js';

@@ -7,11 +7,11 @@ import { MAX_LABEL_FACTOR, type PartyConfig, type ScoringConfig, start, startSco
 import { DEFAULT_BX } from './privacy/mechanism.js';
 import { RELEASE_DEFAULTS } from './privacy/release.js';
 import { DEFAULT_PRIVACY_REQUESTS, DEFAULT_SCORE_CLIP } from './scoring/scoring.js';
-import type { TlsFiles } from './transport/tls.js';
+import type { ClientTls } from './transport/tls.js';
 
 const TOOL = 'admm-party';
 
-function readTls(ca?: string, cert?: string, key?: string): TlsFiles | undefined {
+function readTls(ca?: string, cert?: string, key?: string): ClientTls | undefined {
   if ((cert === undefined) !== (key === undefined)) throw new ConfigError('--tls-cert and --tls-key go together');
   if (ca === undefined && cert === undefined) return undefined;
   return {

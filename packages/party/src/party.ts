@@ -9,7 +9,7 @@ import { type CloseKind, type Role, ProtocolError, assertNever } from '@admm-sha
 import { Progress, peakMemoryBytes } from '@admm-share/runtime';
 import { collectGarbage, collectYoungGarbage } from './session/gc.js';
 import { CoordinatorLink, maxPayloadFor } from './transport/link.js';
-import type { TlsFiles } from './transport/tls.js';
+import type { ClientTls } from './transport/tls.js';
 import { ledgerPath, readPartyModel, writeModelFiles } from './scoring/model-file.js';
 import { type PrivacyConfig, DEFAULT_BX, normaliseCsrRows, normaliseDenseRows, validatePrivacyConfig } from './privacy/mechanism.js';
 import { Privacy } from './privacy/privacy.js';
@@ -50,7 +50,7 @@ export interface PartyConfig {
   /** This party's secret, shared with the coordinator only; proves the hello (never sent). */
   token?: string;
   /** wss://: trust only this CA for the coordinator's certificate (pinning); cert and key for mutual TLS. */
-  tls?: TlsFiles;
+  tls?: ClientTls;
   /**
    * The coordinator's label set of a `psi` may hold at most this many times this party's rows
    * (default MAX_LABEL_FACTOR): the coordinator chooses that set, so a cap bounds how many

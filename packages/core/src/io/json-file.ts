@@ -10,6 +10,15 @@ import { DataError } from '../errors.js';
 
 export { z };
 
+/**
+ * A schema's error message for a field: "missing" when absent, else "expected `what`, got <the
+ * value as JSON, cut to 60 characters>" (`z.number({ error: expectedValue('a rate') })`).
+ */
+export const expectedValue =
+  (what: string) =>
+  (issue: { input?: unknown }): string =>
+    issue.input === undefined ? 'missing' : `expected ${what}, got ${JSON.stringify(issue.input)?.slice(0, 60)}`;
+
 /** `a.b[2].c` for an issue's path; empty for the document itself. */
 function fieldPath(path: readonly PropertyKey[]): string {
   return path.map((k, i) => (typeof k === 'number' ? `[${k}]` : `${i === 0 ? '' : '.'}${String(k)}`)).join('');

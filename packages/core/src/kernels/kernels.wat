@@ -4,7 +4,7 @@
 ;; bit: IEEE double multiply then add, never fused (a single is widened to a double exactly).
 ;; Arguments are byte offsets into memory: indptr and indices (i32), values (f64), panels
 ;; (f32), vectors (f64). The encoded module is in wasm-kernels-bytes.ts (npm run wasm).
-;; The memory is shared (a SharedArrayBuffer), so the x-update's threads (DenseThreads) form a
+;; The memory is shared (a SharedArrayBuffer), so the x-update's threads (DenseTeam) form a
 ;; factor straight into it; nothing here is atomic, and no two threads use it at once.
 (module
   (import "env" "memory" (memory 1 32768 shared))

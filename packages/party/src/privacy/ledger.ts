@@ -5,18 +5,16 @@
 // types, ranges, and an epsilonSpent that agrees with the releases recorded.
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
-import { accountEpsilon, parseJsonText, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
+import { accountEpsilon, expectedValue, parseJsonText, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
 import { type PrivacyInfo, NAME_RE, ProtocolError, validatePartyMessage } from '@admm-share/protocol';
 import { BUDGET_RTOL, reportedSpent } from './budget.js';
 
 /** The ledger file's format tag; restoreLedger reads this version only. */
 export const LEDGER_FORMAT = 'admm-share-ledger/3';
 
-/** The reader's words for a value: "missing", or what was expected and what came. */
-const expected = (what: string) => (iss: { input?: unknown }) => (iss.input === undefined ? 'missing' : `expected ${what}, got ${JSON.stringify(iss.input)?.slice(0, 60)}`);
 
 /** A finite JSON number for which `ok` holds (JSON's 1e400 reads as Infinity, and is refused). */
-const number = (ok: (x: number) => boolean, what: string) => z.number({ error: expected(what) }).refine(ok, { error: expected(what) });
+const number = (ok: (x: number) => boolean, what: string) => z.number({ error: expectedValue(what) }).refine(ok, { error: expectedValue(what) });
 
 /**
  * The calibration, as the party sends it in `ready`: the protocol's validator checks it, and its
@@ -41,9 +39,9 @@ const calibration = z.unknown().transform((value, ctx): PrivacyInfo => {
 const ledgerFile = z
   .strictObject(
     {
-      format: z.literal(LEDGER_FORMAT, { error: expected(`'${LEDGER_FORMAT}'`) }),
-      jobId: z.string({ error: expected('a job id') }).regex(NAME_RE, { error: expected('a job id') }),
-      releases: number(Number.isSafeInteger, 'an integer >= 0').refine((x) => x >= 0, { error: expected('an integer >= 0') }),
+      format: z.literal(LEDGER_FORMAT, { error: expectedValue(`'${LEDGER_FORMAT}'`) }),
+      jobId: z.string({ error: expectedValue('a job id') }).regex(NAME_RE, { error: expectedValue('a job id') }),
+      releases: number(Number.isSafeInteger, 'an integer >= 0').refine((x) => x >= 0, { error: expectedValue('an integer >= 0') }),
       epsilonSpent: number((x) => x >= 0, 'a number >= 0'),
       info: calibration,
       rho: number((x) => x > 0, 'a positive number'),

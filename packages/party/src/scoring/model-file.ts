@@ -3,7 +3,7 @@
 // reading a model back to score new rows with, checked field by field and against its digest.
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { DataError, jsonDigest, parseWith, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
+import { DataError, expectedValue, jsonDigest, parseWith, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
 import { type Done, type ModelRef, type Role, LOSSES, NAME_RE, ROLES } from '@admm-share/protocol';
 import type { Privacy } from '../privacy/privacy.js';
 
@@ -48,8 +48,9 @@ export interface ModelFileInput {
   rowsScaled: number;
 }
 
-/** "expected `what`, got <the value>" (or "missing"), for the reader's messages. */
-const expected = (what: string) => (iss: { input?: unknown }) => (iss.input === undefined ? 'missing' : `expected ${what}, got ${JSON.stringify(iss.input)?.slice(0, 60)}`);
+
+const formatField = z.literal(MODEL_FORMAT, { error: expectedValue(`'${MODEL_FORMAT}' (a model written by this version of admm-party)`) });
+const digestField = z.string({ error: expectedValue('64 hex characters') }).regex(/^[0-9a-f]{64}$/, { error: expectedValue('64 hex characters') });
 
 /**
  * What a party model holds (format admm-share-party-model/2). The fields that decide how a new
@@ -60,21 +61,21 @@ const expected = (what: string) => (iss: { input?: unknown }) => (iss.input === 
  */
 const modelBody = z.looseObject(
   {
-    format: z.literal(MODEL_FORMAT, { error: expected(`'${MODEL_FORMAT}' (a model written by this version of admm-party)`) }),
-    jobId: z.string({ error: expected('a name') }).regex(NAME_RE, { error: expected('a name') }),
-    partyId: z.string({ error: expected('a name') }).regex(NAME_RE, { error: expected('a name') }),
-    role: z.enum(ROLES, { error: expected(`one of ${ROLES.join(', ')}`) }),
-    features: z.int({ error: expected('an integer >= 1') }).min(1, { error: expected('an integer >= 1') }),
+    format: formatField,
+    jobId: z.string({ error: expectedValue('a name') }).regex(NAME_RE, { error: expectedValue('a name') }),
+    partyId: z.string({ error: expectedValue('a name') }).regex(NAME_RE, { error: expectedValue('a name') }),
+    role: z.enum(ROLES, { error: expectedValue(`one of ${ROLES.join(', ')}`) }),
+    features: z.int({ error: expectedValue('an integer >= 1') }).min(1, { error: expectedValue('an integer >= 1') }),
     featureNames: z.array(z.string()),
-    preprocessing: z.object({ rowScaling: z.boolean(), intercept: z.boolean() }, { error: expected('{rowScaling, intercept}') }),
-    loss: z.enum(LOSSES, { error: expected(`one of ${LOSSES.join(', ')}`) }),
+    preprocessing: z.object({ rowScaling: z.boolean(), intercept: z.boolean() }, { error: expectedValue('{rowScaling, intercept}') }),
+    loss: z.enum(LOSSES, { error: expectedValue(`one of ${LOSSES.join(', ')}`) }),
     /** logistic loss: which raw label is the positive class (+1); null for squared loss. */
-    labels: z.object({ negative: z.string(), positive: z.string() }, { error: expected('null or {negative, positive}') }).nullable(),
-    coefficients: z.array(z.number({ error: expected('a finite number') })),
+    labels: z.object({ negative: z.string(), positive: z.string() }, { error: expectedValue('null or {negative, positive}') }).nullable(),
+    coefficients: z.array(z.number({ error: expectedValue('a finite number') })),
     /** null: this party's part has no intercept. */
-    intercept: z.number({ error: expected('a finite number or null') }).nullable(),
+    intercept: z.number({ error: expectedValue('a finite number or null') }).nullable(),
     /** one-shot, passive: each score is clipped to [-scoreClip, scoreClip] (as released in training); null otherwise. */
-    scoreClip: z.number({ error: expected('a positive number or null') }).positive({ error: expected('a positive number or null') }).nullable(),
+    scoreClip: z.number({ error: expectedValue('a positive number or null') }).positive({ error: expectedValue('a positive number or null') }).nullable(),
   },
   { error: 'expected a JSON object' },
 );
@@ -82,7 +83,7 @@ const modelBody = z.looseObject(
 const partyModelFile = modelBody
   .extend({
     /** SHA-256 (hex) of the file's JSON without this field. */
-    digest: z.string({ error: expected('64 hex characters') }).regex(/^[0-9a-f]{64}$/, { error: expected('64 hex characters') }),
+    digest: digestField,
   })
   .superRefine((m, ctx) => {
     const d = m.features;
@@ -93,6 +94,9 @@ const partyModelFile = modelBody
 
 /** A party model, as read back (readPartyModel). */
 export type PartyModel = z.output<typeof partyModelFile>;
+
+/** The fields read before the digest is checked: the format, and the digest's own form. */
+const envelope = z.looseObject({ format: formatField, digest: digestField });
 
 /** The file's text as it arrives: a JSON object, its fields as written (the digest is over them in this order). */
 const jsonObject = z.custom<Record<string, unknown>>((v) => typeof v === 'object' && v !== null && !Array.isArray(v), { error: 'expected a JSON object' });
@@ -137,8 +141,10 @@ export function modelRef(m: PartyModel): ModelRef {
  */
 export function readPartyModel(path: string): PartyModel {
   const raw = readJsonFile(jsonObject, path, 'party model');
-  const model = parseWith(partyModelFile, raw, path, 'party model');
-  const { digest, ...body } = raw;
+  // As before the schema: the format, then the digest, then the fields, so that a hand edit
+  // which breaks a field is reported as an edit, not as that field.
+  const { digest } = parseWith(envelope, raw, path, 'party model');
+  const { digest: _, ...body } = raw;
   if (jsonDigest(body) !== digest) throw new DataError(path, undefined, 'party model: its content does not match its digest (the file was changed after training)');
-  return model;
+  return parseWith(partyModelFile, raw, path, 'party model');
 }

@@ -3,11 +3,11 @@
 // repository, the noise's spread, the clip before it, and the ledger that refuses to overspend.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { privacyVectors, tempDir } from '@admm-share/core/test-support';
-import { ConfigError, type FeatureTable, csrFromDense } from '@admm-share/core';
-import { MODEL_FORMAT, type PartyModel } from '../scoring/model-file.js';
+import { ConfigError, type FeatureTable, csrFromDense, jsonDigest } from '@admm-share/core';
+import { MODEL_FORMAT, type PartyModel, readPartyModel } from '../scoring/model-file.js';
 import { Scorer, ScoringPrivacy } from '../scoring/scoring.js';
 
 function model(over: Partial<PartyModel> = {}): PartyModel {
@@ -42,6 +42,25 @@ test('the model is applied as its file says: x . row + intercept, rows scaled to
   assert.ok(Math.abs(scaled[0] - (-1.2 + 0.4 + 0.25)) < 1e-15);
   const clipped = new Scorer(model({ scoreClip: 0.5, intercept: null, preprocessing: { rowScaling: false, intercept: false } }), table(rows), undefined).score(Uint32Array.from([0, 1, 2]), '/nonexistent', 'j');
   assert.deepEqual(Array.from(clipped), [0.5, -0.5, -0.5]);
+});
+
+test('a model file is read in the order format, digest, fields: a hand edit is reported as an edit, whatever field it breaks', (t) => {
+  const dir = tempDir(t);
+  const { digest: _, ...body } = model();
+  const write = (name: string, o: object) => {
+    const path = join(dir, name);
+    writeFileSync(path, JSON.stringify(o));
+    return path;
+  };
+  const good = write('good.json', { ...body, digest: jsonDigest(body) });
+  assert.deepEqual(readPartyModel(good).coefficients, [1, -2, 0.5]);
+  const edited = write('edited.json', { ...body, coefficients: [1, 'two', 0.5], digest: jsonDigest(body) });
+  assert.throws(() => readPartyModel(edited), (e: Error) => e.message === `${edited}: party model: its content does not match its digest (the file was changed after training)`);
+  const older = write('older.json', { ...body, format: 'admm-share-party-model/1', digest: jsonDigest(body) });
+  assert.throws(() => readPartyModel(older), (e: Error) => e.message.startsWith(`${older}: party model: format: expected '${MODEL_FORMAT}'`));
+  const broken = { ...body, coefficients: [1, 'two', 0.5] };
+  const resealed = write('resealed.json', { ...broken, digest: jsonDigest(broken) });
+  assert.throws(() => readPartyModel(resealed), (e: Error) => e.message.startsWith(`${resealed}: party model: coefficients[1]: expected a finite number, got "two"`));
 });
 
 test('columns must be the model\'s: a different count or name is refused naming both', () => {

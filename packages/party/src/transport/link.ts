@@ -29,7 +29,7 @@ import {
   validateCoordinatorMessage,
 } from '@admm-share/protocol';
 import { MessageWriter, zeroMask } from './frames.js';
-import type { TlsFiles } from './tls.js';
+import type { ClientTls } from './tls.js';
 
 /** Reconnect backoff: 100 ms doubling up to 5 s, each delay times a factor in [0.5, 1.5). */
 const BACKOFF_FIRST_MS = 100;
@@ -86,7 +86,7 @@ export interface LinkOptions {
   /** No ping or message from the coordinator for this long means the connection is dead (ms). */
   heartbeatTimeoutMs: number;
   /** wss://: trust only this CA (pinning); cert and key for mutual TLS. */
-  tls?: TlsFiles;
+  tls?: ClientTls;
   /** Jitter of the reconnect delay, uniform in [0, 1) (not a secret: Math.random by default). */
   random?: () => number;
 }

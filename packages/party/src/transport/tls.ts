@@ -4,7 +4,7 @@
  * (pinning); `cert` and `key` together for mutual TLS. Declared once: the flags (cli.ts), the
  * party's configuration (party.ts) and the link's options (link.ts) all carry this.
  */
-export interface TlsFiles {
+export interface ClientTls {
   ca?: string;
   cert?: string;
   key?: string;

@@ -4,7 +4,7 @@
  * sigma^2 I), where v is the party's clipped score vector. Everything here is post-processing
  * of the release, so it costs the passive party nothing.
  */
-import { type Csr, assertLength } from './linalg/csr.js';
+import { type Csr, assertLength } from '../linalg/csr.js';
 
 export interface Denoised {
   /** The column the combined model is fitted on: fitted + shrink (r - fitted). */
