@@ -4,7 +4,6 @@
 // and result table.
 import { join } from 'node:path';
 import {
-  type ClassificationMetrics,
   type Csr,
   type LabelledSet,
   classificationMetrics,
@@ -13,24 +12,19 @@ import {
   logistic,
   predictScores,
 } from '@admm-share/core';
-import { type Summary, type TestMetrics, baseRateMetrics, comparisonWarnings, labelPrivacyLine, readSummary } from '@admm-share/coordinator';
+import { JOB_FILE, type Summary, type TestMetrics, baseRateMetrics, comparisonWarnings, labelPrivacyLine, readSummary } from '@admm-share/coordinator';
 import type { SimulationData } from './datasets.js';
 import { type Job, modelPath } from './launch.js';
 import type { Progress } from '@admm-share/runtime';
+import { type Baseline, SIMULATION_FILE, type Simulation } from './simulation-file.js';
 
-export interface Baseline {
-  objective: number;
-  test?: ClassificationMetrics;
-}
+export type { Baseline } from './simulation-file.js';
 
-export interface SimulateSummary extends Summary {
-  baselines?: { central: Baseline; local: Baseline & { party: string }; majority?: Baseline };
-  /** A run with noise whose model is worse than party 1 alone or than the majority class, in words. */
-  warnings?: string[];
-  files: { dir: string; logs: string; models: string[] };
-  /** Each process's peak resident memory in bytes: the coordinator's from its summary, each party's from its log. */
-  peakMemory: Record<string, number>;
-}
+/** The coordinator's summary with what simulate adds (simulation.json's fields; its seconds are the summary's with `total` replaced). */
+export interface SimulateSummary extends Summary, Omit<Simulation, 'seconds'> {}
+
+/** Party 1's baseline, with its id. */
+export type LocalBaselineFigures = NonNullable<Simulation['baselines']>['local'];
 
 /** The central model on all columns, or on columns [from, to) only (a party alone), with its test metrics. */
 export function evaluateCentral(train: LabelledSet, test: LabelledSet | undefined, lambda: number, intercept: boolean, cols?: [number, number]): Baseline {
@@ -43,7 +37,7 @@ export function evaluateCentral(train: LabelledSet, test: LabelledSet | undefine
 }
 
 /** Party 1 alone: the central model on its block of columns (the local-only baseline). */
-export function localBaseline(data: SimulationData, job: Job, opts: { lambda: number; intercept: boolean }): Baseline & { party: string } {
+export function localBaseline(data: SimulationData, job: Job, opts: { lambda: number; intercept: boolean }): LocalBaselineFigures {
   const first = job.files.parties[0];
   return { party: first.id, ...evaluateCentral(data.train, data.test, opts.lambda, opts.intercept, [first.columns[0] - 1, first.columns[1]]) };
 }
@@ -67,7 +61,7 @@ export function completeSummary(
   started: number,
   partyPeaks: Record<string, number>,
   /** The local-only baseline if it was fitted before the job (for the dashboard). */
-  local?: Baseline & { party: string },
+  local?: LocalBaselineFigures,
 ): SimulateSummary {
   const { dir, files } = job;
   const summary = readSummary(join(dir, 'summary.json'));
@@ -148,7 +142,8 @@ export function formatTable(s: SimulateSummary): string {
   );
 }
 
-/** The last line: where the files are. */
-export function writtenTo(dir: string): string {
-  return `\nwritten to ${dir} (summary.json, trace.jsonl, model-*.json, logs/)\n`;
+/** The last line: where the files are (local-baseline.json only when simulate fitted it for the dashboard). */
+export function writtenTo(dir: string, localBaselineFile?: string): string {
+  const files = ['summary.json', 'trace.jsonl', JOB_FILE, SIMULATION_FILE, ...(localBaselineFile ? [localBaselineFile] : []), 'model-*.json', 'data/', 'logs/'];
+  return `\nwritten to ${dir} (${files.join(', ')})\n`;
 }

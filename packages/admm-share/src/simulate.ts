@@ -1,21 +1,24 @@
 // `admm-share simulate` as a sequence of phases: load the data set and write each party's
 // files (datasets.ts), launch the coordinator and one party process per block and wait for
-// them (launch.ts), then complete, write and print the summary (report.ts). This file owns
+// them (launch.ts), then complete the summary with the baselines and print it (report.ts) and
+// write what it adds to the coordinator's summary.json (simulation-file.ts). This file owns
 // the run's lifetime: its directories, the progress bar, and stopping the children on a
 // signal, an error or exit.
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { EXIT, writeFileAtomic } from '@admm-share/core';
-import { FLIPS_FILE } from '@admm-share/coordinator';
+import { FLIPS_FILE, type readLocalBaseline } from '@admm-share/coordinator';
 import { type DataOptions, loadData, writePartyFiles } from './datasets.js';
 import { type LaunchOptions, describeLabelPrivacy, describePrivacy, newJob, runJob } from './launch.js';
 import { type Child, killAll } from './processes.js';
 import { Progress } from '@admm-share/runtime';
-import { type SimulateSummary, completeSummary, describeData, formatTable, localBaseline, writtenTo } from './report.js';
+import { type LocalBaselineFigures, type SimulateSummary, completeSummary, describeData, formatTable, localBaseline, writtenTo } from './report.js';
+import { writeSimulation } from './simulation-file.js';
 
 export type { DataOptions } from './datasets.js';
 export { type LaunchOptions, type SimulatePrivacy, describeLabelPrivacy, describePrivacy } from './launch.js';
 export { type Baseline, type SimulateSummary, evaluateCentral, formatTable } from './report.js';
+export { SIMULATION_FILE, type Simulation, readSimulation, simulationSchema, writeSimulation } from './simulation-file.js';
 
 export interface SimulateOptions extends DataOptions, LaunchOptions {
   /** Output directory (default: runs/<time>). */
@@ -27,12 +30,8 @@ export interface SimulateOptions extends DataOptions, LaunchOptions {
 /** The local-only baseline simulate fits before a job with a dashboard, in the run's folder. */
 export const LOCAL_BASELINE_FILE = 'local-baseline.json';
 
-/**
- * What simulate adds to the coordinator's summary.json, in a file of its own (summary.json has
- * one writer, the coordinator): the baselines and the warnings against them, the run's files,
- * each process's peak memory, and the seconds of the whole simulation.
- */
-export const SIMULATION_FILE = 'simulation.json';
+/** local-baseline.json as the coordinator reads it (--local-baseline): its type is the reader's. */
+type LocalBaseline = ReturnType<typeof readLocalBaseline>;
 
 /** What `simulate` prints when the coordinator's dashboard listens (the line scripts and tests look for). */
 export const DASHBOARD_LINE = /^dashboard: (http:\/\/\S+)$/m;
@@ -68,7 +67,7 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
   try {
     // With a dashboard, party 1's local-only model is fitted first, so that the page can show
     // it beside the job's at the end (the coordinator reads it with --local-baseline).
-    let local: ReturnType<typeof localBaseline> | undefined;
+    let local: LocalBaselineFigures | undefined;
     let launch: LaunchOptions = opts;
     if (opts.dashboard && opts.baselines) {
       progress.message('training the party-1-only baseline for the dashboard');
@@ -76,7 +75,8 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
       progress.done();
       const file = join(dir, LOCAL_BASELINE_FILE);
       // A NaN metric (the AUC of a one-class test set) is written as null and read back as NaN.
-      writeFileAtomic(file, JSON.stringify({ party: local.party, objective: local.objective, test: local.test ?? null }) + '\n');
+      const written: LocalBaseline = { party: local.party, objective: local.objective, test: local.test ?? null };
+      writeFileAtomic(file, JSON.stringify(written) + '\n');
       launch = { ...opts, dashboard: { ...opts.dashboard, localBaseline: file } };
     }
     const { peaks, lingering } = await runJob(launch, job, children, progress, (url) => {
@@ -86,9 +86,9 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
     progress.done();
     const result = completeSummary(job, data, opts, progress, started, peaks, local);
     const { baselines, warnings, files, peakMemory } = result;
-    writeFileAtomic(join(dir, SIMULATION_FILE), JSON.stringify({ ...(baselines ? { baselines } : {}), ...(warnings ? { warnings } : {}), files, peakMemory, seconds: { total: result.seconds.total } }, null, 2) + '\n');
+    writeSimulation(dir, { ...(baselines ? { baselines } : {}), ...(warnings ? { warnings } : {}), files, peakMemory, seconds: { total: result.seconds.total } });
     out.write(formatTable(result));
-    out.write(writtenTo(dir));
+    out.write(writtenTo(dir, local ? LOCAL_BASELINE_FILE : undefined));
     if (lingering) {
       out.write(`the dashboard stays up for ${opts.dashboard?.lingerSeconds} s (--dashboard-linger; Ctrl-C ends it)\n`);
       await lingering;

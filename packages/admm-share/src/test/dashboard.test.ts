@@ -13,7 +13,8 @@ import { accessSync, constants, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import puppeteer, { type Browser, type Page } from 'puppeteer-core';
-import { DASHBOARD_LINE } from '../simulate.js';
+import { readTrace } from '@admm-share/coordinator';
+import { DASHBOARD_LINE, SIMULATION_FILE, readSimulation } from '../simulate.js';
 import { BIN, type Proc, STACK_LINE, killAll, run, tempDir } from './procs.js';
 import { README, fencedCommands } from './readme-blocks.js';
 
@@ -163,7 +164,7 @@ test('simulate --dashboard in headless Chromium: the round counter rises, the ob
   // simulate writes simulation.json (its baselines) before it says the dashboard stays up.
   await stdoutMatch(sim, /the dashboard stays up for/);
   const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
-  const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { round: number; objective: number });
+  const trace = readTrace(join(out, 'trace.jsonl'));
   assert.equal(summary.rounds, 100);
   assert.equal(trace.length, 100);
 
@@ -200,7 +201,8 @@ test('simulate --dashboard in headless Chromium: the round counter rises, the ob
   // Beside it, party 1's local-only model: the baseline simulate fitted before the job and
   // printed in its table (simulation.json's baselines.local).
   const local = (await page.$$eval('#comparison tbody tr:nth-child(2) td', (tds) => tds.map((td) => td.textContent))) as string[];
-  const b = JSON.parse(readFileSync(join(out, 'simulation.json'), 'utf8')).baselines.local;
+  const b = readSimulation(join(out, SIMULATION_FILE)).baselines!.local;
+  assert.ok(b.test, 'the local baseline has test metrics');
   assert.equal(local[0], `${b.party} alone (its local-only model)`);
   assert.ok(Math.abs(Number(local[1]) - b.objective) <= 1e-6, `local objective ${local[1]} vs ${b.objective}`);
   assert.ok(Math.abs(Number(local[2]) - b.test.logLoss) <= 1e-4, `local log loss ${local[2]} vs ${b.test.logLoss}`);

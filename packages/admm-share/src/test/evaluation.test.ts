@@ -5,6 +5,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { readTrace } from '@admm-share/coordinator';
 import { syntheticDataset } from '@admm-share/core';
 import { writeVerticalSplit } from '../split.js';
 import { gate, roundMessage } from './gate.js';
@@ -49,7 +50,7 @@ test('parties without a test set: no evaluation, a warning naming them, and the 
   assert.deepEqual(summary.evaluation, { skipped: reason });
   assert.equal(summary.test, undefined);
   assert.equal(summary.rows.test, 0);
-  const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const trace = readTrace(join(out, 'trace.jsonl'));
   assert.equal(trace.filter((r) => r.test).length, 0, 'no round was evaluated');
   assert.equal(first.records.filter((r) => r.level === 40 && r.msg === reason).length, 1, 'one warning');
   // The coordinator's output ends with one human-readable line: how the job ended and why there are no metrics.

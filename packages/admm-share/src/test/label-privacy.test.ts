@@ -11,6 +11,7 @@ import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { applyFlips, classificationMetrics, csrSliceColumns, fitCentral, flipCorrectedLogistic, logistic, syntheticDataset } from '@admm-share/core';
 import { BELOW_OPTIMUM_RTOL, assertNearOptimum } from '@admm-share/core/test-support';
+import { readTrace } from '@admm-share/coordinator';
 import { writeVerticalSplit } from '../split.js';
 import { gate, roundMessage } from './gate.js';
 import { BIN, type Proc, killAll, run, tempDir } from './procs.js';
@@ -52,7 +53,7 @@ test('simulate --label-epsilon: ADMM over real processes reaches the central opt
   const corrected = fitCentral(s.train.X, flipped.y, flipCorrectedLogistic(flipped.p), LAMBDA);
   assertNearOptimum(summary.objective, corrected.objective, 1e-6, 'final objective');
   assert.equal(summary.converged, true);
-  const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const trace = readTrace(join(out, 'trace.jsonl'));
   for (const r of trace) assert.ok(r.objective >= corrected.objective - BELOW_OPTIMUM_RTOL * Math.abs(corrected.objective), `round ${r.round} below the optimum`);
   // The check can fail: the uncorrected loss on the same flipped labels, and the corrected loss
   // on the true labels, have other optima, far beyond the tolerance.

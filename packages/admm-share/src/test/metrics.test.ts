@@ -10,6 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { WebSocket } from 'ws';
 import { syntheticDataset } from '@admm-share/core';
+import { readTrace } from '@admm-share/coordinator';
 import { CloseCodes } from '@admm-share/protocol';
 import { writeVerticalSplit } from '../split.js';
 import { BIN, killAll, run, tempDir } from './procs.js';
@@ -183,7 +184,7 @@ test('/metrics: the text format parses, values move while the job runs, a rejoin
   const served = new Set([...parseExposition(endText).families.keys()].filter((n) => n.startsWith('admm_')));
   assert.deepEqual([...documented].filter((n) => !served.has(n)).sort(), ['admm_label_epsilon']);
   assert.deepEqual([...served].filter((n) => !documented.has(n)), [], 'metrics missing from the README table');
-  const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l) as { round: number; objective: number; primal: number; dual: number });
+  const trace = readTrace(join(out, 'trace.jsonl'));
   const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
   const last = trace.at(-1)!;
   assert.equal(trace.length, ROUNDS);

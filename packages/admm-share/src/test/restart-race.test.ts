@@ -24,6 +24,7 @@ import { cpSync, existsSync, mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { type Server, type Socket, createConnection, createServer } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { readTrace } from '@admm-share/coordinator';
 import { type LabelledSet, binaryLabels, csrSelectRows, readLibsvm } from '@admm-share/core';
 import { decode } from '@admm-share/protocol';
 import { type SplitFiles, writeVerticalSplit } from '../split.js';
@@ -246,7 +247,7 @@ function readResult(out: string): Result {
   return {
     summary: json('summary.json'),
     models: Object.fromEntries(files.parties.map((p) => [p.id, json(`model-${p.id}.json`)])),
-    trace: readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)),
+    trace: readTrace(join(out, 'trace.jsonl')),
   };
 }
 

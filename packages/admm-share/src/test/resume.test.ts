@@ -11,6 +11,7 @@ import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { readTrace } from '@admm-share/coordinator';
 import { syntheticDataset } from '@admm-share/core';
 import { writeVerticalSplit } from '../split.js';
 import { type Gate, gate, roundMessage } from './gate.js';
@@ -172,7 +173,7 @@ test('kill -9 the coordinator mid-training and restart it with --resume: the par
   const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
   assert.equal(summary.rounds, Number(ROUNDS));
   assert.ok(Math.abs(summary.objective - expected) <= 1e-9 * expected, `objective ${summary.objective} vs ${expected}`);
-  const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const trace = readTrace(join(out, 'trace.jsonl'));
   assert.deepEqual(trace.map((r) => r.round), Array.from({ length: Number(ROUNDS) }, (_, i) => i + 1), 'one line per round, none twice');
 });
 

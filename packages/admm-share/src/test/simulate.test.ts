@@ -8,6 +8,8 @@ import { existsSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { binaryLabels, fitCentral, logistic, readLibsvm, syntheticDataset } from '@admm-share/core';
 import { BELOW_OPTIMUM_RTOL, assertNearOptimum } from '@admm-share/core/test-support';
+import { readTrace } from '@admm-share/coordinator';
+import { SIMULATION_FILE, readSimulation } from '../simulation-file.js';
 import { A9A, BIN, killAll, run, tempDir } from './procs.js';
 
 after(killAll);
@@ -40,12 +42,12 @@ for (const intercept of [false, true]) {
     assert.ok(summary.bytes.toCoordinator > 0 && summary.bytes.fromCoordinator > 0);
     for (const k of ['logLoss', 'accuracy', 'auc']) assert.ok(Number.isFinite(summary.test[k]), k);
     // Each process's peak memory: a node process with its data holds at least 20 MB and, here, less than 2 GB.
-    const { peakMemory } = JSON.parse(readFileSync(join(out, 'simulation.json'), 'utf8'));
+    const { peakMemory } = readSimulation(join(out, SIMULATION_FILE));
     assert.deepEqual(Object.keys(peakMemory), ['coordinator', 'party-1', 'party-2', 'party-3']);
-    for (const [who, b] of Object.entries(peakMemory) as [string, number][]) assert.ok(b > 20e6 && b < 2e9, `${who}: ${b} bytes`);
+    for (const [who, b] of Object.entries(peakMemory)) assert.ok(b > 20e6 && b < 2e9, `${who}: ${b} bytes`);
     assert.match(p.stdout(), /peak memory: coordinator \d+ MB, party-1 \d+ MB, party-2 \d+ MB, party-3 \d+ MB/);
 
-    const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+    const trace = readTrace(join(out, 'trace.jsonl'));
     assert.equal(trace.length, summary.rounds);
     assert.deepEqual(trace.map((r) => r.round), Array.from({ length: summary.rounds }, (_, i) => i + 1));
     assertNeverBelow(trace, central.objective);
@@ -78,7 +80,7 @@ test('simulate on a9a (66 | 57, lambda 1e-4, defaults) reaches the optimum from 
   assert.ok(Math.abs(fStar - 0.3245069247) <= 1e-9, `f* ${fStar}`);
   const { code } = await p.exit;
   assert.equal(code, 0, p.stderr());
-  const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const trace = readTrace(join(out, 'trace.jsonl'));
   assertNeverBelow(trace, fStar);
   const first = trace.find((r) => r.objective - fStar <= 1e-4 * fStar);
   assert.ok(first && first.round <= 100, `objective within 1e-4 of f* by round 100 (first at ${first?.round})`);
@@ -108,7 +110,7 @@ test('simulate --dataset spam (a small subsample): three parties (headers | body
   assert.deepEqual(summary.parties.map((q: { features: number }) => q.features), [2048, 4096, 1024]);
   assert.equal(summary.rows.train + summary.rows.test, 700);
   assert.ok(summary.test.auc > 0.9, `AUC ${summary.test.auc}`);
-  assertNearOptimum(summary.objective, JSON.parse(readFileSync(join(out, 'simulation.json'), 'utf8')).baselines.central.objective, 0.05, '40-round objective');
+  assertNearOptimum(summary.objective, readSimulation(join(out, SIMULATION_FILE)).baselines!.central.objective, 0.05, '40-round objective');
 });
 
 test('simulate --algorithm sgd: mini-batch SGD over the same processes approaches the central optimum, one trace line per epoch', async (t) => {
@@ -123,7 +125,7 @@ test('simulate --algorithm sgd: mini-batch SGD over the same processes approache
   assert.equal(summary.rounds, 15);
   // SGD with a decaying step is approximate: within 3 % of the optimum after 15 epochs here (and never below it).
   assertNearOptimum(summary.objective, central.objective, 0.03, 'SGD objective');
-  const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const trace = readTrace(join(out, 'trace.jsonl'));
   assert.deepEqual(trace.map((r) => r.epoch), Array.from({ length: 15 }, (_, i) => i + 1));
   assert.deepEqual(trace.filter((r) => r.test).map((r) => r.epoch), [5, 10, 15]);
   assert.ok(trace[14].steps === 15 * (Math.ceil(2000 / 128) + 1), `steps ${trace[14].steps}`);
@@ -166,7 +168,7 @@ test('simulate with two dense blocks of 700 features and --party-threads 1: each
   const central = fitCentral(t0.X, y, logistic, lambda, { intercept: false });
   const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
   assertNearOptimum(summary.objective, central.objective, 1e-6, 'final objective');
-  assertNeverBelow(readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l)), central.objective);
+  assertNeverBelow(readTrace(join(out, 'trace.jsonl')), central.objective);
 });
 
 test('simulate with blocks too large to factor (650 features each, lambda 0): conjugate gradients, with their iterations and residual in the trace', async (t) => {
@@ -193,11 +195,11 @@ test('simulate with blocks too large to factor (650 features each, lambda 0): co
     const setup = readFileSync(join(out, 'logs', `${id}.log`), 'utf8').split('\n').filter(Boolean).map((l) => JSON.parse(l)).find((r) => r.msg === 'aligned and factorised');
     assert.equal(setup?.form, 'cg', `${id}: ${JSON.stringify(setup)}`);
   }
-  const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const trace = readTrace(join(out, 'trace.jsonl'));
   assert.equal(trace.length, 6);
   for (const line of trace) {
-    assert.deepEqual(Object.keys(line.solver).sort(), ['party-1', 'party-2'], JSON.stringify(line));
-    for (const s of Object.values(line.solver) as { iterations: number; residual: number }[]) {
+    assert.deepEqual(Object.keys(line.solver ?? {}).sort(), ['party-1', 'party-2'], JSON.stringify(line));
+    for (const s of Object.values(line.solver ?? {})) {
       assert.ok(Number.isInteger(s.iterations) && s.iterations >= 1 && s.iterations < 2000, JSON.stringify(s));
       assert.ok(s.residual <= 1e-12, `residual ${s.residual}`);
     }
