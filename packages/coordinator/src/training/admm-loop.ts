@@ -18,7 +18,7 @@ import { trafficSince } from '../bytes.js';
 import type { Participation } from '../job/job.js';
 import type { PartyConnection } from '../connections/party-connection.js';
 import { evaluate, evaluatesAt } from './evaluation.js';
-import { type AdmmResult, type LoopContext, type TrainingLoop, assertFinite } from './loop.js';
+import { type AdmmResult, type LoopContext, type Resumable, type TrainingLoop, assertFinite } from './loop.js';
 import { ReplayLog } from './replay.js';
 
 /** Each party's conjugate gradient solve of the round, by id; undefined when no party reported one. */
@@ -34,7 +34,11 @@ export interface FinishedRound extends CheckpointedRound {
   solver?: Record<string, SolverStats>;
 }
 
-export class AdmmLoop implements TrainingLoop {
+export class AdmmLoop implements TrainingLoop, Resumable {
+  /** A party whose connection is lost may rejoin: it resumes from its latest answered round. */
+  readonly lossPolicy = 'may-rejoin';
+  /** A stop during training checkpoints this loop; --resume continues it. */
+  readonly resumable: Resumable = this;
   private readonly admm: AdmmCoordinator;
   private readonly replay: ReplayLog;
   /** The last completed round (the checkpoint's on a resumed job). */
@@ -168,6 +172,7 @@ export class AdmmLoop implements TrainingLoop {
         metrics: last.test,
         trainingSeconds: (performance.now() - trainStart) / 1000,
         rho: { initial: job.setup.rho, final: this.admm.rho },
+        params: { variant: cfg.variant, rho: this.admm.rho },
         ...(this.admm.accelerationCounts ? { acceleration: { memory: this.admm.opts.anderson ?? 0, ...this.admm.accelerationCounts } } : {}),
         epsilonSpent: last.epsilonSpent,
       };
