@@ -5,13 +5,13 @@
  *      worker thread) and, when due, its checkpoint (encoded now, written in the background),
  *      while the parties compute
  *   -> collect the shares (each recorded for replays as it arrives)
- *   -> AdmmCoordinator.step (z-update, dual update, residuals, next c) -> evaluate (when due).
+ *   -> AdmmStep.step (z-update, dual update, residuals, next c) -> evaluate (when due).
  * The loop stops at convergence, at the last round, or when a party's budget refuses a round.
  */
 import { join } from 'node:path';
 import { PeerError, trainingLoss } from '@admm-share/core';
 import type { Exhausted, Resume, Share, SolverStats, StopReason } from '@admm-share/protocol';
-import { AdmmCoordinator } from '../numerics/admm-step.js';
+import { AdmmStep } from '../numerics/admm-step.js';
 import { CHECKPOINT_FILE, type Checkpoint, type CheckpointedRound, CheckpointWriter, checkpointDue as isCheckpointDue } from '../output/checkpoint.js';
 import { type TraceLine, TraceWriter } from '../output/trace.js';
 import { trafficSince } from '../bytes.js';
@@ -39,7 +39,7 @@ export class AdmmLoop implements TrainingLoop, Resumable {
   readonly lossPolicy = 'may-rejoin';
   /** A stop during training checkpoints this loop; --resume continues it. */
   readonly resumable: Resumable = this;
-  private readonly admm: AdmmCoordinator;
+  private readonly admm: AdmmStep;
   private readonly replay: ReplayLog;
   /** The last completed round (the checkpoint's on a resumed job). */
   private last: FinishedRound | undefined;
@@ -51,7 +51,7 @@ export class AdmmLoop implements TrainingLoop, Resumable {
   ) {
     const { cfg, job } = d;
     this.checkpoints = new CheckpointWriter(join(cfg.out, CHECKPOINT_FILE), d.log);
-    this.admm = new AdmmCoordinator({
+    this.admm = new AdmmStep({
       variant: cfg.variant,
       // With label privacy: the loss corrected for the flips, in the z-update and the objective.
       loss: trainingLoss(job.setup.loss, job.setup.labelFlip),
