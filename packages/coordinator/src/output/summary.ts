@@ -12,7 +12,7 @@ import type { CoordinatorConfig } from '../config.js';
 import type { Job, Participation } from '../job/job.js';
 import type { TrainResult } from '../training/loop.js';
 import { oneShotReportSchema } from './one-shot-report.js';
-import { bytesSchema, nameSchema as name } from './fields.js';
+import { bytesSchema, classesSchema, nameSchema as name } from './fields.js';
 import { testMetricsSchema } from './test-metrics.js';
 
 export type { TestMetrics } from './test-metrics.js';
@@ -82,8 +82,7 @@ export const summarySchema = z
     droppedTestRows: z.int().min(0),
     /** How rows were aligned. */
     alignment: alignmentReportSchema,
-    /** logistic loss: which raw label became -1 and which +1 (the positive class of every probability); null otherwise. */
-    classes: z.strictObject({ negative: z.string(), positive: z.string() }).nullable(),
+    classes: classesSchema,
     /** Each party's privacy setting as it reported it, and the budget it had spent at the end. */
     privacy: z.array(
       z.strictObject({

@@ -4,7 +4,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DataError, jsonDigest, parseWith, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
-import { type Done, type ModelRef, type Role, LOSSES, NAME_RE, ROLES } from '@admm-share/protocol';
+import { type Done, type ModelRef, type Role, DIGEST_RE, LOSSES, NAME_RE, ROLES } from '@admm-share/protocol';
 import type { Privacy } from '../privacy/privacy.js';
 
 /** The model the job ended with, for the model file. */
@@ -82,7 +82,7 @@ const modelBody = z.looseObject(
 const partyModelFile = modelBody
   .extend({
     /** SHA-256 (hex) of the file's JSON without this field. */
-    digest: z.string({ error: expected('64 hex characters') }).regex(/^[0-9a-f]{64}$/, { error: expected('64 hex characters') }),
+    digest: z.string({ error: expected('64 hex characters') }).regex(DIGEST_RE, { error: expected('64 hex characters') }),
   })
   .superRefine((m, ctx) => {
     const d = m.features;
