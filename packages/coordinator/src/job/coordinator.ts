@@ -18,7 +18,7 @@ import { type StatusServer, startStatusServer } from '../monitoring/status-serve
 import { Monitor } from '../monitoring/monitor.js';
 import { CHECKPOINT_FILE, type Checkpoint, removeCheckpoint } from '../output/checkpoint.js';
 import { describeJob, writeJobFile } from '../output/job-file.js';
-import { ALIGNMENT_METHOD, type Summary, buildSummary, writeSummary } from '../output/summary.js';
+import { ALIGNMENT_METHOD, type Summary, writeSummary } from '../output/summary.js';
 import type { TraceLine } from '../output/trace.js';
 import type { LoopContext, TrainingLoop } from '../training/loop.js';
 import { LOOPS } from '../training/loops.js';
@@ -26,6 +26,7 @@ import { type Job, alignOrBlame, buildJob, checkConfig, evaluationSkipReason, pa
 import { type LabelFlips, resolveLabelFlips } from './label-flips.js';
 import { type Labels, labelsDigest, loadLabels } from './labels.js';
 import { MIN_RESUME_WINDOW_MS, checkResumedLabelPrivacy, readResumable } from './resume.js';
+import { buildSummary } from './summary-of.js';
 
 export type { CoordinatorConfig, HttpConfig, LocalBaseline, Phase, SgdConfig } from '../config.js';
 export type { PartySummary, Summary, TestMetrics, TraceLine } from '../output/summary.js';
