@@ -10,13 +10,13 @@
 // median and p90, setup and alignment seconds, bytes per round, each process's peak resident
 // memory (VmHWM) and CPU time a round (both sampled from /proc while the job runs), and the same
 // rounds computed in one process without the network (the product's RidgeXUpdate and
-// AdmmCoordinator), as a ratio, with that process's CPU time a round.
+// AdmmStep), as a ratio, with that process's CPU time a round.
 //   npm run bench -- --scale [--scale-rows 1000000] [--rounds 20]
 // --case gisette | spam: a built-in data set through `admm-share simulate` (gisette-shaped:
 // 6000 rows x 5000 dense features, 2000 | 2000 | 1000; spam: 2048 | 4096 | 1024 sparse hashed
 // features): per-round median and p90, set-up seconds, each party's factorisation form and
 // time, each process's peak resident memory against its block's size, and the same rounds in
-// one process (the product's RidgeXUpdate and AdmmCoordinator on the same blocks) as a ratio.
+// one process (the product's RidgeXUpdate and AdmmStep on the same blocks) as a ratio.
 // --party-threads N passes each party N threads for its dense block (default: simulate's, 0 on
 // 2 cores; docs/scaling.md, "Threads").
 //   npm run bench -- --case gisette [--rounds 20] [--party-threads 1]
@@ -297,16 +297,16 @@ async function libsvmBlocks(file, widths) {
 
 /**
  * The same rounds in one process, without the network: the product's RidgeXUpdate per block
- * (factored for the job's rho at set-up) and AdmmCoordinator with the default Anderson acceleration, one party after the other.
+ * (factored for the job's rho at set-up) and AdmmStep with the default Anderson acceleration, one party after the other.
  * Prints the median against `net`, the median over the network.
  */
 async function oneProcess(blocks, y, lambda, rho, rounds, warm, net) {
-  const [{ logistic }, { RidgeXUpdate }, { AdmmCoordinator, DEFAULT_ANDERSON }] = await Promise.all([import('@admm-share/core'), import('@admm-share/party'), import('@admm-share/coordinator')]);
+  const [{ logistic }, { RidgeXUpdate }, { AdmmStep, DEFAULT_ANDERSON }] = await Promise.all([import('@admm-share/core'), import('@admm-share/party'), import('@admm-share/coordinator')]);
   const t0 = performance.now();
   // noiseFree, as a party without privacy runs: its x-update then works in place (updateInPlace).
   const parties = blocks.map((b) => new RidgeXUpdate(b, lambda, false, { rho, noiseFree: true }));
   // As the coordinator runs a job by default: with Anderson acceleration, each party its own vector.
-  const co = new AdmmCoordinator({ variant: 'exact', loss: logistic, y, parties: parties.length, lambda, rho, alpha: 1.6, anderson: DEFAULT_ANDERSON, tolerance: { abs: 0, rel: 0 } });
+  const co = new AdmmStep({ variant: 'exact', loss: logistic, y, parties: parties.length, lambda, rho, alpha: 1.6, anderson: DEFAULT_ANDERSON, tolerance: { abs: 0, rel: 0 } });
   const setup = (performance.now() - t0) / 1000;
   co.step(parties.map((p) => new Float64Array(p.share.length)), true);
   const local = [];

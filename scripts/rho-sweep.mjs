@@ -4,7 +4,7 @@
 // - the acceleration table: the defaults (rho = 0.01/N, alpha 1.6, lambda 1e-4) on a9a, a
 //   w8a-shaped set, the spam set and the synthetic set, plain against Anderson (memory 5);
 // - the rho table: a range of rho*N and lambda on a9a and the synthetic set, both ways.
-// Runs the product's own update code (RidgeXUpdate, AdmmCoordinator) in one process, with no
+// Runs the product's own update code (RidgeXUpdate, AdmmStep) in one process, with no
 // network, so the sweep takes a minute or two; over sockets the iterates are the same.
 //   npm run rho-sweep [-- --table acceleration|rho]
 import { join } from 'node:path';
@@ -12,7 +12,7 @@ import { parseArgs } from 'node:util';
 import seedrandom from 'seedrandom';
 import { CsrBuilder, binaryLabels, csrSliceColumns, fitCentral, logistic, readLibsvm, syntheticDataset } from '@admm-share/core';
 import { RidgeXUpdate } from '@admm-share/party';
-import { AdmmCoordinator, DEFAULT_ANDERSON } from '@admm-share/coordinator';
+import { AdmmStep, DEFAULT_ANDERSON } from '@admm-share/coordinator';
 import { spamDataset } from '@admm-share/admm-share';
 
 const { values } = parseArgs({ options: { table: { type: 'string' } } });
@@ -23,7 +23,7 @@ function roundsTo(gap, set, lambda, rhoN, fStar, anderson) {
   const { X, y, cuts } = set;
   const N = y.length;
   const parties = cuts.slice(0, -1).map((c, i) => new RidgeXUpdate(csrSliceColumns(X, c, cuts[i + 1]), lambda, false));
-  const co = new AdmmCoordinator({ variant: 'exact', loss: logistic, y, parties: parties.length, lambda, rho: rhoN / N, alpha: 1.6, tolerance: { abs: 0, rel: 0 }, anderson });
+  const co = new AdmmStep({ variant: 'exact', loss: logistic, y, parties: parties.length, lambda, rho: rhoN / N, alpha: 1.6, tolerance: { abs: 0, rel: 0 }, anderson });
   co.step(parties.map((p) => p.share), true);
   for (let r = 1; r <= MAX; r++) {
     parties.forEach((p, m) => p.updateFromBroadcast(co.cFor(m), co.rho));

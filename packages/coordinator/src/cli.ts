@@ -6,7 +6,7 @@ import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, requireInteger, r
 import { ALGORITHMS, HEARTBEAT_MS, LOSSES, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS, VARIANTS } from '@admm-share/protocol';
 import type { Logger } from 'pino';
 import { type CoordinatorConfig, start } from './job/coordinator.js';
-import type { TlsFiles } from './connections/server.js';
+import type { ServerTls } from './connections/server.js';
 import { MISSING_POLICIES, type PredictConfig, predict, predictLine } from './prediction/predict.js';
 import { DEFAULT_ANDERSON, requireAnderson } from './numerics/anderson.js';
 import { resultLine } from './output/summary.js';
@@ -18,7 +18,7 @@ import { DEFAULT_CHECKPOINT_SECONDS, checkpointPolicy } from './output/checkpoin
 
 const TOOL = 'admm-coordinator';
 
-function readTls(cert?: string, key?: string, clientCa?: string): TlsFiles | undefined {
+function readTls(cert?: string, key?: string, clientCa?: string): ServerTls | undefined {
   if (cert === undefined && key === undefined) {
     if (clientCa !== undefined) throw new ConfigError('--tls-client-ca needs --tls-cert and --tls-key');
     return undefined;

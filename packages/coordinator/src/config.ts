@@ -6,11 +6,11 @@ import type { Variant } from './numerics/admm-step.js';
 import type { CheckpointPolicy } from './output/checkpoint.js';
 import type { LabelPrivacyConfig } from './job/label-flips.js';
 import type { LabelOptions } from './job/labels.js';
-import type { TlsFiles } from './connections/server.js';
+import type { ServerTls } from './connections/server.js';
 import type { LocalBaseline } from './output/local-baseline.js';
 
 export type { LocalBaseline } from './output/local-baseline.js';
-export type { TlsFiles } from './connections/server.js';
+export type { ServerTls } from './connections/server.js';
 
 /** Where a job is (coordinator.ts): before `waiting` the parties' port is not listening yet. */
 export type Phase = 'starting' | 'waiting' | 'setup' | 'training' | 'finishing' | 'done' | 'failed';
@@ -93,7 +93,7 @@ export interface CoordinatorConfig {
    */
   labelPrivacy?: LabelPrivacyConfig;
   /** Serve wss:// with this certificate and key (PEM); with clientCa, require client certificates from that CA. */
-  tls?: TlsFiles;
+  tls?: ServerTls;
   /** The job's HTTP port (dashboard, metrics, health); none: no HTTP server. */
   http?: HttpConfig;
 }

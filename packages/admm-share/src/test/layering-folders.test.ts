@@ -52,8 +52,8 @@ export const FOLDER_RULES: readonly FolderRule[] = [
   // coordinator
   { pkg: 'coordinator', folder: 'numerics', only: [], onlyBare: ['@admm-share/core', '@admm-share/protocol'], why: "the step's numerics (ADMM step, Anderson, kernels, threads) import only core and protocol" },
   { pkg: 'coordinator', folder: 'alignment', only: [], onlyBare: ['@admm-share/core', '@admm-share/protocol'], why: 'the alignment (PSI, row matching) imports only core and protocol' },
-  { pkg: 'coordinator', folder: 'connections', never: ['job', 'training', 'prediction', 'output', 'monitoring', 'numerics', 'config.ts'], why: 'connections import nothing from the job, training, prediction, output, monitoring or numerics' },
-  { pkg: 'coordinator', folder: 'output', never: ['connections', 'monitoring', 'prediction'], why: 'output files import no connection, monitoring or prediction code' },
+  { pkg: 'coordinator', folder: 'connections', only: ['alignment', 'bytes.ts', 'output/fields.ts'], why: 'connections import only the alignment, bytes.ts and the ids of output/fields.ts: nothing from the job, training, prediction, monitoring, numerics or config' },
+  { pkg: 'coordinator', folder: 'output', only: [], why: "output/ (the files' schemas, writers and readers) is a leaf: it imports nothing else of the coordinator (job/summary-of.ts builds the summary from the job)" },
   { pkg: 'coordinator', folder: 'monitoring', never: ['training', 'prediction', 'job', 'numerics'], why: 'monitoring never imports the training loops, prediction, the job or the numerics' },
   { pkg: 'coordinator', folder: 'training', never: ['prediction', 'monitoring', 'job/coordinator.ts'], why: 'training loops import no prediction or monitoring code, and not the phase machine' },
   { pkg: 'coordinator', folder: 'prediction', never: ['training', 'monitoring', 'numerics', 'job/coordinator.ts'], why: 'prediction imports no training loop, monitoring, numerics or the phase machine' },
@@ -171,7 +171,8 @@ const CATCHES: Readonly<Record<string, { refused: [string, string][]; allowed: [
       ...at('connections/parties.ts', '../training/loop.js', '../prediction/predict.js'),
       ...at('connections/party-port.ts', '../job/labels.js'),
       ...at('connections/server.ts', '../config.js'),
-      ...at('output/summary.ts', '../connections/party-connection.js'),
+      ...at('connections/credentials-file.ts', '../output/summary.js', '../output/checkpoint.js'),
+      ...at('output/summary.ts', '../connections/party-connection.js', '../job/job.js', '../training/loop.js', '../config.js', '../bytes.js'),
       ...at('monitoring/monitor.ts', '../training/admm-loop.js'),
       ...at('training/loops.ts', '../job/coordinator.js'), // the phase machine
       ...at('prediction/predict.ts', '../training/evaluation.js'),
@@ -183,6 +184,7 @@ const CATCHES: Readonly<Record<string, { refused: [string, string][]; allowed: [
       ...at('numerics/chunks.ts', 'node:os'),
       ...at('connections/party-port.ts', '../alignment/psi.js'),
       ...at('connections/parties.ts', './auth.js'),
+      ...at('connections/credentials-file.ts', '../output/fields.js'),
       ...at('output/summary.ts', './trace.js'),
       ...at('monitoring/monitor.ts', '../output/summary.js'),
       ...at('training/loop.ts', '../job/job.js'),

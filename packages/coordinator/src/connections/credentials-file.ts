@@ -4,11 +4,11 @@
  * MIN_SECRET_CHARS characters. Declared once; `admm-coordinator --credentials` reads it here.
  */
 import { readJsonFile, z } from '@admm-share/core';
-import { NAME_RE } from '@admm-share/protocol';
+import { nameSchema } from '../output/fields.js';
 import { MIN_SECRET_CHARS } from './http.js';
 
 export const credentialsSchema = z.record(
-  z.string().regex(NAME_RE),
+  nameSchema,
   z.string({ error: `expected a secret (a string)` }).min(MIN_SECRET_CHARS, `a secret must have at least ${MIN_SECRET_CHARS} characters`),
   { error: (issue) => (issue.code === 'invalid_key' ? 'not a valid party id (letters, digits, . _ -)' : 'expected a JSON object {"party-id": "secret", ...}') },
 );

@@ -11,7 +11,7 @@ import { LabelPsi } from '../alignment/psi.js';
 import { listenForParties } from './admission.js';
 import type { AuthPolicy } from './auth.js';
 import { Parties, type PartiesOptions } from './parties.js';
-import type { Server, TlsFiles } from './server.js';
+import type { Server, ServerTls } from './server.js';
 
 /** Rows a party may declare beyond --max-rows-factor x the label (or id) rows, so that tiny files do not refuse real parties. */
 export const SLACK_ROWS = 1024;
@@ -40,7 +40,7 @@ export interface PartyPortOptions extends Omit<PartiesOptions, 'policy' | 'psi' 
 export interface ListenOptions {
   host: string;
   port: number;
-  tls?: TlsFiles;
+  tls?: ServerTls;
   helloTimeoutMs: number;
   /** The largest frame any peer may send. */
   maxPayload: number;

@@ -37,7 +37,7 @@ export function httpTimeouts(requestTimeoutMs = HTTP_REQUEST_TIMEOUT_MS): HttpSe
 const NOT_A_WEBSOCKET = 'admm-share coordinator: parties connect over WebSocket (admm-party --coordinator ws://...)\n';
 
 /** Serve wss:// (https://) with this certificate and key (PEM); with clientCa, require client certificates from that CA. */
-export interface TlsFiles {
+export interface ServerTls {
   cert: string;
   key: string;
   clientCa?: string;
@@ -46,7 +46,7 @@ export interface TlsFiles {
 export interface ServerOptions {
   host: string;
   port: number;
-  tls?: TlsFiles;
+  tls?: ServerTls;
   /** The largest frame any peer may send. Never the ws default of 100 MiB. */
   maxPayload: number;
   log: Logger;

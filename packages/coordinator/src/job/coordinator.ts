@@ -18,15 +18,15 @@ import { type StatusServer, startStatusServer } from '../monitoring/status-serve
 import { Monitor } from '../monitoring/monitor.js';
 import { CHECKPOINT_FILE, type Checkpoint, removeCheckpoint } from '../output/checkpoint.js';
 import { describeJob, writeJobFile } from '../output/job-file.js';
-import { ALIGNMENT_METHOD, type Summary, buildSummary, writeSummary } from '../output/summary.js';
+import { ALIGNMENT_METHOD, type Summary, writeSummary } from '../output/summary.js';
 import type { TraceLine } from '../output/trace.js';
-import { AdmmLoop } from '../training/admm-loop.js';
 import type { LoopContext, TrainingLoop } from '../training/loop.js';
 import { LOOPS } from '../training/loops.js';
 import { type Job, alignOrBlame, buildJob, checkConfig, evaluationSkipReason, participation, resolveAlgorithm, setupFor } from './job.js';
 import { type LabelFlips, resolveLabelFlips } from './label-flips.js';
 import { type Labels, labelsDigest, loadLabels } from './labels.js';
 import { MIN_RESUME_WINDOW_MS, checkResumedLabelPrivacy, readResumable } from './resume.js';
+import { buildSummary } from './summary-of.js';
 
 export type { CoordinatorConfig, HttpConfig, LocalBaseline, Phase, SgdConfig } from '../config.js';
 export type { PartySummary, Summary, TestMetrics, TraceLine } from '../output/summary.js';
@@ -71,9 +71,8 @@ class Coordinator {
   private stopLinger: (() => void) | undefined;
   /** Stopped by close(): the HTTP port closes at once. */
   private stopped = false;
+  /** The job's training loop, once training starts (a resumed job's as soon as it is built). */
   private loop: TrainingLoop | undefined;
-  /** The ADMM loop (the one loop a party rejoins, a stop checkpoints and --resume continues). */
-  private admm: AdmmLoop | undefined;
   /** Rounds of the model the job keeps, once training has ended (a party rejoining then resumes there). */
   private finalRounds: number | undefined;
   private readonly failed: Promise<never>;
@@ -183,8 +182,9 @@ class Coordinator {
     this.phase = 'training';
     const algorithm = job.setup.algorithm;
     this.monitor?.jobStarted({ algorithm, rows: job.n, testRows: job.nTest, maxRounds: joined.maxRounds });
-    parties.lossPolicy = algorithm === 'sgd' ? 'fatal' : 'may-rejoin';
-    const result = await this.guard(this.loopFor(job).run(joined));
+    const loop = this.loopFor(job);
+    parties.lossPolicy = loop.lossPolicy;
+    const result = await this.guard(loop.run(joined));
 
     this.phase = 'finishing';
     this.finalRounds = result.rounds;
@@ -196,7 +196,7 @@ class Coordinator {
       reason: result.reason,
       rounds: result.rounds,
       objective: result.objective,
-      params: { variant: algorithm === 'admm' ? cfg.variant : algorithm, rho: result.algorithm === 'admm' ? result.rho.final : 0, alpha: cfg.alpha, lambda: cfg.lambda, loss: cfg.loss },
+      params: { ...result.params, alpha: cfg.alpha, lambda: cfg.lambda, loss: cfg.loss },
       classes: this.labels.classes ?? null,
     };
     await this.guard(parties.finish(done, CLOSE_GRACE_MS));
@@ -216,11 +216,9 @@ class Coordinator {
     return summary;
   }
 
-  /** The job's training loop, from the table of algorithms (a resumed job's ADMM loop was made from its checkpoint). */
+  /** The job's training loop, from the table of algorithms (a resumed job's was made from its checkpoint). */
   private loopFor(job: Job, from?: Checkpoint): TrainingLoop {
-    this.loop ??= LOOPS[job.setup.algorithm](this.loopContext(job), from);
-    if (this.loop instanceof AdmmLoop) this.admm = this.loop;
-    return this.loop;
+    return (this.loop ??= LOOPS[job.setup.algorithm](this.loopContext(job), from));
   }
 
   /** waiting -> setup: every party joins, the samples are aligned, every party is set up and ready. */
@@ -262,13 +260,12 @@ class Coordinator {
     const setupStart = performance.now();
     const job = buildJob(cfg, this.trainLabels, this.testLabels, cp.samples, cp.evaluationSkipped ?? undefined, cp.setup, cp.setup.algorithm, this.labelFlips);
     this.phase = 'training';
-    parties.lossPolicy = 'may-rejoin';
+    const loop = this.loopFor(job, cp);
+    parties.lossPolicy = loop.lossPolicy;
     this.allowRejoins(job);
     const window = Math.max(cfg.rejoinTimeoutMs, MIN_RESUME_WINDOW_MS);
     log.info({ round: cp.round, jobId: cfg.jobId }, 'resuming from checkpoint; waiting for the parties to rejoin');
-    const rejoined = parties.awaitRejoins(window);
-    this.loopFor(job, cp);
-    await this.guard(rejoined);
+    await this.guard(parties.awaitRejoins(window));
     return { job, setupSeconds: (performance.now() - setupStart) / 1000 };
   }
 
@@ -277,10 +274,9 @@ class Coordinator {
       labelRows: job.labelRows,
       setup: (party, rows) => setupFor(job, party, this.cfg.activeParty, rows),
       resume: (p) => {
-        // A one-shot party is brought back by the request it has not answered (release or fit).
-        if (job.setup.algorithm === 'one-shot') return undefined;
-        if (!this.admm) throw new PeerError(`party ${p.id} cannot rejoin an SGD job`);
-        return this.admm.resumeFor(p, this.finalRounds);
+        // Parties rejoin only while training (before it every loss is fatal), when the loop exists.
+        if (!this.loop) throw new PeerError(`party ${p.id} cannot rejoin before training`);
+        return this.loop.resumeFor(p, this.finalRounds);
       },
     };
   }
@@ -298,24 +294,24 @@ class Coordinator {
   }
 
   /**
-   * Stop on a signal. During ADMM training the state of the last completed round is
+   * Stop on a signal. During training by a loop that checkpoints (ADMM) the state of the last completed round is
    * checkpointed (after any checkpoint still being written) and the parties are told the coordinator is going away (1001), so they keep
    * trying to rejoin and `--resume` continues the job; otherwise the job is aborted.
    */
   async close(): Promise<void> {
     // The HTTP port closes with the process, not --http-linger after it.
     this.stopped = true;
-    const admm = this.admm;
-    if (this.phase === 'training' && admm && admm.completedRound > 0) {
-      const round = admm.completedRound;
-      admm.checkpoint();
+    const resumable = this.loop?.resumable;
+    if (this.phase === 'training' && resumable && resumable.completedRound > 0) {
+      const round = resumable.completedRound;
+      resumable.checkpoint();
       this.phase = 'failed';
       const err = new PeerError(`stopped after round ${round}; checkpoint written to ${join(this.cfg.out, CHECKPOINT_FILE)}`);
       this.parties.goingAway(`coordinator stopping after round ${round}; it can be resumed`, err);
       this.monitor?.failed(err.message);
       this.rejectFailed(err);
       // The job ends (and the process exits) once the checkpoint is on disk.
-      const written = await admm.flushCheckpoints().then(
+      const written = await resumable.flushCheckpoints().then(
         () => true,
         (e: Error) => (this.log.error({ err: e.message }, 'stopped: the checkpoint could not be written'), false),
       );

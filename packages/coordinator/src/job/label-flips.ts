@@ -15,7 +15,7 @@ import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
 import { ConfigError, drawFlips, flipProbability, osNoise, readJsonFile, seededNoise, writeFileAtomic, z } from '@admm-share/core';
-import { NAME_RE } from '@admm-share/protocol';
+import { digestSchema, nameSchema } from '../output/fields.js';
 import { type Labels, labelsDigest } from './labels.js';
 
 export const FLIPS_FILE = 'label-flips.json';
@@ -31,14 +31,14 @@ export interface LabelPrivacyConfig {
 const flipsFileSchema = z
   .strictObject({
     format: z.literal(FORMAT),
-    jobId: z.string().regex(NAME_RE, 'not a valid job id'),
+    jobId: nameSchema,
     epsilon: z.number().positive(),
     /** 1 / (1 + e^epsilon). */
     flipProbability: z.number(),
     /** The flips came from a seeded, predictable generator. */
     seeded: z.boolean(),
     /** labelsDigest of the training labels the flips were drawn for, and their number of rows. */
-    labelsDigest: z.string().regex(/^[0-9a-f]{64}$/, 'not a SHA-256 in hex'),
+    labelsDigest: digestSchema,
     rows: z.int().min(1),
     /** Rows of the training label file whose label was flipped, ascending (a list in the file). */
     flipped: z.array(z.int().min(0)),

@@ -1,6 +1,6 @@
 /*
  * The coordinator step's passes over the samples (admm-step.ts), each over a range [from, to) of
- * them, so that two threads can split one step (StepTeam). Every value a pass writes at
+ * them, so that two threads (a team, StepTeam) can share one step. Every value a pass writes at
  * sample i depends on that sample alone; only the residuals' sums cross samples, and they go
  * to `out` (below) for the caller to add up.
  */
@@ -17,7 +17,7 @@ export const NORM_DUAL = 4;
 export const EXPS = 5;
 export const STEP_SUMS = 6;
 
-/** The per-sample arrays of a step (AdmmCoordinator's fields). */
+/** The per-sample arrays of a step (AdmmStep's fields). */
 export interface StepArrays {
   /** This step's shares, and the last step's (which become this step's). */
   shares: Float64Array[];
@@ -54,7 +54,7 @@ export interface StepParams {
 /**
  * Passes 0 to 3 of a step over the samples [from, to): the sum of the shares, the prox points,
  * the z-update (loss.proxInto), z, the dual, c and the residuals' sums (to out[PRIMAL_SQ..]);
- * with Anderson acceleration also F(v) into `packed`. See AdmmCoordinator.step for the maths.
+ * with Anderson acceleration also F(v) into `packed`. See AdmmStep.step for the maths.
  * With `k` (the logistic loss; every array, `out` too, in k's memory: StepArrays.memory) the
  * z-update runs in WebAssembly, and for the exact form every pass (exactInKernels), to the same
  * bits as this TypeScript.
@@ -214,7 +214,7 @@ export function lossRange(st: StepArrays, loss: Loss, from: number, to: number, 
 /**
  * Samples in a chunk of a step's passes. A step goes over the samples chunk by chunk: every
  * pass over one chunk, then the next (a chunk's arrays stay in the cache between its passes).
- * Split, each thread takes the next chunk left (claimChunks, chunks.ts).
+ * In a team, each thread takes the next chunk left (claimChunks, chunks.ts).
  */
 export const CHUNK = 2048;
 

@@ -2,7 +2,7 @@ import { type Loss, type VectorKernels, type VectorMemory, assertLength, sharedA
 import type { Variant } from '@admm-share/protocol';
 import { CHUNK, DUAL_SQ, EXPS, NORM_DUAL, NORM_S, NORM_Z, PRIMAL_SQ, STEP_SUMS, type StepArrays, lossChunks, stepChunks, unpackChunks } from './admm-kernels.js';
 import { Anderson, type AndersonSnapshot, type AndersonStep } from './anderson.js';
-import { addChunkSums, chunkCount, splitByDefault } from './chunks.js';
+import { addChunkSums, chunkCount, teamByDefault } from './chunks.js';
 import { StepTeam } from './step-team.js';
 
 /** The ADMM form, from the protocol's VARIANTS table. */
@@ -27,8 +27,8 @@ export interface AdmmOptions {
    * each party its own vector (cFor), still one N-vector each way per round.
    */
   anderson?: number;
-  /** Whether the step's passes are split with worker threads (default: from SPLIT_FROM values of state on a machine of two cores or more; chunks.ts). */
-  split?: boolean;
+  /** Whether the step's passes run in a team with a worker thread (default: from TEAM_FROM values of state on a machine of two cores or more; chunks.ts). */
+  team?: boolean;
   /**
    * Whether the step runs in WebAssembly with the logistic loss (default true when it is there):
    * false runs the TypeScript twins, 'prox' only the loss and its prox in WebAssembly (what a
@@ -110,7 +110,7 @@ function stepMemory(n: number, M: number, sums: number, andersonBytes: number): 
  * Both z-updates separate into one scalar problem per sample, solved to full precision
  * (Loss.proxInto), warm-started from a second-order prediction of the new solution.
  */
-export class AdmmCoordinator {
+export class AdmmStep {
   readonly n: number;
   rho: number;
   /** The vector to broadcast before the next round. */
@@ -135,7 +135,7 @@ export class AdmmCoordinator {
   /** The residuals' sums of a step (admm-kernels.ts, PRIMAL_SQ...). */
   private readonly sums = new Float64Array(STEP_SUMS);
   /**
-   * The loss at `sum` (the objective's loss term), once summed (loss()). Split, the worker
+   * The loss at `sum` (the objective's loss term), once summed (loss()). In a team, the worker
    * thread begins it as the step ends (lossBegun), while the main thread checks and sends the
    * next round's vectors: it is not on the way from the shares to those vectors. It is summed
    * chunk by chunk, the chunks' sums (lossSums, taken from lossNext) then added in order.
@@ -152,7 +152,7 @@ export class AdmmCoordinator {
   private readonly next: Int32Array;
   private readonly chunkSums: Float64Array;
   /** The worker thread that takes chunks of each step, on a large state (chunks.ts). */
-  private readonly split: StepTeam | undefined;
+  private readonly team: StepTeam | undefined;
   /**
    * Anderson acceleration of the round as a fixed-point map of the state v = (w_1..w_M, zbar, u),
    * w_m = s_m - c being party m's target (RidgeXUpdate): every next round depends on v alone.
@@ -171,9 +171,9 @@ export class AdmmCoordinator {
     const memory = opts.anderson ?? 0;
     if (memory > 0 && opts.variant !== 'exact') throw new RangeError('Anderson acceleration is for the exact sharing form');
     const dim = (M + 2) * n;
-    const split = opts.split ?? splitByDefault(dim);
-    // Split, every array the worker thread reads or writes is in shared memory.
-    const f64 = (len: number) => (split ? sharedArray(Float64Array, len) : new Float64Array(len));
+    const team = opts.team ?? teamByDefault(dim);
+    // In a team, every array the worker thread reads or writes is in shared memory.
+    const f64 = (len: number) => (team ? sharedArray(Float64Array, len) : new Float64Array(len));
     // With the logistic loss, the step runs in WebAssembly (core's kernels.wat: its prox and
     // loss, and every pass of the exact form), on arrays that then live in its memory (shared,
     // so the worker thread runs the same kernels on them), with Anderson's; without it, the
@@ -188,12 +188,12 @@ export class AdmmCoordinator {
     this.dualVar = named('dual');
     this.sum = named('sum');
     const base = k?.anderson;
-    this.anderson = memory > 0 ? new Anderson(dim, memory, split, k && base !== undefined ? { memory: k.memory, kernels: k.kernels, base } : undefined) : undefined;
+    this.anderson = memory > 0 ? new Anderson(dim, memory, team, k && base !== undefined ? { memory: k.memory, kernels: k.kernels, base } : undefined) : undefined;
     this.arrays = {
-      // Split, or in WebAssembly, the shares are copied in; otherwise the step reads the caller's.
-      shares: k ? k.shares.map((at) => view(at)) : split ? Array.from({ length: M }, () => f64(n)) : [],
+      // In a team, or in WebAssembly, the shares are copied in; otherwise the step reads the caller's.
+      shares: k ? k.shares.map((at) => view(at)) : team ? Array.from({ length: M }, () => f64(n)) : [],
       prevShares: k ? k.prevShares.map((at) => view(at)) : Array.from({ length: M }, () => f64(n)),
-      y: k ? named('y') : split ? f64(n) : opts.y,
+      y: k ? named('y') : team ? f64(n) : opts.y,
       sum: this.sum,
       gap: named('gap'),
       offset: named('offset', opts.variant === 'exact' ? n : 0),
@@ -213,15 +213,15 @@ export class AdmmCoordinator {
       cs: this.anderson ? Array.from({ length: M }, () => f64(n)) : [],
     };
     if (this.arrays.y !== opts.y) this.arrays.y.set(opts.y);
-    this.next = split ? sharedArray(Int32Array, 1) : new Int32Array(1);
+    this.next = team ? sharedArray(Int32Array, 1) : new Int32Array(1);
     this.chunkSums = k ? view(k.sums, chunks * STEP_SUMS) : f64(chunks * STEP_SUMS);
     this.checks = f64(chunks);
-    this.lossNext = split ? sharedArray(Int32Array, 1) : new Int32Array(1);
+    this.lossNext = team ? sharedArray(Int32Array, 1) : new Int32Array(1);
     this.lossSums = f64(chunks);
     const shared = { next: this.next, sums: this.chunkSums, checks: this.checks, lossNext: this.lossNext, lossSums: this.lossSums };
-    this.split = split ? new StepTeam(this.arrays, { name: opts.loss.name, labelFlip: opts.loss.labelFlip ?? 0 }, shared, this.anderson?.teamInit) : undefined;
+    this.team = team ? new StepTeam(this.arrays, { name: opts.loss.name, labelFlip: opts.loss.labelFlip ?? 0 }, shared, this.anderson?.teamInit) : undefined;
     // One worker thread for the step's passes and Anderson's, which follow them.
-    if (this.split && this.anderson) this.anderson.useTeam(this.split.thread);
+    if (this.team && this.anderson) this.anderson.useTeam(this.team.thread);
   }
 
   /** What party m is sent for the next round: c, or its own vector under Anderson acceleration. */
@@ -244,9 +244,9 @@ export class AdmmCoordinator {
     return this.anderson !== undefined;
   }
 
-  /** Whether the step's passes are split with worker threads. */
-  get splitting(): boolean {
-    return this.split !== undefined;
+  /** Whether the step's passes run in a team with a worker thread. */
+  get teamed(): boolean {
+    return this.team !== undefined;
   }
 
   /** Extrapolated points kept and rejected so far (undefined without acceleration). */
@@ -261,11 +261,11 @@ export class AdmmCoordinator {
    *
    * Per sample, exact minimises l_i(M zbar) + M rho/2 (zbar - v)^2 and paper
    * l_i(z) - y_i z + rho/2 (z - S)^2: the passes are in admm-kernels.ts (stepRange), chunk by
-   * chunk. Split, the main thread and a worker thread each take the next chunk left; the
+   * chunk. In a team, the main thread and a worker thread each take the next chunk left; the
    * chunks' sums are added in the chunks' order, so the step is the same bits as in one thread.
    */
   step(shares: readonly Float64Array[], initial = false): RoundStats {
-    const { n, opts, arrays, split } = this;
+    const { n, opts, arrays, team } = this;
     const M = opts.parties;
     if (shares.length !== M) throw new RangeError(`expected ${M} shares, got ${shares.length}`);
     for (const s of shares) assertLength('share', s, n);
@@ -277,8 +277,8 @@ export class AdmmCoordinator {
     const { sums, next, chunkSums } = this;
     next[0] = 0;
     const k = this.kernels?.kernels;
-    if (split || k) shares.forEach((s, m) => arrays.shares[m].set(s));
-    if (split) split.step(params, () => stepChunks(arrays, opts.loss, params, next, chunkSums, k));
+    if (team || k) shares.forEach((s, m) => arrays.shares[m].set(s));
+    if (team) team.step(params, () => stepChunks(arrays, opts.loss, params, next, chunkSums, k));
     else stepChunks(k ? arrays : { ...arrays, shares: [...shares] }, opts.loss, params, next, chunkSums, k);
     addChunkSums(chunkSums, chunkCount(n, CHUNK), STEP_SUMS, STEP_SUMS, sums);
     this.exps = sums[EXPS];
@@ -295,9 +295,9 @@ export class AdmmCoordinator {
     const { abs, rel } = opts.tolerance;
     const acceleration = this.anderson ? this.accelerate(initial) : undefined;
     this.lossSum = undefined;
-    if (split) {
+    if (team) {
       this.lossNext[0] = 0;
-      split.beginLoss();
+      team.beginLoss();
       this.lossBegun = true;
     }
     return {
@@ -313,9 +313,9 @@ export class AdmmCoordinator {
   /** The loss at `sum`: summed here, or the chunks the worker thread has not taken (lossSum). */
   private loss(): number {
     if (this.lossSum === undefined) {
-      const { arrays, opts, lossNext, lossSums, split } = this;
+      const { arrays, opts, lossNext, lossSums, team } = this;
       const mine = () => lossChunks(arrays, opts.loss, lossNext, lossSums, this.kernels?.kernels);
-      if (this.lossBegun && split) split.finishLoss(mine);
+      if (this.lossBegun && team) team.finishLoss(mine);
       else {
         lossNext[0] = 0;
         mine();
@@ -351,9 +351,9 @@ export class AdmmCoordinator {
 
   /** z, u and each party's vector from Anderson's point (unpackRange). */
   private unpack(): void {
-    const { arrays, split, next, checks } = this;
+    const { arrays, team, next, checks } = this;
     next[0] = 0;
-    if (split) split.unpack(() => unpackChunks(arrays, next, checks));
+    if (team) team.unpack(() => unpackChunks(arrays, next, checks));
     else unpackChunks(arrays, next, checks);
   }
 
@@ -387,7 +387,7 @@ export class AdmmCoordinator {
     // A loss the worker thread began is not waited for (its team may have failed): if the
     // objective is still asked for, loss() sums it all in this thread.
     this.lossBegun = false;
-    this.split?.close();
+    this.team?.close();
     this.anderson?.close();
   }
 
@@ -399,7 +399,7 @@ export class AdmmCoordinator {
   /**
    * Training objective of the model whose shares the last step received:
    * l(sum_m s_m) + lambda/2 sum_m ||x_m||^2. Its loss term is summed once (loss()), after the
-   * step: split, mostly by the worker thread while the next round is sent.
+   * step: in a team, mostly by the worker thread while the next round is sent.
    */
   objective(penaltySq: number): number {
     return this.loss() / this.n + (this.opts.lambda / 2) * penaltySq;

@@ -30,13 +30,13 @@
  * time), on vectors in its memory: on a9a's state one call's passes take about 0.4 ms
  * against 2 in TypeScript, which remains for Node without WebAssembly. On a large state each
  * pass is shared with a worker thread (AndersonTeam), chunk by chunk; the memory is shared.
- * The passes' sums are added chunk by chunk in the chunks' order, split or not: the same
+ * The passes' sums are added chunk by chunk in the chunks' order, in a team or not: the same
  * state gives the same bits on any machine.
  */
 import { ConfigError, type ThreadTeam, type VectorKernels, type VectorMemory, sharedArray, vectorLayout, vectorMemory } from '@admm-share/core';
 import { NEW_RHS, NEW_SQ, NORM_SQ, ROW } from './anderson-kernels.js';
 import { ANDERSON_CHUNK, AndersonTeam, type SharedState, type AndersonTeamInit, andersonInit, firstPassChunks, nextPointChunks } from './anderson-team.js';
-import { addChunkSums, chunkCount, splitByDefault } from './chunks.js';
+import { addChunkSums, chunkCount, teamByDefault } from './chunks.js';
 
 /** The default memory (docs/rho.md has the measurements behind it), and the largest accepted. */
 export const DEFAULT_ANDERSON = 5;
@@ -98,10 +98,10 @@ export class Anderson {
   private readonly sums: Float64Array;
   /** What both threads' passes work on, the chunks' sums among it (anderson-team.ts). */
   private readonly shared: SharedState;
-  /** What a worker thread needs for the passes (split only). */
+  /** What a worker thread needs for the passes (in a team only). */
   readonly teamInit: AndersonTeamInit | undefined;
   /** The coordinator step's thread, when the passes use it instead of one of their own (useTeam). */
-  private team: ThreadTeam | undefined;
+  private thread: ThreadTeam | undefined;
   /**
    * The WebAssembly kernels (core's kernels.wat) and the shared memory every vector above is a
    * view of; without WebAssembly (or when the memory is refused) the TypeScript loops do the
@@ -110,7 +110,7 @@ export class Anderson {
   private readonly wasm: { memory: VectorMemory; kernels: VectorKernels } | undefined;
 
   /** The worker thread that takes chunks of each pass on a large state. */
-  private split: AndersonTeam | undefined;
+  private team: AndersonTeam | undefined;
 
   /** Byte offsets of its arrays in a WebAssembly memory (from 0), and the bytes they take. */
   static layout(dim: number, memory: number): { at: number[]; bytes: number } {
@@ -121,8 +121,8 @@ export class Anderson {
   constructor(
     readonly dim: number,
     readonly memory: number,
-    /** Whether each pass is split with a worker thread (default: from SPLIT_FROM values on a machine of two cores or more). */
-    readonly parallel = splitByDefault(dim),
+    /** Whether each pass runs in a team with a worker thread (default: from TEAM_FROM values on a machine of two cores or more). */
+    readonly parallel = teamByDefault(dim),
     /** A WebAssembly memory to place the arrays in, from byte `base` (16-aligned; layout's bytes free there): the coordinator step's, whose kernels write F(v) into `input`. Else one of its own. */
     place?: { memory: VectorMemory; kernels: VectorKernels; base: number },
   ) {
@@ -132,7 +132,7 @@ export class Anderson {
     this.wasm = place ? { memory: place.memory, kernels: place.kernels } : vectorMemory(bytes);
     const base = place?.base ?? 0;
     let k = 0;
-    /** The next array: a view of the WebAssembly memory, else one of its own (shared to be split). */
+    /** The next array: a view of the WebAssembly memory, else one of its own (shared, for a team). */
     const view = <T>(C: { new (b: ArrayBufferLike, offset: number, length: number): T; BYTES_PER_ELEMENT: number }, length: number): T => {
       const bytes = length * C.BYTES_PER_ELEMENT;
       const offset = base + at[k++];
@@ -156,14 +156,14 @@ export class Anderson {
 
   /** Ends the worker thread, if one was started (a later `next` starts another); a team given by useTeam is its owner's to close. */
   close(): void {
-    this.split?.close();
-    this.split = undefined;
+    this.team?.close();
+    this.team = undefined;
   }
 
-  /** Run the split passes in `team`'s thread, started with `teamInit` among its data (the coordinator's step thread). */
-  useTeam(team: ThreadTeam): void {
+  /** Run the team's passes in `thread`, started with `teamInit` among its data (the coordinator's step thread). */
+  useTeam(thread: ThreadTeam): void {
     this.close();
-    this.team = team;
+    this.thread = thread;
   }
 
   /** Start (again) at v with an empty memory: the next call extrapolates nothing. */
@@ -192,10 +192,10 @@ export class Anderson {
     }
     const { sums, shared } = this;
     const k = this.wasm?.kernels;
-    const split = this.teamInit ? (this.split ??= new AndersonTeam(this.teamInit, this.team)) : undefined;
+    const team = this.teamInit ? (this.team ??= new AndersonTeam(this.teamInit, this.thread)) : undefined;
     const pass1 = () => firstPassChunks(shared, f, dFs, dGs, kept, k);
     shared.next[0] = 0;
-    if (split) split.firstPass(slot, keep, pass1);
+    if (team) team.firstPass(slot, keep, pass1);
     else pass1();
     addChunkSums(shared.sums, chunkCount(dim, ANDERSON_CHUNK), ROW + memory, ROW + keep.length, sums);
     const normSq = sums[NORM_SQ];
@@ -228,7 +228,7 @@ export class Anderson {
     const ds = gamma ? this.order.map((j) => this.dF[j]) : [];
     const pass2 = () => nextPointChunks(shared, f, ds, gamma, k);
     shared.next[0] = 0;
-    if (split) split.nextPoint(gamma ? this.order : [], gamma, pass2);
+    if (team) team.nextPoint(gamma ? this.order : [], gamma, pass2);
     else pass2();
     this.havePrev = true;
     this.extrapolated = gamma !== undefined;

@@ -8,17 +8,17 @@ import { availableParallelism } from 'node:os';
 import { InternalError, ThreadTeam } from '@admm-share/core';
 
 /**
- * The length of the state, (M + 2) N values, from which the step's passes are split: a9a's
- * 130k values (N = 32,561, two parties) are split, the tests' few thousand are not. The passes
+ * The length of the state, (M + 2) N values, from which the step's passes run in a team: a9a's
+ * 130k values (N = 32,561, two parties) do, the tests' few thousand do not. The passes
  * are bound by memory traffic and the exponentials of the z-update; below this length the
  * hand-over (a wake-up and a wait on shared memory, tens of microseconds) is not worth a
- * thread. On a single core nothing is split.
+ * thread. On a single core there is no team.
  */
-export const SPLIT_FROM = 1 << 16;
+export const TEAM_FROM = 1 << 16;
 
-/** Whether a state of `length` values is split by default on this machine. */
-export function splitByDefault(length: number): boolean {
-  return length >= SPLIT_FROM && availableParallelism() > 1;
+/** Whether the passes over a state of `length` values run in a team by default on this machine. */
+export function teamByDefault(length: number): boolean {
+  return length >= TEAM_FROM && availableParallelism() > 1;
 }
 
 /** What the step's thread is given (its team's data): which user it serves. */
@@ -50,7 +50,7 @@ export function chunkCount(n: number, size: number): number {
 
 /**
  * Run `work` on each chunk of n values left (`size` a chunk), taking them one at a time from
- * next[0] with Atomics: split, both threads run this on the same counter, so a thread that
+ * next[0] with Atomics: in a team, both threads run this on the same counter, so a thread that
  * starts late does less. A pass's sums go to a place of each chunk's own and are then added in
  * the chunks' order (addChunkSums): the same bits whichever thread took which chunk, and as in
  * one thread, whatever the machine.

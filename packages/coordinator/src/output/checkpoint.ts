@@ -12,7 +12,8 @@ import { Packr } from 'msgpackr';
 import type { Logger } from 'pino';
 import { ConfigError, DataError, parseWith, writeFileAtomicAsync, z } from '@admm-share/core';
 import { requireInteger, requirePositive } from '@admm-share/runtime';
-import { ALGORITHMS, LOSSES, NAME_RE, packInto, packedBound } from '@admm-share/protocol';
+import { ALGORITHMS, LOSSES, packInto, packedBound } from '@admm-share/protocol';
+import { bytesSchema, nameSchema } from './fields.js';
 
 export const CHECKPOINT_FILE = 'checkpoint.bin';
 
@@ -94,7 +95,7 @@ const checkpointedRoundSchema = z.object({
     .transform((t) => t ?? undefined),
   seconds: nonNegative,
   roundSeconds: nonNegative,
-  bytes: z.object({ toCoordinator: z.int().min(0), fromCoordinator: z.int().min(0) }),
+  bytes: bytesSchema,
   epsilonSpent: z.record(z.string(), z.number()),
 });
 export type CheckpointedRound = z.output<typeof checkpointedRoundSchema>;
@@ -102,7 +103,7 @@ export type CheckpointedRound = z.output<typeof checkpointedRoundSchema>;
 export const checkpointSchema = z
   .object({
     format: z.literal(FORMAT),
-    jobId: z.string().regex(NAME_RE, 'not a valid job id'),
+    jobId: nameSchema,
     /** The last completed round. */
     round: z.int().min(1),
     /** Digest of the label files, so a resume with other labels is refused. */

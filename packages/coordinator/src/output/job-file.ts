@@ -6,14 +6,13 @@
  */
 import { join } from 'node:path';
 import { DataError, jsonDigest, parseWith, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
-import { type ModelRef, ALGORITHMS, LOSSES, NAME_RE } from '@admm-share/protocol';
+import { type ModelRef, ALGORITHMS, LOSSES } from '@admm-share/protocol';
+import { classesSchema, nameSchema as name } from './fields.js';
 import { testMetricsSchema } from './test-metrics.js';
 import type { Summary } from './summary.js';
 
 export const JOB_FILE = 'job.json';
 export const JOB_FORMAT = 'admm-share-job/1';
-
-const name = z.string().regex(NAME_RE, 'expected a job or party id');
 
 export const jobPartySchema = z.strictObject({
   id: name,
@@ -41,7 +40,7 @@ const jobBodySchema = z
     jobId: name,
     algorithm: z.enum(ALGORITHMS),
     loss: z.enum(LOSSES),
-    labels: z.strictObject({ negative: z.string(), positive: z.string() }).nullable(),
+    labels: classesSchema,
     parties: z.array(jobPartySchema).min(1),
     combination: combinationSchema,
     /** The training run's test metrics, for reference. */

@@ -1,18 +1,13 @@
 /**
  * What a job reports: the summary (summary.json), declared once here as a schema (its type is
- * inferred from it, and reading it back checks every field), the round's log line and the one
- * human-readable result line a run ends with. The per-round trace is trace.ts.
+ * inferred from it, and reading it back checks every field), and the one human-readable result
+ * line a run ends with. The per-round trace is trace.ts; job/summary-of.ts builds a job's summary.
  */
 import { join } from 'node:path';
 import { readJsonFile, parseWith, writeFileAtomic, z } from '@admm-share/core';
-import { peakMemoryBytes } from '@admm-share/runtime';
-import { type Classes, ACCOUNTANT_NAMES, ALGORITHMS, LOSSES, MECHANISMS, STOP_REASONS, VARIANTS } from '@admm-share/protocol';
-import { type Traffic, trafficSince } from '../bytes.js';
-import type { CoordinatorConfig } from '../config.js';
-import type { Job, Participation } from '../job/job.js';
-import type { TrainResult } from '../training/loop.js';
+import { ACCOUNTANT_NAMES, ALGORITHMS, LOSSES, MECHANISMS, STOP_REASONS, VARIANTS } from '@admm-share/protocol';
 import { oneShotReportSchema } from './one-shot-report.js';
-import { bytesSchema, nameSchema as name } from './fields.js';
+import { bytesSchema, classesSchema, nameSchema as name } from './fields.js';
 import { testMetricsSchema } from './test-metrics.js';
 
 export type { TestMetrics } from './test-metrics.js';
@@ -82,8 +77,7 @@ export const summarySchema = z
     droppedTestRows: z.int().min(0),
     /** How rows were aligned. */
     alignment: alignmentReportSchema,
-    /** logistic loss: which raw label became -1 and which +1 (the positive class of every probability); null otherwise. */
-    classes: z.strictObject({ negative: z.string(), positive: z.string() }).nullable(),
+    classes: classesSchema,
     /** Each party's privacy setting as it reported it, and the budget it had spent at the end. */
     privacy: z.array(
       z.strictObject({
@@ -130,7 +124,7 @@ export function readSummary(path: string): Summary {
   return readJsonFile(summarySchema, path, 'summary');
 }
 
-/** Check a parsed summary (as buildSummary makes it). */
+/** Check a parsed summary (as job/summary-of.ts builds it). */
 export function parseSummary(value: unknown, path: string): Summary {
   return parseWith(summarySchema, value, path, 'summary');
 }
@@ -168,52 +162,4 @@ export function labelPrivacyLine(s: Pick<Summary, 'labelPrivacy' | 'rows'>, pref
   const l = s.labelPrivacy;
   if (!l) return '';
   return `${prefix}label privacy: label epsilon ${l.epsilon}, randomized response flipped ${l.flipped} of ${s.rows.train} training labels (probability ${l.flipProbability.toPrecision(4)}${l.seeded ? ', SEEDED: predictable, experiments only' : ''}), loss corrected for the flips`;
-}
-
-export interface SummaryInput {
-  cfg: CoordinatorConfig;
-  job: Job;
-  result: TrainResult;
-  participation: Participation;
-  parties: readonly { id: string; features: number; fileRows: { train: number; test: number } }[];
-  traffic: Traffic;
-  setupSeconds: number;
-  totalSeconds: number;
-  alignment: AlignmentReport;
-  classes: Classes | null;
-}
-
-export function buildSummary({ cfg, job, result: r, participation, parties, traffic, setupSeconds, totalSeconds, alignment, classes }: SummaryInput): Summary {
-  return {
-    jobId: job.jobId,
-    algorithm: job.setup.algorithm,
-    variant: cfg.variant,
-    loss: job.setup.loss,
-    lambda: job.setup.lambda,
-    rho: r.algorithm === 'admm' ? r.rho : { initial: 0, final: 0 },
-    alpha: cfg.variant === 'exact' ? cfg.alpha : 1,
-    ...(job.setup.algorithm === 'sgd' ? { sgd: cfg.sgd } : {}),
-    ...(r.algorithm === 'admm' && r.acceleration ? { acceleration: { method: 'anderson' as const, memory: r.acceleration.memory, extrapolated: r.acceleration.extrapolated, rejected: r.acceleration.rejected } } : {}),
-    rounds: r.rounds,
-    reason: r.reason,
-    converged: r.reason === 'converged',
-    objective: r.objective,
-    objectiveFrom: participation.noisy && job.setup.algorithm !== 'one-shot' ? 'noisy shares' : 'shares',
-    residuals: r.algorithm === 'admm' ? r.residuals : null,
-    ...(r.metrics ? { test: r.metrics } : {}),
-    ...(job.evaluationSkipped ? { evaluation: { skipped: job.evaluationSkipped } } : {}),
-    seconds: { total: totalSeconds, setup: setupSeconds, training: r.trainingSeconds, perRound: r.trainingSeconds / Math.max(r.rounds, 1) },
-    bytes: trafficSince(traffic),
-    parties: parties.map((p) => ({ id: p.id, features: p.features, rows: p.fileRows.train, testRows: p.fileRows.test })),
-    rows: { train: job.n, test: job.nTest },
-    droppedRows: job.dropped.train,
-    droppedTestRows: job.dropped.test,
-    alignment,
-    classes,
-    privacy: participation.privacy.map((q) => ({ ...q, epsilonSpent: r.epsilonSpent[q.party] ?? 0 })),
-    labelPrivacy: job.labelPrivacy,
-    ...(r.algorithm === 'one-shot' ? { oneShot: r.oneShot } : {}),
-    ...(participation.noisy && job.setup.algorithm === 'admm' ? { research: RESEARCH_MODE } : {}),
-    peakMemoryBytes: peakMemoryBytes(),
-  };
 }

@@ -16,7 +16,7 @@ import { type Classes, ENVELOPE_BYTES, POINT_BYTES, encode } from '@admm-share/p
 import { noTraffic } from '../bytes.js';
 import type { PartyConnection } from '../connections/party-connection.js';
 import { PartyPort, checkCredentials, maxRowsFor } from '../connections/party-port.js';
-import type { TlsFiles } from '../connections/server.js';
+import type { ServerTls } from '../connections/server.js';
 import type { LabelOptions } from '../job/labels.js';
 import { type JobDescription, combineScores, modelMismatch, readJobFile } from '../output/job-file.js';
 import { nameSchema as name } from '../output/fields.js';
@@ -29,7 +29,7 @@ export type MissingPolicy = (typeof MISSING_POLICIES)[number];
 export interface ScoringNetConfig {
   host: string;
   port: number;
-  tls?: TlsFiles;
+  tls?: ServerTls;
   credentials?: Record<string, string>;
   /** This prediction job's id (a party's scoring budget is per job). */
   jobId: string;

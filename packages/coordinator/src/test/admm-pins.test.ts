@@ -7,7 +7,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { logistic, squared } from '@admm-share/core';
 import { randomVector, seeded } from '@admm-share/core/test-support';
-import { AdmmCoordinator, type AdmmSnapshot } from '../numerics/admm-step.js';
+import { AdmmStep, type AdmmSnapshot } from '../numerics/admm-step.js';
 
 const norm2 = (v: ArrayLike<number>) => Array.from(v).reduce((acc, x) => acc + x * x, 0);
 
@@ -28,7 +28,7 @@ test('exact form: primal, dual and both tolerances are those of the sharing prob
   const alpha = 1.6;
   const tolerance = { abs: 1e-3, rel: 2e-2 };
   const y = randomVector(rand, N, 2);
-  const coord = new AdmmCoordinator({ variant: 'exact', loss: squared, y, parties: M, lambda: 0.1, rho, alpha, tolerance });
+  const coord = new AdmmStep({ variant: 'exact', loss: squared, y, parties: M, lambda: 0.1, rho, alpha, tolerance });
   let prevShares = Array.from({ length: M }, () => new Float64Array(N));
   let zOld = new Float64Array(N);
   let uOld = new Float64Array(N);
@@ -69,7 +69,7 @@ test('paper form: primal ||S - z||, dual rho sqrt(M) ||z - z_old||, tolerances o
   const rho = 1.7;
   const tolerance = { abs: 3e-3, rel: 5e-2 };
   const y = randomVector(rand, N, 2);
-  const coord = new AdmmCoordinator({ variant: 'paper', loss: squared, y, parties: M, lambda: 0.1, rho, alpha: 1, tolerance });
+  const coord = new AdmmStep({ variant: 'paper', loss: squared, y, parties: M, lambda: 0.1, rho, alpha: 1, tolerance });
   let zOld = new Float64Array(N);
   let ydOld = new Float64Array(N);
   for (let round = 0; round < 4; round++) {
@@ -91,21 +91,21 @@ test('epsPrimal takes the larger of ||s|| and ||z||, in both forms', () => {
   const opts = { parties: 2, lambda: 0.1, rho: 1e-3, alpha: 1, tolerance: { abs: 0, rel: 1 } };
   // Paper form, one sample: S = 10 and z near 0 (the loss pulls hard), or S = 0 and z far from 0.
   const paper = { ...opts, variant: 'paper' as const, loss: squared };
-  const big = new AdmmCoordinator({ ...paper, y: Float64Array.of(0) });
+  const big = new AdmmStep({ ...paper, y: Float64Array.of(0) });
   const s1 = big.step([Float64Array.of(4), Float64Array.of(6)]);
   assert.ok(Math.abs(big.z[0]) < 1, `the case: z = ${big.z[0]}`);
   close(s1.epsPrimal, 10, 'paper: S dominates');
-  const pulled = new AdmmCoordinator({ ...paper, y: Float64Array.of(50) });
+  const pulled = new AdmmStep({ ...paper, y: Float64Array.of(50) });
   const s2 = pulled.step([Float64Array.of(0), Float64Array.of(0)]);
   assert.ok(Math.abs(pulled.z[0]) > 1, `the case: z = ${pulled.z[0]}`);
   close(s2.epsPrimal, Math.abs(pulled.z[0]), 'paper: z dominates');
   // Exact form: sum_m ||z_m||^2 = sum_m ||s_m||^2 + M (zbar^2 - mean^2), so ||s|| wins when zbar is pulled below the mean.
   const exact = { ...opts, variant: 'exact' as const, loss: squared };
-  const shrunk = new AdmmCoordinator({ ...exact, y: Float64Array.of(0) });
+  const shrunk = new AdmmStep({ ...exact, y: Float64Array.of(0) });
   const s3 = shrunk.step([Float64Array.of(4), Float64Array.of(6)]);
   assert.ok(Math.abs(shrunk.z[0]) < 1, `the case: zbar = ${shrunk.z[0]}`);
   close(s3.epsPrimal, Math.sqrt(16 + 36), 'exact: s dominates');
-  const grown = new AdmmCoordinator({ ...exact, y: Float64Array.of(50) });
+  const grown = new AdmmStep({ ...exact, y: Float64Array.of(50) });
   const s4 = grown.step([Float64Array.of(1), Float64Array.of(-1)]);
   const zb = grown.z[0];
   assert.ok(Math.abs(zb) > 1, `the case: zbar = ${zb}`);
@@ -135,12 +135,12 @@ test('a coordinator restored from a snapshot continues exactly like the original
     const M = 3;
     const y = Float64Array.from({ length: N }, () => (rand() < 0.5 ? -1 : 1));
     const opts = { variant, loss: logistic, y, parties: M, lambda: 0.1, rho: 0.3, alpha: 1.5, tolerance: { abs: 1e-4, rel: 1e-3 } };
-    const original = new AdmmCoordinator(opts);
+    const original = new AdmmStep(opts);
     for (let r = 0; r < 3; r++) original.step(sharesFor(rand, M, N));
     original.rho = 0.45; // adapted
     const snap = copySnapshot(original.snapshot());
     assert.equal(snap.rho, 0.45);
-    const restored = new AdmmCoordinator(opts);
+    const restored = new AdmmStep(opts);
     restored.restore(snap);
     assert.equal(restored.rho, 0.45);
     for (let m = 0; m < M; m++) assert.deepEqual(restored.lastShare(m), original.lastShare(m), `${variant}: party ${m}'s share`);
@@ -157,21 +157,21 @@ test('a coordinator restored from a snapshot continues exactly like the original
 test('restore refuses a snapshot of another N or number of parties', () => {
   const y = Float64Array.of(1, -1, 1, 1);
   const opts = { variant: 'exact' as const, loss: logistic, parties: 2, lambda: 0.1, rho: 1, alpha: 1, tolerance: { abs: 1e-4, rel: 1e-3 } };
-  const snap = copySnapshot(new AdmmCoordinator({ ...opts, y }).snapshot());
+  const snap = copySnapshot(new AdmmStep({ ...opts, y }).snapshot());
   const message = 'checkpoint does not match this job (N or number of parties)';
-  assert.throws(() => new AdmmCoordinator({ ...opts, y: y.subarray(0, 3) }).restore(snap), (e: unknown) => e instanceof RangeError && e.message === message);
-  assert.throws(() => new AdmmCoordinator({ ...opts, y, parties: 3 }).restore(snap), (e: unknown) => e instanceof RangeError && e.message === message);
-  assert.doesNotThrow(() => new AdmmCoordinator({ ...opts, y }).restore(snap));
+  assert.throws(() => new AdmmStep({ ...opts, y: y.subarray(0, 3) }).restore(snap), (e: unknown) => e instanceof RangeError && e.message === message);
+  assert.throws(() => new AdmmStep({ ...opts, y, parties: 3 }).restore(snap), (e: unknown) => e instanceof RangeError && e.message === message);
+  assert.doesNotThrow(() => new AdmmStep({ ...opts, y }).restore(snap));
 });
 
 test('step names what is wrong with the shares', () => {
-  const coord = new AdmmCoordinator({ variant: 'exact', loss: logistic, y: Float64Array.of(1, -1, 1), parties: 2, lambda: 0.1, rho: 1, alpha: 1, tolerance: { abs: 1e-4, rel: 1e-3 } });
+  const coord = new AdmmStep({ variant: 'exact', loss: logistic, y: Float64Array.of(1, -1, 1), parties: 2, lambda: 0.1, rho: 1, alpha: 1, tolerance: { abs: 1e-4, rel: 1e-3 } });
   assert.throws(() => coord.step([new Float64Array(3)]), { name: 'RangeError', message: 'expected 2 shares, got 1' });
   assert.throws(() => coord.step([new Float64Array(3), new Float64Array(2)]), { name: 'RangeError', message: 'share has length 2, expected 3' });
 });
 
 test("the z-update's warm start (the last solution moved along its slope and curvature) leaves about one exponential per sample", () => {
-  // The step counts the prox's exponentials, one per Newton step (AdmmCoordinator.exponentials,
+  // The step counts the prox's exponentials, one per Newton step (AdmmStep.exponentials,
   // in WebAssembly or in losses.ts). Measured on rounds 7-12 of this seeded run: 1.00-1.02 per
   // sample; with the curvature term's sign flipped 1.4-1.6, with the prediction's sign flipped
   // about 2-3, from the old solution about 2.7.
@@ -180,7 +180,7 @@ test("the z-update's warm start (the last solution moved along its slope and cur
     const N = 300;
     const M = 3;
     const y = Float64Array.from({ length: N }, () => (rand() < 0.5 ? -1 : 1));
-    const coord = new AdmmCoordinator({ variant, loss: logistic, y, parties: M, lambda: 0.1, rho: 0.5, alpha: 1.5, tolerance: { abs: 1e-4, rel: 1e-3 } });
+    const coord = new AdmmStep({ variant, loss: logistic, y, parties: M, lambda: 0.1, rho: 0.5, alpha: 1.5, tolerance: { abs: 1e-4, rel: 1e-3 } });
     let shares = Array.from({ length: M }, () => randomVector(rand, N, 2));
     let exps = 0;
     for (let round = 1; round <= 12; round++) {

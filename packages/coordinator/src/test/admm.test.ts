@@ -3,7 +3,7 @@ import assert from 'node:assert/strict';
 import { Matrix, solve } from 'ml-matrix';
 import { csrFromDense, csrHStack, fitCentral, logistic, squared } from '@admm-share/core';
 import { CHUNK } from '../numerics/admm-kernels.js';
-import { AdmmCoordinator, type Variant } from '../numerics/admm-step.js';
+import { AdmmStep, type Variant } from '../numerics/admm-step.js';
 import { gaussian, randomVector, seeded } from '@admm-share/core/test-support';
 
 // ---------------------------------------------------------------------------------------
@@ -66,8 +66,8 @@ function randomShares(rand: () => number, M: number, n: number): Float64Array[] 
   });
 }
 
-function coordinator(variant: Variant, loss: typeof logistic, y: Float64Array, M: number, lambda: number, rho: number, alpha: number): AdmmCoordinator {
-  return new AdmmCoordinator({ variant, loss, y, parties: M, lambda, rho, alpha, tolerance: { abs: 1e-9, rel: 1e-9 } });
+function coordinator(variant: Variant, loss: typeof logistic, y: Float64Array, M: number, lambda: number, rho: number, alpha: number): AdmmStep {
+  return new AdmmStep({ variant, loss, y, parties: M, lambda, rho, alpha, tolerance: { abs: 1e-9, rel: 1e-9 } });
 }
 
 // ---------------------------------------------------------------------------------------
@@ -389,17 +389,17 @@ test('end to end in process: exact form (alpha 1.6, rho = 0.1/N) reaches the cen
   assert.ok(paperGap <= 1e-3, `paper: relative gap ${paperGap.toExponential(3)} after ${paper.rounds} rounds`);
 });
 
-test("the exact step's passes in WebAssembly give the TypeScript's bits: three parties, an odd number of samples over several chunks, with and without Anderson's F(v), split or not; so does the step with only the prox and loss there (a state too large for one memory with Anderson's)", () => {
+test("the exact step's passes in WebAssembly give the TypeScript's bits: three parties, an odd number of samples over several chunks, with and without Anderson's F(v), in a team or not; so does the step with only the prox and loss there (a state too large for one memory with Anderson's)", () => {
   const rand = seeded(91);
   const n = 2 * CHUNK + 1001;
   const M = 3;
   const y = randomLabels(rand, n);
   for (const anderson of [0, 3])
-    for (const split of [false, true]) {
-      const opts = { variant: 'exact' as const, loss: logistic, y, parties: M, lambda: 1e-3, rho: 0.05 / n, alpha: 1.6, tolerance: { abs: 1e-6, rel: 1e-4 }, anderson, split };
-      const wasm = new AdmmCoordinator(opts);
-      const prox = new AdmmCoordinator({ ...opts, kernels: 'prox' });
-      const twins = new AdmmCoordinator({ ...opts, kernels: false });
+    for (const team of [false, true]) {
+      const opts = { variant: 'exact' as const, loss: logistic, y, parties: M, lambda: 1e-3, rho: 0.05 / n, alpha: 1.6, tolerance: { abs: 1e-6, rel: 1e-4 }, anderson, team };
+      const wasm = new AdmmStep(opts);
+      const prox = new AdmmStep({ ...opts, kernels: 'prox' });
+      const twins = new AdmmStep({ ...opts, kernels: false });
       try {
         assert.equal(wasm.webAssembly, true);
         assert.equal(prox.webAssembly, true);
@@ -411,7 +411,7 @@ test("the exact step's passes in WebAssembly give the TypeScript's bits: three p
           const shares = randomShares(rand, M, n).map((s) => s.map((v) => v * 4));
           const b = twins.step(shares);
           for (const [kind, co] of [['all kernels', wasm], ['prox kernels', prox]] as const) {
-            const what = `${kind}, anderson ${anderson}, split ${split}, round ${r}`;
+            const what = `${kind}, anderson ${anderson}, team ${team}, round ${r}`;
             assert.deepEqual(co.step(shares), b, `${what}: the residuals`);
             for (let m = 0; m < M; m++) assert.deepEqual(Array.from(co.cFor(m)), Array.from(twins.cFor(m)), `${what}: party ${m}'s vector`);
             assert.deepEqual(Array.from(co.z), Array.from(twins.z), `${what}: z`);
@@ -425,19 +425,19 @@ test("the exact step's passes in WebAssembly give the TypeScript's bits: three p
     }
 });
 
-test('closed while its worker thread sums the loss, a split coordinator still gives the objective, the same as one thread', () => {
+test('closed while its worker thread sums the loss, a step in a team still gives the objective, the same as one thread', () => {
   const rand = seeded(17);
   const n = 3 * CHUNK + 5;
   const y = randomLabels(rand, n);
   const opts = { variant: 'exact' as const, loss: logistic, y, parties: 2, lambda: 1e-3, rho: 0.05 / n, alpha: 1.6, tolerance: { abs: 1e-6, rel: 1e-4 }, anderson: 3 };
-  const split = new AdmmCoordinator({ ...opts, split: true });
-  const serial = new AdmmCoordinator({ ...opts, split: false });
+  const inTeam = new AdmmStep({ ...opts, team: true });
+  const serial = new AdmmStep({ ...opts, team: false });
   const shares = randomShares(rand, 2, n);
-  for (const co of [split, serial]) {
+  for (const co of [inTeam, serial]) {
     co.step(shares.map((s) => new Float64Array(s.length)), true);
     co.step(shares);
   }
-  split.close();
+  inTeam.close();
   serial.close();
-  assert.equal(split.objective(1), serial.objective(1));
+  assert.equal(inTeam.objective(1), serial.objective(1));
 });

@@ -5,7 +5,7 @@ import { Matrix, solve } from 'ml-matrix';
 import { DataError, InternalError, csrFromDense, csrHStack, fitCentral, flipCorrectedLogistic, logistic } from '@admm-share/core';
 import { normal, seeded, tempDir } from '@admm-share/core/test-support';
 import { CHUNK } from '../numerics/admm-kernels.js';
-import { AdmmCoordinator } from '../numerics/admm-step.js';
+import { AdmmStep } from '../numerics/admm-step.js';
 import { Anderson } from '../numerics/anderson.js';
 import { ANDERSON_CHUNK } from '../numerics/anderson-team.js';
 import { type Checkpoint, readCheckpoint, writeCheckpoint } from '../output/checkpoint.js';
@@ -103,11 +103,11 @@ test('Anderson with its passes shared with a worker thread: the same bits as in 
   const dim = 2 * ANDERSON_CHUNK + 1001;
   const { apply, error } = linearMap(dim);
   const serial = new Anderson(dim, 4, false);
-  const split = new Anderson(dim, 4, true);
+  const inTeam = new Anderson(dim, 4, true);
   const twin = new Anderson(dim, 4, true);
   assert.equal(serial.parallel, false);
-  assert.equal(split.parallel, true);
-  assert.ok(split.input.buffer instanceof SharedArrayBuffer, 'the worker reads F(v) where the caller wrote it');
+  assert.equal(inTeam.parallel, true);
+  assert.ok(inTeam.input.buffer instanceof SharedArrayBuffer, 'the worker reads F(v) where the caller wrote it');
   const f = new Float64Array(dim);
   try {
     const run = (aa: Anderson) => {
@@ -115,40 +115,40 @@ test('Anderson with its passes shared with a worker thread: the same bits as in 
       return aa.next(aa.input);
     };
     for (let k = 0; k < 12; k++) {
-      const steps = [run(serial), run(split), run(twin)];
+      const steps = [run(serial), run(inTeam), run(twin)];
       assert.equal(steps[1], steps[2], `step ${k}`);
       assert.equal(steps[1], steps[0], `step ${k}`);
       // The chunks' sums are added in the chunks' order, whichever thread took them.
-      assert.deepEqual(Array.from(split.point), Array.from(serial.point), `step ${k}: split and one thread`);
-      assert.deepEqual(Array.from(twin.point), Array.from(split.point), `step ${k}: two split runs`);
+      assert.deepEqual(Array.from(inTeam.point), Array.from(serial.point), `step ${k}: a team and one thread`);
+      assert.deepEqual(Array.from(twin.point), Array.from(inTeam.point), `step ${k}: two runs in a team`);
       // A plain array as F(v) is copied into the shared input first.
       if (k === 5) {
-        apply(f, split.point);
+        apply(f, inTeam.point);
         apply(twin.input, twin.point);
-        assert.equal(split.next(f), twin.next(twin.input));
-        assert.deepEqual(Array.from(twin.point), Array.from(split.point), 'F(v) in a plain array');
+        assert.equal(inTeam.next(f), twin.next(twin.input));
+        assert.deepEqual(Array.from(twin.point), Array.from(inTeam.point), 'F(v) in a plain array');
         apply(f, serial.point);
         serial.next(f);
       }
       // The worker ended and, on the next call, a new one started: nothing changes.
-      if (k === 7) split.close();
+      if (k === 7) inTeam.close();
     }
-    assert.ok(split.counts.extrapolated > 0);
-    assert.ok(error(split.point) < 0.5, `converging (the error at the start is 1): error ${error(split.point)}`);
-    // A snapshot of the split iteration restored into another continues bit for bit.
+    assert.ok(inTeam.counts.extrapolated > 0);
+    assert.ok(error(inTeam.point) < 0.5, `converging (the error at the start is 1): error ${error(inTeam.point)}`);
+    // A snapshot of the iteration in a team restored into another continues bit for bit.
     const restored = new Anderson(dim, 4, true);
     try {
-      const snap = split.snapshot();
+      const snap = inTeam.snapshot();
       restored.restore({ ...snap, point: snap.point.slice(), prevF: snap.prevF.slice(), prevG: snap.prevG.slice(), dF: snap.dF.map((x) => x.slice()), dG: snap.dG.map((x) => x.slice()), gram: snap.gram.slice(), rhs: snap.rhs.slice() });
       for (let k = 0; k < 4; k++) {
-        assert.equal(run(restored), run(split));
-        assert.deepEqual(Array.from(restored.point), Array.from(split.point), `restored, step ${k}`);
+        assert.equal(run(restored), run(inTeam));
+        assert.deepEqual(Array.from(restored.point), Array.from(inTeam.point), `restored, step ${k}`);
       }
     } finally {
       restored.close();
     }
   } finally {
-    split.close();
+    inTeam.close();
     twin.close();
   }
 });
@@ -181,7 +181,7 @@ function problem(seed: string, N = 300) {
 }
 
 function coordinator(y: Float64Array, M: number, lambda: number, rho: number, anderson: number) {
-  return new AdmmCoordinator({ variant: 'exact', loss: logistic, y, parties: M, lambda, rho, alpha: 1.6, tolerance: { abs: 0, rel: 0 }, anderson });
+  return new AdmmStep({ variant: 'exact', loss: logistic, y, parties: M, lambda, rho, alpha: 1.6, tolerance: { abs: 0, rel: 0 }, anderson });
 }
 
 test('exact ADMM with Anderson acceleration (each party its own c): the central optimum to 1e-9, in fewer rounds than without', () => {
@@ -231,16 +231,16 @@ test('the step shared with a worker thread, and the step with the TypeScript twi
   for (const { variant, anderson, loss } of cases) {
     const what = `${variant}, anderson ${anderson}, flip ${loss.labelFlip ?? 0}`;
     const opts = { variant, loss, y, parties: M, lambda, rho, alpha: variant === 'exact' ? 1.6 : 1, tolerance: { abs: 1e-4, rel: 1e-3 }, anderson };
-    const serial = new AdmmCoordinator({ ...opts, split: false });
-    const split = new AdmmCoordinator({ ...opts, split: true });
-    const twins = new AdmmCoordinator({ ...opts, split: false, kernels: false });
-    const resumed = new AdmmCoordinator({ ...opts, split: false });
+    const serial = new AdmmStep({ ...opts, team: false });
+    const inTeam = new AdmmStep({ ...opts, team: true });
+    const twins = new AdmmStep({ ...opts, team: false, kernels: false });
+    const resumed = new AdmmStep({ ...opts, team: false });
     assert.equal(serial.webAssembly, true);
     assert.equal(twins.webAssembly, false);
-    assert.equal(serial.splitting, false);
-    assert.equal(split.splitting, true);
+    assert.equal(serial.teamed, false);
+    assert.equal(inTeam.teamed, true);
     try {
-      const runs = [serial, split, twins].map((co) => ({ co, parties: blocks.map((b) => party(b, lambda, rho)) }));
+      const runs = [serial, inTeam, twins].map((co) => ({ co, parties: blocks.map((b) => party(b, lambda, rho)) }));
       for (const { co } of runs) co.step(blocks.map(() => new Float64Array(N)), true);
       for (let r = 1; r <= 12; r++) {
         const [a, b, c] = runs.map(({ co, parties }) => {
@@ -252,23 +252,23 @@ test('the step shared with a worker thread, and the step with the TypeScript twi
         assert.deepEqual(c, a, `${what}, round ${r}: the residuals with the twins`);
         // Round 3's is never asked for: the worker thread's sum of it is still under way, or
         // done, when round 4's step begins.
-        if (r !== 3) assert.equal(split.objective(1), serial.objective(1), `${what}, round ${r}: the objective`);
+        if (r !== 3) assert.equal(inTeam.objective(1), serial.objective(1), `${what}, round ${r}: the objective`);
         assert.equal(twins.objective(1), serial.objective(1), `${what}, round ${r}: the objective with the twins`);
         assert.equal(twins.exponentials, serial.exponentials, `${what}, round ${r}: the prox's exponentials`);
         const same = (u: Float64Array, v: Float64Array, where: string) => assert.deepEqual(Array.from(v), Array.from(u), where);
-        for (let m = 0; m < M; m++) same(serial.cFor(m), split.cFor(m), `${what}, round ${r}, party ${m}`);
+        for (let m = 0; m < M; m++) same(serial.cFor(m), inTeam.cFor(m), `${what}, round ${r}, party ${m}`);
         for (let m = 0; m < M; m++) same(serial.cFor(m), twins.cFor(m), `${what}, round ${r}, party ${m}, with the twins`);
-        // The split coordinator's snapshot (its arrays in shared memory) goes on in one thread as it did.
+        // The step in a team: its snapshot (its arrays in shared memory) goes on in one thread as it did.
         if (r > 6) resumed.step(runs[1].parties.map((p) => p.share));
         if (r === 6) {
-          resumed.restore(split.snapshot());
+          resumed.restore(inTeam.snapshot());
           // The restored coordinator sums the objective's loss itself, as the step did.
-          assert.equal(resumed.objective(1), split.objective(1), `${what}, the objective after a restore`);
+          assert.equal(resumed.objective(1), inTeam.objective(1), `${what}, the objective after a restore`);
         }
-        if (r >= 6) for (let m = 0; m < M; m++) same(split.cFor(m), resumed.cFor(m), `${what}, restored after round 6, round ${r}, party ${m}`);
+        if (r >= 6) for (let m = 0; m < M; m++) same(inTeam.cFor(m), resumed.cFor(m), `${what}, restored after round 6, round ${r}, party ${m}`);
       }
     } finally {
-      for (const co of [serial, split, twins, resumed]) co.close();
+      for (const co of [serial, inTeam, twins, resumed]) co.close();
     }
   }
 });
@@ -277,7 +277,7 @@ test('a worker thread that fails is reported by the first step it takes part in,
   const { N, blocks, y } = problem('step-split-failure');
   // The worker makes the loss again by its name: one it does not know fails it as it starts.
   const loss = { ...logistic, name: 'hinge' as unknown as typeof logistic.name };
-  const co = new AdmmCoordinator({ variant: 'exact', loss, y, parties: blocks.length, lambda: 1e-3, rho: 0.01 / N, alpha: 1.6, tolerance: { abs: 1e-4, rel: 1e-3 }, anderson: 0, split: true });
+  const co = new AdmmStep({ variant: 'exact', loss, y, parties: blocks.length, lambda: 1e-3, rho: 0.01 / N, alpha: 1.6, tolerance: { abs: 1e-4, rel: 1e-3 }, anderson: 0, team: true });
   const failed = (err: unknown): boolean => err instanceof InternalError && /in the coordinator's step worker thread/.test(err.message) && /hinge/.test(err.message);
   try {
     const zeros = blocks.map(() => new Float64Array(N));

@@ -8,7 +8,7 @@ import { InternalError, logistic, squared } from '@admm-share/core';
 import { MAX_PENALTY_SQ, MAX_SHARE_MAGNITUDE } from '@admm-share/protocol';
 import { addressGroup } from '../connections/admission.js';
 import { CHUNK } from '../numerics/admm-kernels.js';
-import { AdmmCoordinator, type Variant } from '../numerics/admm-step.js';
+import { AdmmStep, type Variant } from '../numerics/admm-step.js';
 import { assertFinite } from '../training/loop.js';
 import { WARNINGS_PER_SECOND, WarningLimiter } from '../connections/warnings.js';
 
@@ -17,7 +17,7 @@ const M = 3;
 
 function coordinator(variant: Variant, loss: typeof logistic) {
   const y = Float64Array.from({ length: N }, (_, i) => (loss === logistic ? (i % 2 ? 1 : -1) : i * 1e6));
-  return new AdmmCoordinator({ variant, loss, y, parties: M, lambda: 1e-4, rho: 0.01 / N, alpha: variant === 'exact' ? 1.6 : 1, tolerance: { abs: 1e-7, rel: 1e-5 } });
+  return new AdmmStep({ variant, loss, y, parties: M, lambda: 1e-4, rho: 0.01 / N, alpha: variant === 'exact' ? 1.6 : 1, tolerance: { abs: 1e-7, rel: 1e-5 } });
 }
 
 test('shares at the protocol bound (+-MAX_SHARE_MAGNITUDE) keep c, z, the residuals and the objective finite, round after round', () => {
@@ -59,14 +59,14 @@ test('a finite share beyond the bound makes c non-finite, and assertFinite stops
 });
 
 test("sentFinite is the step's own check of every vector it sends: with acceleration each party's (made as the step unpacks them), without it c; true while they are finite, false once one value is not", () => {
-  // Several chunks (CHUNK samples each), split and not: a value in the last chunk (three
+  // Several chunks (CHUNK samples each), in a team and not: a value in the last chunk (three
   // samples, which unpackRange takes one at a time) or the second sample (in its groups of four).
   const n = 2 * CHUNK + 3;
   const y = Float64Array.from({ length: n }, (_, i) => (i % 3 ? 1 : -1));
-  const cases = [0, 3].flatMap((anderson) => [false, true].flatMap((split) => [n - 1, 5].map((at) => ({ anderson, split, at }))));
-  for (const { anderson, split, at } of cases) {
-    const what = `anderson ${anderson}, split ${split}, sample ${at}`;
-    const admm = new AdmmCoordinator({ variant: 'exact', loss: logistic, y, parties: M, lambda: 1e-4, rho: 0.01 / n, alpha: 1.6, tolerance: { abs: 1e-7, rel: 1e-5 }, anderson, split });
+  const cases = [0, 3].flatMap((anderson) => [false, true].flatMap((team) => [n - 1, 5].map((at) => ({ anderson, team, at }))));
+  for (const { anderson, team, at } of cases) {
+    const what = `anderson ${anderson}, team ${team}, sample ${at}`;
+    const admm = new AdmmStep({ variant: 'exact', loss: logistic, y, parties: M, lambda: 1e-4, rho: 0.01 / n, alpha: 1.6, tolerance: { abs: 1e-7, rel: 1e-5 }, anderson, team });
     try {
       const shares = Array.from({ length: M }, (_, m) => Float64Array.from({ length: n }, (_, i) => Math.sin(i + m)));
       admm.step(shares.map((s) => new Float64Array(s.length)), true);

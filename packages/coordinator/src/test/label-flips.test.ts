@@ -92,7 +92,7 @@ test('readLabelFlips: each kind of malformed file is a DataError naming the file
     [(f) => (f.format = 'admm-share-label-flips/0'), /format: Invalid input: expected "admm-share-label-flips\/1"/],
     [(f) => delete f.labelsDigest, /labelsDigest: Invalid input: expected string, received undefined/],
     [(f) => (f.extra = 1), /Unrecognized key: "extra"/],
-    [(f) => (f.jobId = '../x'), /jobId: not a valid job id/],
+    [(f) => (f.jobId = '../x'), /jobId: not a valid name \(letters, digits, \. _ -\)/],
     [(f) => (f.epsilon = -1), /epsilon: Too small: expected number to be >0/],
     [(f) => (f.flipProbability = 0.25), /flipProbability: 0\.25 is not 1 \/ \(1 \+ e\^1\)/],
     [(f) => (f.seeded = 'no'), /seeded: Invalid input: expected boolean/],

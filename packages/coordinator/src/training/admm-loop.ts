@@ -5,20 +5,20 @@
  *      worker thread) and, when due, its checkpoint (encoded now, written in the background),
  *      while the parties compute
  *   -> collect the shares (each recorded for replays as it arrives)
- *   -> AdmmCoordinator.step (z-update, dual update, residuals, next c) -> evaluate (when due).
+ *   -> AdmmStep.step (z-update, dual update, residuals, next c) -> evaluate (when due).
  * The loop stops at convergence, at the last round, or when a party's budget refuses a round.
  */
 import { join } from 'node:path';
 import { PeerError, trainingLoss } from '@admm-share/core';
 import type { Exhausted, Resume, Share, SolverStats, StopReason } from '@admm-share/protocol';
-import { AdmmCoordinator } from '../numerics/admm-step.js';
+import { AdmmStep } from '../numerics/admm-step.js';
 import { CHECKPOINT_FILE, type Checkpoint, type CheckpointedRound, CheckpointWriter, checkpointDue as isCheckpointDue } from '../output/checkpoint.js';
 import { type TraceLine, TraceWriter } from '../output/trace.js';
 import { trafficSince } from '../bytes.js';
 import type { Participation } from '../job/job.js';
 import type { PartyConnection } from '../connections/party-connection.js';
 import { evaluate, evaluatesAt } from './evaluation.js';
-import { type AdmmResult, type LoopContext, type TrainingLoop, assertFinite } from './loop.js';
+import { type AdmmResult, type LoopContext, type Resumable, type TrainingLoop, assertFinite } from './loop.js';
 import { ReplayLog } from './replay.js';
 
 /** Each party's conjugate gradient solve of the round, by id; undefined when no party reported one. */
@@ -34,8 +34,12 @@ export interface FinishedRound extends CheckpointedRound {
   solver?: Record<string, SolverStats>;
 }
 
-export class AdmmLoop implements TrainingLoop {
-  private readonly admm: AdmmCoordinator;
+export class AdmmLoop implements TrainingLoop, Resumable {
+  /** A party whose connection is lost may rejoin: it resumes from its latest answered round. */
+  readonly lossPolicy = 'may-rejoin';
+  /** A stop during training checkpoints this loop; --resume continues it. */
+  readonly resumable: Resumable = this;
+  private readonly admm: AdmmStep;
   private readonly replay: ReplayLog;
   /** The last completed round (the checkpoint's on a resumed job). */
   private last: FinishedRound | undefined;
@@ -47,7 +51,7 @@ export class AdmmLoop implements TrainingLoop {
   ) {
     const { cfg, job } = d;
     this.checkpoints = new CheckpointWriter(join(cfg.out, CHECKPOINT_FILE), d.log);
-    this.admm = new AdmmCoordinator({
+    this.admm = new AdmmStep({
       variant: cfg.variant,
       // With label privacy: the loss corrected for the flips, in the z-update and the objective.
       loss: trainingLoss(job.setup.loss, job.setup.labelFlip),
@@ -168,6 +172,7 @@ export class AdmmLoop implements TrainingLoop {
         metrics: last.test,
         trainingSeconds: (performance.now() - trainStart) / 1000,
         rho: { initial: job.setup.rho, final: this.admm.rho },
+        params: { variant: cfg.variant, rho: this.admm.rho },
         ...(this.admm.accelerationCounts ? { acceleration: { memory: this.admm.opts.anderson ?? 0, ...this.admm.accelerationCounts } } : {}),
         epsilonSpent: last.epsilonSpent,
       };

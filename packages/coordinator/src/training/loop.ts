@@ -5,10 +5,11 @@
  */
 import type { Logger } from 'pino';
 import { InternalError } from '@admm-share/core';
-import type { StopReason } from '@admm-share/protocol';
+import type { Done, Resume, StopReason } from '@admm-share/protocol';
 import type { Traffic } from '../bytes.js';
 import type { CoordinatorConfig } from '../config.js';
-import type { Parties } from '../connections/parties.js';
+import type { LossPolicy, Parties } from '../connections/parties.js';
+import type { PartyConnection } from '../connections/party-connection.js';
 import type { Job, Participation } from '../job/job.js';
 import type { OneShotReport } from '../output/one-shot-report.js';
 import type { TestMetrics } from '../output/test-metrics.js';
@@ -36,6 +37,8 @@ interface Ended {
   metrics: TestMetrics | undefined;
   trainingSeconds: number;
   epsilonSpent: Record<string, number>;
+  /** What the `done` message says of the algorithm: ADMM's variant and final rho; the other algorithms' name and rho 0. */
+  params: Pick<Done['params'], 'variant' | 'rho'>;
 }
 
 export interface AdmmResult extends Ended {
@@ -59,7 +62,28 @@ export type TrainResult = AdmmResult | OneShotResult | SgdResult;
 
 /** A training algorithm, made from its context: `run` trains to the end (the rounds the parties' budgets allow). */
 export interface TrainingLoop {
+  /** What losing a party's connection during training means: the job fails, or the party may rejoin. */
+  readonly lossPolicy: LossPolicy;
   run(participation: Participation): Promise<TrainResult>;
+  /**
+   * What a party that rejoins during training is sent after its ready, before the requests it
+   * has not answered: undefined when those requests alone bring it back. Throws when the
+   * algorithm cannot take a rejoining party. `atMost`: once training has ended, the rounds of
+   * the model the job keeps.
+   */
+  resumeFor(party: PartyConnection, atMost?: number): Resume | undefined;
+  /** The loops whose state a stop checkpoints and --resume continues (ADMM); absent for the others. */
+  readonly resumable?: Resumable;
+}
+
+/** A loop that checkpoints: what a stop during training needs. */
+export interface Resumable {
+  /** The last completed round (0 before the first). */
+  readonly completedRound: number;
+  /** Queue the checkpoint of the last completed round. */
+  checkpoint(): void;
+  /** Wait until every checkpoint queued so far is on disk. */
+  flushCheckpoints(): Promise<void>;
 }
 
 /**

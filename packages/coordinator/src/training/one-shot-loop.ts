@@ -89,7 +89,7 @@ export async function runOneShot({ cfg, job, parties, log, traffic, onTrace }: L
   const trace = new TraceWriter(cfg.out, log, 1, undefined, onTrace);
   trace.write({ round: 1, objective, seconds, roundSeconds: seconds, bytes: trafficSince(traffic), epsilonSpent, ...(metrics ? { test: metrics } : {}) });
   trace.close(true);
-  return { algorithm: 'one-shot', reason: 'max-rounds', rounds: 1, objective, metrics, trainingSeconds: seconds, epsilonSpent, oneShot };
+  return { algorithm: 'one-shot', reason: 'max-rounds', rounds: 1, objective, metrics, trainingSeconds: seconds, epsilonSpent, params: { variant: 'one-shot', rho: 0 }, oneShot };
 }
 
 function mean(v: Float64Array): number {

@@ -89,5 +89,6 @@ export async function runSgd({ cfg, job, parties, log, traffic, onTrace }: LoopC
     metrics,
     trainingSeconds: (performance.now() - trainStart) / 1000,
     epsilonSpent: Object.fromEntries(parties.list.map((p) => [p.id, 0])),
+    params: { variant: 'sgd', rho: 0 },
   };
 }

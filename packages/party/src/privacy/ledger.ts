@@ -6,7 +6,7 @@
 import { createHash } from 'node:crypto';
 import { existsSync, readFileSync } from 'node:fs';
 import { accountEpsilon, expectedValue, parseJsonText, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
-import { type PrivacyInfo, NAME_RE, ProtocolError, validatePartyMessage } from '@admm-share/protocol';
+import { type PrivacyInfo, DIGEST_RE, NAME_RE, ProtocolError, validatePartyMessage } from '@admm-share/protocol';
 import { BUDGET_RTOL, reportedSpent } from './budget.js';
 
 /** The ledger file's format tag; restoreLedger reads this version only. */
@@ -48,7 +48,7 @@ const ledgerFile = z
       lambda: number((x) => x > 0, 'a positive number'),
       bw: number((x) => x >= 0, 'a number >= 0'),
       /** score-release: the released vector's length and the SHA-256 of its file (kept next to the ledger). */
-      release: z.strictObject({ rows: z.int().min(1), sha256: z.string().regex(/^[0-9a-f]{64}$/, 'expected 64 hex characters') }).nullable(),
+      release: z.strictObject({ rows: z.int().min(1), sha256: z.string().regex(DIGEST_RE, 'expected 64 hex characters') }).nullable(),
     },
     { error: (iss) => (iss.code === 'unrecognized_keys' ? `unexpected field '${iss.keys[0]}'` : 'expected a JSON object') },
   )

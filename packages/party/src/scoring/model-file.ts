@@ -4,7 +4,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DataError, expectedValue, jsonDigest, parseWith, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
-import { type Done, type ModelRef, type Role, LOSSES, NAME_RE, ROLES } from '@admm-share/protocol';
+import { type Done, type ModelRef, type Role, DIGEST_RE, LOSSES, NAME_RE, ROLES } from '@admm-share/protocol';
 import type { Privacy } from '../privacy/privacy.js';
 
 /** The model the job ended with, for the model file. */
@@ -50,7 +50,7 @@ export interface ModelFileInput {
 
 
 const formatField = z.literal(MODEL_FORMAT, { error: expectedValue(`'${MODEL_FORMAT}' (a model written by this version of admm-party)`) });
-const digestField = z.string({ error: expectedValue('64 hex characters') }).regex(/^[0-9a-f]{64}$/, { error: expectedValue('64 hex characters') });
+const digestField = z.string({ error: expectedValue('64 hex characters') }).regex(DIGEST_RE, { error: expectedValue('64 hex characters') });
 
 /**
  * What a party model holds (format admm-share-party-model/2). The fields that decide how a new
