@@ -254,14 +254,16 @@ test('online: POST /score fans out to the parties and answers scores and probabi
   const data = (party: string) => join(runDir, 'data', `${party}.test.libsvm`);
   const parties = new Map(PARTIES.map((party) => [party, predictParty(runDir, party, port, data(party))]));
   const url = `http://127.0.0.1:${httpPort}`;
-  const ready = async () => {
+  /** Wait until /healthz shows the parties' states as `done` wants them. */
+  const until = async (done: (parties: Record<string, string>) => boolean, what: string) => {
     for (let i = 0; i < 200; i++) {
       const h = (await (await fetch(`${url}/healthz`)).json()) as { parties: Record<string, string> };
-      if (Object.values(h.parties).every((s) => s === 'ready')) return;
+      if (done(h.parties)) return;
       await new Promise((r) => setTimeout(r, 100));
     }
-    assert.fail('the parties did not become ready');
+    assert.fail(what);
   };
+  const ready = () => until((states) => Object.values(states).every((s) => s === 'ready'), 'the parties did not become ready');
   await ready();
   const post = (body: unknown, auth = `Bearer ${token}`) => fetch(`${url}/score`, { method: 'POST', headers: { authorization: auth, 'content-type': 'application/json' }, body: typeof body === 'string' ? body : JSON.stringify(body) });
 
@@ -313,6 +315,9 @@ test('online: POST /score fans out to the parties and answers scores and probabi
   // party-2 killed: a request fails at once and says why; started again, it is used again.
   parties.get('party-2')!.kill();
   await parties.get('party-2')!.exit;
+  // The coordinator learns of the closed socket a moment after the process is gone; a request
+  // in that moment fails on the connection instead ('disconnected (code 1006)').
+  await until((states) => states['party-2'] !== 'ready', 'the coordinator did not see party-2 go');
   const down = await post({ ids });
   assert.equal(down.status, 503);
   assert.match(((await down.json()) as { error: string }).error, /party party-2 is not connected/);
