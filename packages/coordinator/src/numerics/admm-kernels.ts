@@ -4,7 +4,7 @@
  * sample i depends on that sample alone; only the residuals' sums cross samples, and they go
  * to `out` (below) for the caller to add up.
  */
-import { type Loss, type VectorKernels, type VectorMemory, flipCorrection, logisticProxParams } from '@admm-share/core';
+import { type Loss, type VectorKernels, type VectorMemory, flipCorrection, logisticProxParams } from '@admm-share/core/team';
 import { claimChunks } from './chunks.js';
 
 /** Where stepRange puts its sums. */

@@ -13,7 +13,7 @@
  * array is then a view of k's memory. The sums here keep the even elements' and the odd
  * elements' apart, as the WebAssembly's two lanes do, so that both give the same bits.
  */
-import type { VectorKernels } from '@admm-share/core';
+import type { VectorKernels } from '@admm-share/core/team';
 
 /** Where firstPass puts its sums: ||g||^2, dG_new . g, dG_new . dG_new, then dG_new . dG_kept[r]. */
 export const NORM_SQ = 0;

@@ -1,6 +1,6 @@
 // Anderson acceleration's passes shared with a worker thread (anderson.ts): both threads take
 // the passes' chunks (chunks.ts, claimChunks) until none is left, on shared memory.
-import { type ThreadTeam, type VectorKernels, type VectorMemory, sharedArray, vectorKernels } from '@admm-share/core';
+import { type ThreadTeam, type VectorKernels, type VectorMemory, sharedArray, vectorKernels } from '@admm-share/core/team';
 import { ROW, firstPass, nextPoint } from './anderson-kernels.js';
 import { claimChunks, runShared, type TeamData, stepThreadTeam } from './chunks.js';
 

@@ -5,7 +5,7 @@
 // teams, one thread: the z-update's passes (StepTeam, step-team.ts) and Anderson
 // acceleration's (AndersonTeam, anderson-team.ts).
 import { availableParallelism } from 'node:os';
-import { InternalError, ThreadTeam } from '@admm-share/core';
+import { InternalError, ThreadTeam } from '@admm-share/core/team';
 
 /**
  * The length of the state, (M + 2) N values, from which the step's passes run in a team: a9a's

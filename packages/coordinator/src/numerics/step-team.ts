@@ -1,7 +1,7 @@
 // The coordinator step's passes shared with a worker thread (admm-step.ts): both threads take the
 // step's chunks (chunks.ts, claimChunks) until none is left. The same thread takes
 // Anderson acceleration's chunks (anderson-team.ts) right after the step's.
-import { type Loss, type LossName, type ThreadTeam, sharedArray, trainingLoss, vectorKernels } from '@admm-share/core';
+import { type Loss, type LossName, type ThreadTeam, sharedArray, trainingLoss, vectorKernels } from '@admm-share/core/team';
 import { type StepArrays, type StepParams, lossChunks, stepChunks, unpackChunks } from './admm-kernels.js';
 import { type AndersonTeamInit, andersonCalls } from './anderson-team.js';
 import { type TeamData, runShared, stepThreadTeam } from './chunks.js';
