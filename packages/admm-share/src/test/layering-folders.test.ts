@@ -50,7 +50,7 @@ export const FOLDER_RULES: readonly FolderRule[] = [
   { pkg: 'party', folder: 'intersection', only: [], neverBare: ['ws', 'pino'], why: "party intersection/ (the party's side of the PSI) imports core and protocol only" },
 
   // coordinator
-  { pkg: 'coordinator', folder: 'numerics', only: [], onlyBare: ['@admm-share/core', '@admm-share/protocol'], why: "the step's numerics (ADMM step, Anderson, kernels, threads) import only core and protocol" },
+  { pkg: 'coordinator', folder: 'numerics', only: [], onlyBare: ['@admm-share/core', '@admm-share/core/team', '@admm-share/protocol'], why: "the step's numerics (ADMM step, Anderson, kernels, threads) import only core and protocol" },
   { pkg: 'coordinator', folder: 'alignment', only: [], onlyBare: ['@admm-share/core', '@admm-share/protocol'], why: 'the alignment (PSI, row matching) imports only core and protocol' },
   { pkg: 'coordinator', folder: 'connections', only: ['alignment', 'bytes.ts', 'output/fields.ts'], why: 'connections import only the alignment, bytes.ts and the ids of output/fields.ts: nothing from the job, training, prediction, monitoring, numerics or config' },
   { pkg: 'coordinator', folder: 'output', only: [], why: "output/ (the files' schemas, writers and readers) is a leaf: it imports nothing else of the coordinator (job/summary-of.ts builds the summary from the job)" },
@@ -67,7 +67,7 @@ export const FOLDER_RULES: readonly FolderRule[] = [
  * every folder shares (core's errors.ts, the coordinator's config.ts and bytes.ts).
  */
 export const TOP_FILES: Readonly<Record<string, readonly string[]>> = {
-  core: ['errors.ts', 'hash.ts', 'index.ts', 'sodium-native.d.ts', 'webassembly.d.ts'],
+  core: ['errors.ts', 'hash.ts', 'index.ts', 'team.ts', 'sodium-native.d.ts', 'webassembly.d.ts'],
   party: ['cli.ts', 'index.ts', 'party.ts'],
   coordinator: ['bytes.ts', 'cli.ts', 'config.ts', 'index.ts'],
 };
