@@ -5,12 +5,12 @@
  * and the seconds of the whole simulation.
  */
 import { join } from 'node:path';
-import { readJsonFile, writeFileAtomic, z } from '@admm-share/core';
+import { nullAsNaN, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
 
 export const SIMULATION_FILE = 'simulation.json';
 
-/** JSON has no NaN (the majority class has no objective, a one-class test set no AUC): written as null, read back as NaN. */
-const figure = z.union([z.null().transform(() => NaN), z.number()]);
+/** The majority class has no objective and a one-class test set no AUC: NaN, null in the file. */
+const figure = nullAsNaN(z.number());
 
 const baselineSchema = z.strictObject({
   objective: figure,

@@ -4,7 +4,7 @@ export { Anderson, DEFAULT_ANDERSON, MAX_ANDERSON, requireAnderson } from './num
 export * from './job/labels.js';
 export * from './output/checkpoint.js';
 export { parseSummary, readSummary } from './output/summary.js';
-export { parseTraceLine, readTrace, traceLineSchema } from './output/trace.js';
+export { readTrace, traceLineSchema } from './output/trace.js';
 export { readLocalBaseline } from './output/local-baseline.js';
 // The limits on what an unauthenticated peer can make the coordinator do (docs/operations.md).
 export { HELLO_MAX_BYTES, MAX_PENDING_CONNECTIONS, PRE_HELLO_MAX_BYTES, UNAUTHENTICATED_MAX_BYTES } from './connections/admission.js';

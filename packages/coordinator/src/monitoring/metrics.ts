@@ -36,8 +36,6 @@ export class JobMetrics {
     dual: Gauge;
     rho: Gauge;
     roundSeconds: Histogram;
-    partyRoundSeconds: Histogram<'party'>;
-    rejected: Counter<'code' | 'reason'>;
     test: Gauge<'metric'>;
   };
 
@@ -78,21 +76,21 @@ export class JobMetrics {
         buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
         registers,
       }),
-      partyRoundSeconds: new Histogram({
-        name: 'admm_party_round_duration_seconds',
-        help: "Time from sending a party a training request (ADMM round, SGD step, one-shot release or fit) to its answer",
-        labelNames: ['party'],
-        buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
-        registers,
-      }),
-      rejected: new Counter({
-        name: 'admm_rejected_connections_total',
-        help: 'Connections to the parties\' port refused before or at their hello, by WebSocket close code',
-        labelNames: ['code', 'reason'],
-        registers,
-      }),
       test: new Gauge({ name: 'admm_test_metric', help: 'Test-set metrics of the last evaluation (log_loss, accuracy, auc, rmse)', labelNames: ['metric'], registers }),
     };
+    this.partyRoundSeconds = new Histogram({
+      name: 'admm_party_round_duration_seconds',
+      help: "Time from sending a party a training request (ADMM round, SGD step, one-shot release or fit) to its answer",
+      labelNames: ['party'],
+      buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60],
+      registers,
+    });
+    this.rejected = new Counter({
+      name: 'admm_rejected_connections_total',
+      help: 'Connections to the parties\' port refused before or at their hello, by WebSocket close code',
+      labelNames: ['code', 'reason'],
+      registers,
+    });
     // Read when scraped: what the connections and the traffic counters hold.
     const seen = { in: new Map<string, number>(), out: new Map<string, number>(), rejoins: new Map<string, number>(), total: { in: 0, out: 0 } };
     /** A counter that follows a monotone number read from elsewhere: incremented by what it grew since the last scrape. */
@@ -164,8 +162,6 @@ export class JobMetrics {
     });
     if (cfg.labelPrivacy)
       new Gauge({ name: 'admm_label_epsilon', help: 'Label differential privacy at the coordinator (--label-epsilon)', registers }).set(cfg.labelPrivacy.epsilon);
-    this.partyRoundSeconds = this.m.partyRoundSeconds;
-    this.rejected = this.m.rejected;
   }
 
   /** A round's trace line: the round gauges. */

@@ -282,10 +282,5 @@ export function readCheckpoint(path: string): Checkpoint {
   } catch (err) {
     throw new DataError(path, undefined, `not a checkpoint (${(err as Error).message})`);
   }
-  return validateCheckpoint(value, path);
-}
-
-/** Check a decoded checkpoint against its schema; a DataError names the file and the field. */
-export function validateCheckpoint(value: unknown, path: string): Checkpoint {
   return parseWith(checkpointSchema, value, path, 'checkpoint');
 }

@@ -2,13 +2,12 @@
  * The per-round trace (trace.jsonl): one JSON object per line, as either training loop writes
  * it, declared once here as a schema; a resumed job reads back the lines it keeps.
  */
-import { closeSync, existsSync, mkdirSync, openSync, readFileSync, renameSync, writeSync } from 'node:fs';
+import { closeSync, existsSync, mkdirSync, openSync, renameSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { DataError, describeIssue, parseJsonLines, z } from '@admm-share/core';
+import { readJsonLinesFile, z } from '@admm-share/core';
 import { byParty, bytesSchema } from './fields.js';
 import { testMetricsSchema } from './test-metrics.js';
-
 
 export const traceLineSchema = z.strictObject({
   round: z.int().min(1),
@@ -77,18 +76,5 @@ function keptLines(path: string, keepUpTo: number): string {
 
 /** The lines of a trace.jsonl (blank lines skipped), each checked against traceLineSchema; a DataError names the file, the line and the field. */
 export function readTrace(path: string): TraceLine[] {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new DataError(path, undefined, `trace line: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
-  }
-  return parseJsonLines(traceLineSchema, text, path, 'trace line');
-}
-
-/** Check one parsed trace line (line `line` of `path`); a DataError names the file, the line and the field. */
-export function parseTraceLine(value: unknown, path: string, line: number): TraceLine {
-  const r = traceLineSchema.safeParse(value);
-  if (!r.success) throw new DataError(path, line, `trace line: ${describeIssue(r.error)}`);
-  return r.data;
+  return readJsonLinesFile(traceLineSchema, path, 'trace line');
 }

@@ -19,6 +19,9 @@ export const expectedValue =
   (issue: { input?: unknown }): string =>
     issue.input === undefined ? 'missing' : `expected ${what}, got ${JSON.stringify(issue.input)?.slice(0, 60)}`;
 
+/** A number that may be NaN, as JSON holds it: JSON has no NaN, so NaN is written as null and null reads back as NaN. */
+export const nullAsNaN = <S extends z.ZodType<number>>(n: S) => z.union([z.null().transform(() => NaN), n]);
+
 /** `a.b[2].c` for an issue's path; empty for the document itself. */
 function fieldPath(path: readonly PropertyKey[]): string {
   return path.map((k, i) => (typeof k === 'number' ? `[${k}]` : `${i === 0 ? '' : '.'}${String(k)}`)).join('');
@@ -53,16 +56,24 @@ export function parseJsonText<S extends z.ZodType>(schema: S, text: string, file
   return parseWith(schema, value, file, what);
 }
 
-/** Read `path` and check it against `schema`; a missing or unreadable file is a DataError too. */
-export function readJsonFile<S extends z.ZodType>(schema: S, path: string, what: string): z.output<S> {
-  let text: string;
+/** The text of `path`; a missing or unreadable file is a DataError naming it. */
+function readText(path: string, what: string): string {
   try {
-    text = readFileSync(path, 'utf8');
+    return readFileSync(path, 'utf8');
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     throw new DataError(path, undefined, `${what}: cannot read it (${e.code ?? e.message})`);
   }
-  return parseJsonText(schema, text, path, what);
+}
+
+/** Read `path` and check it against `schema`; a missing or unreadable file is a DataError too. */
+export function readJsonFile<S extends z.ZodType>(schema: S, path: string, what: string): z.output<S> {
+  return parseJsonText(schema, readText(path, what), path, what);
+}
+
+/** Read a JSON-lines file (a trace) and check each line against `schema`. */
+export function readJsonLinesFile<S extends z.ZodType>(schema: S, path: string, what: string): z.output<S>[] {
+  return parseJsonLines(schema, readText(path, what), path, what);
 }
 
 /** Each line of a JSON-lines file (a trace), checked against `schema`; the error names the line. */
