@@ -59,12 +59,13 @@ const marker = randomBytes(8).toString('hex');
 const name = (file) => relative(root, file).replace('/dist/test/', '/src/test/').replace(/\.js$/, '.ts');
 
 /** Pids whose environment carries this run's marker, with the marker's value. */
+const MARKED = new RegExp(`(?:^|\\0)ADMM_TEST_RUN=(${marker}\\.\\d+)(?:\\0|$)`);
 function markedProcesses() {
   const found = [];
   for (const pid of readdirSync('/proc').filter((d) => /^\d+$/.test(d))) {
     if (Number(pid) === process.pid) continue;
     try {
-      const m = new RegExp(`(?:^|\\0)ADMM_TEST_RUN=(${marker}\\.\\d+)(?:\\0|$)`).exec(readFileSync(`/proc/${pid}/environ`, 'latin1'));
+      const m = MARKED.exec(readFileSync(`/proc/${pid}/environ`, 'latin1'));
       if (m) found.push({ pid: Number(pid), value: m[1] });
     } catch {
       /* gone or not ours */
@@ -73,16 +74,21 @@ function markedProcesses() {
   return found;
 }
 
+/** SIGKILL each of `procs` that is still there. */
+function killAll(procs) {
+  for (const { pid } of procs) {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      /* already gone */
+    }
+  }
+}
+
 // Stopped (Ctrl-C, or CI cancelling the job): nothing the suite started may live on.
 for (const signal of ['SIGINT', 'SIGTERM'])
   process.on(signal, () => {
-    for (const { pid } of markedProcesses()) {
-      try {
-        process.kill(pid, 'SIGKILL');
-      } catch {
-        /* already gone */
-      }
-    }
+    killAll(markedProcesses());
     console.error(`run-tests: stopped by ${signal}`);
     process.exit(130);
   });
@@ -108,13 +114,7 @@ function runFile(file, index) {
   let timedOut = false;
   const kill = setTimeout(() => {
     timedOut = true;
-    for (const p of markedProcesses().filter((p) => p.value === `${marker}.${index}`)) {
-      try {
-        process.kill(p.pid, 'SIGKILL');
-      } catch {
-        /* already gone */
-      }
-    }
+    killAll(markedProcesses().filter((p) => p.value === `${marker}.${index}`));
     child.kill('SIGKILL');
   }, TEST_TIMEOUT_MS + 60_000);
   return new Promise((resolve) => {
@@ -183,12 +183,8 @@ for (const { pid, value } of leftovers) {
     /* gone meanwhile */
   }
   console.error(`run-tests: process ${pid} outlived the suite (started by ${name(selected[Number(value.split('.')[1])])}): ${cmd}`);
-  try {
-    process.kill(pid, 'SIGKILL');
-  } catch {
-    /* already gone */
-  }
 }
+killAll(leftovers);
 
 try {
   mkdirSync(join(root, 'test-artifacts'), { recursive: true });
