@@ -26,6 +26,9 @@ export * from './model/release.js';
 export * from './privacy/accounting.js';
 export * from './privacy/noise.js';
 export * from './privacy/label-flip.js';
+// prepare/: a party's raw table made ready for a model (columns, missing values, one-hot,
+// standardisation), fit on the training rows, exactly or privately, and applied again at scoring.
+export * from './prepare/index.js';
 // psi/: private set intersection (the curve operations, and the team that spreads them over threads).
 export * from './psi/psi.js';
 export * from './psi/psi-team.js';

@@ -36,6 +36,7 @@ export const FOLDER_RULES: readonly FolderRule[] = [
   { pkg: 'core', folder: 'threads', only: ['linalg', 'errors.ts'], why: 'threads (the team mechanism and the dense team) work on matrices only' },
   { pkg: 'core', folder: 'kernels', only: ['linalg', 'errors.ts'], why: 'the WebAssembly kernels work on matrices only' },
   { pkg: 'core', folder: 'model', only: ['linalg', 'errors.ts'], why: 'model (losses, metrics, the central fit) works on matrices only' },
+  { pkg: 'core', folder: 'prepare', only: ['io', 'linalg', 'privacy', 'errors.ts'], why: "prepare (a party's raw table made ready: columns, missing values, one-hot, scaling, fit privately or not) reads with io, writes matrices, draws noise with privacy: no model, PSI, threads or kernels" },
   { pkg: 'core', folder: 'privacy', only: ['errors.ts'], why: 'privacy accounting and noise are arithmetic, reviewable on their own' },
   { pkg: 'core', folder: 'errors.ts', only: [], why: 'errors.ts, which every folder imports, imports nothing of core' },
 
@@ -142,8 +143,13 @@ const CATCHES: Readonly<Record<string, { refused: [string, string][]; allowed: [
       ...at('kernels/wasm-kernels.ts', '../model/losses.js'),
       ...at('model/central.ts', '../privacy/noise.js'),
       ...at('errors.ts', './linalg/csr.js'),
+      ...at('prepare/fit.ts', '../model/losses.js', '../psi/psi.js', '../hash.js'),
     ],
-    allowed: [...at('io/csv.ts', '../linalg/csr.js', './lines.js', '../errors.js', 'csv-parse'), ...at('psi/psi-team.ts', '../io/packed-ids.js')],
+    allowed: [
+      ...at('io/csv.ts', '../linalg/csr.js', './lines.js', '../errors.js', 'csv-parse'),
+      ...at('psi/psi-team.ts', '../io/packed-ids.js'),
+      ...at('prepare/fit-dp.ts', '../privacy/noise.js', '../io/csv.js', '../linalg/dense.js'),
+    ],
   },
   party: {
     refused: [

@@ -1,0 +1,186 @@
+// The private fit: every statistic is declared (no look at the data) or estimated by the
+// Gaussian mechanism, with the budget split evenly over the queries planned in advance
+// (queries.ts), so that the whole preparation is mu-GDP (docs/privacy.md section 13).
+import { ConfigError } from '../errors.js';
+import { normalCdf } from '../privacy/accounting.js';
+import { snapToGrid } from '../privacy/noise.js';
+import { GRID_BINS, binInterval, histogram } from './grid.js';
+import type { CategoricalPrep, NumericPrep, StatSource } from './preparation.js';
+import { type PlannedQuery, type QueryKind, categoryCounts, centredSquares, centredSum, clip, numericNeeds, planQueries, presentCount, sensitivity } from './queries.js';
+import type { CategoricalColumn, DpPrepareBudget, NumericColumn, PrepareOptions, RawTable } from './types.js';
+
+/** A noisy bin of the histogram survives when its count is at least this many of its noise's standard deviations. */
+export const HISTOGRAM_THRESHOLD_SIGMAS = 4;
+
+/** One query as asked: what it was, its sensitivity and its noise (for the output and summary). */
+export interface AskedQuery extends PlannedQuery {
+  sensitivity: number;
+  sigma: number;
+}
+
+/** x with Gaussian noise of standard deviation sigma, rounded to sigma's grid like every released value (privacy/noise.ts). */
+function noisy(dp: DpPrepareBudget, x: Float64Array, sigma: number): Float64Array {
+  const out = Float64Array.from(x);
+  dp.noise.addNormal(out, sigma);
+  snapToGrid(out, sigma);
+  return out;
+}
+
+/** z with P(N(0, 1) > z) = p, by bisection on the normal CDF (0 < p < 1/2). */
+export function upperQuantile(p: number): number {
+  let lo = 0;
+  let hi = 40;
+  for (let i = 0; i < 200; i++) {
+    const mid = (lo + hi) / 2;
+    if (normalCdf(-mid) > p) lo = mid;
+    else hi = mid;
+  }
+  return hi;
+}
+
+/** The state of a private fit: the budget per query, and the record of what was asked. */
+export class DpFit {
+  readonly asked: AskedQuery[] = [];
+  readonly notes: string[] = [];
+  private readonly muPerQuery: number;
+  /** Categorical columns whose categories are estimated: the threshold's delta is split over them. */
+  private readonly thresholded: number;
+  constructor(
+    private readonly dp: DpPrepareBudget,
+    private readonly opts: PrepareOptions,
+    t: RawTable,
+  ) {
+    if (!(dp.mu > 0 && Number.isFinite(dp.mu))) throw new ConfigError(`the preparation's mu must be a positive number, got ${dp.mu}`);
+    if (opts.missing === 'drop')
+      throw new ConfigError(
+        "--missing drop at a party with a privacy budget: which rows are dropped would show in the alignment, outside the guarantee; use --missing mean|median|zero (with --missing-indicator to keep the information)",
+      );
+    const plan = planQueries(opts, t.columns);
+    this.muPerQuery = dp.mu / Math.sqrt(Math.max(1, plan.length));
+    this.thresholded = plan.filter((q) => q.query === 'categories').length;
+    if (this.thresholded > 0 && !(dp.deltaThreshold > 0 && dp.deltaThreshold < 1))
+      throw new ConfigError(`the preparation's deltaThreshold must be in (0, 1), got ${dp.deltaThreshold}`);
+  }
+
+  /** Ask one query: its exact answer `x` with noise of sigma = sensitivity / (mu per query). */
+  private ask(column: string, query: QueryKind, x: Float64Array, range?: readonly [number, number]): { y: Float64Array; sigma: number } {
+    const s = sensitivity(query, range);
+    const sigma = s / this.muPerQuery;
+    this.asked.push({ column, query, sensitivity: s, sigma });
+    return { y: noisy(this.dp, x, sigma), sigma };
+  }
+
+  numeric(col: NumericColumn, indicator: boolean, rows: number): NumericPrep {
+    const { opts } = this;
+    const spec = opts.spec?.columns[col.name];
+    const need = numericNeeds(opts, spec);
+    const fixedScale = { center: 0, centerSource: 'fixed', scale: 1, scaleSource: 'fixed' } as const;
+    const fillZero = opts.missing === 'zero' ? ({ fill: 0, fillSource: 'fixed' } as const) : ({ fill: null, fillSource: null } as const);
+    const base = { name: col.name, kind: 'numeric', indicator } as const;
+    if (need.declaredRange !== undefined) {
+      const [lo, hi] = need.declaredRange;
+      const center = spec?.mean ?? (lo + hi) / 2;
+      if (opts.missing === 'median') this.notes.push(`column '${col.name}': --missing median fills with the declared mean or the midpoint of the declared range (no data looked at)`);
+      return {
+        ...base,
+        range: [lo, hi],
+        rangeSource: 'declared',
+        ...(opts.scale ? { center, centerSource: 'declared', scale: spec?.scale ?? (hi - lo) / 2, scaleSource: 'declared' } : fixedScale),
+        ...(opts.missing === 'mean' || opts.missing === 'median' ? { fill: center, fillSource: 'declared' } : fillZero),
+      };
+    }
+    if (!need.any) return { ...base, range: null, rangeSource: null, ...fixedScale, ...fillZero };
+    const { range, median } = this.range(col);
+    const [lo, hi] = range;
+    const n = opts.missing !== undefined && (need.mean || need.scale) ? Math.max(1, this.ask(col.name, 'count', Float64Array.of(presentCount(col.values))).y[0]) : rows;
+    let mean = spec?.mean ?? (lo + hi) / 2;
+    if (need.mean) mean = clip((lo + hi) / 2 + this.ask(col.name, 'sum', Float64Array.of(centredSum(col.values, lo, hi)), range).y[0] / n, lo, hi);
+    let scale = spec?.scale ?? 1;
+    if (need.scale) {
+      const squares = this.ask(col.name, 'squares', Float64Array.of(centredSquares(col.values, lo, hi)), range).y[0];
+      const variance = squares / n - (mean - (lo + hi) / 2) ** 2;
+      // The standard deviation of values in [lo, hi] is at most (hi - lo) / 2; the floor keeps a
+      // noisy estimate at or below zero from dividing by nothing.
+      scale = clip(Math.sqrt(Math.max(0, variance)), 1e-3 * (hi - lo), (hi - lo) / 2);
+    }
+    const src = (declared: boolean): StatSource => (declared ? 'declared' : 'dp');
+    const fill =
+      opts.missing === 'mean'
+        ? { fill: mean, fillSource: src(spec?.mean !== undefined) }
+        : opts.missing === 'median'
+          ? { fill: clip(median, lo, hi), fillSource: 'dp' as const }
+          : fillZero;
+    if (opts.missing === 'median') this.notes.push(`column '${col.name}': the median fill ${fmt(median)} is read off the private histogram (approximate: within its bin)`);
+    return {
+      ...base,
+      range: [lo, hi],
+      rangeSource: 'dp',
+      ...(opts.scale ? { center: mean, centerSource: src(spec?.mean !== undefined), scale, scaleSource: src(spec?.scale !== undefined) } : fixedScale),
+      ...fill,
+    };
+  }
+
+  /**
+   * The range of a column from its noisy histogram over the public grid: bins whose noisy count
+   * is below HISTOGRAM_THRESHOLD_SIGMAS sigma are set to zero (post-processing), and the range
+   * is the hull of the others. The median is read off the same counts.
+   */
+  private range(col: NumericColumn): { range: [number, number]; median: number } {
+    const { y, sigma } = this.ask(col.name, 'histogram', histogram(col.values));
+    const cut = HISTOGRAM_THRESHOLD_SIGMAS * sigma;
+    let first = -1;
+    let last = -1;
+    let best = 0;
+    for (let b = 1; b < GRID_BINS; b++) if (y[b] > y[best]) best = b;
+    for (let b = 0; b < GRID_BINS; b++) {
+      if (y[b] < cut) y[b] = 0;
+      else {
+        if (first < 0) first = b;
+        last = b;
+      }
+    }
+    if (first < 0) {
+      first = last = best;
+      y[best] = 1;
+      this.notes.push(
+        `column '${col.name}': no bin of the private histogram passed its threshold at this budget, so its range [${binInterval(best).map(fmt).join(', ')}] is the bin with the largest noisy count and is unreliable: declare the column's range in the spec`,
+      );
+    }
+    const range: [number, number] = [binInterval(first)[0], binInterval(last)[1]];
+    let total = 0;
+    for (const c of y) total += c;
+    let below = 0;
+    let median = (range[0] + range[1]) / 2;
+    for (let b = first; b <= last; b++) {
+      if (y[b] > 0 && below + y[b] >= total / 2) {
+        const [a, z] = binInterval(b);
+        median = a + ((total / 2 - below) / y[b]) * (z - a);
+        break;
+      }
+      below += y[b];
+    }
+    return { range, median };
+  }
+
+  /**
+   * The categories of a column from their noisy counts, kept above tau = 1 + sigma z with
+   * P(N(0, 1) > z) = deltaThreshold / (number of such columns): a category that one row alone
+   * holds (count 1) is then kept with at most that probability (set-union thresholding).
+   */
+  categorical(col: CategoricalColumn, indicator: boolean): CategoricalPrep {
+    const base = { name: col.name, kind: 'categorical', indicator } as const;
+    const declared = this.opts.spec?.columns[col.name]?.categories;
+    if (declared !== undefined) return { ...base, vocabulary: [...declared], vocabularySource: 'declared' };
+    const counts = categoryCounts(col);
+    const names = [...counts.keys()];
+    const { y, sigma } = this.ask(col.name, 'categories', Float64Array.from(names, (c) => counts.get(c)!));
+    const tau = 1 + sigma * upperQuantile(this.dp.deltaThreshold / this.thresholded);
+    const vocabulary = names.filter((_, k) => y[k] > tau).sort(byCodeUnits);
+    this.notes.push(`column '${col.name}': ${vocabulary.length} categories kept (noisy count above ${fmt(tau)}); a rarer category is all zeros`);
+    return { ...base, vocabulary, vocabularySource: 'dp' };
+  }
+}
+
+export const byCodeUnits = (a: string, b: string): number => (a < b ? -1 : a > b ? 1 : 0);
+
+export const fmt = (x: number): string => Number(x.toPrecision(4)).toString();
