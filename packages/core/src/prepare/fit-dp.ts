@@ -16,6 +16,8 @@ export const HISTOGRAM_THRESHOLD_SIGMAS = 4;
 export interface AskedQuery extends PlannedQuery {
   sensitivity: number;
   sigma: number;
+  /** Categories: the noisy count a category needs to be kept. */
+  threshold?: number;
 }
 
 /** x with Gaussian noise of standard deviation sigma, rounded to sigma's grid like every released value (privacy/noise.ts). */
@@ -175,6 +177,7 @@ export class DpFit {
     const names = [...counts.keys()];
     const { y, sigma } = this.ask(col.name, 'categories', Float64Array.from(names, (c) => counts.get(c)!));
     const tau = 1 + sigma * upperQuantile(this.dp.deltaThreshold / this.thresholded);
+    this.asked[this.asked.length - 1].threshold = tau;
     const vocabulary = names.filter((_, k) => y[k] > tau).sort(byCodeUnits);
     this.notes.push(`column '${col.name}': ${vocabulary.length} categories kept (noisy count above ${fmt(tau)}); a rarer category is all zeros`);
     return { ...base, vocabulary, vocabularySource: 'dp' };
