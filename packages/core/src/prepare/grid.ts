@@ -59,3 +59,39 @@ export function histogram(values: Float64Array): Float64Array {
   for (const x of values) if (!Number.isNaN(x)) h[binOf(x)]++;
   return h;
 }
+
+/**
+ * The range and the median of a column from its noisy histogram `y` (post-processing only).
+ * Bins below `cut` are set to zero and the range is the hull of the others; with none above the
+ * cut, the range is the bin with the largest noisy count, marked unreliable. A bin of noise
+ * alone that passes the cut anywhere among the GRID_BINS would be taken into the hull and make
+ * the range useless (at 1e11, say), which is why the cut is high (HISTOGRAM_THRESHOLD_SIGMAS).
+ * The median interpolates linearly within the bin where the surviving counts reach half their
+ * total.
+ */
+export function rangeOfHistogram(y: Float64Array, cut: number): { range: [number, number]; median: number; reliable: boolean } {
+  let best = 0;
+  for (let b = 1; b < GRID_BINS; b++) if (y[b] > y[best]) best = b;
+  const count = (b: number) => (y[b] >= cut || b === best ? Math.max(0, y[b]) : 0);
+  let first = best;
+  let last = best;
+  let total = 0;
+  for (let b = 0; b < GRID_BINS; b++) {
+    if (y[b] < cut) continue;
+    first = Math.min(first, b);
+    last = Math.max(last, b);
+  }
+  for (let b = first; b <= last; b++) total += count(b);
+  const range: [number, number] = [binInterval(first)[0], binInterval(last)[1]];
+  const reliable = y[best] >= cut;
+  let below = 0;
+  for (let b = first; b <= last; b++) {
+    const c = count(b);
+    if (c > 0 && below + c >= total / 2) {
+      const [a, z] = binInterval(b);
+      return { range, median: a + ((total / 2 - below) / c) * (z - a), reliable };
+    }
+    below += c;
+  }
+  return { range, median: (range[0] + range[1]) / 2, reliable };
+}
