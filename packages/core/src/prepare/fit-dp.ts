@@ -101,16 +101,16 @@ export class DpFit {
     if (!need.any) return { ...base, range: null, rangeSource: null, ...fixedScale, ...fillZero };
     const { range, median } = this.range(col);
     const [lo, hi] = range;
-    const n = opts.missing !== undefined && (need.mean || need.scale) ? Math.max(1, this.ask(col.name, 'count', Float64Array.of(presentCount(col.values))).y[0]) : rows;
-    let mean = spec?.mean ?? (lo + hi) / 2;
-    if (need.mean) mean = clip((lo + hi) / 2 + this.ask(col.name, 'sum', Float64Array.of(centredSum(col.values, lo, hi)), range).y[0] / n, lo, hi);
+    const c = (lo + hi) / 2;
+    const n = opts.missing !== undefined && need.mean ? Math.max(1, this.ask(col.name, 'count', Float64Array.of(presentCount(col.values))).y[0]) : rows;
+    const estimated = need.mean ? clip(c + this.ask(col.name, 'sum', Float64Array.of(centredSum(col.values, lo, hi)), range).y[0] / n, lo, hi) : c;
+    const mean = spec?.mean ?? estimated;
     let scale = spec?.scale ?? 1;
     if (need.scale) {
       const squares = this.ask(col.name, 'squares', Float64Array.of(centredSquares(col.values, lo, hi)), range).y[0];
-      const variance = squares / n - (mean - (lo + hi) / 2) ** 2;
       // The standard deviation of values in [lo, hi] is at most (hi - lo) / 2; the floor keeps a
       // noisy estimate at or below zero from dividing by nothing.
-      scale = clip(Math.sqrt(Math.max(0, variance)), 1e-3 * (hi - lo), (hi - lo) / 2);
+      scale = clip(Math.sqrt(Math.max(0, squares / n - (estimated - c) ** 2)), 1e-3 * (hi - lo), (hi - lo) / 2);
     }
     const src = (declared: boolean): StatSource => (declared ? 'declared' : 'dp');
     const fill =

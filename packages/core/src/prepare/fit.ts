@@ -143,7 +143,7 @@ export function fitPreparation(t: RawTable, opts: PrepareOptions, dp?: DpPrepare
     notes.push(...private_.notes);
     notes.push(
       queries.length > 0
-        ? `preparation at a private party: mu = ${fmt(mu)} spent over ${queries.length} queries (mu ${fmt(mu / Math.sqrt(queries.length))} each); every other statistic declared`
+        ? `preparation at a private party: mu = ${fmt(mu)} spent over ${queries.length} queries of the data (mu ${fmt(mu / Math.sqrt(queries.length))} each, composed in GDP); the other statistics are declared or fixed`
         : 'preparation at a private party: every statistic declared, nothing spent',
     );
   }

@@ -83,7 +83,8 @@ export function numericNeeds(opts: PrepareOptions, spec: ColumnSpec | undefined)
   const declaredRange = spec?.range ?? (spec?.mean !== undefined && spec.scale !== undefined ? ([spec.mean - 4 * spec.scale, spec.mean + 4 * spec.scale] as const) : undefined);
   const center = opts.scale && spec?.mean === undefined;
   const scale = opts.scale && spec?.scale === undefined;
-  const mean = center || (opts.missing === 'mean' && spec?.mean === undefined);
+  // The variance is estimated about the estimated mean (a declared mean need not be the data's).
+  const mean = center || scale || (opts.missing === 'mean' && spec?.mean === undefined);
   const median = opts.missing === 'median';
   return { declaredRange, center, scale, mean, median, any: center || scale || mean || median };
 }
@@ -108,7 +109,7 @@ export function planQueries(opts: PrepareOptions, columns: readonly Pick<RawColu
     const need = numericNeeds(opts, spec);
     if (need.declaredRange !== undefined || !need.any) continue;
     out.push({ column: c.name, query: 'histogram' });
-    if (opts.missing !== undefined && (need.mean || need.scale)) out.push({ column: c.name, query: 'count' });
+    if (opts.missing !== undefined && need.mean) out.push({ column: c.name, query: 'count' });
     if (need.mean) out.push({ column: c.name, query: 'sum' });
     if (need.scale) out.push({ column: c.name, query: 'squares' });
   }
