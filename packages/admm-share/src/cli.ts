@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { ACCOUNTANTS, ConfigError, DEFAULT_LAMBDA, LABEL_PRIVACY_LAMBDA, accountEpsilon, calibrateSigma, syntheticDataset } from '@admm-share/core';
+import { ACCOUNTANTS, BANK_TELECOM_DEFAULTS, ConfigError, DEFAULT_LAMBDA, LABEL_PRIVACY_LAMBDA, accountEpsilon, calibrateSigma, syntheticDataset } from '@admm-share/core';
 import { ALGORITHMS, MECHANISMS, NOISE_MECHANISMS, type NoiseMechanism, VARIANTS } from '@admm-share/protocol';
 import { commandLine, exitWithError, installCrashHandlers, requireInteger, requireNonNegative, requirePositive } from '@admm-share/runtime';
 import { type SimulatePrivacy, simulate } from './simulate.js';
@@ -10,6 +10,7 @@ import { credentialsOptions, runCredentials, writeCredentials } from './credenti
 import { defaultDataDir, paperExperiment } from './experiment.js';
 import { privacySweep } from './sweep.js';
 import { DATASETS } from './names.js';
+import { GENERATED, writeBankTelecom } from './datasets.js';
 import { predictRun } from './predict.js';
 import { DEFAULT_ANDERSON, MISSING_POLICIES, requireAnderson } from '@admm-share/coordinator';
 
@@ -134,15 +135,22 @@ async function main(): Promise<void> {
     )
     .command(
       'generate',
-      'write the built-in synthetic data set as per-party files and label files (what docker compose runs on)',
+      'write a built-in data set: the synthetic one as per-party files and label files (what docker compose runs on), or bank-telecom as two organisations\' CSV files',
       (y) =>
         y
+          .option('dataset', { choices: GENERATED, default: 'synthetic' as const, describe: 'synthetic: LIBSVM blocks and labels; bank-telecom: bank.csv (with the target) and telecom.csv in raw units, and new customers to score' })
           .option('out', { type: 'string', demandOption: true, describe: 'directory to write into' })
-          .option('seed', { type: 'string', default: 'admm-share' })
-          .option('rows', { type: 'number', default: 2000, describe: 'training rows' })
-          .option('test-rows', { type: 'number', default: 1000 }),
+          .option('seed', { type: 'string', describe: `default: admm-share (synthetic), ${BANK_TELECOM_DEFAULTS.seed} (bank-telecom)` })
+          .option('rows', { type: 'number', describe: `training rows (default 2000); bank-telecom: rows of bank.csv (default ${BANK_TELECOM_DEFAULTS.rows})` })
+          .option('test-rows', { type: 'number', describe: 'synthetic: test rows (default 1000)' }),
       (a) => {
-        const s = syntheticDataset({ seed: a.seed, trainRows: requireInteger('rows', a.rows, 1), testRows: requireInteger('test-rows', a['test-rows'], 1) });
+        if (a.dataset === 'bank-telecom') {
+          if (a['test-rows'] !== undefined) throw new ConfigError('--test-rows applies to --dataset synthetic: bank-telecom has no test file (the coordinator holds out test rows)');
+          const files = writeBankTelecom(resolve(a.out), { seed: a.seed, rows: a.rows === undefined ? undefined : requireInteger('rows', a.rows, 10) });
+          process.stdout.write(JSON.stringify(files, null, 2) + '\n');
+          return;
+        }
+        const s = syntheticDataset({ seed: a.seed ?? 'admm-share', trainRows: requireInteger('rows', a.rows ?? 2000, 1), testRows: requireInteger('test-rows', a['test-rows'] ?? 1000, 1) });
         const files = writeVerticalSplit(resolve(a.out), s.blocks, s.train, s.test);
         const credentials = writeCredentials(resolve(a.out), files.parties.map((p) => p.id), { overwrite: true });
         process.stdout.write(JSON.stringify({ ...files, credentials }, null, 2) + '\n');

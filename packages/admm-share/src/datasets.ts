@@ -1,15 +1,20 @@
 // The data a simulation runs on: which data set (a built-in one, or the user's LIBSVM files),
 // generating or reading it, and writing it out the way the organisations would hold it, one
 // feature block per party plus the label files for the coordinator (split.ts formats them).
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
 import type { DatasetName } from './names.js';
 import {
   type Csr,
   type LabelledSet,
+  BANK_TELECOM_DEFAULTS,
   EXIT,
+  bankTelecomDataset,
   binaryLabels,
   gisetteLikeDataset,
   readLibsvm,
   syntheticDataset,
+  writeFileAtomic,
 } from '@admm-share/core';
 import { SimulationError } from './errors.js';
 import { spamDataset } from './spam.js';
@@ -80,4 +85,24 @@ export function loadData(opts: DataOptions): SimulationData {
 /** Each party's block (train and test) and the coordinator's label files, in `dataDir`. */
 export function writePartyFiles(dataDir: string, data: SimulationData): SplitFiles {
   return writeVerticalSplit(dataDir, data.blocks, data.train, data.test);
+}
+
+/** The data sets `admm-share generate --dataset` writes. */
+export const GENERATED = ['synthetic', 'bank-telecom'] as const;
+export type GeneratedName = (typeof GENERATED)[number];
+
+/**
+ * The bank-telecom pair of CSV files (core's bankTelecomDataset documents the model) in `dir`:
+ * bank.csv, telecom.csv, the new customers to score and their outcomes. Returns the paths by name.
+ */
+export function writeBankTelecom(dir: string, opts: { seed?: string; rows?: number }): Record<string, string> {
+  mkdirSync(dir, { recursive: true });
+  const files = bankTelecomDataset({ seed: opts.seed ?? BANK_TELECOM_DEFAULTS.seed, rows: opts.rows ?? BANK_TELECOM_DEFAULTS.rows });
+  const written: Record<string, string> = {};
+  for (const [name, text] of Object.entries(files)) {
+    const path = join(dir, name);
+    writeFileAtomic(path, text);
+    written[name] = path;
+  }
+  return written;
 }

@@ -41,7 +41,9 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     .option('labels', { type: 'string', demandOption: true, describe: 'training labels with sample ids (CSV with id,label columns, or LIBSVM)' })
     .option('test-labels', { type: 'string', describe: 'test labels; parties then send test-set scores for evaluation' })
     .option('label-format', { choices: FILE_FORMATS, default: 'auto' as const })
-    .option('ids', { choices: LABEL_ID_MODES, default: 'auto' as const, describe: 'LIBSVM labels: where sample ids come from' })
+    .command('predict', 'score new rows with a trained model: the parties join with admm-party predict (admm-coordinator predict --help)')
+    .command('serve', 'online scoring: answer POST /score with the parties connected (admm-coordinator serve --help)')
+    .option('id-mode', { alias: 'ids', choices: LABEL_ID_MODES, default: 'auto' as const, describe: 'LIBSVM labels: where sample ids come from' })
     .option('id-column', { type: 'string', default: 'id', describe: 'CSV: id column name' })
     .option('label-column', { type: 'string', default: 'label', describe: 'CSV: label column name' })
     .option('parties', { type: 'string', array: true, demandOption: true, describe: 'party ids that must join (comma or space separated)' })
@@ -112,7 +114,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     port: requireInteger('port', a.port, 0),
     labels: resolve(a.labels),
     testLabels: a['test-labels'] ? resolve(a['test-labels']) : undefined,
-    labelOptions: { format: a['label-format'], ids: a.ids, idColumn: a['id-column'], labelColumn: a['label-column'] },
+    labelOptions: { format: a['label-format'], ids: a['id-mode'], idColumn: a['id-column'], labelColumn: a['label-column'] },
     parties,
     jobId,
     loss: a.loss,

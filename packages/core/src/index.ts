@@ -21,6 +21,7 @@ export * from './model/losses.js';
 export * from './model/metrics.js';
 export * from './model/central.js';
 export * from './model/synthetic.js';
+export * from './model/bank-telecom.js';
 export * from './model/release.js';
 // privacy/: the accountant, the noise, label flips.
 export * from './privacy/accounting.js';

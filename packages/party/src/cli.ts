@@ -71,7 +71,9 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
     .option('data', { type: 'string', demandOption: true, describe: 'training features: LIBSVM, or CSV with a header and an id column' })
     .option('test', { type: 'string', describe: 'test features, same format and columns' })
     .option('format', { choices: FILE_FORMATS, default: 'auto' as const, describe: 'auto: .csv is CSV, anything else LIBSVM' })
-    .option('ids', {
+    .command('predict', "score new rows with this party's trained model (admm-party predict --help)")
+    .option('id-mode', {
+      alias: 'ids',
       choices: ID_MODES,
       default: 'auto' as const,
       describe: 'LIBSVM sample ids: first token (first), qid:ID (qid), row number (row); auto = qid if present, else row',
@@ -131,7 +133,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
     test: a.test ? resolve(a.test) : undefined,
     read: {
       format: a.format,
-      ids: a.ids,
+      ids: a['id-mode'],
       idColumn: a['id-column'],
       features: a.features === undefined ? undefined : requireInteger('features', a.features, 1),
     },
@@ -167,7 +169,7 @@ export function parsePredictArgs(argv: string[]): ScoringConfig & { logLevel: Lo
     .option('model', { type: 'string', demandOption: true, describe: 'the model file this party wrote in training' })
     .option('data', { type: 'string', demandOption: true, describe: 'the new rows: LIBSVM, or CSV with a header and an id column, with the columns of training' })
     .option('format', { choices: FILE_FORMATS, default: 'auto' as const })
-    .option('ids', { choices: ID_MODES, default: 'auto' as const, describe: 'LIBSVM sample ids: first token (first), qid:ID (qid), row number (row)' })
+    .option('id-mode', { alias: 'ids', choices: ID_MODES, default: 'auto' as const, describe: 'LIBSVM sample ids: first token (first), qid:ID (qid), row number (row)' })
     .option('id-column', { type: 'string', default: 'id', describe: 'CSV: name of the id column' })
     .option('mechanism', { choices: ['none'] as const, describe: 'none: send this party\'s scores without noise (an explicit choice)' })
     .option('epsilon', { type: 'number', describe: 'privacy budget for this prediction job: Gaussian noise on each score (docs/privacy.md, section 12)' })
@@ -193,7 +195,7 @@ export function parsePredictArgs(argv: string[]): ScoringConfig & { logLevel: Lo
     ...linkFlags(a),
     model: resolve(a.model),
     data: resolve(a.data),
-    read: { format: a.format, ids: a.ids, idColumn: a['id-column'] },
+    read: { format: a.format, ids: a['id-mode'], idColumn: a['id-column'] },
     privacy:
       a.epsilon === undefined
         ? null

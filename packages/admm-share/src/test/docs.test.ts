@@ -122,8 +122,6 @@ test('docs: every tested example (a readme-test marker) is one that a test file 
 // ---- the command reference ----
 
 const BINS: Record<string, string> = { 'admm-share': BIN.share, 'admm-coordinator': BIN.coordinator, 'admm-party': BIN.party };
-/** Commands --help does not list (dispatched before yargs sees them), which must have a section too. */
-const UNLISTED = ['admm-coordinator predict', 'admm-coordinator serve', 'admm-party predict'];
 
 const helpCache = new Map<string, string>();
 function help(command: string): string {
@@ -138,11 +136,12 @@ function help(command: string): string {
   return out;
 }
 
-/** The flags a command's --help prints (without --help itself). */
+/** The flags a command's --help prints (without --help itself), each alias too (`--id-mode, --ids`). */
 function helpFlags(command: string): Set<string> {
   const text = help(command);
   const options = text.slice(text.indexOf('\nOptions:'));
-  return new Set([...options.matchAll(/^\s{2}--([a-z0-9][a-z0-9-]*)/gm)].map((m) => m[1]).filter((f) => f !== 'help'));
+  const names = [...options.matchAll(/^\s{2}(--[a-z0-9][a-z0-9-]*(?:, --[a-z0-9][a-z0-9-]*)*)/gm)].flatMap((m) => m[1].split(', ').map((f) => f.slice(2)));
+  return new Set(names.filter((f) => f !== 'help'));
 }
 
 /** The subcommands a command's --help lists under "Commands:". */
@@ -154,13 +153,16 @@ function subcommands(command: string): string[] {
   return [...block.matchAll(/^\s{2}(\S+(?: [a-z][\w-]*)+)\s/gm)].map((m) => m[1]).filter((c) => c.startsWith(`${command} `));
 }
 
-/** Every command a user can run: the leaves of each bin's --help, and the unlisted ones. */
+/**
+ * Every command a user can run: the leaves of each bin's --help, and a command with
+ * subcommands that also runs by itself (its --help prints flags: `admm-party` beside `admm-party predict`).
+ */
 function allCommands(): string[] {
-  const leaves = (command: string): string[] => {
+  const runnable = (command: string): string[] => {
     const subs = subcommands(command);
-    return subs.length === 0 ? [command] : subs.flatMap(leaves);
+    return subs.length === 0 ? [command] : [...(helpFlags(command).size > 0 ? [command] : []), ...subs.flatMap(runnable)];
   };
-  return [...Object.keys(BINS).flatMap(leaves), ...UNLISTED];
+  return Object.keys(BINS).flatMap(runnable);
 }
 
 /** The sections of docs/commands.md whose heading is one command in backticks: command -> text. */

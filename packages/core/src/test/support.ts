@@ -69,6 +69,8 @@ export function tempDir(t: { after(fn: () => void): void }, prefix = 'admm-test-
 export const SHARED = {
   /** a9a/a9a and a9a/a9a.t (LIBSVM; data/a9a/README.md has their origin and checksums). */
   a9a: fileURLToPath(new URL('../../../../data/a9a/', import.meta.url)),
+  /** The bank-telecom CSV files, generated with the default seed (bankTelecomDataset). */
+  bankTelecom: fileURLToPath(new URL('../../../../data/bank-telecom/', import.meta.url)),
   /** test-data/README.md says where these come from. */
   privacyVectors: fileURLToPath(new URL('../../../../test-data/gaussian-composition-vectors.json', import.meta.url)),
 };
