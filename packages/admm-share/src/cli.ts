@@ -85,6 +85,7 @@ async function main(): Promise<void> {
           .option('anderson', { type: 'number', default: DEFAULT_ANDERSON, describe: 'Anderson acceleration: past rounds it combines (0: off; exact form without noise)' })
           .option('eval-every', { type: 'number', default: 0, describe: 'test-set evaluation every k rounds (0: at the end)' })
           .option('intercept', { type: 'boolean', default: false, describe: 'unpenalised intercept at party 1' })
+          .option('prepare', { type: 'boolean', default: false, describe: "each party standardises its columns (admm-party --prepare; with --epsilon, statistics estimated with a share of each passive party's budget); the baselines stay on the data as it is" })
           .option('out', { type: 'string', describe: 'output directory (default: runs/<time>)' })
           .option('data-seed', { type: 'string', default: 'admm-share', describe: 'seed of the synthetic data set' })
           .option('mechanism', { choices: MECHANISMS, describe: 'privacy mechanism of every passive party (default: none; with --epsilon the one that fits the algorithm)' })
@@ -120,6 +121,7 @@ async function main(): Promise<void> {
           anderson: requireAnderson(a.anderson),
           evalEvery: requireInteger('eval-every', a['eval-every'], 0),
           intercept: a.intercept,
+          prepare: a.prepare,
           out: a.out,
           dataSeed: a['data-seed'],
           baselines: a.baselines,

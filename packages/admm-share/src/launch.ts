@@ -26,6 +26,8 @@ export interface LaunchOptions {
   anderson: number;
   evalEvery: number;
   intercept: boolean;
+  /** Each party prepares (standardises) its data: admm-party --prepare. */
+  prepare?: boolean;
   privacy: SimulatePrivacy;
   /** The party of the label holder's organisation (--active-party / --role active), or none. */
   activeParty?: string;
@@ -169,6 +171,7 @@ export function partyArgs(opts: LaunchOptions, job: Job, p: PartyFiles, m: numbe
     '--features', String(p.features),
     '--model', modelPath(job, p.id),
     ...(opts.intercept && m === 0 ? ['--intercept'] : []),
+    ...(opts.prepare ? ['--prepare'] : []),
     '--threads', String(opts.partyThreads ?? sharedMachineThreads(job.files.parties.length)),
     ...privacyArgs(opts.privacy, p.id, opts.activeParty),
   ];

@@ -1,10 +1,11 @@
 import { resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
-import { ConfigError, FILE_FORMATS, ID_MODES } from '@admm-share/core';
+import { type MissingStrategy, ConfigError, DEFAULT_MISSING_TOKENS, FILE_FORMATS, ID_MODES, MISSING_STRATEGIES } from '@admm-share/core';
 import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, requireInteger, requirePositive, runService } from '@admm-share/runtime';
 import { HEARTBEAT_TIMEOUT_MS, MECHANISMS, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS, ROLES } from '@admm-share/protocol';
 import { MAX_LABEL_FACTOR, type PartyConfig, type ScoringConfig, start, startScoring } from './party.js';
 import { DEFAULT_BX } from './privacy/mechanism.js';
+import { type PreparationFlags, DEFAULT_PREPARE_SHARE } from './preparation/data.js';
 import { RELEASE_DEFAULTS } from './privacy/release.js';
 import { DEFAULT_PRIVACY_REQUESTS, DEFAULT_SCORE_CLIP } from './scoring/scoring.js';
 import type { ClientTls } from './transport/tls.js';
@@ -81,6 +82,16 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
     .option('id-column', { type: 'string', default: 'id', describe: 'CSV: name of the id column' })
     .option('features', { type: 'number', describe: 'number of feature columns (default: largest index in the training file)' })
     .option('intercept', { type: 'boolean', default: false, describe: 'fit an unpenalised intercept here (one party at most)' })
+    .option('prepare', { type: 'boolean', describe: 'prepare the data (columns, missing values, categories, standardisation); default: on for CSV, off for LIBSVM (--no-prepare turns it off)' })
+    .option('columns', { type: 'string', describe: 'CSV: use only these columns as features, comma-separated names' })
+    .option('exclude-columns', { type: 'string', describe: 'CSV: leave these columns out (the label column, when the file holds it), comma-separated' })
+    .option('categorical', { type: 'string', describe: 'one-hot these columns (comma-separated names); their categories are saved with the model' })
+    .option('missing', { choices: MISSING_STRATEGIES, describe: 'fill a missing value with the column\'s mean, median or zero, or drop its row (not at a party with a budget); default: a missing value is an error' })
+    .option('missing-values', { type: 'string', default: DEFAULT_MISSING_TOKENS.join(','), describe: 'the values that mean missing, comma-separated (default: empty, NA and ?)' })
+    .option('missing-indicator', { type: 'string', describe: 'add a 0/1 column <name>_missing for these columns, comma-separated' })
+    .option('scale', { choices: ['standard', 'none'] as const, default: 'standard' as const, describe: 'prepared numeric columns: standardised (standard), or kept in their units (none)' })
+    .option('prepare-spec', { type: 'string', describe: 'JSON file of declared public values per column: {"columns": {"age": {"range": [18, 100]}, "income": {"mean": 5e4, "scale": 3e4}, "region": {"categories": ["north", "south"]}}}' })
+    .option('prepare-share', { type: 'number', default: DEFAULT_PREPARE_SHARE, describe: 'with --epsilon: the share of epsilon and delta spent estimating the statistics not declared in --prepare-spec (docs/privacy.md, section 13)' })
     .option('model', { type: 'string', describe: 'model file to write (default: model-ID.json)' })
     .option('connect-timeout', { type: 'number', default: 30_000, describe: 'ms to keep trying to join: a coordinator not listening yet or busy (4014) is retried with backoff' })
     .option('heartbeat-timeout', { type: 'number', default: HEARTBEAT_TIMEOUT_MS, describe: 'ms without a ping or message from the coordinator before the connection is treated as dead' })
@@ -137,6 +148,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
       idColumn: a['id-column'],
       features: a.features === undefined ? undefined : requireInteger('features', a.features, 1),
     },
+    prepare: prepareFlags(a),
     intercept: a.intercept,
     role: a.role,
     privacy: {
@@ -154,6 +166,42 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
     releaseTestScores: a['release-test-scores'],
     model: resolve(a.model ?? `model-${a.id}.json`),
     threads: parseThreads(a.threads),
+  };
+}
+
+/** A comma-separated list of names; empty entries are dropped. */
+function names(flag: string, v: string | undefined): string[] | undefined {
+  if (v === undefined) return undefined;
+  const list = v.split(',').map((s) => s.trim()).filter((s) => s !== '');
+  if (list.length === 0) throw new ConfigError(`--${flag} is empty: give comma-separated column names`);
+  return list;
+}
+
+function prepareFlags(a: {
+  prepare?: boolean;
+  columns?: string;
+  'exclude-columns'?: string;
+  categorical?: string;
+  missing?: MissingStrategy;
+  'missing-values': string;
+  'missing-indicator'?: string;
+  'prepare-spec'?: string;
+  'prepare-share': number;
+  scale: 'standard' | 'none';
+}): PreparationFlags {
+  const share = a['prepare-share'];
+  if (!(share > 0 && share < 1)) throw new ConfigError(`--prepare-share ${share}: give a share of the budget in (0, 1)`);
+  return {
+    prepare: a.prepare,
+    columns: names('columns', a.columns),
+    exclude: names('exclude-columns', a['exclude-columns']),
+    categorical: names('categorical', a.categorical),
+    missing: a.missing,
+    missingTokens: a['missing-values'].split(',').map((s) => s.trim()),
+    indicators: names('missing-indicator', a['missing-indicator']),
+    spec: a['prepare-spec'] === undefined ? undefined : resolve(a['prepare-spec']),
+    scale: a.scale === 'standard',
+    share,
   };
 }
 

@@ -4,17 +4,18 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import { type BlockTable, type FeatureTable, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiTeam, SpilledCsr, detectFormat, isDense, packIds, readFeatureBlock, readFeatureFile } from '@admm-share/core';
+import { type BlockTable, type Preparation, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiTeam, SpilledCsr, denseToCsr, detectFormat, isDense, osNoise, packIds, readFeatureBlock, readFeatureFile, seededNoise } from '@admm-share/core';
 import { type CloseKind, type Role, ProtocolError, assertNever } from '@admm-share/protocol';
 import { Progress, peakMemoryBytes } from '@admm-share/runtime';
 import { collectGarbage, collectYoungGarbage } from './session/gc.js';
 import { CoordinatorLink, maxPayloadFor } from './transport/link.js';
 import type { ClientTls } from './transport/tls.js';
-import { ledgerPath, readPartyModel, writeModelFiles } from './scoring/model-file.js';
+import { type PartyModel, ledgerPath, readPartyModel, writeModelFiles } from './scoring/model-file.js';
+import { type PreparationFlags, DEFAULT_PREPARE_SHARE, loadPreparedLike, loadTrainingData, preparationPath, scaleWarning } from './preparation/data.js';
 import { type PrivacyConfig, DEFAULT_BX, normaliseCsrRows, normaliseDenseRows, validatePrivacyConfig } from './privacy/mechanism.js';
 import { Privacy } from './privacy/privacy.js';
 import { PartyPsi } from './intersection/psi.js';
-import { type ScoringPrivacyConfig, DEFAULT_SCORE_CLIP, Scorer, ScoringPrivacy, scoringLedgerPath } from './scoring/scoring.js';
+import { type ScoringPrivacyConfig, type ScoringRows, DEFAULT_SCORE_CLIP, Scorer, ScoringPrivacy, scoringLedgerPath } from './scoring/scoring.js';
 import { handle } from './session/session.js';
 import { type Outcome, type SessionEnv, type SessionRows, connectionLost, connectionOpened, newSession, validationContext } from './session/state.js';
 
@@ -29,6 +30,8 @@ export interface PartyConfig {
   data: string;
   test?: string;
   read: ReadOptions;
+  /** How the data is prepared (columns, missing values, categories, scaling); see preparation/data.ts. */
+  prepare: PreparationFlags;
   /** Fit an unpenalised intercept at this party (at most one party should). */
   intercept: boolean;
   /** active: the label holder's own organisation (agrees to get the labels; sends no noise). */
@@ -99,19 +102,32 @@ export interface PartyResult {
 export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandle {
   const log = deps.logger.child({ party: config.partyId });
   validatePrivacyConfig(config.privacy, config.intercept);
-  const privacy = new Privacy(config.privacy);
   modelFolder(config.model);
+  // The preparation's statistics are paid from the budget first (docs/privacy.md, section 13);
+  // the release gets the rest.
+  const cfg = config.privacy;
+  const budget = cfg.mechanism === 'none' ? null : { epsilon: cfg.epsilon!, delta: cfg.delta!, mechanism: cfg.mechanism, noise: () => (cfg.seed !== undefined ? seededNoise(`${cfg.seed}/prepare`) : osNoise()) };
+  const loaded = loadTrainingData(config.data, config.read, config.prepare, budget, preparationPath(config.model), log);
+  const spend = loaded.spend;
+  const privacy = spend ? new Privacy({ ...cfg, epsilon: spend.releaseEpsilon, delta: spend.releaseDelta }, spend, budget) : new Privacy(cfg);
+  if (privacy.enabled && loaded.preparation === null) {
+    const warning = scaleWarning(loaded.table);
+    if (warning) log.warn(warning);
+  }
   // Dense files are kept dense and their rows selected in place (see DenseRows); a sparse file's
   // matrix waits in a temporary file for the rows a set-up selects (see SpilledCsr). With privacy
   // on, every row is scaled into the unit ball: the sensitivity bounds assume rows of norm <= 1
   // (docs/privacy.md).
-  const { rows: train, scaled: rowsScaled } = keptRows(readFeatureBlock(config.data, config.read), privacy.enabled);
+  const { rows: train, scaled: rowsScaled } = keptRows(loaded.table, privacy.enabled);
   // The training file fixes the number of features; a test row with a larger index is an error.
   const features = train.X.cols;
-  let test: SessionRows | undefined = config.test ? keptRows(readFeatureBlock(config.test, { ...config.read, features }), privacy.enabled).rows : undefined;
+  const testTable = config.test === undefined ? undefined : loaded.preparation ? loadPreparedLike(config.test, config.read, loaded.preparation, log) : readFeatureBlock(config.test, { ...config.read, features });
+  let test: SessionRows | undefined = testTable ? keptRows(testTable, privacy.enabled).rows : undefined;
   const X = train.X;
   log.info({ file: config.data, rows: train.ids.length, features, nonzeros: X.nonzeros(), dense: X instanceof DenseRows, testRows: test?.ids.length ?? 0 }, 'data loaded');
   if (privacy.enabled) {
+    if (loaded.spend)
+      log.info({ share: loaded.spend.share, mu: loaded.spend.mu, reused: loaded.spend.reused, releaseEpsilon: loaded.spend.releaseEpsilon, releaseDelta: loaded.spend.releaseDelta }, "privacy: the preparation's statistics are differentially private estimates paid from the budget (composed with the release in GDP)");
     log.info({ rowsScaled, rows: train.ids.length }, 'privacy: rows with norm > 1 scaled to norm 1');
     if (privacy.noise?.seeded) log.warn({ seed: config.privacy.seed }, 'privacy: noise is SEEDED and therefore predictable: for reproducible experiments only, no privacy');
     if (config.privacy.mechanism === 'paper')
@@ -143,7 +159,7 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
   // The file's matrix is spilled and its strings are packed: what the reader built is garbage.
   collectGarbage();
   psi.prepare('train');
-  return run(config, env, rowsScaled);
+  return run(config, env, rowsScaled, loaded.preparation);
 }
 
 /**
@@ -155,14 +171,7 @@ export function startScoring(config: ScoringConfig, deps: { logger: Logger }): P
   const log = deps.logger.child({ party: config.partyId });
   const model = readPartyModel(config.model);
   if (model.partyId !== config.partyId) throw new ConfigError(`--model ${config.model} is party ${model.partyId}'s model, this party is --id ${config.partyId}`);
-  const data = readFeatureFile(config.data, config.read);
-  if (data.X.cols > model.features)
-    throw new ConfigError(`--data ${config.data} has ${data.X.cols} feature columns, but party ${model.partyId}'s model (job ${model.jobId}) was trained on ${model.features}`);
-  // A sparse file need not mention the last columns.
-  if (detectFormat(config.data, config.read.format) === 'libsvm' && data.X.cols < model.features) {
-    data.X = { ...data.X, cols: model.features };
-    data.featureNames = Array.from({ length: model.features }, (_, j) => String(j + 1));
-  }
+  const data = scoringRows(config, model, log);
   const clip = config.privacy?.clip ?? model.scoreClip ?? DEFAULT_SCORE_CLIP;
   const privacy = config.privacy ? new ScoringPrivacy(config.privacy, clip) : undefined;
   const scorer = new Scorer(model, data, privacy);
@@ -171,7 +180,7 @@ export function startScoring(config: ScoringConfig, deps: { logger: Logger }): P
     log.info({ epsilon: config.privacy!.epsilon, delta: config.privacy!.delta, requests: config.privacy!.requests, clip, sigma: privacy.sigma }, `scoring privacy: Gaussian noise on each score${privacy.seeded ? ' (SEEDED: predictable, experiments only)' : ''}`);
   else log.warn('scoring privacy: none, this party\'s scores of the new rows are sent without noise (--mechanism none)');
   const progress = new Progress();
-  const rows = sessionRows(data);
+  const rows: SessionRows = { ids: data.ids, X: data.X, featureNames: data.featureNames };
   const env: SessionEnv = {
     partyId: config.partyId,
     jobId: config.jobId,
@@ -189,12 +198,26 @@ export function startScoring(config: ScoringConfig, deps: { logger: Logger }): P
     threads: 0, // scoring has no x-update
     log,
   };
-  return run({ ...config, model: config.model, data: config.data, intercept: env.intercept, role: env.role, privacy: { mechanism: 'none', bx: DEFAULT_BX }, releaseTestScores: false }, env, 0);
+  return run({ ...config, model: config.model, data: config.data, prepare: { share: DEFAULT_PREPARE_SHARE }, intercept: env.intercept, role: env.role, privacy: { mechanism: 'none', bx: DEFAULT_BX }, releaseTestScores: false }, env, 0, null);
 }
 
-/** The part of a loaded file the session needs (see SessionRows); the rest can be freed. */
-function sessionRows(t: FeatureTable): SessionRows {
-  return { ids: packIds(t.ids), X: t.X, featureNames: t.featureNames };
+/**
+ * The new rows to score, as the model's training rows were: prepared with the model's own
+ * preparation, or read as they are (a LIBSVM file need not mention the last columns).
+ */
+function scoringRows(config: ScoringConfig, model: PartyModel, log: Logger): ScoringRows {
+  if (model.preparation !== null) {
+    const t = loadPreparedLike(config.data, config.read, model.preparation, log);
+    return { file: config.data, ids: t.ids, X: isDense(t.X) ? denseToCsr(t.X) : t.X, featureNames: t.featureNames };
+  }
+  const data = readFeatureFile(config.data, config.read);
+  if (data.X.cols > model.features)
+    throw new ConfigError(`--data ${config.data} has ${data.X.cols} feature columns, but party ${model.partyId}'s model (job ${model.jobId}) was trained on ${model.features}`);
+  if (detectFormat(config.data, config.read.format) === 'libsvm' && data.X.cols < model.features) {
+    data.X = { ...data.X, cols: model.features };
+    data.featureNames = Array.from({ length: model.features }, (_, j) => String(j + 1));
+  }
+  return { file: data.file, ids: packIds(data.ids), X: data.X, featureNames: data.featureNames };
 }
 
 /**
@@ -221,7 +244,7 @@ function modelFolder(model: string): void {
 }
 
 /** Drive a session over a link until the job is done or something fails. */
-function run(config: PartyConfig, env: SessionEnv, rowsScaled: number): PartyHandle {
+function run(config: PartyConfig, env: SessionEnv, rowsScaled: number, preparation: Preparation | null): PartyHandle {
   const session = newSession();
   let resolve!: (r: PartyResult) => void;
   let reject!: (e: Error) => void;
@@ -288,6 +311,7 @@ function run(config: PartyConfig, env: SessionEnv, rowsScaled: number): PartyHan
           model,
           privacy: env.privacy,
           rowsScaled,
+          preparation,
         });
         settled = true;
         env.log.info({ rounds: msg.rounds, reason: msg.reason, model: config.model, peakMemoryBytes: peakMemoryBytes() }, 'model written');

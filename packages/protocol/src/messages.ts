@@ -185,6 +185,12 @@ export interface PrivacyInfo {
   accountant: AccountantName | null;
   /** True when the noise comes from a seeded, predictable generator. */
   seeded: boolean;
+  /**
+   * What the party's data preparation spent on its statistics before the job: differentially
+   * private estimates, mu-GDP plus the categories' threshold delta, composed with the release in
+   * GDP (epsilon and delta above are the release's). Absent when nothing was estimated.
+   */
+  preparation?: { mu: number; deltaThreshold: number };
 }
 
 /**

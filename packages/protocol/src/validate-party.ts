@@ -71,7 +71,8 @@ export function validatePartyMessage(value: unknown, ctx: ValidationContext = {}
       const jobId = job(o, type, ctx);
       const p = asObject(o.privacy);
       const t = 'ready.privacy';
-      exactKeys(p, t, ['mechanism', 'epsilon', 'delta', 'rounds', 'sigma', 'sensitivity', 'accountant', 'seeded']);
+      const prepared = 'preparation' in p;
+      exactKeys(p, t, ['mechanism', 'epsilon', 'delta', 'rounds', 'sigma', 'sensitivity', 'accountant', 'seeded', ...(prepared ? ['preparation'] : [])]);
       const mechanism = oneOf(p, t, 'mechanism', MECHANISMS);
       const privacy: PrivacyInfo = {
         mechanism,
@@ -83,6 +84,14 @@ export function validatePartyMessage(value: unknown, ctx: ValidationContext = {}
         accountant: p.accountant === null ? null : oneOf(p, t, 'accountant', ACCOUNTANT_NAMES),
         seeded: bool(p, t, 'seeded'),
       };
+      if (prepared) {
+        const q = asObject(p.preparation);
+        const tq = `${t}.preparation`;
+        exactKeys(q, tq, ['mu', 'deltaThreshold']);
+        privacy.preparation = { mu: finite(q, tq, 'mu', true), deltaThreshold: finite(q, tq, 'deltaThreshold') };
+        if (privacy.preparation.deltaThreshold < 0 || privacy.preparation.deltaThreshold >= 1) invalid(`${tq}.deltaThreshold: expected a number in [0, 1)`);
+        if (mechanism === 'none') invalid(`${tq}: a preparation spend without a mechanism`);
+      }
       if (privacy.sigma < 0 || privacy.sensitivity < 0) invalid(`${t}: sigma and sensitivity must be >= 0`);
       if (mechanism !== 'none' && (privacy.epsilon === null || privacy.delta === null || privacy.accountant === null || !(privacy.sigma > 0)))
         invalid(`${t}: mechanism '${mechanism}' needs epsilon, delta, an accountant and sigma > 0`);

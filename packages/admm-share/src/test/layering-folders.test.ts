@@ -49,6 +49,7 @@ export const FOLDER_RULES: readonly FolderRule[] = [
   { pkg: 'party', folder: 'privacy', never: ['transport', 'session', 'scoring', 'intersection'], neverBare: ['ws'], why: 'party privacy/ uses the x-update and core only: no transport, session, scoring or intersection' },
   { pkg: 'party', folder: 'scoring', never: ['transport', 'session', 'xupdate', 'intersection'], neverBare: ['ws'], why: 'party scoring/ (the model file, scoring new rows) uses privacy and core: no transport, session or x-update' },
   { pkg: 'party', folder: 'intersection', only: [], neverBare: ['ws', 'pino'], why: "party intersection/ (the party's side of the PSI) imports core and protocol only" },
+  { pkg: 'party', folder: 'preparation', only: ['privacy'], neverBare: ['ws'], why: "party preparation/ (reading and preparing the party's data) uses core and the privacy spend's type only" },
 
   // coordinator
   { pkg: 'coordinator', folder: 'numerics', only: [], onlyBare: ['@admm-share/core', '@admm-share/core/team', '@admm-share/protocol'], why: "the step's numerics (ADMM step, Anderson, kernels, threads) import only core and protocol" },

@@ -90,6 +90,8 @@ export const summarySchema = z
         sensitivity: z.number().min(0),
         accountant: z.enum(ACCOUNTANT_NAMES).nullable(),
         seeded: z.boolean(),
+        /** What the party's data preparation spent on its statistics (absent: nothing estimated). */
+        preparation: z.strictObject({ mu: z.number().positive(), deltaThreshold: z.number().min(0) }).optional(),
         epsilonSpent: z.number().min(0),
       }),
     ),

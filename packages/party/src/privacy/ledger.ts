@@ -49,6 +49,8 @@ const ledgerFile = z
       bw: number((x) => x >= 0, 'a number >= 0'),
       /** score-release: the released vector's length and the SHA-256 of its file (kept next to the ledger). */
       release: z.strictObject({ rows: z.int().min(1), sha256: z.string().regex(DIGEST_RE, 'expected 64 hex characters') }).nullable(),
+      /** What the data preparation's statistics spent before the job, composed with the release in GDP (absent in older ledgers). */
+      preparation: z.strictObject({ mu: number((x) => x > 0, 'a positive number'), deltaThreshold: number((x) => x >= 0 && x < 1, 'a number in [0, 1)') }).nullable().optional(),
     },
     { error: (iss) => (iss.code === 'unrecognized_keys' ? `unexpected field '${iss.keys[0]}'` : 'expected a JSON object') },
   )

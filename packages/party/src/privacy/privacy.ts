@@ -9,6 +9,27 @@ import { type JobParameters, type PrivacyConfig, defaultBw, gaussianShareSensiti
 import { type ReleaseBounds, RELEASE_DEFAULTS, releaseSensitivity } from './release.js';
 
 /**
+ * How a private party's budget is shared between its data preparation's statistics and the
+ * release (docs/privacy.md, section 13): both are Gaussian mechanisms, composed in Gaussian
+ * differential privacy (Dong, Roth and Su 2019: mu^2 adds up), so that mu_total, at
+ * delta - deltaThreshold, is the party's (epsilon, delta); the release is calibrated for
+ * (releaseEpsilon, releaseDelta), which is exactly mu_release-GDP.
+ */
+export interface PreparationSpend {
+  /** The preparation's share of mu_total^2 (--prepare-share). */
+  share: number;
+  /** mu of the preparation's queries, all together. */
+  mu: number;
+  /** The categories' threshold: the chance that a category held by one row is kept (0 without categories to estimate). */
+  deltaThreshold: number;
+  /** What the release is calibrated for: mu_release-GDP at releaseDelta. */
+  releaseEpsilon: number;
+  releaseDelta: number;
+  /** Whether this run estimated the statistics, or reused those kept from an earlier run (no new spend). */
+  reused: boolean;
+}
+
+/**
  * The privacy of one party's job: its noise, calibrated by the party itself (calibrate), its
  * ledger, and the refusal of a round that would overspend (check).
  */
@@ -24,7 +45,12 @@ export class Privacy {
   /** score-release: the release (paid for) in this job, sent again on a repeated request. */
   private released: Released | undefined;
 
-  constructor(readonly cfg: PrivacyConfig) {
+  constructor(
+    readonly cfg: PrivacyConfig,
+    readonly preparation: PreparationSpend | null = null,
+    /** The party's whole budget when the preparation took part of it (cfg then holds the release's). */
+    readonly total: { epsilon: number; delta: number } | null = null,
+  ) {
     this.noise = cfg.mechanism === 'none' ? undefined : cfg.seed !== undefined ? seededNoise(cfg.seed) : osNoise();
   }
 
@@ -80,7 +106,8 @@ export class Privacy {
       accountant = 'advanced';
     }
     const sigma = calibrateSigma({ epsilon, delta, rounds, sensitivity, method: accountant });
-    this.info = { mechanism, epsilon, delta, rounds, sigma, sensitivity, accountant, seeded: this.noise!.seeded };
+    const prep = this.preparation;
+    this.info = { mechanism, epsilon, delta, rounds, sigma, sensitivity, accountant, seeded: this.noise!.seeded, ...(prep ? { preparation: { mu: prep.mu, deltaThreshold: prep.deltaThreshold } } : {}) };
     return this.info;
   }
 
@@ -113,7 +140,8 @@ export class Privacy {
   /** Keep the ledger on disk (atomically) so that a restarted party cannot forget what it spent. */
   saveLedger(path: string, jobId: string): void {
     const release = this.released ? releaseRecord(this.released) : null;
-    writeLedger(path, { jobId, releases: this.spentRounds, epsilonSpent: this.spent, info: this.info!, rho: this.rho, lambda: this.lambda, bw: this.bw, release });
+    const preparation = this.preparation ? { mu: this.preparation.mu, deltaThreshold: this.preparation.deltaThreshold } : null;
+    writeLedger(path, { jobId, releases: this.spentRounds, epsilonSpent: this.spent, info: this.info!, rho: this.rho, lambda: this.lambda, bw: this.bw, release, preparation });
   }
 
   /**
@@ -205,12 +233,18 @@ export class Privacy {
           : i.mechanism === 'score-release'
             ? `(${i.epsilon}, ${i.delta})-differential privacy for the one score vector released, per row of this party's data (one row replaced), under the assumptions of docs/privacy.md (Theorem 3)`
             : `(${i.epsilon}, ${i.delta})-differential privacy for the shares released, per row of this party's data (one row replaced), under the assumptions of docs/privacy.md; per-round noisy ADMM is a research mode`;
+    const prep = this.preparation;
+    const total = prep && i.mechanism !== 'none' ? this.total! : null;
     return {
       format: 'admm-share-privacy-report/1',
       party,
       jobId,
       mechanism: i.mechanism,
-      guarantee,
+      guarantee: total
+        ? `(${total.epsilon}, ${total.delta})-differential privacy in all, per row of this party's data (one row replaced): the preparation's statistics (mu ${prep!.mu.toPrecision(4)}, docs/privacy.md section 13) and the release (${guarantee}), composed in Gaussian differential privacy`
+        : guarantee,
+      total,
+      preparation: prep,
       epsilon: i.epsilon,
       delta: i.delta,
       epsilonSpent: this.spent,

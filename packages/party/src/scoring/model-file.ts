@@ -3,7 +3,7 @@
 // reading a model back to score new rows with, checked field by field and against its digest.
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
-import { DataError, expectedValue, jsonDigest, parseWith, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
+import { type Preparation, DataError, expectedValue, jsonDigest, parseWith, preparationSchema, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
 import { type Done, type ModelRef, type Role, DIGEST_RE, LOSSES, NAME_RE, ROLES } from '@admm-share/protocol';
 import type { Privacy } from '../privacy/privacy.js';
 
@@ -21,7 +21,7 @@ export interface FinalModel {
 }
 
 /** The model file's format tag; readPartyModel reads this version only. */
-export const MODEL_FORMAT = 'admm-share-party-model/2';
+export const MODEL_FORMAT = 'admm-share-party-model/3';
 
 /** model-p1.json -> model-p1.privacy.json */
 export function privacyReportPath(model: string): string {
@@ -46,6 +46,8 @@ export interface ModelFileInput {
   privacy: Privacy;
   /** Training rows scaled to norm 1 (privacy on). */
   rowsScaled: number;
+  /** How the rows were prepared before that, applied again to new rows (null: read as they are). */
+  preparation: Preparation | null;
 }
 
 
@@ -53,9 +55,10 @@ const formatField = z.literal(MODEL_FORMAT, { error: expectedValue(`'${MODEL_FOR
 const digestField = z.string({ error: expectedValue('64 hex characters') }).regex(DIGEST_RE, { error: expectedValue('64 hex characters') });
 
 /**
- * What a party model holds (format admm-share-party-model/2). The fields that decide how a new
- * row is scored are `preprocessing`, `coefficients`, `intercept` and `scoreClip`:
- * score = clip(x . row + intercept) with the row first scaled to norm <= 1 if `rowScaling`.
+ * What a party model holds (format admm-share-party-model/3). The fields that decide how a new
+ * row is scored are `preparation`, `preprocessing`, `coefficients`, `intercept` and `scoreClip`:
+ * score = clip(x . row + intercept) with the row first prepared as `preparation` says (columns,
+ * missing values, categories, standardisation) and then scaled to norm <= 1 if `rowScaling`.
  * The other fields writeModelFiles writes (hyperParameters, oneShot, trainingObjective, rows,
  * data, createdAt) are records for people, kept as they are and covered by the digest.
  */
@@ -67,6 +70,7 @@ const modelBody = z.looseObject(
     role: z.enum(ROLES, { error: expectedValue(`one of ${ROLES.join(', ')}`) }),
     features: z.int({ error: expectedValue('an integer >= 1') }).min(1, { error: expectedValue('an integer >= 1') }),
     featureNames: z.array(z.string()),
+    preparation: preparationSchema.nullable(),
     preprocessing: z.object({ rowScaling: z.boolean(), intercept: z.boolean() }, { error: expectedValue('{rowScaling, intercept}') }),
     loss: z.enum(LOSSES, { error: expectedValue(`one of ${LOSSES.join(', ')}`) }),
     /** logistic loss: which raw label is the positive class (+1); null for squared loss. */
@@ -111,6 +115,7 @@ export function writeModelFiles(m: ModelFileInput & { role: Role }): void {
     role: m.role,
     features: m.features,
     featureNames: m.featureNames,
+    preparation: m.preparation,
     preprocessing: { rowScaling: privacy.enabled || model.oneShot !== undefined, intercept: model.intercept !== null },
     loss: done.params.loss,
     labels: done.classes,

@@ -18,7 +18,7 @@ import {
   writeFileAtomic,
   z,
 } from '@admm-share/core';
-import type { NoiseSource } from '@admm-share/core';
+import type { NoiseSource, PackedIds } from '@admm-share/core';
 import { NAME_RE } from '@admm-share/protocol';
 import type { PartyModel } from './model-file.js';
 import { BUDGET_RTOL, reportedSpent, withinBudget } from '../privacy/budget.js';
@@ -46,6 +46,11 @@ export function scoringLedgerPath(model: string): string {
   return model.replace(/(\.json)?$/, '.scoring-ledger.json');
 }
 
+/** The new rows to score: their ids, and their features as the model was trained on them. */
+export interface ScoringRows extends Pick<FeatureTable, 'file' | 'X' | 'featureNames'> {
+  ids: PackedIds;
+}
+
 /** The new rows and the model, checked against each other: what `score` applies. */
 export class Scorer {
   private readonly X: Csr;
@@ -54,7 +59,7 @@ export class Scorer {
 
   constructor(
     readonly model: PartyModel,
-    data: FeatureTable,
+    data: Pick<ScoringRows, 'file' | 'X' | 'featureNames'>,
     readonly privacy: ScoringPrivacy | undefined,
   ) {
     const names = data.featureNames;

@@ -18,6 +18,7 @@ function model(over: Partial<PartyModel> = {}): PartyModel {
     role: 'passive',
     features: 3,
     featureNames: ['1', '2', '3'],
+    preparation: null,
     preprocessing: { rowScaling: false, intercept: true },
     loss: 'logistic',
     labels: { negative: '-1', positive: '1' },
