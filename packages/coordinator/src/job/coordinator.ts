@@ -9,7 +9,7 @@
  */
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { InternalError, PeerError, applyFlips } from '@admm-share/core';
+import { InternalError, PeerError, applyFlips, resolveClassWeights } from '@admm-share/core';
 import { type Done, CLOSE_GRACE_MS, ENVELOPE_BYTES, POINT_BYTES, encode } from '@admm-share/protocol';
 import { noTraffic } from '../bytes.js';
 import type { CoordinatorConfig, Phase } from '../config.js';
@@ -100,6 +100,8 @@ class Coordinator {
     this.cfg = this.resumeFrom ? { ...config, jobId: this.resumeFrom.jobId } : config;
     this.maxRows = maxRowsFor(config.maxRowsFactor, Math.max(this.labels.ids.length, this.testLabels?.ids.length ?? 0));
     log.info({ labels: config.labels, rows: this.labels.ids.length, testRows: this.testLabels?.ids.length ?? 0, classes: this.labels.classes }, 'labels loaded');
+    // A label --class-weight names that is not a class is refused now, not once the parties have joined.
+    if (config.classWeight && this.labels.classes) resolveClassWeights(config.classWeight, this.labels.y, this.labels.classes);
     if (this.resumeFrom) checkResumedLabelPrivacy(this.resumeFrom, config.labelPrivacy !== undefined);
     // Drawn (or, for the same job, read back) before anything is sent: every party then only
     // ever sees what follows from the flipped labels.
