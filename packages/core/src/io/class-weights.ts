@@ -16,7 +16,7 @@ export function parseClassWeight(text: string, flag = '--class-weight'): ClassWe
   if (s === 'balanced') return { kind: 'balanced' };
   const weights: { label: string; weight: number }[] = [];
   for (const part of s.split(',')) {
-    const eq = part.lastIndexOf('=');
+    const eq = part.indexOf('=');
     const label = part.slice(0, eq).trim();
     const value = part.slice(eq + 1).trim();
     if (eq < 0 || label === '' || value === '') throw new ConfigError(`${flag} '${text}': '${part}' is not LABEL=WEIGHT; use ${CLASS_WEIGHT_SYNTAX}`);
