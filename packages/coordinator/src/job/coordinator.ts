@@ -25,7 +25,7 @@ import { LOOPS } from '../training/loops.js';
 import { type Job, alignOrBlame, buildJob, checkConfig, evaluationSkipReason, participation, resolveAlgorithm, setupFor } from './job.js';
 import { type LabelFlips, resolveLabelFlips } from './label-flips.js';
 import { type Labels, labelsDigest, loadLabels } from './labels.js';
-import { MIN_RESUME_WINDOW_MS, checkResumedLabelPrivacy, readResumable } from './resume.js';
+import { MIN_RESUME_WINDOW_MS, checkResumedClassWeights, checkResumedLabelPrivacy, readResumable } from './resume.js';
 import { buildSummary } from './summary-of.js';
 
 export type { CoordinatorConfig, HttpConfig, LocalBaseline, Phase, SgdConfig } from '../config.js';
@@ -110,6 +110,7 @@ class Coordinator {
     this.trainLabels = flipped ? { ...this.labels, y: applyFlips(this.labels.y, flipped.flipped) } : this.labels;
     const labelFlip = flipped?.flipProbability ?? 0;
     if (this.resumeFrom) checkResumedLabelPrivacy(this.resumeFrom, labelFlip);
+    if (this.resumeFrom) checkResumedClassWeights(this.resumeFrom, config.classWeight, this.trainLabels);
     const cfg = this.cfg;
     this.port = new PartyPort({
       ids: cfg.parties,

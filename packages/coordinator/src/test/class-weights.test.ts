@@ -4,10 +4,13 @@
 // too; the objective is the weighted mean loss.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { classWeighted, flipCorrectedLogistic, logistic } from '@admm-share/core';
-import { randomVector, seeded } from '@admm-share/core/test-support';
+import { join } from 'node:path';
+import { ConfigError, classWeighted, flipCorrectedLogistic, logistic, parseClassWeight } from '@admm-share/core';
+import { randomVector, seeded, tempDir } from '@admm-share/core/test-support';
+import { checkResumedClassWeights } from '../job/resume.js';
 import { CHUNK } from '../numerics/admm-kernels.js';
 import { AdmmStep } from '../numerics/admm-step.js';
+import { readCheckpoint, writeCheckpoint } from '../output/checkpoint.js';
 
 const W = { negative: 0.6, positive: 4.5 };
 
@@ -131,4 +134,37 @@ test('with class weights the step in WebAssembly gives the TypeScript twins\' bi
         for (const co of steps) co.close();
       }
     }
+});
+
+test('a checkpoint keeps the class weights, and --resume refuses flags that give others (balanced: counted on the checkpointed training rows)', async (t) => {
+  const n = 3;
+  const v = () => new Float64Array(n);
+  const path = join(tempDir(t), 'checkpoint.bin');
+  // Training rows 0, 1, 3 of the label file: one positive of three, balanced 3/4 and 3/2.
+  const weights = { negative: 0.75, positive: 1.5 };
+  await writeCheckpoint(path, {
+    jobId: 'job-w',
+    round: 3,
+    labelsDigest: 'd',
+    samples: { labelRows: { train: Uint32Array.of(0, 1, 3), test: new Uint32Array(0) }, dropped: { train: 1, test: 0 } },
+    evaluationSkipped: null,
+    setup: { type: 'setup', jobId: 'job-w', lambda: 1e-4, loss: 'logistic', rounds: 100, rho: 0.5, parties: 1, algorithm: 'admm', labelFlip: 0, classWeights: weights },
+    admm: { rho: 0.5, c: v(), z: v(), dualVar: v(), sum: v(), a: v(), t: v(), slope: v(), curvature: v(), prevShares: [v()] },
+    replay: { round: 3, rho: 0.5, cs: [v()], previousShares: [v()], shares: [v()] },
+    last: { stats: { primal: 0, dual: 0, epsPrimal: 1, epsDual: 1, rho: 0.5 }, penaltySq: 0, converged: false, test: undefined, seconds: 1, roundSeconds: 1, bytes: { toCoordinator: 0, fromCoordinator: 0 }, epsilonSpent: {} },
+  });
+  const cp = readCheckpoint(path);
+  assert.deepEqual(cp.setup.classWeights, weights);
+  const labels = { file: 'labels.csv', ids: ['a', 'b', 'c', 'd'], y: Float64Array.of(-1, 1, 1, -1), classes: { negative: 'no', positive: 'yes' } };
+  checkResumedClassWeights(cp, parseClassWeight('balanced'), labels);
+  checkResumedClassWeights(cp, parseClassWeight('no=0.75,yes=1.5'), labels);
+  for (const [spec, message] of [
+    [undefined, /the checkpointed job trains with class weights 0\.75 \(class -1\) and 1\.5 \(class \+1\), these flags give no class weights: resume it with its --class-weight/],
+    [parseClassWeight('yes=2'), /these flags give class weights 1 \(class -1\) and 2 \(class \+1\)/],
+  ] as const)
+    assert.throws(() => checkResumedClassWeights(cp, spec, labels), (e: unknown) => e instanceof ConfigError && message.test(e.message));
+  // A job checkpointed without weights is not resumed with them.
+  const plain = { ...cp, setup: { ...cp.setup, classWeights: undefined } };
+  checkResumedClassWeights(plain, undefined, labels);
+  assert.throws(() => checkResumedClassWeights(plain, parseClassWeight('balanced'), labels), /trains with no class weights, these flags give class weights 0\.75/);
 });
