@@ -158,6 +158,23 @@ test('one-shot with a private passive party and an active party, --class-weight 
   assert.ok(gradient({ negative: 1, positive: 1 }) > 1e-3, `unweighted gradient ${gradient({ negative: 1, positive: 1 })}: the check tells the two apart`);
 });
 
+test('one-shot without an active party: the coordinator fits the combination with the class weights (balanced weights lift its intercept well above the unweighted fit\'s)', async (t) => {
+  const dir = tempDir(t);
+  const data = dataFiles(dir);
+  const common = ['simulate', ...data, '--epsilon', '2', '--seed', 'cw-no-active', '--active-party', 'none', '--lambda', String(LAMBDA), '--no-baselines'];
+  const weighted = run(BIN.share, [...common, '--out', join(dir, 'balanced'), '--class-weight', 'balanced']);
+  assert.equal((await weighted.exit).code, 0, weighted.stderr());
+  const plain = run(BIN.share, [...common, '--out', join(dir, 'plain')]);
+  assert.equal((await plain.exit).code, 0, plain.stderr());
+  const [w, p] = ['balanced', 'plain'].map((d) => readJson(join(dir, d, 'summary.json')));
+  assert.equal(w.oneShot.activeParty, null);
+  assert.equal(w.classWeights.mode, 'balanced');
+  // The same releases (seeded noise), fitted with and without the weights: balanced weights make
+  // the two classes weigh alike, so the intercept moves up from about the log-odds of ~10 %.
+  assert.ok(p.oneShot.intercept < -1.5, `unweighted intercept ${p.oneShot.intercept}`);
+  assert.ok(w.oneShot.intercept > p.oneShot.intercept + 1, `balanced intercept ${w.oneShot.intercept}, unweighted ${p.oneShot.intercept}`);
+});
+
 test('simulate --algorithm sgd --class-weight 1=5: the reported objective is the weighted objective of the parties\' models', async (t) => {
   const dir = tempDir(t);
   const out = join(dir, 'out');
