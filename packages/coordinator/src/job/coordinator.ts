@@ -243,7 +243,7 @@ class Coordinator {
     };
     const algorithm = resolveAlgorithm(cfg, parties.list, log);
     const job = buildJob(cfg, this.trainLabels, this.testLabels, samples, skipped, undefined, algorithm, this.labelFlips);
-    log.info({ rows: job.n, dropped: samples.dropped.train, testRows: job.nTest, droppedTest: samples.dropped.test, method: 'ecdh-psi', seconds: this.alignment.seconds }, 'samples aligned');
+    log.info({ rows: job.n, dropped: samples.dropped.train, testRows: job.nTest, droppedTest: samples.dropped.test, method: 'ecdh-psi', seconds: this.alignment.seconds, ...(job.setup.classWeights ? { classWeights: job.setup.classWeights } : {}) }, 'samples aligned');
     this.allowRejoins(job);
     const empty = new Uint32Array(0);
     const ready = await this.guard(
