@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { ACCOUNTANTS, BANK_TELECOM_DEFAULTS, ConfigError, DEFAULT_LAMBDA, LABEL_PRIVACY_LAMBDA, accountEpsilon, calibrateSigma, syntheticDataset } from '@admm-share/core';
+import { ACCOUNTANTS, BANK_TELECOM_DEFAULTS, CLASS_WEIGHT_SYNTAX, ConfigError, DEFAULT_LAMBDA, LABEL_PRIVACY_LAMBDA, accountEpsilon, calibrateSigma, syntheticDataset } from '@admm-share/core';
 import { ALGORITHMS, MECHANISMS, NOISE_MECHANISMS, type NoiseMechanism, VARIANTS } from '@admm-share/protocol';
 import { commandLine, exitWithError, installCrashHandlers, requireInteger, requireNonNegative, requirePositive } from '@admm-share/runtime';
 import { type SimulatePrivacy, simulate } from './simulate.js';
@@ -93,6 +93,7 @@ async function main(): Promise<void> {
           .option('delta', { type: 'number', default: 1e-5, describe: 'privacy delta of every passive party' })
           .option('seed', { type: 'string', describe: 'seed the parties\' noise and, with --label-epsilon, the label flips (predictable: experiments only)' })
           .option('label-epsilon', { type: 'number', describe: 'label privacy at the coordinator: randomized response on the training labels (flip probability 1/(1+e^E)), loss corrected for the flips' })
+          .option('class-weight', { type: 'string', describe: `the coordinator's class weights, also in the baselines: ${CLASS_WEIGHT_SYNTAX} (the labels here are -1 and 1)` })
           .option('bx', { type: 'number', describe: 'gaussian-share bound on ||x_m|| (party default 20)' })
           .option('bw', { type: 'number', describe: 'gaussian-share clip of the target (party default 3 bx + 1/(N rho))' })
           .option('b1', { type: 'number', default: 1, describe: 'paper mechanism: Lemma 1 bound b1' })
@@ -127,6 +128,7 @@ async function main(): Promise<void> {
           baselines: a.baselines,
           privacy: simulatePrivacy(a),
           labelPrivacy: a['label-epsilon'] === undefined ? undefined : { epsilon: requirePositive('label-epsilon', a['label-epsilon']), ...(a.seed !== undefined ? { seed: a.seed } : {}) },
+          ...(a['class-weight'] !== undefined ? { classWeight: a['class-weight'] } : {}),
           partyThreads: a['party-threads'] === undefined ? undefined : requireInteger('party-threads', a['party-threads'], 0),
           activeParty: activePartyFlag(a['active-party'], a.epsilon !== undefined && (a.mechanism === undefined || a.mechanism === 'score-release')),
           ...(a.dashboard

@@ -37,6 +37,8 @@ export interface LaunchOptions {
   labelPrivacy?: { epsilon: number; seed?: string };
   /** Each party's --threads (default sharedMachineThreads). */
   partyThreads?: number;
+  /** The coordinator's --class-weight, as given (the labels simulate writes are -1 and 1). */
+  classWeight?: string;
 }
 
 /**
@@ -150,6 +152,7 @@ export function coordinatorArgs(opts: LaunchOptions, job: Job): string[] {
     ...(opts.rho !== undefined ? ['--rho', String(opts.rho)] : []),
     ...(opts.labelPrivacy ? ['--label-epsilon', String(opts.labelPrivacy.epsilon)] : []),
     ...(opts.labelPrivacy?.seed !== undefined ? ['--label-seed', `${opts.labelPrivacy.seed}/labels`] : []),
+    ...(opts.classWeight !== undefined ? ['--class-weight', opts.classWeight] : []),
     ...(opts.dashboard ? ['--http-port', String(opts.dashboard.port), '--http-linger', String(opts.dashboard.lingerSeconds)] : []),
     ...(opts.dashboard?.localBaseline ? ['--local-baseline', opts.dashboard.localBaseline] : []),
   ];

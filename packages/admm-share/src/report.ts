@@ -4,8 +4,10 @@
 // and result table.
 import { join } from 'node:path';
 import {
+  type ClassWeights,
   type Csr,
   type LabelledSet,
+  classWeighted,
   classificationMetrics,
   csrSliceColumns,
   fitCentral,
@@ -26,10 +28,10 @@ export interface SimulateSummary extends Summary, Omit<Simulation, 'seconds'> {}
 /** Party 1's baseline, with its id. */
 export type LocalBaselineFigures = NonNullable<Simulation['baselines']>['local'];
 
-/** The central model on all columns, or on columns [from, to) only (a party alone), with its test metrics. */
-export function evaluateCentral(train: LabelledSet, test: LabelledSet | undefined, lambda: number, intercept: boolean, cols?: [number, number]): Baseline {
+/** The central model on all columns, or on columns [from, to) only (a party alone), with its test metrics; with `classWeights`, of the class-weighted loss. */
+export function evaluateCentral(train: LabelledSet, test: LabelledSet | undefined, lambda: number, intercept: boolean, cols?: [number, number], classWeights?: ClassWeights): Baseline {
   const slice = (X: Csr) => (cols ? csrSliceColumns(X, cols[0], cols[1]) : X);
-  const fit = fitCentral(slice(train.X), train.y, logistic, lambda, { intercept });
+  const fit = fitCentral(slice(train.X), train.y, classWeights ? classWeighted(logistic, classWeights) : logistic, lambda, { intercept });
   return {
     objective: fit.objective,
     ...(test ? { test: classificationMetrics(predictScores(slice(test.X), fit.x, fit.intercept), test.y) } : {}),
@@ -37,9 +39,9 @@ export function evaluateCentral(train: LabelledSet, test: LabelledSet | undefine
 }
 
 /** Party 1 alone: the central model on its block of columns (the local-only baseline). */
-export function localBaseline(data: SimulationData, job: Job, opts: { lambda: number; intercept: boolean }): LocalBaselineFigures {
+export function localBaseline(data: SimulationData, job: Job, opts: { lambda: number; intercept: boolean; classWeights?: ClassWeights }): LocalBaselineFigures {
   const first = job.files.parties[0];
-  return { party: first.id, ...evaluateCentral(data.train, data.test, opts.lambda, opts.intercept, [first.columns[0] - 1, first.columns[1]]) };
+  return { party: first.id, ...evaluateCentral(data.train, data.test, opts.lambda, opts.intercept, [first.columns[0] - 1, first.columns[1]], opts.classWeights) };
 }
 
 /** The first line `simulate` prints: the data set, its rows and the parties' blocks. */
@@ -56,7 +58,7 @@ export function describeData({ source, train, test, blocks }: SimulationData): s
 export function completeSummary(
   job: Job,
   data: SimulationData,
-  opts: { lambda: number; intercept: boolean; baselines: boolean },
+  opts: { lambda: number; intercept: boolean; baselines: boolean; classWeights?: ClassWeights },
   progress: Progress,
   started: number,
   partyPeaks: Record<string, number>,
@@ -73,7 +75,7 @@ export function completeSummary(
   if (opts.baselines) {
     progress.message('training the central and party-1-only baselines');
     result.baselines = {
-      central: evaluateCentral(data.train, data.test, opts.lambda, opts.intercept),
+      central: evaluateCentral(data.train, data.test, opts.lambda, opts.intercept, undefined, opts.classWeights),
       local: local ?? localBaseline(data, job, opts),
       ...(data.test ? { majority: { objective: NaN, test: baseRateMetrics(data.train.y, data.test.y) } } : {}),
     };

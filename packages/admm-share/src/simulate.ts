@@ -6,7 +6,7 @@
 // signal, an error or exit.
 import { mkdirSync, rmSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { EXIT, writeFileAtomic } from '@admm-share/core';
+import { EXIT, parseClassWeight, resolveClassWeights, writeFileAtomic } from '@admm-share/core';
 import { FLIPS_FILE, type readLocalBaseline } from '@admm-share/coordinator';
 import { type DataOptions, loadData, writePartyFiles } from './datasets.js';
 import { type LaunchOptions, describeLabelPrivacy, describePrivacy, newJob, runJob } from './launch.js';
@@ -46,6 +46,8 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
   // another job (the coordinator would refuse them), and this run draws its own.
   rmSync(join(dir, FLIPS_FILE), { force: true });
   const data = loadData(opts);
+  // The baselines are fitted with the job's class weights (the label files simulate writes hold -1 and 1).
+  const classWeights = opts.classWeight === undefined ? undefined : resolveClassWeights(parseClassWeight(opts.classWeight), data.train.y, { negative: '-1', positive: '1' });
   const job = newJob(dir, dataDir, logDir, writePartyFiles(dataDir, data));
   const progress = new Progress();
   out.write(describeData(data));
@@ -71,7 +73,7 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
     let launch: LaunchOptions = opts;
     if (opts.dashboard && opts.baselines) {
       progress.message('training the party-1-only baseline for the dashboard');
-      local = localBaseline(data, job, opts);
+      local = localBaseline(data, job, { ...opts, classWeights });
       progress.done();
       const file = join(dir, LOCAL_BASELINE_FILE);
       // A NaN metric (the AUC of a one-class test set) is written as null and read back as NaN.
@@ -84,7 +86,7 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
       out.write(`dashboard: ${url}\n`);
     });
     progress.done();
-    const result = completeSummary(job, data, opts, progress, started, peaks, local);
+    const result = completeSummary(job, data, { ...opts, classWeights }, progress, started, peaks, local);
     const { baselines, warnings, files, peakMemory } = result;
     writeSimulation(dir, { ...(baselines ? { baselines } : {}), ...(warnings ? { warnings } : {}), files, peakMemory, seconds: { total: result.seconds.total } });
     out.write(formatTable(result));

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
-import { ConfigError, DEFAULT_LAMBDA, FILE_FORMATS, LABEL_ID_MODES, LABEL_PRIVACY_LAMBDA } from '@admm-share/core';
+import { CLASS_WEIGHT_SYNTAX, ConfigError, DEFAULT_LAMBDA, FILE_FORMATS, LABEL_ID_MODES, LABEL_PRIVACY_LAMBDA, parseClassWeight } from '@admm-share/core';
 import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, requireInteger, requireNonNegative, requirePositive, runService } from '@admm-share/runtime';
 import { ALGORITHMS, HEARTBEAT_MS, LOSSES, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS, VARIANTS } from '@admm-share/protocol';
 import type { Logger } from 'pino';
@@ -62,6 +62,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
       type: 'number',
       describe: 'label differential privacy: flip each training label with probability 1/(1+e^E) (randomized response, OS CSPRNG) once per job, kept in --out, and train with the loss corrected for the flips (logistic loss only)',
     })
+    .option('class-weight', { type: 'string', describe: `weights of the two classes in the logistic loss, for imbalanced targets: ${CLASS_WEIGHT_SYNTAX}` })
     .option('label-seed', { type: 'string', describe: 'seed the label flips (predictable: for reproducible experiments only)' })
     .option('active-party', { type: 'string', describe: "the party of this (the label holder's) organisation: it gets the labels, sends no noise and must agree (admm-party --role active); without it every party is passive" })
     .option('batch-size', { type: 'number', default: 128, describe: 'sgd: rows per mini-batch' })
@@ -121,6 +122,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     algorithm: a.algorithm,
     activeParty: a['active-party'],
     labelPrivacy,
+    ...(a['class-weight'] !== undefined ? { classWeight: parseClassWeight(a['class-weight']) } : {}),
     sgd: {
       batchSize: requireInteger('batch-size', a['batch-size'], 1),
       lr: requirePositive('lr', a.lr),

@@ -1,6 +1,7 @@
 /**
  * The coordinator's configuration (built by cli.ts from the flags, or by tests). Types only.
  */
+import type { ClassWeightSpec } from '@admm-share/core';
 import type { AlgorithmName, LossName } from '@admm-share/protocol';
 import type { Variant } from './numerics/admm-step.js';
 import type { CheckpointPolicy } from './output/checkpoint.js';
@@ -92,6 +93,11 @@ export interface CoordinatorConfig {
    * Logistic loss only.
    */
   labelPrivacy?: LabelPrivacyConfig;
+  /**
+   * Class weights of the logistic loss (--class-weight): balanced (N / (2 N_c) on the aligned
+   * training rows) or by raw label value; none: unweighted.
+   */
+  classWeight?: ClassWeightSpec;
   /** Serve wss:// with this certificate and key (PEM); with clientCa, require client certificates from that CA. */
   tls?: ServerTls;
   /** The job's HTTP port (dashboard, metrics, health); none: no HTTP server. */

@@ -7,4 +7,4 @@ export { InternalError } from './errors.js';
 export { type TeamThreadData, ThreadTeam, serveTeam } from './threads/thread-team.js';
 export { type VectorKernels, type VectorMemory, vectorKernels } from './kernels/wasm-kernels.js';
 export { sharedArray } from './linalg/dense.js';
-export { type Loss, type LossName, flipCorrection, logisticProxParams, trainingLoss } from './model/losses.js';
+export { type ClassWeights, type Loss, type LossName, flipCorrection, logisticProxParams, trainingLoss } from './model/losses.js';

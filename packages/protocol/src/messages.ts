@@ -168,6 +168,18 @@ export interface Setup {
    * uses the logistic loss corrected for it: l(t, y) - (p / (1 - 2p)) y t.
    */
   labelFlip: number;
+  /**
+   * Optional, sent to the active party of a one-shot job only: the weights of the classes -1 and
+   * +1 in its fits' logistic loss, (1/N) sum_i w_{y_i} l(y_i, z_i) (admm-coordinator
+   * --class-weight). Absent, or 1 and 1: unweighted.
+   */
+  classWeights?: ClassWeights;
+}
+
+/** Positive finite weights of the classes -1 (negative) and +1 (positive). */
+export interface ClassWeights {
+  negative: number;
+  positive: number;
 }
 
 /** What a party tells the coordinator about its privacy setting (for the summary). */

@@ -1,6 +1,6 @@
 // The checks of every message the coordinator sends, as a party receives it.
 import { ProtocolError } from './errors.js';
-import { type Classes, type CoordinatorMessage, type Done, MAX_SHARE_MAGNITUDE, NAME_RE, NONCE_BYTES, POINT_BYTES, PSI_PART_POINTS } from './messages.js';
+import { type Classes, type ClassWeights, type CoordinatorMessage, type Done, MAX_SHARE_MAGNITUDE, NAME_RE, NONCE_BYTES, POINT_BYTES, PSI_PART_POINTS } from './messages.js';
 import { ALGORITHMS, LOSSES, type LossName, ROLES, SAMPLE_SETS, type SampleSet, STOP_REASONS, type StopReason } from './names.js';
 import { invalid, asObject, describe, exactKeys, str, oneOf, count, finite, vector, vectorOrParts, part, bool, bytes, pointList, rowIndex, job, round, typeOf, type ValidationContext, ECHO_CHARS } from './validate-fields.js';
 
@@ -52,7 +52,8 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
       return { type, jobId, set, total, at, points };
     }
     case 'setup': {
-      exactKeys(o, type, ['type', 'jobId', 'trainRows', 'testRows', 'lambda', 'loss', 'rounds', 'rho', 'parties', 'algorithm', 'role', 'labels', 'labelFlip']);
+      const keys = ['type', 'jobId', 'trainRows', 'testRows', 'lambda', 'loss', 'rounds', 'rho', 'parties', 'algorithm', 'role', 'labels', 'labelFlip'];
+      exactKeys(o, type, 'classWeights' in o ? [...keys, 'classWeights'] : keys);
       const jobId = job(o, type, ctx);
       const trainRows = rowIndex(o, type, 'trainRows', undefined, ctx.fileRows?.train);
       if (trainRows.length === 0) invalid('setup.trainRows: no training rows');
@@ -82,6 +83,7 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
         role: oneOf(o, type, 'role', ROLES),
         labels,
         labelFlip,
+        ...('classWeights' in o ? { classWeights: classWeights(o.classWeights, loss) } : {}),
       };
     }
     case 'round': {
@@ -172,4 +174,13 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
     default:
       invalid(`'${type.slice(0, ECHO_CHARS)}' is not a message the coordinator sends`);
   }
+}
+
+/** setup.classWeights: two positive finite weights, and only with the logistic loss (the only one weighted by class). */
+function classWeights(v: unknown, loss: LossName): ClassWeights {
+  const c = asObject(v);
+  exactKeys(c, 'setup.classWeights', ['negative', 'positive']);
+  const w = { negative: finite(c, 'setup.classWeights', 'negative', true), positive: finite(c, 'setup.classWeights', 'positive', true) };
+  if (loss !== 'logistic') invalid(`setup.classWeights: class weights with the ${loss} loss (only the logistic loss is weighted by class)`);
+  return w;
 }

@@ -9,7 +9,7 @@
  */
 import { join } from 'node:path';
 import type { Logger } from 'pino';
-import { InternalError, PeerError, applyFlips } from '@admm-share/core';
+import { InternalError, PeerError, applyFlips, resolveClassWeights } from '@admm-share/core';
 import { type Done, CLOSE_GRACE_MS, ENVELOPE_BYTES, POINT_BYTES, encode } from '@admm-share/protocol';
 import { noTraffic } from '../bytes.js';
 import type { CoordinatorConfig, Phase } from '../config.js';
@@ -25,7 +25,7 @@ import { LOOPS } from '../training/loops.js';
 import { type Job, alignOrBlame, buildJob, checkConfig, evaluationSkipReason, participation, resolveAlgorithm, setupFor } from './job.js';
 import { type LabelFlips, resolveLabelFlips } from './label-flips.js';
 import { type Labels, labelsDigest, loadLabels } from './labels.js';
-import { MIN_RESUME_WINDOW_MS, checkResumedLabelPrivacy, readResumable } from './resume.js';
+import { MIN_RESUME_WINDOW_MS, checkResumedClassWeights, checkResumedLabelPrivacy, readResumable } from './resume.js';
 import { buildSummary } from './summary-of.js';
 
 export type { CoordinatorConfig, HttpConfig, LocalBaseline, Phase, SgdConfig } from '../config.js';
@@ -100,6 +100,8 @@ class Coordinator {
     this.cfg = this.resumeFrom ? { ...config, jobId: this.resumeFrom.jobId } : config;
     this.maxRows = maxRowsFor(config.maxRowsFactor, Math.max(this.labels.ids.length, this.testLabels?.ids.length ?? 0));
     log.info({ labels: config.labels, rows: this.labels.ids.length, testRows: this.testLabels?.ids.length ?? 0, classes: this.labels.classes }, 'labels loaded');
+    // A label --class-weight names that is not a class is refused now, not once the parties have joined.
+    if (config.classWeight && this.labels.classes) resolveClassWeights(config.classWeight, this.labels.y, this.labels.classes);
     if (this.resumeFrom) checkResumedLabelPrivacy(this.resumeFrom, config.labelPrivacy !== undefined);
     // Drawn (or, for the same job, read back) before anything is sent: every party then only
     // ever sees what follows from the flipped labels.
@@ -108,6 +110,7 @@ class Coordinator {
     this.trainLabels = flipped ? { ...this.labels, y: applyFlips(this.labels.y, flipped.flipped) } : this.labels;
     const labelFlip = flipped?.flipProbability ?? 0;
     if (this.resumeFrom) checkResumedLabelPrivacy(this.resumeFrom, labelFlip);
+    if (this.resumeFrom) checkResumedClassWeights(this.resumeFrom, config.classWeight, this.trainLabels);
     const cfg = this.cfg;
     this.port = new PartyPort({
       ids: cfg.parties,
@@ -240,7 +243,7 @@ class Coordinator {
     };
     const algorithm = resolveAlgorithm(cfg, parties.list, log);
     const job = buildJob(cfg, this.trainLabels, this.testLabels, samples, skipped, undefined, algorithm, this.labelFlips);
-    log.info({ rows: job.n, dropped: samples.dropped.train, testRows: job.nTest, droppedTest: samples.dropped.test, method: 'ecdh-psi', seconds: this.alignment.seconds }, 'samples aligned');
+    log.info({ rows: job.n, dropped: samples.dropped.train, testRows: job.nTest, droppedTest: samples.dropped.test, method: 'ecdh-psi', seconds: this.alignment.seconds, ...(job.setup.classWeights ? { classWeights: job.setup.classWeights } : {}) }, 'samples aligned');
     this.allowRejoins(job);
     const empty = new Uint32Array(0);
     const ready = await this.guard(

@@ -5,7 +5,7 @@
  * ready messages add to it (privacy settings, the rounds their budgets pay for).
  */
 import type { Logger } from 'pino';
-import { ConfigError, PeerError } from '@admm-share/core';
+import { ConfigError, PeerError, resolveClassWeights } from '@admm-share/core';
 import type { AlgorithmName, PrivacyInfo, SampleSet, Setup } from '@admm-share/protocol';
 import { type AlignedSet, AlignmentError, alignSet } from '../alignment/alignment.js';
 import type { Matched, Parties } from '../connections/parties.js';
@@ -38,6 +38,7 @@ export function checkConfig(config: CoordinatorConfig, log: Logger): void {
     if (config.loss !== 'logistic') throw new ConfigError(`--label-epsilon needs --loss logistic (randomized response flips two classes, and only the logistic loss has the correction for flipped labels), not ${config.loss}`);
     if (!(config.lambda > 0)) throw new ConfigError('--label-epsilon needs --lambda > 0: the loss corrected for flipped labels is unbounded below without the ridge term');
   }
+  if (config.classWeight && config.loss !== 'logistic') throw new ConfigError(`--class-weight needs --loss logistic (class weights weigh the two classes of the logistic loss), not ${config.loss}`);
 }
 
 /** What every party's setup shares (including the label flip probability); its rows, its role and (one-shot) the labels are added per party. */
@@ -96,13 +97,17 @@ export function buildJob(
   flips?: LabelFlips,
 ): Job {
   const n = samples.labelRows.train.length;
+  const y = Float64Array.from(samples.labelRows.train, (r) => labels.y[r]);
+  // Balanced weights count the classes among the aligned training rows (with label privacy, of
+  // the flipped labels: the only ones training sees).
+  const classWeights = cfg.classWeight && labels.classes ? resolveClassWeights(cfg.classWeight, y, labels.classes) : undefined;
   const evaluates = testLabels !== undefined && evaluationSkipped === undefined && samples.labelRows.test.length > 0;
   return {
     ...samples,
     jobId: cfg.jobId,
     n,
     nTest: evaluates ? samples.labelRows.test.length : 0,
-    y: Float64Array.from(samples.labelRows.train, (r) => labels.y[r]),
+    y,
     yTest: evaluates ? Float64Array.from(samples.labelRows.test, (r) => testLabels.y[r]) : undefined,
     labelPrivacy: flips ? { epsilon: flips.epsilon, flipProbability: flips.flipProbability, flipped: flippedAmong(flips, samples.labelRows.train), seeded: flips.seeded } : null,
     evaluationSkipped,
@@ -116,6 +121,7 @@ export function buildJob(
       parties: cfg.parties.length,
       algorithm,
       labelFlip: flips?.flipProbability ?? 0,
+      ...(classWeights ? { classWeights } : {}),
     },
   };
 }
@@ -134,8 +140,12 @@ export function evaluationSkipReason(testLabels: Labels | undefined, parties: re
 
 /** The setup message for one party: its rows, its role, and in a one-shot job the training labels (its target, or what it fits). */
 export function setupFor(job: Job, party: string, activeParty: string | undefined, rows: { train: Uint32Array; test: Uint32Array }): Setup {
+  // The class weights go only to whoever fits the loss on the labels: the active party of a one-shot job.
+  const { classWeights, ...shared } = job.setup;
+  const fits = classWeights && party === activeParty && job.setup.algorithm === 'one-shot';
   return {
-    ...job.setup,
+    ...shared,
+    ...(fits ? { classWeights } : {}),
     trainRows: rows.train,
     testRows: job.yTest ? rows.test : new Uint32Array(0),
     role: party === activeParty ? 'active' : 'passive',

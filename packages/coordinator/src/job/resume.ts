@@ -1,10 +1,11 @@
 /** What --resume checks before a job continues from its checkpoint. */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, DataError } from '@admm-share/core';
+import { type ClassWeightSpec, ConfigError, DataError, resolveClassWeights } from '@admm-share/core';
 import type { CoordinatorConfig } from '../config.js';
 import { CHECKPOINT_FILE, type Checkpoint, readCheckpoint } from '../output/checkpoint.js';
 import { SUMMARY_FILE } from '../output/summary.js';
+import type { Labels } from './labels.js';
 
 /** A resumed coordinator waits at least this long for the parties to rejoin, even with --rejoin-timeout 0. */
 export const MIN_RESUME_WINDOW_MS = 1000;
@@ -41,4 +42,17 @@ export function checkResumedLabelPrivacy(cp: Checkpoint, given: boolean | number
           : '--resume: the checkpointed job trains on the true labels; resume it without --label-epsilon (a job cannot start flipping its labels half-way)',
       );
   } else if (flip !== given) throw new ConfigError(`--resume: the checkpointed job flipped its labels with probability ${flip}, its flips file says ${given}`);
+}
+
+/**
+ * A resumed job trains on with the class weights it was checkpointed with, which the flags must
+ * still give (balanced: counted on the checkpoint's training rows of `labels`, the labels it trains on).
+ */
+export function checkResumedClassWeights(cp: Checkpoint, spec: ClassWeightSpec | undefined, labels: Labels): void {
+  const had = cp.setup.classWeights;
+  const y = Float64Array.from(cp.samples.labelRows.train, (r) => labels.y[r]);
+  const given = spec && labels.classes ? resolveClassWeights(spec, y, labels.classes) : undefined;
+  const say = (w: typeof had) => (w ? `class weights ${w.negative} (class -1) and ${w.positive} (class +1)` : 'no class weights');
+  if (had?.negative !== given?.negative || had?.positive !== given?.positive)
+    throw new ConfigError(`--resume: the checkpointed job trains with ${say(had)}, these flags give ${say(given)}: resume it with its --class-weight`);
 }

@@ -2,6 +2,7 @@
  * A finished job's summary (output/summary.ts declares it), from what the job knows: its
  * configuration, the job, the training loop's result, who took part and what moved.
  */
+import { describeClassWeights } from '@admm-share/core';
 import { peakMemoryBytes } from '@admm-share/runtime';
 import type { Classes } from '@admm-share/protocol';
 import { type Traffic, trafficSince } from '../bytes.js';
@@ -52,6 +53,7 @@ export function buildSummary({ cfg, job, result: r, participation, parties, traf
     classes,
     privacy: participation.privacy.map((q) => ({ ...q, epsilonSpent: r.epsilonSpent[q.party] ?? 0 })),
     labelPrivacy: job.labelPrivacy,
+    ...(job.setup.classWeights && classes ? { classWeights: { mode: cfg.classWeight?.kind ?? 'explicit', ...describeClassWeights(job.setup.classWeights, classes) } } : {}),
     ...(r.algorithm === 'one-shot' ? { oneShot: r.oneShot } : {}),
     ...(participation.noisy && r.algorithm === 'admm' ? { research: RESEARCH_MODE } : {}),
     peakMemoryBytes: peakMemoryBytes(),

@@ -166,10 +166,17 @@ export function stepRange(st: StepArrays, loss: Loss, p: StepParams, from: numbe
   out[EXPS] = exps;
 }
 
-/** The logistic prox of a step over [from, to) in WebAssembly (as loss.proxInto); returns its exponentials. */
+/**
+ * The logistic prox of a step over [from, to) in WebAssembly (as loss.proxInto); returns its
+ * exponentials. Class weights scale the loss's weight per class (the kernel takes each class's
+ * constants); without them, both classes get the same constants, the same bits as before.
+ */
 function proxInKernels(st: StepArrays, loss: Loss, kappa: number, weight: number, from: number, to: number, k: VectorKernels): number {
-  const { R, shift, errScale } = logisticProxParams(kappa, weight, flipCorrection(loss.labelFlip ?? 0));
-  return k.logisticProx(from, to, st.t.byteOffset, st.slope.byteOffset, st.curvature.byteOffset, st.y.byteOffset, st.a.byteOffset, R, shift, errScale);
+  const c = flipCorrection(loss.labelFlip ?? 0);
+  const w = loss.classWeights;
+  const neg = logisticProxParams(kappa, weight * (w?.negative ?? 1), c);
+  const pos = w ? logisticProxParams(kappa, weight * w.positive, c) : neg;
+  return k.logisticProx(from, to, st.t.byteOffset, st.slope.byteOffset, st.curvature.byteOffset, st.y.byteOffset, st.a.byteOffset, neg.R, neg.shift, neg.errScale, pos.R, pos.shift, pos.errScale);
 }
 
 /**
@@ -199,14 +206,17 @@ function exactInKernels(st: StepArrays, loss: Loss, p: StepParams, from: number,
 /**
  * The loss at the shares' sum over the samples [from, to), added sample by sample: the
  * objective's loss term, before its weight. With `k` (as in stepRange) each sample's loss is
- * computed in WebAssembly (into `losses`), to the same bits as loss.value.
+ * computed in WebAssembly (into `losses`), to the same bits as loss.value (with class weights,
+ * times its class's weight here, as loss.value does).
  */
 export function lossRange(st: StepArrays, loss: Loss, from: number, to: number, k: VectorKernels | undefined): number {
   const { y, sum, losses } = st;
   let f = 0;
   if (k) {
     k.logisticLoss(from, to, y.byteOffset, sum.byteOffset, flipCorrection(loss.labelFlip ?? 0), losses.byteOffset);
-    for (let i = from; i < to; i++) f += losses[i];
+    const w = loss.classWeights;
+    if (w) for (let i = from; i < to; i++) f += (y[i] > 0 ? w.positive : w.negative) * losses[i];
+    else for (let i = from; i < to; i++) f += losses[i];
   } else for (let i = from; i < to; i++) f += loss.value(y[i], sum[i]);
   return f;
 }

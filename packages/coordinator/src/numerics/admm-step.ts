@@ -219,7 +219,7 @@ export class AdmmStep {
     this.lossNext = team ? sharedArray(Int32Array, 1) : new Int32Array(1);
     this.lossSums = f64(chunks);
     const shared = { next: this.next, sums: this.chunkSums, checks: this.checks, lossNext: this.lossNext, lossSums: this.lossSums };
-    this.team = team ? new StepTeam(this.arrays, { name: opts.loss.name, labelFlip: opts.loss.labelFlip ?? 0 }, shared, this.anderson?.teamInit) : undefined;
+    this.team = team ? new StepTeam(this.arrays, { name: opts.loss.name, labelFlip: opts.loss.labelFlip ?? 0, classWeights: opts.loss.classWeights }, shared, this.anderson?.teamInit) : undefined;
     // One worker thread for the step's passes and Anderson's, which follow them.
     if (this.team && this.anderson) this.anderson.useTeam(this.team.thread);
   }

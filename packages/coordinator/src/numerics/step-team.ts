@@ -1,7 +1,7 @@
 // The coordinator step's passes shared with a worker thread (admm-step.ts): both threads take the
 // step's chunks (chunks.ts, claimChunks) until none is left. The same thread takes
 // Anderson acceleration's chunks (anderson-team.ts) right after the step's.
-import { type Loss, type LossName, type ThreadTeam, sharedArray, trainingLoss, vectorKernels } from '@admm-share/core/team';
+import { type ClassWeights, type Loss, type LossName, type ThreadTeam, sharedArray, trainingLoss, vectorKernels } from '@admm-share/core/team';
 import { type StepArrays, type StepParams, lossChunks, stepChunks, unpackChunks } from './admm-kernels.js';
 import { type AndersonTeamInit, andersonCalls } from './anderson-team.js';
 import { type TeamData, runShared, stepThreadTeam } from './chunks.js';
@@ -11,11 +11,18 @@ const UNPACK = 2;
 /** The loss at the step's sum (Anderson's ops are 3 and 4). */
 const LOSS = 5;
 
+/** The loss by what makes it again (core's trainingLoss). */
+export interface StepLoss {
+  name: LossName;
+  labelFlip: number;
+  classWeights: ClassWeights | undefined;
+}
+
 /** What the worker thread is given: the arrays (in shared memory) and the loss by name, to make it again there. */
 export interface StepInit extends TeamData {
   kind: 'step';
   arrays: StepArrays;
-  loss: { name: LossName; labelFlip: number };
+  loss: StepLoss;
   /** exact (1 or 0), rho, alpha, weight: set before each step. */
   params: Float64Array;
   /** The next chunk to take, and each chunk's sums (stepChunks). */
@@ -36,7 +43,7 @@ export class StepTeam {
 
   constructor(
     arrays: StepArrays,
-    loss: { name: LossName; labelFlip: number },
+    loss: StepLoss,
     shared: Pick<StepInit, 'next' | 'sums' | 'checks' | 'lossNext' | 'lossSums'>,
     anderson: AndersonTeamInit | undefined,
   ) {
@@ -85,7 +92,7 @@ export class StepTeam {
 /** The worker thread's side: the chunks it takes of each pass asked for, Anderson's too. */
 export function stepCalls(init: StepInit): (job: number) => void {
   const { arrays, params, next, sums, checks, lossNext, lossSums } = init;
-  const loss = trainingLoss(init.loss.name, init.loss.labelFlip) as Loss | undefined;
+  const loss = trainingLoss(init.loss.name, init.loss.labelFlip, init.loss.classWeights) as Loss | undefined;
   if (!loss) throw new Error(`no loss named '${init.loss.name}' to make again in the worker thread`);
   const anderson = init.anderson && andersonCalls(init.anderson);
   const k = arrays.memory && vectorKernels(arrays.memory);

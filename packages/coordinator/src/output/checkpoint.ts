@@ -120,6 +120,7 @@ export const checkpointSchema = z
         parties: z.int().min(1),
         algorithm: z.enum(ALGORITHMS),
         labelFlip: z.number().min(0).lt(0.5),
+        classWeights: z.strictObject({ negative: positive, positive }).optional(),
       })
       .transform((s) => ({ type: 'setup' as const, ...s })),
     admm: z.object({

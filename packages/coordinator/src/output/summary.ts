@@ -104,6 +104,14 @@ export const summarySchema = z
       // 1 / (1 + e^epsilon) is below 1/2 for every epsilon > 0.
       .strictObject({ epsilon: z.number().positive(), flipProbability: z.number().min(0).lt(0.5), flipped: z.int().min(0), seeded: z.boolean() })
       .nullable(),
+    /** The class weights of the loss (--class-weight): how they were chosen, and each class's raw label and weight; absent: unweighted. */
+    classWeights: z
+      .strictObject({
+        mode: z.enum(['balanced', 'explicit']),
+        negative: z.strictObject({ label: z.string(), weight: z.number().positive() }),
+        positive: z.strictObject({ label: z.string(), weight: z.number().positive() }),
+      })
+      .optional(),
     /** one-shot jobs only. */
     oneShot: oneShotReportSchema.optional(),
     /** Present (RESEARCH_MODE) when noisy shares were sent every round. */

@@ -54,7 +54,7 @@ export class AdmmLoop implements TrainingLoop, Resumable {
     this.admm = new AdmmStep({
       variant: cfg.variant,
       // With label privacy: the loss corrected for the flips, in the z-update and the objective.
-      loss: trainingLoss(job.setup.loss, job.setup.labelFlip),
+      loss: trainingLoss(job.setup.loss, job.setup.labelFlip, job.setup.classWeights),
       y: job.y,
       parties: d.parties.list.length,
       lambda: job.setup.lambda,

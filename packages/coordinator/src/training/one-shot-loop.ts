@@ -54,7 +54,7 @@ export async function runOneShot({ cfg, job, parties, log, traffic, onTrace }: L
     // No active party: denoise each release towards its mean (nothing else is known about
     // it here) and fit the combination with an intercept.
     const columns = released.map((r, j) => denoiseRelease(r.scores, new Float64Array(n).fill(mean(r.scores)), 1, sigmaOf(passive[j])).column);
-    const fit = fitCentral(csrWithColumns(undefined, n, columns), y, trainingLoss(job.setup.loss, job.setup.labelFlip), job.setup.lambda, { intercept: true });
+    const fit = fitCentral(csrWithColumns(undefined, n, columns), y, trainingLoss(job.setup.loss, job.setup.labelFlip, job.setup.classWeights), job.setup.lambda, { intercept: true });
     weights = fit.x;
     objective = fit.objective;
     intercept = fit.intercept;

@@ -19,7 +19,7 @@ export async function runSgd({ cfg, job, parties, log, traffic, onTrace }: LoopC
   const maxEpochs = participation.maxRounds;
   const { n, y, jobId } = job;
   // With label privacy: the loss corrected for the flips, in the gradient and the objective.
-  const loss = trainingLoss(job.setup.loss, job.setup.labelFlip);
+  const loss = trainingLoss(job.setup.loss, job.setup.labelFlip, job.setup.classWeights);
   const rng = seedrandom(`${jobId}/sgd`);
   const order = Uint32Array.from({ length: n }, (_, i) => i);
   let gradient = new Float64Array(0);

@@ -9,6 +9,7 @@ export { readFeatureBlock, readFeatureFile } from './features.js';
 export { MAX_FEATURES, formatLibsvmWithIds, readLibsvm } from './libsvm.js';
 export { readCsvFeatures } from './csv.js';
 export { type LabelTable, binaryLabels, formatLabelsCsv, labelKey, numericLabels, readIdFile, readLabelFile } from './labels.js';
+export { type ClassWeightSpec, CLASS_WEIGHT_SYNTAX, describeClassWeights, parseClassWeight, resolveClassWeights } from './class-weights.js';
 export { writeFileAtomic, writeFileAtomicAsync } from './atomic-write.js';
 export * from './json-file.js';
 export * from './spill.js';

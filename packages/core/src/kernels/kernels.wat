@@ -491,18 +491,24 @@
         (local.set $i (i32.add (local.get $i) (i32.const 2)))
         (br $pair))))
 
+  ;; Each lane's constant of its sample's class: pos where y > 0, else neg.
+  (func $perClass (param $y v128) (param $neg f64) (param $pos f64) (result v128)
+    (v128.bitselect (f64x2.splat (local.get $pos)) (f64x2.splat (local.get $neg)) (f64x2.gt (local.get $y) (f64x2.splat (f64.const 0)))))
+
   ;; The logistic prox over [from, to) (logisticProxInto in losses.ts, the same operations on
   ;; each sample): with s = y t, b = y a + shift, Newton on h(s) = s - b - R sigma(-s) from the
   ;; warm start; a lane that has stopped keeps its values while the others go on. Four samples
   ;; at a time (two pairs whose Newton steps interleave), then the last one to three two at a
   ;; time. Returns the Newton steps (exponentials) of the samples, as logisticProxInto does.
+  ;; R, shift and errScale are the class -1's constants, Rp, shiftP and errP the class +1's
+  ;; (class weights scale R; unweighted, the two are equal and each lane gets the same bits).
   (func (export "logisticProx") (param $from i32) (param $to i32) (param $t i32) (param $slope i32) (param $curv i32) (param $y i32) (param $a i32)
-    (param $R f64) (param $shift f64) (param $errScale f64) (result i32)
+    (param $R f64) (param $shift f64) (param $errScale f64) (param $Rp f64) (param $shiftP f64) (param $errP f64) (result i32)
     (local $i i32) (local $at i32) (local $it i32) (local $two i32) (local $steps i64) (local $lanes v128)
     (local $yv v128) (local $b v128) (local $neg v128) (local $s v128) (local $p v128) (local $inv v128) (local $done v128)
     (local $pn v128) (local $invn v128) (local $step v128) (local $sn v128) (local $out v128) (local $conv v128) (local $Rv v128)
     (local $yA v128) (local $yB v128) (local $bA v128) (local $bB v128) (local $negA v128) (local $negB v128) (local $sA v128) (local $sB v128) (local $pA v128) (local $pB v128) (local $invA v128) (local $invB v128) (local $doneA v128) (local $doneB v128) (local $lanesA v128) (local $lanesB v128) (local $pnA v128) (local $pnB v128) (local $invnA v128) (local $invnB v128) (local $stepA v128) (local $stepB v128) (local $snA v128) (local $snB v128) (local $outA v128) (local $outB v128) (local $convA v128) (local $convB v128)
-    (local.set $Rv (f64x2.splat (local.get $R)))
+    (local $RvA v128) (local $RvB v128) (local $shA v128) (local $shB v128) (local $errA v128) (local $errB v128) (local $sh v128) (local $err v128)
     (local.set $i (local.get $from))
     ;; Two pairs at a time (four samples): each pair's Newton steps are the ones it takes alone,
     ;; but the two chains of dependent operations interleave (one pair's waits on the divider
@@ -512,8 +518,11 @@
         (br_if $quadsDone (i32.gt_s (i32.add (local.get $i) (i32.const 4)) (local.get $to)))
         (local.set $at (i32.shl (local.get $i) (i32.const 3)))
         (local.set $yA (v128.load (i32.add (local.get $y) (local.get $at))))
-        (local.set $bA (f64x2.add (f64x2.mul (local.get $yA) (v128.load (i32.add (local.get $a) (local.get $at)))) (f64x2.splat (local.get $shift))))
-        (local.set $negA (f64x2.gt (f64x2.sub (f64x2.neg (local.get $bA)) (f64x2.splat (f64.mul (local.get $R) (f64.const 0.5)))) (f64x2.splat (f64.const 0))))
+        (local.set $RvA (call $perClass (local.get $yA) (local.get $R) (local.get $Rp)))
+        (local.set $shA (call $perClass (local.get $yA) (local.get $shift) (local.get $shiftP)))
+        (local.set $errA (call $perClass (local.get $yA) (local.get $errScale) (local.get $errP)))
+        (local.set $bA (f64x2.add (f64x2.mul (local.get $yA) (v128.load (i32.add (local.get $a) (local.get $at)))) (local.get $shA)))
+        (local.set $negA (f64x2.gt (f64x2.sub (f64x2.neg (local.get $bA)) (f64x2.mul (local.get $RvA) (f64x2.splat (f64.const 0.5)))) (f64x2.splat (f64.const 0))))
         (local.set $sA (f64x2.mul (local.get $yA) (v128.load (i32.add (local.get $t) (local.get $at)))))
         (local.set $sA (v128.andnot (local.get $sA)
           (v128.bitselect (f64x2.gt (local.get $sA) (f64x2.splat (f64.const 0))) (f64x2.lt (local.get $sA) (f64x2.splat (f64.const 0))) (local.get $negA))))
@@ -522,8 +531,11 @@
         (local.set $doneA (v128.const i64x2 0 0))
         (local.set $lanesA (v128.const i64x2 0 0))
         (local.set $yB (v128.load (i32.add (local.get $y) (i32.add (local.get $at) (i32.const 16)))))
-        (local.set $bB (f64x2.add (f64x2.mul (local.get $yB) (v128.load (i32.add (local.get $a) (i32.add (local.get $at) (i32.const 16))))) (f64x2.splat (local.get $shift))))
-        (local.set $negB (f64x2.gt (f64x2.sub (f64x2.neg (local.get $bB)) (f64x2.splat (f64.mul (local.get $R) (f64.const 0.5)))) (f64x2.splat (f64.const 0))))
+        (local.set $RvB (call $perClass (local.get $yB) (local.get $R) (local.get $Rp)))
+        (local.set $shB (call $perClass (local.get $yB) (local.get $shift) (local.get $shiftP)))
+        (local.set $errB (call $perClass (local.get $yB) (local.get $errScale) (local.get $errP)))
+        (local.set $bB (f64x2.add (f64x2.mul (local.get $yB) (v128.load (i32.add (local.get $a) (i32.add (local.get $at) (i32.const 16))))) (local.get $shB)))
+        (local.set $negB (f64x2.gt (f64x2.sub (f64x2.neg (local.get $bB)) (f64x2.mul (local.get $RvB) (f64x2.splat (f64.const 0.5)))) (f64x2.splat (f64.const 0))))
         (local.set $sB (f64x2.mul (local.get $yB) (v128.load (i32.add (local.get $t) (i32.add (local.get $at) (i32.const 16))))))
         (local.set $sB (v128.andnot (local.get $sB)
           (v128.bitselect (f64x2.gt (local.get $sB) (f64x2.splat (f64.const 0))) (f64x2.lt (local.get $sB) (f64x2.splat (f64.const 0))) (local.get $negB))))
@@ -538,21 +550,21 @@
             (local.set $pnA (f64x2.div (f64x2.splat (f64.const 1)) (f64x2.add (f64x2.splat (f64.const 1)) (call $exp2 (local.get $sA)))))
             (local.set $pnB (f64x2.div (f64x2.splat (f64.const 1)) (f64x2.add (f64x2.splat (f64.const 1)) (call $exp2 (local.get $sB)))))
             (local.set $invnA (f64x2.div (f64x2.splat (f64.const 1))
-              (f64x2.add (f64x2.splat (f64.const 1)) (f64x2.mul (f64x2.mul (local.get $Rv) (local.get $pnA)) (f64x2.sub (f64x2.splat (f64.const 1)) (local.get $pnA))))))
+              (f64x2.add (f64x2.splat (f64.const 1)) (f64x2.mul (f64x2.mul (local.get $RvA) (local.get $pnA)) (f64x2.sub (f64x2.splat (f64.const 1)) (local.get $pnA))))))
             (local.set $invnB (f64x2.div (f64x2.splat (f64.const 1))
-              (f64x2.add (f64x2.splat (f64.const 1)) (f64x2.mul (f64x2.mul (local.get $Rv) (local.get $pnB)) (f64x2.sub (f64x2.splat (f64.const 1)) (local.get $pnB))))))
-            (local.set $stepA (f64x2.mul (f64x2.sub (f64x2.sub (local.get $sA) (local.get $bA)) (f64x2.mul (local.get $Rv) (local.get $pnA))) (local.get $invnA)))
-            (local.set $stepB (f64x2.mul (f64x2.sub (f64x2.sub (local.get $sB) (local.get $bB)) (f64x2.mul (local.get $Rv) (local.get $pnB))) (local.get $invnB)))
+              (f64x2.add (f64x2.splat (f64.const 1)) (f64x2.mul (f64x2.mul (local.get $RvB) (local.get $pnB)) (f64x2.sub (f64x2.splat (f64.const 1)) (local.get $pnB))))))
+            (local.set $stepA (f64x2.mul (f64x2.sub (f64x2.sub (local.get $sA) (local.get $bA)) (f64x2.mul (local.get $RvA) (local.get $pnA))) (local.get $invnA)))
+            (local.set $stepB (f64x2.mul (f64x2.sub (f64x2.sub (local.get $sB) (local.get $bB)) (f64x2.mul (local.get $RvB) (local.get $pnB))) (local.get $invnB)))
             (local.set $snA (f64x2.sub (local.get $sA) (local.get $stepA)))
             (local.set $snB (f64x2.sub (local.get $sB) (local.get $stepB)))
             (local.set $outA (v128.bitselect (f64x2.gt (local.get $snA) (f64x2.splat (f64.const 0))) (f64x2.lt (local.get $snA) (f64x2.splat (f64.const 0))) (local.get $negA)))
             (local.set $outB (v128.bitselect (f64x2.gt (local.get $snB) (f64x2.splat (f64.const 0))) (f64x2.lt (local.get $snB) (f64x2.splat (f64.const 0))) (local.get $negB)))
             (local.set $convA (v128.andnot
-              (f64x2.le (f64x2.mul (f64x2.mul (f64x2.splat (local.get $errScale)) (local.get $stepA)) (local.get $stepA))
+              (f64x2.le (f64x2.mul (f64x2.mul (local.get $errA) (local.get $stepA)) (local.get $stepA))
                 (f64x2.mul (f64x2.splat (f64.const 2.220446049250313e-16)) (f64x2.max (f64x2.abs (local.get $snA)) (f64x2.splat (f64.const 1)))))
               (local.get $outA)))
             (local.set $convB (v128.andnot
-              (f64x2.le (f64x2.mul (f64x2.mul (f64x2.splat (local.get $errScale)) (local.get $stepB)) (local.get $stepB))
+              (f64x2.le (f64x2.mul (f64x2.mul (local.get $errB) (local.get $stepB)) (local.get $stepB))
                 (f64x2.mul (f64x2.splat (f64.const 2.220446049250313e-16)) (f64x2.max (f64x2.abs (local.get $snB)) (f64x2.splat (f64.const 1)))))
               (local.get $outB)))
             (local.set $snA (v128.andnot (local.get $snA) (local.get $outA)))
@@ -569,14 +581,14 @@
             (local.set $doneB (v128.or (local.get $doneB) (local.get $convB)))
             (local.set $it (i32.add (local.get $it) (i32.const 1)))
             (br_if $newtonQ (i32.eqz (i32.and (i64x2.all_true (local.get $doneA)) (i64x2.all_true (local.get $doneB)))))))
-        (local.set $pnA (f64x2.mul (f64x2.mul (f64x2.mul (f64x2.mul (f64x2.mul (f64x2.mul (f64x2.mul (local.get $yA) (local.get $Rv)) (local.get $pA))
+        (local.set $pnA (f64x2.mul (f64x2.mul (f64x2.mul (f64x2.mul (f64x2.mul (f64x2.mul (f64x2.mul (local.get $yA) (local.get $RvA)) (local.get $pA))
           (f64x2.sub (f64x2.splat (f64.const 1)) (local.get $pA))) (f64x2.sub (f64x2.splat (f64.const 1)) (f64x2.mul (f64x2.splat (f64.const 2)) (local.get $pA))))
           (local.get $invA)) (local.get $invA)) (local.get $invA)))
         (local.set $steps (i64.add (local.get $steps) (i64.add (i64x2.extract_lane 0 (local.get $lanesA)) (i64x2.extract_lane 1 (local.get $lanesA)))))
         (v128.store (i32.add (local.get $t) (local.get $at)) (f64x2.mul (local.get $yA) (local.get $sA)))
         (v128.store (i32.add (local.get $slope) (local.get $at)) (local.get $invA))
         (v128.store (i32.add (local.get $curv) (local.get $at)) (local.get $pnA))
-        (local.set $pnB (f64x2.mul (f64x2.mul (f64x2.mul (f64x2.mul (f64x2.mul (f64x2.mul (f64x2.mul (local.get $yB) (local.get $Rv)) (local.get $pB))
+        (local.set $pnB (f64x2.mul (f64x2.mul (f64x2.mul (f64x2.mul (f64x2.mul (f64x2.mul (f64x2.mul (local.get $yB) (local.get $RvB)) (local.get $pB))
           (f64x2.sub (f64x2.splat (f64.const 1)) (local.get $pB))) (f64x2.sub (f64x2.splat (f64.const 1)) (f64x2.mul (f64x2.splat (f64.const 2)) (local.get $pB))))
           (local.get $invB)) (local.get $invB)) (local.get $invB)))
         (local.set $steps (i64.add (local.get $steps) (i64.add (i64x2.extract_lane 0 (local.get $lanesB)) (i64x2.extract_lane 1 (local.get $lanesB)))))
@@ -599,9 +611,12 @@
             (local.set $yv (f64x2.splat (f64.load (i32.add (local.get $y) (local.get $at)))))
             (local.set $b (f64x2.splat (f64.load (i32.add (local.get $a) (local.get $at)))))
             (local.set $s (f64x2.splat (f64.load (i32.add (local.get $t) (local.get $at)))))))
-        (local.set $b (f64x2.add (f64x2.mul (local.get $yv) (local.get $b)) (f64x2.splat (local.get $shift))))
+        (local.set $Rv (call $perClass (local.get $yv) (local.get $R) (local.get $Rp)))
+        (local.set $sh (call $perClass (local.get $yv) (local.get $shift) (local.get $shiftP)))
+        (local.set $err (call $perClass (local.get $yv) (local.get $errScale) (local.get $errP)))
+        (local.set $b (f64x2.add (f64x2.mul (local.get $yv) (local.get $b)) (local.get $sh)))
         ;; the root is negative where h(0) > 0: -b - R/2 > 0
-        (local.set $neg (f64x2.gt (f64x2.sub (f64x2.neg (local.get $b)) (f64x2.splat (f64.mul (local.get $R) (f64.const 0.5)))) (f64x2.splat (f64.const 0))))
+        (local.set $neg (f64x2.gt (f64x2.sub (f64x2.neg (local.get $b)) (f64x2.mul (local.get $Rv) (f64x2.splat (f64.const 0.5)))) (f64x2.splat (f64.const 0))))
         (local.set $s (f64x2.mul (local.get $yv) (local.get $s)))
         ;; a start outside the root's half-line restarts at 0
         (local.set $s (v128.andnot (local.get $s)
@@ -621,7 +636,7 @@
             (local.set $sn (f64x2.sub (local.get $s) (local.get $step)))
             (local.set $out (v128.bitselect (f64x2.gt (local.get $sn) (f64x2.splat (f64.const 0))) (f64x2.lt (local.get $sn) (f64x2.splat (f64.const 0))) (local.get $neg)))
             (local.set $conv (v128.andnot
-              (f64x2.le (f64x2.mul (f64x2.mul (f64x2.splat (local.get $errScale)) (local.get $step)) (local.get $step))
+              (f64x2.le (f64x2.mul (f64x2.mul (local.get $err) (local.get $step)) (local.get $step))
                 (f64x2.mul (f64x2.splat (f64.const 2.220446049250313e-16)) (f64x2.max (f64x2.abs (local.get $sn)) (f64x2.splat (f64.const 1)))))
               (local.get $out)))
             (local.set $sn (v128.andnot (local.get $sn) (local.get $out)))

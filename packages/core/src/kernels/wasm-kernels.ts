@@ -40,8 +40,12 @@ export interface VectorKernels {
   aaDot1(from: number, to: number, a: number, b: number, out: number): void;
   aaNextFirst(from: number, to: number, point: number, prevF: number, prevG: number, f: number, a: number, b: number, ga: number, gb: number): void;
   aaNextPair(from: number, to: number, point: number, c: number, d: number, gc: number, gd: number): void;
-  /** The coordinator step's logistic prox over samples [from, to) (logisticProxInto; its constants are logisticProxParams'); returns its exponentials. */
-  logisticProx(from: number, to: number, t: number, slope: number, curvature: number, y: number, a: number, R: number, shift: number, errScale: number): number;
+  /**
+   * The coordinator step's logistic prox over samples [from, to) (logisticProxInto; its constants
+   * are logisticProxParams': R, shift and errScale for the samples of class -1, Rp, shiftP and
+   * errP for those of class +1, equal without class weights); returns its exponentials.
+   */
+  logisticProx(from: number, to: number, t: number, slope: number, curvature: number, y: number, a: number, R: number, shift: number, errScale: number, Rp: number, shiftP: number, errP: number): number;
   /** out[i] = the logistic loss at y[i] sum[i] less c y[i] sum[i], over [from, to) (log1pExpNeg, and the flip-corrected loss's value). */
   logisticLoss(from: number, to: number, y: number, sum: number, c: number, out: number): void;
   /** The coordinator step's passes for the exact form over samples [from, to) (twin: the coordinator's stepRange): pass 0 for the first party, then for each other party. */

@@ -74,19 +74,30 @@ export function sigmoidNeg(m: number): number {
   return 1 / (1 + Math.exp(m));
 }
 
+/**
+ * The weights of the two classes (labels -1 and +1) of a class-weighted logistic loss: the
+ * training loss becomes (1/N) sum_i w_{y_i} l(y_i, z_i) (scikit-learn's class_weight).
+ */
+export interface ClassWeights {
+  negative: number;
+  positive: number;
+}
+
 export interface Loss {
   readonly name: LossName;
-  /** The flip probability a flip-corrected loss corrects for (absent: 0); trainingLoss(name, labelFlip) makes the same loss again, in another thread. */
+  /** The flip probability a flip-corrected loss corrects for (absent: 0); trainingLoss(name, labelFlip, classWeights) makes the same loss again, in another thread. */
   readonly labelFlip?: number;
-  /** loss(y, t), unweighted. */
+  /** The class weights of a class-weighted loss (absent: both 1); value, deriv and deriv2 include them. */
+  readonly classWeights?: ClassWeights;
+  /** loss(y, t) times the class weight of y (without the 1/N: `weight` below). */
   value(y: number, t: number): number;
-  /** d/dt loss(y, t). */
+  /** d/dt of value(y, t). */
   deriv(y: number, t: number): number;
-  /** d2/dt2 loss(y, t). */
+  /** d2/dt2 of value(y, t). */
   deriv2(y: number, t: number): number;
   /**
    * The proximal map of every sample at once, to full double precision:
-   *   t[i] = argmin_t  weight * loss(y[i], t) + kappa/2 (t - a[i])^2.
+   *   t[i] = argmin_t  weight * value(y[i], t) + kappa/2 (t - a[i])^2.
    * On entry t holds warm starts; on exit slope[i] = dt[i]/da[i] and curvature[i] =
    * d2t[i]/da[i]^2 at the solution, which let the caller predict the next call's solution
    * to second order. Returns the exponentials computed (a Newton step each; none for a loss
@@ -116,12 +127,14 @@ export function logisticProxParams(kappa: number, weight: number, c: number): { 
 }
 
 /**
- * The logistic proximal map with a linear term: every t[i] = argmin_t weight * (loss(y[i], t) -
- * c y[i] t) + kappa/2 (t - a[i])^2. The linear term only moves the prox centre, to
- * a[i] + weight c y[i] / kappa, so c = 0 is the plain logistic prox and c > 0 the prox of the
- * loss corrected for flipped labels (flipCorrectedLogistic).
+ * The logistic proximal map with a linear term: every t[i] = argmin_t w_i weight (loss(y[i], t) -
+ * c y[i] t) + kappa/2 (t - a[i])^2, w_i the class weight of y[i] (1 without `w`). The linear term
+ * only moves the prox centre, to a[i] + w_i weight c y[i] / kappa, so c = 0 is the plain logistic
+ * prox and c > 0 the prox of the loss corrected for flipped labels (flipCorrectedLogistic). A
+ * class weight only scales R (below) per class: weight * 1 is weight, so the unweighted prox is
+ * the same bits with or without `w`.
  */
-function logisticProxInto(t: Float64Array, slope: Float64Array, curvature: Float64Array, y: Float64Array, a: Float64Array, kappa: number, weight: number, c: number): number {
+function logisticProxInto(t: Float64Array, slope: Float64Array, curvature: Float64Array, y: Float64Array, a: Float64Array, kappa: number, weight: number, c: number, w?: ClassWeights): number {
   // With s = y t and b = y a + R c (y = +-1; y times the shifted centre) the optimality
   // condition is
   //   h(s) = s - b - R sigma(-s) = 0,  R = weight / kappa.
@@ -131,10 +144,12 @@ function logisticProxInto(t: Float64Array, slope: Float64Array, curvature: Float
   // s = 0, which is always on the far side. After a step delta the error is at most
   // (max|h''| / 2 min h') delta^2 <= R C delta^2 / 2, so the loop stops as soon as that
   // is below rounding: usually one or two exponentials per sample with a good warm start.
-  const { R, shift, errScale } = logisticProxParams(kappa, weight, c);
+  const neg = logisticProxParams(kappa, weight * (w?.negative ?? 1), c);
+  const pos = w ? logisticProxParams(kappa, weight * w.positive, c) : neg;
   let exps = 0;
   for (let i = 0; i < t.length; i++) {
     const yi = y[i];
+    const { R, shift, errScale } = yi > 0 ? pos : neg;
     const b = yi * a[i] + shift;
     const rootNegative = -b - R / 2 > 0; // h(0) > 0
     let s = yi * t[i];
@@ -227,6 +242,30 @@ export const squared: Loss = {
   },
 };
 
+/**
+ * `base` (the logistic loss, flip-corrected or not) with class weights: value, deriv and deriv2
+ * times w_y, and the prox of the weighted loss. Weights of 1 and 1 give `base` itself.
+ */
+export function classWeighted(base: Loss, w: ClassWeights): Loss {
+  if (w.negative === 1 && w.positive === 1) return base;
+  if (base.name !== 'logistic') throw new RangeError(`class weights need the logistic loss, not ${base.name}`);
+  if (!(w.negative > 0 && w.positive > 0 && Number.isFinite(w.negative) && Number.isFinite(w.positive))) throw new RangeError(`class weights must be positive and finite, got ${w.negative} and ${w.positive}`);
+  const c = flipCorrection(base.labelFlip ?? 0);
+  const weights: ClassWeights = { negative: w.negative, positive: w.positive };
+  const of = (y: number) => (y > 0 ? weights.positive : weights.negative);
+  return {
+    name: base.name,
+    ...(base.labelFlip === undefined ? {} : { labelFlip: base.labelFlip }),
+    classWeights: weights,
+    value: (y, t) => of(y) * base.value(y, t),
+    deriv: (y, t) => of(y) * base.deriv(y, t),
+    deriv2: (y, t) => of(y) * base.deriv2(y, t),
+    proxInto(t, slope, curvature, y, a, kappa, weight) {
+      return logisticProxInto(t, slope, curvature, y, a, kappa, weight, c, weights);
+    },
+  };
+}
+
 const LOSS_BY_NAME: Readonly<Record<LossName, Loss>> = { logistic, squared };
 
 export function lossByName(name: LossName): Loss {
@@ -235,15 +274,16 @@ export function lossByName(name: LossName): Loss {
 
 /**
  * The loss a job trains with: `name`, corrected for training labels flipped with probability
- * `labelFlip` (label differential privacy; 0: none). Only the logistic loss has a correction.
+ * `labelFlip` (label differential privacy; 0: none), then weighted by class (`classWeights`;
+ * absent: unweighted). Only the logistic loss has a correction and class weights.
  */
-export function trainingLoss(name: LossName, labelFlip: number): Loss {
-  if (labelFlip === 0) return lossByName(name);
-  if (name !== 'logistic') throw new RangeError(`flipped labels need the logistic loss, not ${name}`);
-  return flipCorrectedLogistic(labelFlip);
+export function trainingLoss(name: LossName, labelFlip: number, classWeights?: ClassWeights): Loss {
+  if (labelFlip !== 0 && name !== 'logistic') throw new RangeError(`flipped labels need the logistic loss, not ${name}`);
+  const base = labelFlip === 0 ? lossByName(name) : flipCorrectedLogistic(labelFlip);
+  return classWeights ? classWeighted(base, classWeights) : base;
 }
 
-/** (1/N) sum_i loss(y_i, scores_i) */
+/** (1/N) sum_i loss(y_i, scores_i) (with class weights, each term weighted) */
 export function meanLoss(loss: Loss, y: Float64Array, scores: Float64Array): number {
   let acc = 0;
   for (let i = 0; i < y.length; i++) acc += loss.value(y[i], scores[i]);

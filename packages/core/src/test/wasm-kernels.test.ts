@@ -8,6 +8,7 @@ import {
   WasmCsr,
   WasmPanel,
   choleskyInPlace,
+  classWeighted,
   choleskySolveInPlace,
   csrFromDense,
   csrGramVec,
@@ -181,7 +182,7 @@ test('expFlushed is Math.exp within an ulp where e^x is a normal double, 0 and I
   assert.equal(log1pUnit(1), Math.LN2);
 });
 
-test('the step kernels: logisticProx and logisticLoss are logistic.proxInto and loss.value to the bit, exponentials counted alike, plain and flip-corrected, over odd ranges, far starts and margins beyond 708', () => {
+test('the step kernels: logisticProx and logisticLoss are logistic.proxInto and loss.value to the bit, exponentials counted alike, plain, flip-corrected and class-weighted, over odd ranges, far starts and margins beyond 708', () => {
   const rand = seeded('logistic-kernels');
   const n = 1001;
   const { at, bytes } = vectorLayout(Array<number>(6).fill(8 * n));
@@ -194,18 +195,22 @@ test('the step kernels: logisticProx and logisticLoss are logistic.proxInto and 
     a[i] = i % 17 === 0 ? 3000 * (rand() - 0.5) : 12 * (rand() - 0.5);
     t[i] = i % 5 === 0 ? 2000 * (rand() - 0.5) : a[i];
   }
-  for (const loss of [logistic, flipCorrectedLogistic(0.2)]) {
+  const weights = { negative: 0.55, positive: 5.5 };
+  for (const loss of [logistic, flipCorrectedLogistic(0.2), classWeighted(logistic, weights), classWeighted(flipCorrectedLogistic(0.2), weights)]) {
     const c = flipCorrection(loss.labelFlip ?? 0);
+    const w = loss.classWeights ?? { negative: 1, positive: 1 };
     for (const [kappa, weight] of [[1, 1], [1e-3, 1 / n], [50, 1]]) {
-      const { R, shift, errScale } = logisticProxParams(kappa, weight, c);
+      // Each class's constants: the weight times the class's weight.
+      const neg = logisticProxParams(kappa, weight * w.negative, c);
+      const pos = logisticProxParams(kappa, weight * w.positive, c);
       for (const [from, to] of [[0, n], [3, 10], [7, 8], [0, 1]]) {
         const tt = t.slice(from, to);
         const ss = new Float64Array(to - from);
         const cc = new Float64Array(to - from);
         const start = t.slice();
         const want = loss.proxInto(tt, ss, cc, y.slice(from, to), a.slice(from, to), kappa, weight);
-        const got = wasm.kernels.logisticProx(from, to, t.byteOffset, slope.byteOffset, curvature.byteOffset, y.byteOffset, a.byteOffset, R, shift, errScale);
-        const what = `flip ${loss.labelFlip ?? 0}, kappa ${kappa}, weight ${weight}, [${from}, ${to})`;
+        const got = wasm.kernels.logisticProx(from, to, t.byteOffset, slope.byteOffset, curvature.byteOffset, y.byteOffset, a.byteOffset, neg.R, neg.shift, neg.errScale, pos.R, pos.shift, pos.errScale);
+        const what = `flip ${loss.labelFlip ?? 0}, class weights ${w.negative}/${w.positive}, kappa ${kappa}, weight ${weight}, [${from}, ${to})`;
         same(tt, t.slice(from, to), `${what}: t`);
         same(ss, slope.slice(from, to), `${what}: slope`);
         same(cc, curvature.slice(from, to), `${what}: curvature`);
@@ -218,7 +223,8 @@ test('the step kernels: logisticProx and logisticLoss are logistic.proxInto and 
     }
     // The loss at scores up to far beyond the exponential's range, over an odd range.
     wasm.kernels.logisticLoss(0, n, y.byteOffset, t.byteOffset, c, out.byteOffset);
-    same(Float64Array.from(t, (s, i) => loss.value(y[i], s)), out, `loss, flip ${loss.labelFlip ?? 0}`);
+    // The kernel's loss is unweighted; the step weighs it by class (lossRange), as loss.value does.
+    same(Float64Array.from(t, (s, i) => loss.value(y[i], s)), Float64Array.from(out, (l, i) => (loss.classWeights ? (y[i] > 0 ? w.positive : w.negative) * l : l)), `loss, flip ${loss.labelFlip ?? 0}, weighted ${loss.classWeights !== undefined}`);
     out.fill(7);
     wasm.kernels.logisticLoss(4, 9, y.byteOffset, t.byteOffset, c, out.byteOffset);
     assert.deepEqual([out[3], out[9]], [7, 7], 'nothing written outside [4, 9)');

@@ -11,7 +11,7 @@
  * denoiseRelease) and fits the combined model on [its features, the denoised columns, 1].
  */
 import { Worker } from 'node:worker_threads';
-import { type Csr, type Dense, type Loss, type LossName, csrColumnMeans, csrMatTVec, csrMatVec, csrWithColumns, denoiseRelease, dot, fitCentral, predictScores, rangeFinder, ritzPairs, seededNoise } from '@admm-share/core';
+import { type ClassWeights, type Csr, type Dense, type Loss, type LossName, csrColumnMeans, csrMatTVec, csrMatVec, csrWithColumns, denoiseRelease, dot, fitCentral, predictScores, rangeFinder, ritzPairs, seededNoise } from '@admm-share/core';
 import { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
 import { oneAnswer } from './one-answer.js';
 
@@ -200,7 +200,8 @@ export interface ActiveFit {
  * The active side's fit: denoise each release against [D, 1] (ridge with its penalty chosen
  * by generalised cross-validation, Golub, Heath and Wahba 1979), then fit `loss` with lambda
  * on [D, denoised columns, 1] and, for comparison, on [D, 1] alone. With flipped labels
- * (label privacy) `loss` is the one corrected for the flips (core's trainingLoss), for both.
+ * (label privacy) `loss` is the one corrected for the flips (core's trainingLoss), for both; with
+ * class weights, the weighted one, for both.
  */
 export function fitActive(
   D: Csr,
@@ -248,6 +249,8 @@ export interface FitInput {
   loss: LossName;
   /** The flip probability of the labels (label privacy at the coordinator), 0 without: the fit uses the corrected loss. */
   labelFlip: number;
+  /** The class weights of the loss (admm-coordinator --class-weight), none: unweighted; they multiply the corrected loss. */
+  classWeights: ClassWeights | undefined;
   lambda: number;
 }
 

@@ -40,7 +40,7 @@ export function onFit(s: SessionState, env: SessionEnv, msg: Fit): Outcome {
   const key = createHash('sha256').update(JSON.stringify([msg.parties, Array.from(msg.sigmas), n])).update(new Uint8Array(msg.releases.buffer, msg.releases.byteOffset, msg.releases.byteLength)).digest('hex');
   if (s.fitWork?.key !== key) {
     const t0 = performance.now();
-    const fit = fitInThread({ D: m.D, y: m.y, releases, loss: m.loss, labelFlip: m.labelFlip, lambda: m.lambda });
+    const fit = fitInThread({ D: m.D, y: m.y, releases, loss: m.loss, labelFlip: m.labelFlip, classWeights: m.classWeights, lambda: m.lambda });
     void fit.then((f) => env.log.info({ fitMs: Math.round(performance.now() - t0), denoising: f.denoising }, 'combined model fitted'), () => undefined);
     s.fitWork = { key, fit };
   }
@@ -78,6 +78,7 @@ export function oneShotModel(m: Extract<Model, { kind: 'passive' | 'active' }>):
       weights: Object.fromEntries(f.parties.map((p, j) => [p, f.weights[j]])),
       denoising: f.denoising,
       ...(m.labelFlip > 0 ? { labelFlip: m.labelFlip, loss: 'logistic corrected for labels flipped with probability labelFlip (label privacy at the coordinator)' } : {}),
+      ...(m.classWeights ? { classWeights: m.classWeights } : {}),
       local: { coefficients: Array.from(f.local.coefficients), intercept: f.local.intercept, objective: f.local.objective },
     },
   };

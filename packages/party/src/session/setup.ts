@@ -58,7 +58,7 @@ export function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
     // with the loss corrected for their flip probability; the passive target is the flipped
     // labels as they are (in expectation they, and so its ridge fit, are 1 - 2p times the true
     // ones; the active party's weight on its scores absorbs the scale).
-    if (env.role === 'active') model = { kind: 'active', D, y: msg.labels, lambda: msg.lambda, loss: msg.loss, labelFlip: msg.labelFlip, fit: undefined };
+    if (env.role === 'active') model = { kind: 'active', D, y: msg.labels, lambda: msg.lambda, loss: msg.loss, labelFlip: msg.labelFlip, classWeights: msg.classWeights, fit: undefined };
     else {
       if (env.intercept) throw new ConfigError('--intercept at a passive party of a one-shot job: the intercept lives at the active party (or, without one, at the coordinator)');
       const target = releaseTarget(msg.labels);

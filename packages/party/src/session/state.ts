@@ -1,7 +1,7 @@
 // A session's state and what it reads: the plain objects every handler is passed, the
 // outcome a handler returns, and the small checks the handlers share.
 import type { Logger } from 'pino';
-import { type Csr, type Dense, type FeatureTable, type LossName, type PackedIds, DenseRows, SpilledCsr } from '@admm-share/core';
+import { type ClassWeights, type Csr, type Dense, type FeatureTable, type LossName, type PackedIds, DenseRows, SpilledCsr } from '@admm-share/core';
 import { type ByteSource, type Done, type PartyMessage, type Role, type SampleSet, type ValidationContext, PROTOCOL_VERSION, ProtocolError, firstOutside } from '@admm-share/protocol';
 import type { PartyPsi } from '../intersection/psi.js';
 import type { Privacy } from '../privacy/privacy.js';
@@ -23,7 +23,7 @@ export type Model =
   | { kind: 'admm'; x: RidgeXUpdate }
   | { kind: 'sgd'; sgd: SgdModel; step: number; rows: Uint32Array }
   | { kind: 'passive'; passive: PassiveModel; rows: Uint32Array }
-  | { kind: 'active'; D: Csr; y: Float64Array; lambda: number; loss: LossName; labelFlip: number; fit: (ActiveFit & { parties: string[] }) | undefined };
+  | { kind: 'active'; D: Csr; y: Float64Array; lambda: number; loss: LossName; labelFlip: number; classWeights: ClassWeights | undefined; fit: (ActiveFit & { parties: string[] }) | undefined };
 
 export interface SessionState {
   phase: Phase;

@@ -60,6 +60,18 @@ test('setup.labelFlip: a flip probability in [0, 0.5), only with the logistic lo
   accepts('setup', { labelFlip: 0, loss: 'squared', lambda: 0 });
 });
 
+test('setup.classWeights: optional; two positive finite weights, exactly the keys negative and positive, only with the logistic loss', () => {
+  assert.equal('classWeights' in accepts('setup', {}), false, 'absent stays absent');
+  assert.deepEqual((accepts('setup', { classWeights: { negative: 0.55, positive: 5 } }) as { classWeights: object }).classWeights, { negative: 0.55, positive: 5 });
+  for (const bad of [0, -1, -5e-324]) rejects('setup', { classWeights: { negative: 1, positive: bad } }, 'invalid', CTX, /setup\.classWeights\.positive: expected a positive number/);
+  for (const bad of [NaN, Infinity]) rejects('setup', { classWeights: { negative: bad, positive: 1 } }, 'invalid', CTX, /setup\.classWeights\.negative: expected a finite number/);
+  rejects('setup', { classWeights: { negative: 1 } }, 'invalid', CTX, /setup\.classWeights: missing field 'positive'/);
+  rejects('setup', { classWeights: { negative: 1, positive: 2, other: 3 } }, 'invalid', CTX, /setup\.classWeights: unexpected field 'other'/);
+  rejects('setup', { classWeights: [1, 2] }, 'invalid', CTX);
+  rejects('setup', { classWeights: null }, 'invalid', CTX);
+  rejects('setup', { classWeights: { negative: 1, positive: 2 }, loss: 'squared' }, 'invalid', CTX, /class weights with the squared loss/);
+});
+
 test('rho <= 0 is invalid in round, alpha <= 0 and rho < 0 in done.params (sgd reports rho 0); tiny positive values are fine', () => {
   for (const bad of [0, -0, -1, -5e-324]) {
     rejects('round', { rho: bad }, 'invalid', CTX, /positive/);
