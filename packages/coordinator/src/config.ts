@@ -7,6 +7,7 @@ import type { Variant } from './numerics/admm-step.js';
 import type { CheckpointPolicy } from './output/checkpoint.js';
 import type { LabelPrivacyConfig } from './job/label-flips.js';
 import type { LabelOptions } from './job/labels.js';
+import type { TestSelection } from './alignment/test-rows.js';
 import type { ServerTls } from './connections/server.js';
 import type { LocalBaseline } from './output/local-baseline.js';
 
@@ -51,6 +52,11 @@ export interface CoordinatorConfig {
   port: number;
   labels: string;
   testLabels?: string;
+  /**
+   * Test rows chosen among the aligned ids of `labels` (--holdout, --test-ids) and held out of
+   * training; parties then give one file. Not with `testLabels`.
+   */
+  testSelection?: TestSelection;
   labelOptions: LabelOptions;
   /** Party ids allowed to join; the job starts when all of them have. */
   parties: string[];

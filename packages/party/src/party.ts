@@ -136,6 +136,8 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
       log.warn('privacy: test-set scores are not noised, so the test set is not used (pass --release-test-scores to send them anyway)');
       test = undefined;
     }
+    if (config.releaseTestScores)
+      log.warn('privacy: --release-test-scores: test-set scores (of --test, or of the rows the coordinator holds out with --holdout/--test-ids) are sent without noise and are not covered by the privacy guarantee');
   }
   // A progress bar for the intersection on a terminal (silent otherwise).
   const progress = new Progress();
@@ -148,6 +150,7 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
     role: config.role,
     train,
     test,
+    releaseTestScores: config.releaseTestScores,
     features,
     privacy,
     ledgerPath: ledgerPath(config.model),
@@ -189,6 +192,7 @@ export function startScoring(config: ScoringConfig, deps: { logger: Logger }): P
     role: model.role,
     train: rows,
     test: undefined,
+    releaseTestScores: false,
     features: model.features,
     privacy: new Privacy({ mechanism: 'none', bx: DEFAULT_BX }),
     ledgerPath: ledgerPath(config.model),

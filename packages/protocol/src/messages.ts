@@ -5,7 +5,7 @@
  */
 import type { AccountantName, AlgorithmName, LossName, MechanismName, Role, SampleSet, StopReason } from './names.js';
 
-export const PROTOCOL_VERSION = 12;
+export const PROTOCOL_VERSION = 13;
 
 /** Bytes of a point of the private set intersection: an X25519 u-coordinate (RFC 7748), as core's POINT_BYTES. */
 export const POINT_BYTES = 32;
@@ -143,7 +143,14 @@ export interface Setup {
    * order the party sent them (which the party maps back to a row of its file).
    */
   trainRows: Uint32Array;
+  /** The aligned test rows, positions in the party's points of the set `testFrom`, in the order of the coordinator's test labels. */
   testRows: Uint32Array;
+  /**
+   * Where `testRows` point: 'test', the party's test file (its second intersection, with the
+   * coordinator's --test-labels); or 'train', its training file, whose rows the coordinator held
+   * out of training (--holdout, --test-ids): no test row is then a training row.
+   */
+  testFrom: SampleSet;
   lambda: number;
   loss: LossName;
   /** The rounds the coordinator plans to run (parties calibrate their noise for them). */

@@ -52,12 +52,14 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
       return { type, jobId, set, total, at, points };
     }
     case 'setup': {
-      const keys = ['type', 'jobId', 'trainRows', 'testRows', 'lambda', 'loss', 'rounds', 'rho', 'parties', 'algorithm', 'role', 'labels', 'labelFlip'];
+      const keys = ['type', 'jobId', 'trainRows', 'testRows', 'testFrom', 'lambda', 'loss', 'rounds', 'rho', 'parties', 'algorithm', 'role', 'labels', 'labelFlip'];
       exactKeys(o, type, 'classWeights' in o ? [...keys, 'classWeights'] : keys);
       const jobId = job(o, type, ctx);
       const trainRows = rowIndex(o, type, 'trainRows', undefined, ctx.fileRows?.train);
       if (trainRows.length === 0) invalid('setup.trainRows: no training rows');
-      const testRows = rowIndex(o, type, 'testRows', undefined, ctx.fileRows?.test);
+      const testFrom: SampleSet = oneOf(o, type, 'testFrom', SAMPLE_SETS);
+      const testRows = rowIndex(o, type, 'testRows', undefined, ctx.fileRows?.[testFrom]);
+      if (testFrom === 'train') heldOut(trainRows, testRows);
       const lambda = finite(o, type, 'lambda');
       if (lambda < 0) invalid(`setup.lambda: ${lambda} is negative`);
       const loss: LossName = oneOf(o, type, 'loss', LOSSES);
@@ -74,6 +76,7 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
         jobId,
         trainRows,
         testRows,
+        testFrom,
         lambda,
         loss,
         rounds: count(o, type, 'rounds', 1),
@@ -183,4 +186,19 @@ function classWeights(v: unknown, loss: LossName): ClassWeights {
   const w = { negative: finite(c, 'setup.classWeights', 'negative', true), positive: finite(c, 'setup.classWeights', 'positive', true) };
   if (loss !== 'logistic') invalid(`setup.classWeights: class weights with the ${loss} loss (only the logistic loss is weighted by class)`);
   return w;
+}
+
+/**
+ * Test rows taken from the training file are held out of training: a row both trained on and
+ * scored as a test row would make the test metrics flatter the model.
+ */
+function heldOut(trainRows: Uint32Array, testRows: Uint32Array): void {
+  // Sorted copies, merged: no array sized by an index the peer chose.
+  const a = trainRows.slice().sort();
+  const b = testRows.slice().sort();
+  for (let i = 0, j = 0; i < a.length && j < b.length; ) {
+    if (a[i] < b[j]) i++;
+    else if (a[i] > b[j]) j++;
+    else invalid(`setup.testRows[${testRows.indexOf(b[j])}] = ${b[j]} is also a training row (testFrom 'train': test rows are held out of training)`);
+  }
 }

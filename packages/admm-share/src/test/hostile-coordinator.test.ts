@@ -100,7 +100,7 @@ async function fakeCoordinator(t: { after(fn: () => unknown): void }, script: Sc
       } else if (msg.type === 'ids') {
         if (msg.set !== 'train') return;
         const trainRows = Uint32Array.from({ length: n }, (_, i) => i);
-        send({ type: 'setup', jobId: JOB, trainRows, testRows: new Uint32Array(0), lambda: LAMBDA, loss: 'logistic', rounds: 10, rho: RHO, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0), labelFlip: 0 });
+        send({ type: 'setup', jobId: JOB, trainRows, testRows: new Uint32Array(0), testFrom: 'test', lambda: LAMBDA, loss: 'logistic', rounds: 10, rho: RHO, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0), labelFlip: 0 });
       } else if (msg.type === 'ready' && !ready) {
         ready = true;
         script(send, msg, n, conn);

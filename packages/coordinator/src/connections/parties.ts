@@ -36,6 +36,8 @@ export type LossPolicy = 'may-join-again' | 'may-rejoin' | 'fatal';
 export interface RejoinSource {
   /** The job's samples: rows of the label files (test: empty when the job does not evaluate). */
   labelRows: { train: Uint32Array; test: Uint32Array };
+  /** The party's set the test rows are matched in: its test file's, or (held out) its training file's. */
+  testFrom: SampleSet;
   setup(party: string, rows: { train: Uint32Array; test: Uint32Array }): Setup;
   /** What brings the party back to where the job is (undefined: nothing, its outstanding request does). */
   resume(party: PartyConnection): Resume | undefined;
@@ -260,19 +262,19 @@ export class Parties {
    */
   private realign(p: PartyConnection, matched: Matched): void {
     const source = this.rejoinSource!;
-    const rows = (set: SampleSet): Uint32Array => {
+    const rows = (set: SampleSet, from: SampleSet = set): Uint32Array => {
       const kept = source.labelRows[set];
-      const positions = matched[set];
+      const positions = matched[from];
       if (kept.length === 0) return new Uint32Array(0);
-      if (!positions) throw new ProtocolError('alignment', `party ${p.id} rejoined without its ${set} set`);
+      if (!positions) throw new ProtocolError('alignment', `party ${p.id} rejoined without its ${from} set`);
       try {
-        return rowsFor(p.id, set, kept, positions);
+        return rowsFor(p.id, from, kept, positions);
       } catch (err) {
         if (err instanceof AlignmentError) throw new ProtocolError('alignment', err.message);
         throw err;
       }
     };
-    const aligned = { train: rows('train'), test: rows('test') };
+    const aligned = { train: rows('train'), test: rows('test', source.testFrom) };
     p.expect(['ready'], { jobId: this.opts.policy.jobId }, (ready) => {
       p.privacy = ready.privacy;
       const resume = source.resume(p);

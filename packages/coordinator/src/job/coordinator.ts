@@ -22,7 +22,8 @@ import { ALIGNMENT_METHOD, type Summary, writeSummary } from '../output/summary.
 import type { TraceLine } from '../output/trace.js';
 import type { LoopContext, TrainingLoop } from '../training/loop.js';
 import { LOOPS } from '../training/loops.js';
-import { type Job, alignOrBlame, buildJob, checkConfig, evaluationSkipReason, participation, resolveAlgorithm, setupFor } from './job.js';
+import { readTestIds, selectionLine } from '../alignment/test-rows.js';
+import { type Job, alignSamples, buildJob, checkConfig, evaluationSkipReason, participation, reselect, resolveAlgorithm, setupFor } from './job.js';
 import { type LabelFlips, resolveLabelFlips } from './label-flips.js';
 import { type Labels, labelsDigest, loadLabels } from './labels.js';
 import { MIN_RESUME_WINDOW_MS, checkResumedClassWeights, checkResumedLabelPrivacy, readResumable } from './resume.js';
@@ -55,6 +56,10 @@ class Coordinator {
   private readonly trainLabels: Labels;
   private readonly labelFlips: LabelFlips | undefined;
   private readonly testLabels: Labels | undefined;
+  /** The labels the job evaluates with: --test-labels, or with --holdout / --test-ids the true (never flipped) training labels. */
+  private readonly evaluationLabels: Labels | undefined;
+  /** The ids of --test-ids, read before anything is opened. */
+  private readonly testIds: string[] | undefined;
   private readonly labelsDigest: string;
   /** When the intersection began and ended, for the summary. */
   private readonly alignment = { started: 0, seconds: 0 };
@@ -96,6 +101,8 @@ class Coordinator {
     this.labels = loadLabels(config.labels, config.loss, config.labelOptions);
     this.testLabels = config.testLabels ? loadLabels(config.testLabels, config.loss, config.labelOptions) : undefined;
     this.labelsDigest = labelsDigest(this.labels, this.testLabels);
+    this.evaluationLabels = config.testSelection ? this.labels : this.testLabels;
+    this.testIds = config.testSelection?.method === 'test-ids' ? readTestIds(config.testSelection.file, config.labelOptions.idColumn ?? 'id') : undefined;
     this.resumeFrom = config.resume ? readResumable(config, this.labelsDigest, this.labels.ids.length) : undefined;
     this.cfg = this.resumeFrom ? { ...config, jobId: this.resumeFrom.jobId } : config;
     this.maxRows = maxRowsFor(config.maxRowsFactor, Math.max(this.labels.ids.length, this.testLabels?.ids.length ?? 0));
@@ -235,21 +242,16 @@ class Coordinator {
     const skip = evaluationSkipReason(this.testLabels, parties.list);
     if (skip) log.warn({ parties: skip.parties }, skip.reason);
     const skipped = skip?.reason;
-    const train = alignOrBlame('train', this.labels, parties, matched);
-    const test = this.testLabels && !skipped ? alignOrBlame('test', this.testLabels, parties, matched) : undefined;
-    const samples = {
-      labelRows: { train: train.labelRows, test: test?.labelRows ?? new Uint32Array(0) },
-      dropped: { train: train.dropped, test: test?.dropped ?? 0 },
-    };
+    const { samples, partyRows, selection } = alignSamples(cfg, this.labels, this.testLabels, skipped, parties, matched, this.testIds);
     const algorithm = resolveAlgorithm(cfg, parties.list, log);
-    const job = buildJob(cfg, this.trainLabels, this.testLabels, samples, skipped, undefined, algorithm, this.labelFlips);
+    const job: Job = { ...buildJob(cfg, this.trainLabels, this.evaluationLabels, samples, skipped, undefined, algorithm, this.labelFlips), testSelection: selection };
     log.info({ rows: job.n, dropped: samples.dropped.train, testRows: job.nTest, droppedTest: samples.dropped.test, method: 'ecdh-psi', seconds: this.alignment.seconds, ...(job.setup.classWeights ? { classWeights: job.setup.classWeights } : {}) }, 'samples aligned');
+    if (selection) log.info(selection, selectionLine(selection));
     this.allowRejoins(job);
-    const empty = new Uint32Array(0);
     const ready = await this.guard(
       Promise.all(
         parties.list.map((p, m) =>
-          p.request(encode(setupFor(job, p.id, cfg.activeParty, { train: train.partyRows[m], test: test?.partyRows[m] ?? empty })), ['ready'], { jobId: cfg.jobId }),
+          p.request(encode(setupFor(job, p.id, cfg.activeParty, { train: partyRows.train[m], test: partyRows.test[m] })), ['ready'], { jobId: cfg.jobId }),
         ),
       ),
     );
@@ -261,7 +263,9 @@ class Coordinator {
   private async resumeJob(cp: Checkpoint): Promise<{ job: Job; setupSeconds: number }> {
     const { cfg, parties, log } = this;
     const setupStart = performance.now();
-    const job = buildJob(cfg, this.trainLabels, this.testLabels, cp.samples, cp.evaluationSkipped ?? undefined, cp.setup, cp.setup.algorithm, this.labelFlips);
+    const samples = { ...cp.samples, testFrom: cp.samples.testFrom === 'train' ? ('train' as const) : undefined };
+    const selection = samples.testFrom ? reselect(cfg, samples, this.labels, this.testIds) : undefined;
+    const job: Job = { ...buildJob(cfg, this.trainLabels, this.evaluationLabels, samples, cp.evaluationSkipped ?? undefined, cp.setup, cp.setup.algorithm, this.labelFlips), testSelection: selection };
     this.phase = 'training';
     const loop = this.loopFor(job, cp);
     parties.lossPolicy = loop.lossPolicy;
@@ -275,6 +279,7 @@ class Coordinator {
   private allowRejoins(job: Job): void {
     this.parties.rejoinSource = {
       labelRows: job.labelRows,
+      testFrom: job.testFrom ?? 'test',
       setup: (party, rows) => setupFor(job, party, this.cfg.activeParty, rows),
       resume: (p) => {
         // Parties rejoin only while training (before it every loss is fatal), when the loop exists.

@@ -8,6 +8,7 @@ import type { Logger } from 'pino';
 import { ConfigError, PeerError, resolveClassWeights } from '@admm-share/core';
 import type { AlgorithmName, PrivacyInfo, SampleSet, Setup } from '@admm-share/protocol';
 import { type AlignedSet, AlignmentError, alignSet } from '../alignment/alignment.js';
+import { type SelectionReport, chooseTestRows, splitAligned, testSelectionOf } from '../alignment/test-rows.js';
 import type { Matched, Parties } from '../connections/parties.js';
 import type { Variant } from '../numerics/admm-step.js';
 import type { CoordinatorConfig } from '../config.js';
@@ -32,6 +33,9 @@ export function checkConfig(config: CoordinatorConfig, log: Logger): void {
     throw new ConfigError(`--active-party ${config.activeParty} is not one of --parties ${config.parties.join(', ')}`);
   if (new Set(config.parties).size !== config.parties.length) throw new ConfigError(`party ids must be distinct: ${config.parties.join(', ')}`);
   checkCredentials(config.parties, config.credentials, log);
+  // cli.ts builds testSelection through testSelectionOf; a configuration built otherwise is checked the same way.
+  const sel = config.testSelection;
+  if (sel) testSelectionOf({ ...(sel.method === 'holdout' ? { holdout: sel.fraction, holdoutSeed: sel.seed } : { testIds: sel.file }), testLabels: config.testLabels });
   if (config.labelPrivacy) {
     const { epsilon } = config.labelPrivacy;
     if (!(Number.isFinite(epsilon) && epsilon > 0)) throw new ConfigError(`--label-epsilon must be a positive number, got ${epsilon}`);
@@ -42,7 +46,7 @@ export function checkConfig(config: CoordinatorConfig, log: Logger): void {
 }
 
 /** What every party's setup shares (including the label flip probability); its rows, its role and (one-shot) the labels are added per party. */
-export type SetupParams = Omit<Setup, 'trainRows' | 'testRows' | 'role' | 'labels'>;
+export type SetupParams = Omit<Setup, 'trainRows' | 'testRows' | 'testFrom' | 'role' | 'labels'>;
 
 /**
  * The algorithm of a new job: as configured, or with `auto` the one-shot private training
@@ -64,6 +68,11 @@ export function resolveAlgorithm(cfg: CoordinatorConfig, parties: readonly { id:
 export interface Samples {
   labelRows: { train: Uint32Array; test: Uint32Array };
   dropped: { train: number; test: number };
+  /**
+   * 'train': the test rows are rows of the training label file held out of training (--holdout,
+   * --test-ids), matched against each party's training ids; absent: rows of --test-labels.
+   */
+  testFrom?: 'train';
 }
 
 export interface Job extends Samples {
@@ -79,6 +88,8 @@ export interface Job extends Samples {
   labelPrivacy: LabelPrivacyReport | null;
   /** Why a job with test labels does not evaluate. */
   evaluationSkipped: string | undefined;
+  /** How the test rows were chosen among the aligned ids (--holdout, --test-ids), for the log and summary. */
+  testSelection?: SelectionReport;
 }
 
 /**
@@ -148,6 +159,7 @@ export function setupFor(job: Job, party: string, activeParty: string | undefine
     ...(fits ? { classWeights } : {}),
     trainRows: rows.train,
     testRows: job.yTest ? rows.test : new Uint32Array(0),
+    testFrom: job.testFrom ?? 'test',
     role: party === activeParty ? 'active' : 'passive',
     labels: job.setup.algorithm === 'one-shot' ? job.y : new Float64Array(0),
   };
@@ -185,4 +197,56 @@ export function alignOrBlame(set: SampleSet, labels: Labels, parties: Parties, m
     for (const p of culprit ? [culprit] : parties.list) p.close('alignment', err.message);
     throw new PeerError(culprit ? `party ${culprit.id}: ${err.message}` : err.message);
   }
+}
+
+/** The job's samples from the intersection, and each party's positions for them (job order). */
+export interface AlignedSamples {
+  samples: Samples;
+  partyRows: { train: Uint32Array[]; test: Uint32Array[] };
+  selection: SelectionReport | undefined;
+}
+
+/**
+ * The job's training and test rows: test rows of --test-labels (their own intersection), or,
+ * with --holdout / --test-ids, chosen among the aligned training ids and held out of training.
+ * `labels` are the true labels (their ids are the flipped labels' ids); `listed`: the ids of --test-ids.
+ */
+export function alignSamples(cfg: CoordinatorConfig, labels: Labels, testLabels: Labels | undefined, skipped: string | undefined, parties: Parties, matched: Matched[], listed: readonly string[] | undefined): AlignedSamples {
+  const train = alignOrBlame('train', labels, parties, matched);
+  if (cfg.testSelection) {
+    const { test, report } = chooseTestRows(cfg.testSelection, Array.from(train.labelRows, (r) => labels.ids[r]), listed);
+    const split = splitAligned(train, test);
+    return {
+      samples: { labelRows: { train: split.train.labelRows, test: split.test.labelRows }, dropped: { train: train.dropped, test: 0 }, testFrom: 'train' },
+      partyRows: { train: split.train.partyRows, test: split.test.partyRows },
+      selection: report,
+    };
+  }
+  const test = testLabels && !skipped ? alignOrBlame('test', testLabels, parties, matched) : undefined;
+  const empty = new Uint32Array(0);
+  return {
+    samples: { labelRows: { train: train.labelRows, test: test?.labelRows ?? empty }, dropped: { train: train.dropped, test: test?.dropped ?? 0 } },
+    partyRows: { train: train.partyRows, test: test?.partyRows ?? train.partyRows.map(() => empty) },
+    selection: undefined,
+  };
+}
+
+/**
+ * A resumed job's held-out test rows, chosen again from the flags it is resumed with among the
+ * same aligned ids (its training and test rows): the flags must choose the rows the job held
+ * out, or its test metrics would be of rows it trained on.
+ */
+export function reselect(cfg: CoordinatorConfig, samples: Samples, labels: Labels, listed: readonly string[] | undefined): SelectionReport {
+  const sel = cfg.testSelection;
+  if (!sel) throw new ConfigError('--resume: the checkpointed job held out test rows (--holdout or --test-ids): resume it with the same flag');
+  const { train, test } = samples.labelRows;
+  const rows = new Uint32Array(train.length + test.length);
+  rows.set(train);
+  rows.set(test, train.length);
+  rows.sort();
+  const { test: mask, report } = chooseTestRows(sel, Array.from(rows, (r) => labels.ids[r]), listed);
+  const held = new Set(test);
+  if (rows.some((r, i) => (mask[i] === 1) !== held.has(r)))
+    throw new ConfigError(`--resume: ${sel.method === 'holdout' ? `--holdout ${sel.fraction} --holdout-seed ${sel.seed}` : `--test-ids ${sel.file}`} choose other test rows than the checkpointed job held out: resume it with the flags it was started with`);
+  return report;
 }

@@ -25,6 +25,13 @@ export function readResumable(cfg: CoordinatorConfig, labelsDigest: string, labe
   if (cp.setup.parties !== cfg.parties.length) throw new ConfigError(`--resume: the job had ${cp.setup.parties} parties, --parties lists ${cfg.parties.length}`);
   if (cfg.jobIdGiven && cfg.jobId !== cp.jobId) throw new ConfigError(`--resume: the checkpoint is for job '${cp.jobId}', not '${cfg.jobId}'`);
   if (cp.samples.labelRows.train.some((r) => r >= labelRows)) throw new DataError(path, undefined, 'label rows beyond the label file');
+  if (cp.samples.testFrom === 'train' && cp.samples.labelRows.test.some((r) => r >= labelRows)) throw new DataError(path, undefined, 'held-out test rows beyond the label file');
+  if ((cp.samples.testFrom === 'train') !== (cfg.testSelection !== undefined))
+    throw new ConfigError(
+      cp.samples.testFrom === 'train'
+        ? '--resume: the checkpointed job held out test rows of --labels: resume it with the --holdout or --test-ids it was started with'
+        : `--resume: the checkpointed job did not hold out test rows: resume it without --${cfg.testSelection!.method === 'holdout' ? 'holdout' : 'test-ids'}`,
+    );
   return cp;
 }
 

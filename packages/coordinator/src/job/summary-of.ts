@@ -42,6 +42,7 @@ export function buildSummary({ cfg, job, result: r, participation, parties, traf
     objectiveFrom: participation.noisy && r.algorithm !== 'one-shot' ? 'noisy shares' : 'shares',
     residuals: r.algorithm === 'admm' ? r.residuals : null,
     ...(r.metrics ? { test: r.metrics } : {}),
+    ...(job.testSelection ? { testSelection: job.testSelection } : {}),
     ...(job.evaluationSkipped ? { evaluation: { skipped: job.evaluationSkipped } } : {}),
     seconds: { total: totalSeconds, setup: setupSeconds, training: r.trainingSeconds, perRound: r.trainingSeconds / Math.max(r.rounds, 1) },
     bytes: trafficSince(traffic),

@@ -108,7 +108,12 @@ export const checkpointSchema = z
     round: z.int().min(1),
     /** Digest of the label files, so a resume with other labels is refused. */
     labelsDigest: z.string(),
-    samples: z.object({ labelRows: z.object({ train: rows, test: rows }), dropped: z.object({ train: z.int().min(0), test: z.int().min(0) }) }),
+    samples: z.object({
+      labelRows: z.object({ train: rows, test: rows }),
+      dropped: z.object({ train: z.int().min(0), test: z.int().min(0) }),
+      /** 'train': the test rows were held out of the training labels (--holdout, --test-ids); absent: rows of --test-labels. */
+      testFrom: z.literal('train').optional(),
+    }),
     evaluationSkipped: z.string().nullable(),
     setup: z
       .object({

@@ -38,6 +38,20 @@ export const alignmentReportSchema = z.strictObject({
 });
 export type AlignmentReport = z.output<typeof alignmentReportSchema>;
 
+/**
+ * How the test rows were chosen among the aligned ids and held out of training: `--holdout`
+ * (the fraction and seed) or `--test-ids` (the file, its ids, and how many of them were not
+ * aligned); `aligned` = `test` + `train`.
+ */
+const counts = { aligned: z.int().min(2), test: z.int().min(1), train: z.int().min(1) };
+export const testSelectionSchema = z
+  .discriminatedUnion('method', [
+    z.strictObject({ method: z.literal('holdout'), fraction: z.number().gt(0).lt(1), seed: z.string(), ...counts }),
+    z.strictObject({ method: z.literal('test-ids'), file: z.string(), listed: z.int().min(1), notAligned: z.int().min(0), ...counts }),
+  ])
+  .refine((t) => t.test + t.train === t.aligned, { message: 'test + train is not aligned' });
+export type TestSelectionReport = z.output<typeof testSelectionSchema>;
+
 /** Anderson acceleration of the ADMM rounds (docs/rho.md): its memory, and how many extrapolated points were kept and rejected. */
 export const accelerationSchema = z.strictObject({ method: z.literal('anderson'), memory: z.int().min(1), extrapolated: z.int().min(0), rejected: z.int().min(0) });
 export type Acceleration = z.output<typeof accelerationSchema>;
@@ -67,6 +81,8 @@ export const summarySchema = z
     objectiveFrom: z.enum(['shares', 'noisy shares']),
     residuals: z.strictObject({ primal: z.number().min(0), dual: z.number().min(0) }).nullable(),
     test: testMetricsSchema.optional(),
+    /** Present when the test rows were held out of the training labels (--holdout, --test-ids). */
+    testSelection: testSelectionSchema.optional(),
     /** Present when the job has test labels but did not evaluate, with the reason. */
     evaluation: z.strictObject({ skipped: z.string() }).optional(),
     seconds: z.strictObject({ total: z.number().min(0), setup: z.number().min(0), training: z.number().min(0), perRound: z.number().min(0) }),
@@ -126,6 +142,7 @@ export const summarySchema = z
     if (s.converged !== (s.reason === 'converged')) bad('converged', `is ${s.converged} with reason '${s.reason}'`);
     if (s.labelPrivacy && s.labelPrivacy.flipped > s.rows.train) ctx.addIssue({ code: 'custom', path: ['labelPrivacy', 'flipped'], message: `is ${s.labelPrivacy.flipped}, more than the ${s.rows.train} training rows` });
     if (s.labelPrivacy && s.loss !== 'logistic') bad('labelPrivacy', `is not expected with loss '${s.loss}'`);
+    if (s.testSelection && (s.testSelection.test !== s.rows.test || s.testSelection.train !== s.rows.train)) bad('testSelection', `holds out ${s.testSelection.test} and trains on ${s.testSelection.train} rows, but rows says ${s.rows.test} and ${s.rows.train}`);
   });
 export type Summary = z.output<typeof summarySchema>;
 

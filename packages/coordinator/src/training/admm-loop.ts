@@ -239,7 +239,7 @@ export class AdmmLoop implements TrainingLoop, Resumable {
       labelsDigest,
       jobId: job.jobId,
       round: last.round,
-      samples: { labelRows: job.labelRows, dropped: job.dropped },
+      samples: { labelRows: job.labelRows, dropped: job.dropped, ...(job.testFrom ? { testFrom: job.testFrom } : {}) },
       evaluationSkipped: job.evaluationSkipped ?? null,
       setup: job.setup,
       admm: this.admm.snapshot(),

@@ -27,6 +27,23 @@ function selectSparseBlock(X: Csr | SpilledCsr, order: ArrayLike<number>): WasmC
   return w;
 }
 
+/**
+ * The file the test rows come from: the test file, or (testFrom 'train') the training file,
+ * whose rows the coordinator held out (validated: none of them is a training row, so none is
+ * in the block, a share, a release or a fit). A party with a privacy budget sends test scores
+ * un-noised only with --release-test-scores, held out or not.
+ */
+function testSource(env: SessionEnv, msg: Setup): SessionRows['X'] | undefined {
+  if (msg.testFrom === 'test') return env.test?.X;
+  if (env.privacy.enabled && !env.releaseTestScores)
+    throw new ConfigError(
+      `the coordinator holds out ${msg.testRows.length} of this party's rows as test rows (admm-coordinator --holdout or --test-ids); with a privacy budget their scores would be sent without noise, outside the guarantee: pass --release-test-scores to send them, or the coordinator runs without --holdout/--test-ids`,
+    );
+  if (env.test) env.log.warn({ testFile: env.test.ids.length }, "the coordinator holds out test rows from this party's training file; its --test file is not used");
+  if (env.privacy.enabled) env.log.warn({ testRows: msg.testRows.length }, 'privacy: the held-out test rows are scored without noise (--release-test-scores): those scores are not covered by the privacy guarantee');
+  return env.train.X;
+}
+
 export function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
   expectPhase(s, 'setup');
   // The intersection's messages and points are garbage by now; the rows selected come next.
@@ -41,9 +58,9 @@ export function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
     );
   // The coordinator names rows by their position in the order this party sent its ids.
   const trainRows = env.psi.fileRows('train', msg.trainRows);
-  const testRows = env.psi.fileRows('test', msg.testRows);
+  const testRows = env.psi.fileRows(msg.testFrom, msg.testRows);
   const n = trainRows.length;
-  const test = env.test && testRows.length > 0 ? env.test.X : undefined;
+  const test = testRows.length > 0 ? testSource(env, msg) : undefined;
   let testX: Csr | Dense | undefined;
   let model: Model;
   let bw: number | undefined;
@@ -71,7 +88,8 @@ export function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
     // A dense file's aligned rows are moved to its top and used there (no copy; a rejoin moves
     // them again). A sparse block's rows go straight into the x-update kernels' memory.
     const block = X instanceof DenseRows ? X.front(trainRows) : !(X instanceof SpilledCsr) && preferDense(X) ? csrSelectRowsDense(X, trainRows) : selectSparseBlock(X, trainRows);
-    testX = test && (test instanceof DenseRows ? test.front(testRows) : selectCsr(test, testRows));
+    // Held-out rows of the training file are copied: moving them to its top would move the block's rows.
+    testX = test && (test instanceof DenseRows && test !== X ? test.front(testRows) : selectCsr(test, testRows));
     const x = new RidgeXUpdate(block, msg.lambda, env.intercept, { noiseFree: !privacy.enabled, threads: env.threads });
     if (privacy.enabled && x.form === 'cg') {
       void x.close();

@@ -92,6 +92,11 @@ export interface SessionEnv {
   role: Role;
   train: SessionRows;
   test: SessionRows | undefined;
+  /**
+   * With a privacy budget, test scores (un-noised, outside the guarantee) are sent only with
+   * --release-test-scores: of a test file, or of rows the coordinator holds out of the training file.
+   */
+  releaseTestScores: boolean;
   /** d_m, fixed by the training file. */
   features: number;
   privacy: Privacy;

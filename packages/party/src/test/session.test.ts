@@ -61,6 +61,7 @@ function env(opts: { privacy?: PrivacyConfig; intercept?: boolean; ledgerPath?: 
     token: undefined,
     train: { ...table('session-data'), ids: packIds(Array.from({ length: FILE_ROWS }, (_, i) => `row-${i}`)) },
     test: undefined,
+    releaseTestScores: false,
     features: FEATURES,
     privacy: new Privacy(opts.privacy ?? NO_PRIVACY),
     ledgerPath: opts.ledgerPath ?? '/nonexistent/ledger.json',
@@ -90,7 +91,7 @@ function joinJob(s: SessionState, e: SessionEnv): void {
   connectionOpened(s);
   assert.equal(replies(feed(s, e, { type: 'challenge', protocolVersion: PROTOCOL_VERSION, nonce: new Uint8Array(32).fill(1) }))[0].type, 'hello');
   assert.equal(feed(s, e, { type: 'welcome', protocolVersion: PROTOCOL_VERSION, jobId: JOB }).kind, 'answered');
-  const setup: CoordinatorMessage = { type: 'setup', jobId: JOB, trainRows: TRAIN_ROWS, testRows: new Uint32Array(0), lambda: LAMBDA, loss: 'logistic', rounds: 20, rho: RHO, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0), labelFlip: 0 };
+  const setup: CoordinatorMessage = { type: 'setup', jobId: JOB, trainRows: TRAIN_ROWS, testRows: new Uint32Array(0), testFrom: 'test', lambda: LAMBDA, loss: 'logistic', rounds: 20, rho: RHO, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0), labelFlip: 0 };
   assert.equal(feed(s, e, setup).kind, 'joined');
 }
 

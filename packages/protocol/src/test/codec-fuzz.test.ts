@@ -39,6 +39,7 @@ function randomMessage(rnd: () => number): Message {
         jobId: JOB,
         trainRows: rowPermutation(1 + n, 20, randInt(rnd, 1e9)),
         testRows: rowPermutation(n, 20, randInt(rnd, 1e9)),
+        testFrom: rnd() < 0.5 ? 'test' : 'train',
         lambda: rnd(),
         loss: rnd() < 0.5 ? 'logistic' : 'squared',
         rounds: 1 + randInt(rnd, 500),
@@ -172,8 +173,9 @@ function assertSatisfiesContext(m: PartyMessage | CoordinatorMessage, ctx: Valid
       if (m.trainRows.length === 0) fail('no training rows');
       if (ctx.fileRows !== undefined) {
         for (const r of m.trainRows) if (r >= ctx.fileRows.train) fail(`train row ${r}`);
-        for (const r of m.testRows) if (r >= ctx.fileRows.test) fail(`test row ${r}`);
+        for (const r of m.testRows) if (r >= ctx.fileRows[m.testFrom]) fail(`test row ${r}`);
       }
+      if (m.testFrom === 'train') for (const r of m.testRows) if (m.trainRows.includes(r)) fail(`test row ${r} is a training row`);
       break;
     default:
       break;

@@ -98,6 +98,7 @@ test('round trip: setup with 1 and 70000 training rows, 0, 1 and 70000 test rows
         jobId: JOB,
         trainRows: rowPermutation(nTrain, fileRows.train, nTrain),
         testRows: rowPermutation(nTest, fileRows.test, nTest + 3),
+        testFrom: 'test',
         lambda: nTest === 0 ? 0 : 1e-300,
         loss: nTest === 1 ? 'squared' : 'logistic',
         rounds: 100,
@@ -112,7 +113,7 @@ test('round trip: setup with 1 and 70000 training rows, 0, 1 and 70000 test rows
     }
   }
   // Row indices above 2^16 and up to 2^32 - 1 survive without a file-size bound.
-  roundTrip({ type: 'setup', jobId: JOB, trainRows: new Uint32Array([0xffffffff, 65536, 0]), testRows: new Uint32Array(0), lambda: 1e300, loss: 'squared', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0), labelFlip: 0 }, {});
+  roundTrip({ type: 'setup', jobId: JOB, trainRows: new Uint32Array([0xffffffff, 65536, 0]), testRows: new Uint32Array(0), testFrom: 'test', lambda: 1e300, loss: 'squared', rounds: 100, rho: 0.5, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0), labelFlip: 0 }, {});
 });
 
 test('round trip: round with vectors of length 0, 1 and 70000 and awkward rho', () => {

@@ -168,3 +168,26 @@ test('one-shot: setup carries +1/-1 labels, one per training row; released, fit 
   assert.throws(() => validateCoordinatorMessage({ ...b.fit, parties: [] }, CTX), /fit\.parties: expected a non-empty array/);
   assert.throws(() => validateCoordinatorMessage({ ...b.fit, parties: ['ok', 'not ok'] }, CTX), /fit\.parties\[1\]: not a party id/);
 });
+
+test("setup.testFrom: 'test' rows index the test file; 'train' rows index the training file and none is a training row", () => {
+  // Base: trainRows [9, 0, 4, 2], testRows [4, 1, 0]; the files have 10 training and 5 test rows.
+  assert.equal((accepts('setup', {}) as { testFrom: string }).testFrom, 'test');
+  const heldOut = accepts('setup', { testFrom: 'train', testRows: new Uint32Array([7, 1, 8, 3]) }) as { testFrom: string; testRows: Uint32Array };
+  assert.equal(heldOut.testFrom, 'train');
+  assert.deepEqual([...heldOut.testRows], [7, 1, 8, 3]);
+  // Bounded by the file the rows come from: row 7 is in the training file, not in the test file.
+  rejects('setup', { testRows: new Uint32Array([7]) }, 'invalid', CTX, /setup\.testRows\[0\] = 7 is not a row of a file with 5 rows/);
+  rejects('setup', { testFrom: 'train', testRows: new Uint32Array([3, 10]) }, 'invalid', CTX, /setup\.testRows\[1\] = 10 is not a row of a file with 10 rows/);
+  // A held-out row that is also trained on: refused, wherever it sits in either list.
+  rejects('setup', { testFrom: 'train', testRows: new Uint32Array([1, 3, 2]) }, 'invalid', CTX, /setup\.testRows\[2\] = 2 is also a training row/);
+  rejects('setup', { testFrom: 'train', testRows: new Uint32Array([9]) }, 'invalid', CTX, /setup\.testRows\[0\] = 9 is also a training row/);
+  // The same rows from the test file are another file's rows: no overlap to refuse.
+  accepts('setup', { testFrom: 'test', testRows: new Uint32Array([4, 2, 0]) });
+  // Without the file sizes (no bound) the overlap is still refused, with indices up to 2^32 - 1.
+  const noFiles = { jobId: CTX.jobId };
+  assert.throws(() => validateCoordinatorMessage({ ...base().setup, testFrom: 'train', trainRows: new Uint32Array([0xffffffff, 5]), testRows: new Uint32Array([0xffffffff]) }, noFiles), /is also a training row/);
+  accepts('setup', { testFrom: 'train', trainRows: new Uint32Array([0xffffffff, 5]), testRows: new Uint32Array([0xfffffffe]) }, noFiles);
+  rejects('setup', { testFrom: 'holdout' }, 'invalid', CTX, /setup\.testFrom: 'holdout' is not one of train, test/);
+  rejects('setup', { testFrom: undefined }, 'invalid', CTX, /setup: missing field 'testFrom'/);
+  rejects('setup', { testFrom: 1 }, 'invalid', CTX, /setup\.testFrom: expected a string/);
+});
