@@ -7,7 +7,7 @@ import { snapToGrid } from '../privacy/noise.js';
 import { histogram, rangeOfHistogram } from './grid.js';
 import type { CategoricalPrep, NumericPrep, StatSource } from './preparation.js';
 import { type PlannedQuery, type QueryKind, categoryCounts, centredSquares, centredSum, clip, numericNeeds, planQueries, presentCount, sensitivity } from './queries.js';
-import type { CategoricalColumn, DpPrepareBudget, NumericColumn, PrepareOptions, RawTable } from './types.js';
+import { PREPARE_FLAGS, type CategoricalColumn, type DpPrepareBudget, type NumericColumn, type PrepareOptions, type RawTable } from './types.js';
 
 /**
  * A noisy bin of the histogram survives when its count is at least this many of its noise's
@@ -135,7 +135,7 @@ export class DpFit {
     const r = rangeOfHistogram(y, HISTOGRAM_THRESHOLD_SIGMAS * sigma);
     if (!r.reliable)
       this.notes.push(
-        `column '${col.name}': no bin of the private histogram passed its threshold at this budget, so its range [${r.range.map(fmt).join(', ')}] is the bin with the largest noisy count and is unreliable: declare the column's range in the spec`,
+        `column '${col.name}': no bin of the private histogram passed its threshold at this budget, so its range [${r.range.map(fmt).join(', ')}] is the bin with the largest noisy count and is unreliable: declare the column's range in the spec (${PREPARE_FLAGS.spec})`,
       );
     return r;
   }
