@@ -184,3 +184,14 @@ test('the split of the budget: planned from the options and kinds alone; mu^2 sp
   y[binOf(5)] = 3;
   assert.deepEqual(rangeOfHistogram(y, 10), { range: binInterval(binOf(5)), median: (binInterval(binOf(5))[0] + binInterval(binOf(5))[1]) / 2, reliable: false });
 });
+
+test('private fit: a declared mean with no range or scale: the range and the scale estimated, the centre as declared, and each statistic says where it came from', () => {
+  const opts: PrepareOptions = { ...OPTS, spec: { file: 'spec.json', columns: { age: { mean: 44 } } } };
+  const { preparation: p, notes } = fitPreparation(table5000, opts, { mu: 0.2, deltaThreshold: 1e-6, noise: seededNoise('mixed') });
+  const age = p.inputs.find((c) => c.name === 'age');
+  assert.ok(age?.kind === 'numeric');
+  assert.deepEqual([age.center, age.centerSource, age.scaleSource, age.rangeSource, age.fill, age.fillSource], [44, 'declared', 'dp', 'dp', 44, 'declared']);
+  const exact = plainStats(bank5000.numeric.age);
+  assert.ok(Math.abs(age.scale / exact.std - 1) <= 0.2, `scale ${age.scale}, std ${exact.std}`);
+  assert.deepEqual(notes.queries.filter((q) => q.column === 'age').map((q) => q.query), ['histogram', 'count', 'sum', 'squares']);
+});
