@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DataError, type PrepareOptions, type PublicSpec, applyPreparation, fitPreparation, originalUnits, parseWith, preparationSchema, rawTableFromFeatures, readLibsvm, readPublicSpec, readRawTable } from '../index.js';
+import { DataError, type PrepareOptions, type PublicSpec, applyPreparation, fitPreparation, originalUnits, parseWith, preparationSchema, rawTableFromFeatures, readLibsvm, readOptionsOf, readPublicSpec, readRawTable } from '../index.js';
 import { testFiles, throwsData } from './io-support.js';
 import { JOBS, bankTable, plainStats } from './prepare-support.js';
 import { seeded } from './support.js';
@@ -136,7 +136,8 @@ test('applyPreparation at scoring: columns in another order, the label absent, a
   const opts: PrepareOptions = { idColumn: 'id', categorical: ['job'], exclude: ['y'], missing: 'mean', scale: true, spec: s };
   const { preparation: p } = fitPreparation(readRawTable(train, opts), opts);
   const score = file('income,job,id,age\n250,pilot,n1,90\n,retired,n2,\n', '.csv');
-  const readBack = { ...opts, columns: p.inputs.map((c) => c.name), exclude: undefined };
+  // Read as the model's preparation says (readOptionsOf): its columns by name, the label not among them.
+  const readBack = readOptionsOf(p);
   const a = applyPreparation(p, readRawTable(score, readBack), { file: score });
   assert.deepEqual(a.unseen, { job: 1 });
   assert.deepEqual(a.clipped, { age: 1 });
@@ -149,6 +150,7 @@ test('applyPreparation at scoring: columns in another order, the label absent, a
   row(1).forEach((v, j) => close(v, expect1[j], `n2 column ${j}`));
   assert.deepEqual(a.table.featureNames, ['age', 'job=admin', 'job=retired', 'income']);
   const noAge = file('id,job,income\nn1,admin,1\n', '.csv');
+  throwsData(() => readRawTable(noAge, { ...readOptionsOf(p), model: 'model-1.json' }), noAge, 1, /no column 'age' in the header \(columns: id, job, income\), and the model model-1.json was trained with it/);
   throwsData(() => applyPreparation(p, readRawTable(noAge, { ...readBack, columns: ['job', 'income'] }), { file: noAge }), noAge, 1, /no column 'age' read from this file, which the model's preparation needs/);
 });
 
