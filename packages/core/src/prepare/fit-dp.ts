@@ -14,8 +14,8 @@ import { PREPARE_FLAGS, type CategoricalColumn, type DpPrepareBudget, type Numer
  * standard deviations. The range is the hull of the surviving bins, so one bin of noise alone
  * passing anywhere among the GRID_BINS (147) ruins it: that happens in a column with
  * probability about 147 P(N(0, 1) > z), 20 % at z = 3, 0.5 % at 4 (seen: a range from -3e5
- * for values within +-20, once in 800 columns), 4e-5 at 5. At 5 a bin needs a few more rows to count (146
- * instead of 117 at mu 0.2 over 17 queries).
+ * for values within +-20, once in 800 columns), 4e-5 at 5. At 5 a bin needs a few more rows
+ * to count (146 instead of 117 at mu 0.2 over 17 queries).
  */
 export const HISTOGRAM_THRESHOLD_SIGMAS = 5;
 

@@ -145,6 +145,7 @@ export function fitPreparation(t: RawTable, opts: PrepareOptions, dp?: DpPrepare
   const mu = queries.length > 0 && dp !== undefined ? dp.mu : 0;
   if (dpFit !== undefined) {
     notes.push(...dpFit.notes);
+    if (dp?.noise.seeded && queries.length > 0) notes.push('the preparation\'s noise is seeded: predictable by anyone who knows the seed, for experiments only');
     notes.push(
       queries.length > 0
         ? `preparation at a private party: mu = ${fmt(mu)} spent over ${queries.length} queries of the data (mu ${fmt(mu / Math.sqrt(queries.length))} each, composed in GDP); the other statistics are declared or fixed`
