@@ -7,15 +7,15 @@ import { snapToGrid } from '../privacy/noise.js';
 import { histogram, rangeOfHistogram } from './grid.js';
 import type { CategoricalPrep, NumericPrep, StatSource } from './preparation.js';
 import { type PlannedQuery, type QueryKind, categoryCounts, centredSquares, centredSum, clip, numericNeeds, planQueries, presentCount, sensitivity } from './queries.js';
-import type { CategoricalColumn, DpPrepareBudget, NumericColumn, PrepareOptions, RawTable } from './types.js';
+import { PREPARE_FLAGS, type CategoricalColumn, type DpPrepareBudget, type NumericColumn, type PrepareOptions, type RawTable } from './types.js';
 
 /**
  * A noisy bin of the histogram survives when its count is at least this many of its noise's
  * standard deviations. The range is the hull of the surviving bins, so one bin of noise alone
  * passing anywhere among the GRID_BINS (147) ruins it: that happens in a column with
- * probability about 147 P(N(0, 1) > z), 20 % at z = 3, 0.5 % at 4 (seen in tests: a range up
- * to 1e8 for values within +-20), 4e-5 at 5. At 5 a bin needs a few more rows to count (146
- * instead of 117 at mu 0.2 over 17 queries).
+ * probability about 147 P(N(0, 1) > z), 20 % at z = 3, 0.5 % at 4 (seen: a range from -3e5
+ * for values within +-20, once in 800 columns), 4e-5 at 5. At 5 a bin needs a few more rows
+ * to count (146 instead of 117 at mu 0.2 over 17 queries).
  */
 export const HISTOGRAM_THRESHOLD_SIGMAS = 5;
 
@@ -135,7 +135,7 @@ export class DpFit {
     const r = rangeOfHistogram(y, HISTOGRAM_THRESHOLD_SIGMAS * sigma);
     if (!r.reliable)
       this.notes.push(
-        `column '${col.name}': no bin of the private histogram passed its threshold at this budget, so its range [${r.range.map(fmt).join(', ')}] is the bin with the largest noisy count and is unreliable: declare the column's range in the spec`,
+        `column '${col.name}': no bin of the private histogram passed its threshold at this budget, so its range [${r.range.map(fmt).join(', ')}] is the bin with the largest noisy count and is unreliable: declare the column's range in the spec (${PREPARE_FLAGS.spec})`,
       );
     return r;
   }

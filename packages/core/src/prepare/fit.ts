@@ -1,8 +1,9 @@
 // Fitting a preparation on the training rows: the checks every fit makes (declared ranges and
 // categories, missing values), then the statistics, exact (no privacy) or private (fit-dp.ts).
-import { DataError } from '../errors.js';
+import { DataError, InternalError } from '../errors.js';
 import { type AskedQuery, DpFit, byCodeUnits, fmt } from './fit-dp.js';
 import { type CategoricalPrep, type NumericPrep, type Preparation, outputsOf } from './preparation.js';
+import { planQueries } from './queries.js';
 import { checkSpecAgainst } from './spec.js';
 import { DEFAULT_MISSING_TOKENS, MISSING_CODE, PREPARE_FLAGS, type CategoricalColumn, type DpPrepareBudget, type NumericColumn, type PrepareOptions, type RawColumn, type RawTable } from './types.js';
 
@@ -33,7 +34,7 @@ function checkRows(t: RawTable, opts: PrepareOptions): void {
       for (let i = 0; i < t.rows; i++) {
         const x = c.values[i];
         if (x < lo || x > hi)
-          throw new DataError(t.file, t.lines[i], `column '${c.name}': ${x} is outside the range [${lo}, ${hi}] declared in ${specFile}: widen the range in the spec, or remove it there (then the range is estimated)`);
+          throw new DataError(t.file, t.lines[i], `column '${c.name}': ${x} is outside the range [${lo}, ${hi}] declared in ${specFile}: widen the range in the spec, or remove it from the spec`);
       }
     }
     if (c.kind === 'categorical' && spec?.categories !== undefined) {
@@ -125,7 +126,7 @@ function exactCategorical(c: CategoricalColumn, keep: Uint8Array, opts: PrepareO
  * section 13); `--missing drop` is then refused.
  */
 export function fitPreparation(t: RawTable, opts: PrepareOptions, dp?: DpPrepareBudget): { preparation: Preparation; notes: FitNotes } {
-  const private_ = dp === undefined ? undefined : new DpFit(dp, opts, t);
+  const dpFit = dp === undefined ? undefined : new DpFit(dp, opts, t);
   if (opts.spec !== undefined) checkSpecAgainst(opts.spec, t);
   checkRows(t, opts);
   const indicators = new Set(opts.indicators ?? []);
@@ -134,13 +135,17 @@ export function fitPreparation(t: RawTable, opts: PrepareOptions, dp?: DpPrepare
   const keep = keptRows(t, opts);
   const inputs = t.columns.map((c) => {
     const ind = indicators.has(c.name);
-    if (private_ !== undefined) return c.kind === 'numeric' ? private_.numeric(c, ind, t.rows) : private_.categorical(c, ind);
+    if (dpFit !== undefined) return c.kind === 'numeric' ? dpFit.numeric(c, ind, t.rows) : dpFit.categorical(c, ind);
     return c.kind === 'numeric' ? exactNumeric(c, keep, opts, ind, notes) : exactCategorical(c, keep, opts, ind);
   });
-  const queries = private_?.asked ?? [];
+  const queries = dpFit?.asked ?? [];
+  // The budget was split over the planned queries: asking more would spend more than mu.
+  if (dpFit !== undefined && queries.length !== planQueries(opts, t.columns).length)
+    throw new InternalError('fitting a private preparation', `${queries.length} queries asked, ${planQueries(opts, t.columns).length} planned`);
   const mu = queries.length > 0 && dp !== undefined ? dp.mu : 0;
-  if (private_ !== undefined) {
-    notes.push(...private_.notes);
+  if (dpFit !== undefined) {
+    notes.push(...dpFit.notes);
+    if (dp?.noise.seeded && queries.length > 0) notes.push('the preparation\'s noise is seeded: predictable by anyone who knows the seed, for experiments only');
     notes.push(
       queries.length > 0
         ? `preparation at a private party: mu = ${fmt(mu)} spent over ${queries.length} queries of the data (mu ${fmt(mu / Math.sqrt(queries.length))} each, composed in GDP); the other statistics are declared or fixed`

@@ -33,9 +33,12 @@ function checkNames(path: string, header: { names: string[]; line: number }, nam
 }
 
 /** The columns kept from a header, in its order: the picked ones (or all), less the excluded ones and the id. */
-export function keptColumns(path: string, header: { names: string[]; line: number }, opts: PrepareOptions): number[] {
+export function keptColumns(path: string, header: { names: string[]; line: number }, opts: ReadRawOptions): number[] {
   const idCol = header.names.indexOf(opts.idColumn);
   if (idCol < 0) throw new DataError(path, header.line, `no column named '${opts.idColumn}' in the header (columns: ${header.names.join(', ')}): name the id column with ${PREPARE_FLAGS.idColumn}`);
+  if (opts.model !== undefined)
+    for (const n of opts.columns ?? [])
+      if (!header.names.includes(n)) throw new DataError(path, header.line, `no column '${n}' in the header (columns: ${header.names.join(', ')}), and the model ${opts.model} was trained with it`);
   checkNames(path, header, opts.columns, PREPARE_FLAGS.columns);
   checkNames(path, header, opts.exclude, PREPARE_FLAGS.exclude);
   checkNames(path, header, opts.categorical, PREPARE_FLAGS.categorical);
@@ -68,7 +71,14 @@ function notNumeric(path: string, line: number, column: string, detail: string):
  * in a categorical one; whether a missing value is allowed is decided by the fit and the
  * apply, which know the line of each row.
  */
-export function readRawTable(path: string, opts: PrepareOptions & { chunkBytes?: number }): RawTable {
+export interface ReadRawOptions extends PrepareOptions {
+  /** Bytes read at a time (tests set it small). */
+  chunkBytes?: number;
+  /** At scoring: the model file whose preparation chose the columns (readOptionsOf), named when one is absent. */
+  model?: string;
+}
+
+export function readRawTable(path: string, opts: ReadRawOptions): RawTable {
   const missing = new Set(opts.missingTokens ?? DEFAULT_MISSING_TOKENS);
   const ids = new PackedIdList(path);
   const lines = new Growing(new Int32Array(1024));

@@ -3,7 +3,7 @@
 // at mu = 0.2; the threshold on categories; what is refused, and what spends nothing.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { ConfigError, type NoiseSource, type PrepareOptions, type RawTable, fitPreparation, normalCdf, planQueries, preparationMu, preparationQueries, readRawTable, seededNoise, splitGdpMu } from '../index.js';
+import { ConfigError, type NoiseSource, type PrepareOptions, type RawTable, applyPreparation, fitPreparation, normalCdf, planQueries, preparationMu, preparationQueries, readRawTable, seededNoise, splitGdpMu } from '../index.js';
 import { GRID_BINS, binInterval, binOf, histogram, rangeOfHistogram } from '../prepare/grid.js';
 import { categoryCounts, centredSquares, centredSum, presentCount, sensitivity } from '../prepare/queries.js';
 import { testFiles } from './io-support.js';
@@ -183,4 +183,28 @@ test('the split of the budget: planned from the options and kinds alone; mu^2 sp
   const y = new Float64Array(GRID_BINS);
   y[binOf(5)] = 3;
   assert.deepEqual(rangeOfHistogram(y, 10), { range: binInterval(binOf(5)), median: (binInterval(binOf(5))[0] + binInterval(binOf(5))[1]) / 2, reliable: false });
+});
+
+test('private fit: a declared mean with no range or scale: the range and the scale estimated, the centre as declared, and each statistic says where it came from', () => {
+  const opts: PrepareOptions = { ...OPTS, spec: { file: 'spec.json', columns: { age: { mean: 44 } } } };
+  const { preparation: p, notes } = fitPreparation(table5000, opts, { mu: 0.2, deltaThreshold: 1e-6, noise: seededNoise('mixed') });
+  const age = p.inputs.find((c) => c.name === 'age');
+  assert.ok(age?.kind === 'numeric');
+  assert.deepEqual([age.center, age.centerSource, age.scaleSource, age.rangeSource, age.fill, age.fillSource], [44, 'declared', 'dp', 'dp', 44, 'declared']);
+  const exact = plainStats(bank5000.numeric.age);
+  assert.ok(Math.abs(age.scale / exact.std - 1) <= 0.2, `scale ${age.scale}, std ${exact.std}`);
+  assert.deepEqual(notes.queries.filter((q) => q.column === 'age').map((q) => q.query), ['histogram', 'count', 'sum', 'squares']);
+});
+
+test('with the preparation fixed, neighbouring raw tables give prepared tables that differ in the replaced row only (Theorem 5, step 3)', () => {
+  const t = readRawTable(file(bankTable(seeded('prepare-dp-rows'), 400).text, '.csv'), OPTS);
+  const { preparation: p } = fitPreparation(t, OPTS, { mu: 0.5, deltaThreshold: 1e-6, noise: seededNoise('rows') });
+  const a = applyPreparation(p, t, { file: t.file }).table.X;
+  const n = replaceRow(t, 17, { rate: NaN, age: 1e9, income: -5, change: 0 }, { job: 'astronaut' });
+  const b = applyPreparation(p, n, { file: t.file }).table.X;
+  const d = p.outputs.length;
+  for (let i = 0; i < t.rows; i++) {
+    const same = a.data.subarray(i * d, (i + 1) * d).every((v, j) => v === b.data[i * d + j]);
+    assert.equal(same, i !== 17, `row ${i}`);
+  }
 });

@@ -4,7 +4,7 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DataError, type PrepareOptions, type PublicSpec, applyPreparation, fitPreparation, originalUnits, parseWith, preparationSchema, readPublicSpec, readRawTable } from '../index.js';
+import { DataError, type PrepareOptions, type PublicSpec, applyPreparation, fitPreparation, originalUnits, parseWith, preparationSchema, rawTableFromFeatures, readLibsvm, readOptionsOf, readPublicSpec, readRawTable } from '../index.js';
 import { testFiles, throwsData } from './io-support.js';
 import { JOBS, bankTable, plainStats } from './prepare-support.js';
 import { seeded } from './support.js';
@@ -136,7 +136,8 @@ test('applyPreparation at scoring: columns in another order, the label absent, a
   const opts: PrepareOptions = { idColumn: 'id', categorical: ['job'], exclude: ['y'], missing: 'mean', scale: true, spec: s };
   const { preparation: p } = fitPreparation(readRawTable(train, opts), opts);
   const score = file('income,job,id,age\n250,pilot,n1,90\n,retired,n2,\n', '.csv');
-  const readBack = { ...opts, columns: p.inputs.map((c) => c.name), exclude: undefined };
+  // Read as the model's preparation says (readOptionsOf): its columns by name, the label not among them.
+  const readBack = readOptionsOf(p);
   const a = applyPreparation(p, readRawTable(score, readBack), { file: score });
   assert.deepEqual(a.unseen, { job: 1 });
   assert.deepEqual(a.clipped, { age: 1 });
@@ -149,6 +150,7 @@ test('applyPreparation at scoring: columns in another order, the label absent, a
   row(1).forEach((v, j) => close(v, expect1[j], `n2 column ${j}`));
   assert.deepEqual(a.table.featureNames, ['age', 'job=admin', 'job=retired', 'income']);
   const noAge = file('id,job,income\nn1,admin,1\n', '.csv');
+  throwsData(() => readRawTable(noAge, { ...readOptionsOf(p), model: 'model-1.json' }), noAge, 1, /no column 'age' in the header \(columns: id, job, income\), and the model model-1.json was trained with it/);
   throwsData(() => applyPreparation(p, readRawTable(noAge, { ...readBack, columns: ['job', 'income'] }), { file: noAge }), noAge, 1, /no column 'age' read from this file, which the model's preparation needs/);
 });
 
@@ -181,4 +183,19 @@ test('originalUnits: per-unit coefficients and the offset reproduce the prepared
   const prepared = 0.5 * ((33 - x.mean) / x.std) - 2 + 3 * ((0.5 - z.mean) / z.std);
   close(u.columns[0].perUnit! * 33 + u.columns[3].coefficient + u.columns[4].perUnit! * 0.5 + u.offset, prepared, 'score in original units', 1e-12);
   assert.throws(() => originalUnits(prep, [1, 2]), /2 coefficients for 5 prepared columns/);
+});
+
+test('LIBSVM with --prepare: every column standardised, absent entries read as zeros; a column read as the other kind at scoring is an error naming the flag', () => {
+  const p = file('1 qid:a 1:2 2:1\n0 qid:b 1:4\n1 qid:c 2:3\n');
+  const t = rawTableFromFeatures(readLibsvm(p, { ids: 'qid' }));
+  const { preparation: prep } = fitPreparation(t, { idColumn: 'id', scale: true });
+  const a = applyPreparation(prep, t, { file: p });
+  const [c1, c2] = [plainStats([2, 4, 0]), plainStats([1, 0, 3])];
+  const expected = [(2 - c1.mean) / c1.std, (1 - c2.mean) / c2.std, (4 - c1.mean) / c1.std, (0 - c2.mean) / c2.std, (0 - c1.mean) / c1.std, (3 - c2.mean) / c2.std];
+  Array.from(a.table.X.data).forEach((v, k) => close(v, expected[k], `entry ${k}`));
+  const csv = file('id,x,c\na,1,u\nb,2,v\n', '.csv');
+  const opts: PrepareOptions = { idColumn: 'id', categorical: ['c'], scale: true };
+  const { preparation: q } = fitPreparation(readRawTable(csv, opts), opts);
+  const later = file('id,x,c\nn,1,2\n', '.csv');
+  throwsData(() => applyPreparation(q, readRawTable(later, { idColumn: 'id', scale: true }), { file: later }), later, 1, /column 'c' was categorical when the model was trained: read it with --categorical/);
 });
