@@ -11,6 +11,7 @@ import { collectGarbage, collectYoungGarbage } from './session/gc.js';
 import { CoordinatorLink, maxPayloadFor } from './transport/link.js';
 import type { ClientTls } from './transport/tls.js';
 import { ledgerPath, readPartyModel, writeModelFiles } from './scoring/model-file.js';
+import { writePartyReportOf } from './scoring/model-report.js';
 import { type PrivacyConfig, DEFAULT_BX, normaliseCsrRows, normaliseDenseRows, validatePrivacyConfig } from './privacy/mechanism.js';
 import { Privacy } from './privacy/privacy.js';
 import { PartyPsi } from './intersection/psi.js';
@@ -289,6 +290,7 @@ function run(config: PartyConfig, env: SessionEnv, rowsScaled: number): PartyHan
           privacy: env.privacy,
           rowsScaled,
         });
+        writePartyReportOf(config.model, env.log);
         settled = true;
         env.log.info({ rounds: msg.rounds, reason: msg.reason, model: config.model, peakMemoryBytes: peakMemoryBytes() }, 'model written');
         const result: PartyResult = { jobId: msg.jobId, rounds: msg.rounds, model: config.model };
