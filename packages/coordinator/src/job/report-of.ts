@@ -5,8 +5,7 @@
  * one-shot passive party whose weight is ~0).
  */
 import type { Logger } from 'pino';
-import { detectFormat } from '@admm-share/core';
-import { type ModelReport, type TestScores, buildModelReport, weightWarnings, writeModelReportFiles } from '../output/model-report.js';
+import { type ModelReport, type TestScores, buildModelReport, idColumnName, weightWarnings, writeModelReportFiles } from '../output/model-report.js';
 import { writeModelReportPage } from '../output/report-page.js';
 import type { Summary } from '../output/summary.js';
 import { lastTestParts } from '../training/evaluation.js';
@@ -26,8 +25,7 @@ export function reportOf(job: Job, summary: Summary, testIds: readonly string[] 
   const add = (v: Float64Array) => v.forEach((x, i) => (total[i] += x));
   if (evaluated.base) add(evaluated.base);
   evaluated.parts.forEach(add);
-  // The user's id column keeps its name; ids from a LIBSVM file have none, so 'id'.
-  const idColumn = detectFormat(testLabelFile, labelOptions.format) === 'csv' ? (labelOptions.idColumn ?? 'id') : 'id';
+  const idColumn = idColumnName(testLabelFile, labelOptions);
   const scores: TestScores = {
     idColumn,
     ids: Array.from(job.labelRows.test, (r) => testIds[r]),

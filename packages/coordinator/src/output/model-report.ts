@@ -8,7 +8,7 @@
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DataError, classificationReport, nullAsNaN, partContributions, readJsonFile, regressionMetrics, writeFileAtomic, z } from '@admm-share/core';
+import { type FileFormat, DataError, classificationReport, detectFormat, nullAsNaN, partContributions, readJsonFile, regressionMetrics, writeFileAtomic, z } from '@admm-share/core';
 import { ALGORITHMS, LOSSES, type AlgorithmName, type LossName } from '@admm-share/protocol';
 import { classesSchema, nameSchema as name } from './fields.js';
 
@@ -147,6 +147,11 @@ export function weightWarnings(weights: Record<string, number>): string[] {
       return !(Math.abs(w) >= WEIGHT_THRESHOLD * others);
     })
     .map(([party, w]) => `party ${party}'s release has combination weight ${w.toExponential(2)}: it adds nothing measurable to the model (below ${WEIGHT_THRESHOLD} of the largest other weight); give test labels to measure its contribution`);
+}
+
+/** The name a file of ids gives its id column (kept in test-scores.csv and predictions.csv): a CSV's --id-column; ids from a LIBSVM file have none, so 'id'. */
+export function idColumnName(file: string, opts: { format?: FileFormat; idColumn?: string }): string {
+  return detectFormat(file, opts.format) === 'csv' ? (opts.idColumn ?? 'id') : 'id';
 }
 
 /** Quote a CSV field when it must be (an id may hold a comma or a quote). */
