@@ -35,7 +35,8 @@ export async function evaluate(job: Job, parties: Parties, round: number): Promi
   const replies = await Promise.all(parties.requestAll(msg, ['scores'], () => ({ jobId: job.jobId, nTest: job.nTest, round })));
   const total = new Float64Array(job.nTest);
   for (const r of replies) for (let i = 0; i < total.length; i++) total[i] += r.scores[i];
-  recordTestParts(job, { parties: parties.list.map((p) => p.id), parts: replies.map((r) => r.scores) });
+  // Copied: a decoded vector may be a view of a frame buffer that a later message reuses.
+  recordTestParts(job, { parties: parties.list.map((p) => p.id), parts: replies.map((r) => Float64Array.from(r.scores)) });
   return testMetrics(job.setup.loss, total, yTest);
 }
 

@@ -74,7 +74,7 @@ export async function runOneShot({ cfg, job, parties, log, traffic, onTrace }: L
     metrics = classificationMetrics(total, job.yTest);
     recordTestParts(job, {
       parties: [...(active ? [active.id] : []), ...passive.map((p) => p.id)],
-      parts: [...(active ? [base] : []), ...released.map((r, j) => Float64Array.from(testOf(r, `party ${passive[j].id}`), (v) => weights[j] * v))],
+      parts: [...(active ? [Float64Array.from(base)] : []), ...released.map((r, j) => Float64Array.from(testOf(r, `party ${passive[j].id}`), (v) => weights[j] * v))],
       ...(active ? {} : { base }),
     });
   }
