@@ -37,7 +37,7 @@ export function reportOf(job: Job, summary: Summary, testIds: readonly string[] 
 }
 
 /** What the summary's `warnings` get from the report, or without one from a one-shot job's weights. */
-export function reportWarnings(summary: Summary, report: JobReport | undefined): string[] {
+export function reportWarnings(summary: Pick<Summary, 'oneShot'>, report: JobReport | undefined): string[] {
   if (report) return report.report.warnings;
   return summary.oneShot ? weightWarnings(summary.oneShot.weights) : [];
 }

@@ -10,6 +10,7 @@ import { tempDir } from '@admm-share/core/test-support';
 import { type TestScores, CONTRIBUTION_THRESHOLD, buildModelReport, contributionWarnings, formatTestScores, idColumnName, readTestScores, weightWarnings } from '../output/model-report.js';
 import { modelReportPage } from '../output/report-page.js';
 import { formatPredictions } from '../prediction/predict.js';
+import { reportWarnings } from '../job/report-of.js';
 
 const f = (xs: number[]) => Float64Array.from(xs);
 
@@ -96,4 +97,15 @@ test("predictions.csv and test-scores.csv keep the user's id column name; ids fr
   assert.equal(idColumnName('x/new.libsvm', { idColumn: 'customer_id' }), 'id');
   const csv = formatPredictions(['c1'], f([0]), { negative: 'no', positive: 'yes' }, [[]], 'customer_id');
   assert.equal(csv, 'customer_id,score,probability,positive_class,missing\nc1,0,0.5,yes,\n');
+});
+
+test('the summary warnings: the report\'s when the job evaluated, else a one-shot job\'s weights ~0', () => {
+  const oneShot = { activeParty: 'bank', weights: { telco: -2.6e-6, shop: 0.7 }, intercept: null, local: null, warnings: [] };
+  const w = reportWarnings({ oneShot }, undefined);
+  assert.equal(w.length, 1);
+  assert.match(w[0], /party telco's release has combination weight -2\.60e-6/);
+  assert.deepEqual(reportWarnings({}, undefined), []);
+  const report = buildModelReport({ jobId: 'j', algorithm: 'one-shot', loss: 'logistic', classes: null }, { ...scores, parts: [scores.parts[0], { party: 'telco', scores: new Float64Array(4) }] });
+  assert.deepEqual(reportWarnings({ oneShot }, { report, scores }), report.warnings);
+  assert.match(report.warnings[0], /party telco's part adds 0\.000 AUC/);
 });
