@@ -18,13 +18,19 @@ export const PARTY_REPORT_FORMAT = 'admm-share-party-report/1';
 export interface CoefficientUnits {
   name: string;
   /** The user's column it comes from (a one-hot column's source, a standardised column's own name). */
-  original?: string;
+  original?: string | null;
   /** e.g. 'numeric', 'one-hot', 'indicator'. */
-  kind?: string;
+  kind?: string | null;
   /** The coefficient per unit of the original column (coefficient / scale for a standardised one). */
-  perUnit?: number;
-  center?: number;
-  scale?: number;
+  perUnit?: number | null;
+  center?: number | null;
+  scale?: number | null;
+}
+
+/** The preparation's description of every coefficient, in order (core's originalUnits gives it), and the constant it adds to the intercept. */
+export interface OriginalUnits {
+  columns: readonly CoefficientUnits[];
+  offset?: number | null;
 }
 
 /** The model fields the report reads (a model file as readPartyModel returns it has them all). */
@@ -44,7 +50,7 @@ export const partyReportSchema = z.strictObject({
   intercept: num,
   /** Whether any coefficient carries original-unit information. */
   originalUnits: z.boolean(),
-  /** The constant the original-unit coefficients add to the intercept (the preparation's centring), when given. */
+  /** What the preparation's centring adds to the intercept when the coefficients are taken per original unit (the constant is then intercept + offset), when given. */
   offset: num,
   coefficients: z.array(
     z.strictObject({
@@ -70,11 +76,12 @@ export function partyReportPaths(model: string): { json: string; html: string } 
   return { json: `${base}.report.json`, html: `${base}.report.html` };
 }
 
-/** The report's figures; `units`, when given, has one entry per coefficient, in order. */
-export function partyReport(m: ReportedModel, units?: readonly CoefficientUnits[], offset?: number): PartyReport {
+/** The report's figures; `original`, when given, describes every coefficient, in order. */
+export function partyReport(m: ReportedModel, original?: OriginalUnits): PartyReport {
+  const units = original?.columns;
   if (units && units.length !== m.coefficients.length) throw new RangeError(`${units.length} unit descriptions for ${m.coefficients.length} coefficients`);
   const logistic = m.loss === 'logistic';
-  const odds = (v: number | undefined) => (logistic && v !== undefined ? Math.exp(v) : null);
+  const odds = (v: number | null | undefined) => (logistic && v !== undefined && v !== null ? Math.exp(v) : null);
   return {
     format: PARTY_REPORT_FORMAT,
     jobId: m.jobId,
@@ -85,8 +92,8 @@ export function partyReport(m: ReportedModel, units?: readonly CoefficientUnits[
     rowScaling: m.preprocessing.rowScaling,
     scoreClip: m.scoreClip,
     intercept: m.intercept,
-    originalUnits: units !== undefined && units.some((u) => u.perUnit !== undefined),
-    offset: offset ?? null,
+    originalUnits: units !== undefined && units.some((u) => u.perUnit !== undefined && u.perUnit !== null),
+    offset: original?.offset ?? null,
     coefficients: m.coefficients.map((coefficient, j) => {
       const u = units?.[j];
       return {
@@ -117,7 +124,7 @@ export function partyReportPage(r: PartyReport): string {
   });
   const parts = [
     `<p>Party <code>${escapeHtml(r.partyId)}</code> (${escapeHtml(r.role)}), job <code>${escapeHtml(r.jobId)}</code>, ${escapeHtml(r.loss)} loss${r.positiveClass !== null ? `; odds of the class '${escapeHtml(r.positiveClass)}'` : ''}.</p>`,
-    `<p>Intercept: ${r.intercept === null ? 'none in this part' : formatNumber(r.intercept)}${r.offset !== null ? `; in original units ${formatNumber(r.offset)}` : ''}.</p>`,
+    `<p>Intercept: ${r.intercept === null ? 'none in this part' : formatNumber(r.intercept)}${r.offset !== null ? `; with the coefficients in original units, the constant is ${formatNumber((r.intercept ?? 0) + r.offset)} (the preparation's centring adds ${formatNumber(r.offset)})` : ''}.</p>`,
     htmlTable(head, rows),
     ...(logistic ? ['<p class="note">Odds ratio: exp(coefficient), the factor on the odds of the positive class per unit of the column as the model saw it, the other columns fixed.</p>'] : []),
     ...(r.rowScaling ? ['<p class="note">Each row was scaled to norm at most 1 before the coefficients apply (privacy): a coefficient is per unit of the scaled row.</p>'] : []),
@@ -128,8 +135,8 @@ export function partyReportPage(r: PartyReport): string {
 }
 
 /** Write model-ID.report.json and .report.html next to the model, atomically. */
-export function writePartyReport(model: string, m: ReportedModel, units?: readonly CoefficientUnits[], offset?: number): PartyReport {
-  const r = partyReport(m, units, offset);
+export function writePartyReport(model: string, m: ReportedModel, original?: OriginalUnits): PartyReport {
+  const r = partyReport(m, original);
   const paths = partyReportPaths(model);
   writeFileAtomic(paths.json, JSON.stringify(r, null, 2) + '\n');
   writeFileAtomic(paths.html, partyReportPage(r));
@@ -146,9 +153,9 @@ export function readPartyReport(path: string): PartyReport {
  * table shows what the file holds. The model is what matters: a report that cannot be written
  * is logged, not fatal.
  */
-export function writePartyReportOf(model: string, log: Logger, units?: readonly CoefficientUnits[], offset?: number): void {
+export function writePartyReportOf(model: string, log: Logger, original?: OriginalUnits): void {
   try {
-    writePartyReport(model, readPartyModel(model), units, offset);
+    writePartyReport(model, readPartyModel(model), original);
     log.info({ report: partyReportPaths(model).html }, 'coefficient report written');
   } catch (err) {
     log.warn({ err: (err as Error).message, model }, 'the coefficient report could not be written; the model file is');

@@ -38,9 +38,9 @@ test('with the preparation: standardised and original-unit coefficients, odds ra
   const units = [
     { name: 'income', original: 'income', kind: 'numeric', center: 50000, scale: 20000, perUnit: 0.5 / 20000 },
     { name: '<b>age</b>', original: '<b>age</b>', kind: 'numeric', center: 40, scale: 10, perUnit: -0.125 },
-    { name: 'region=north', original: 'region', kind: 'one-hot', perUnit: 0 },
+    { name: 'region=north', original: 'region', kind: 'one-hot', perUnit: 0, center: null, scale: null },
   ];
-  const r = partyReport(model, units, -0.3 - 0.5 * 2.5 + 1.25 * 4);
+  const r = partyReport(model, { columns: units, offset: -0.3 - 0.5 * 2.5 + 1.25 * 4 });
   assert.equal(r.originalUnits, true);
   assert.deepEqual(r.coefficients.map((c) => c.oddsRatioPerUnit), [Math.exp(0.5 / 20000), Math.exp(-0.125), 1]);
   assert.equal(r.coefficients[2].original, 'region');
@@ -49,7 +49,7 @@ test('with the preparation: standardised and original-unit coefficients, odds ra
   assert.match(page, /coefficient per original unit/);
   assert.match(page, /odds ratio per original unit/);
   assert.match(page, /one-hot/);
-  assert.throws(() => partyReport(model, units.slice(1)), /2 unit descriptions for 3 coefficients/);
+  assert.throws(() => partyReport(model, { columns: units.slice(1) }), /2 unit descriptions for 3 coefficients/);
 });
 
 test('squared loss: no odds ratios', () => {
