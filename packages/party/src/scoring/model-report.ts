@@ -128,7 +128,7 @@ export function partyReportPage(r: PartyReport): string {
     htmlTable(head, rows),
     ...(logistic ? ['<p class="note">Odds ratio: exp(coefficient), the factor on the odds of the positive class per unit of the column as the model saw it, the other columns fixed.</p>'] : []),
     ...(r.rowScaling ? ['<p class="note">Each row was scaled to norm at most 1 before the coefficients apply (privacy): a coefficient is per unit of the scaled row.</p>'] : []),
-    ...(r.scoreClip !== null ? [`<p class="note">This part's score is clipped to [-${formatNumber(r.scoreClip)}, ${formatNumber(r.scoreClip)}] and weighted by the coordinator's combination.</p>`] : []),
+    ...(r.scoreClip !== null ? [`<p class="note">This part's score is clipped to [-${formatNumber(r.scoreClip)}, ${formatNumber(r.scoreClip)}] and weighted in the combined model (the weights are in the active party's model file, or the coordinator's job.json): the odds ratios are of this part alone, before that weight.</p>`] : []),
     "<p class=\"note\">This page holds this party's own coefficients only; the coordinator's report.html has the model's test figures.</p>",
   ];
   return htmlPage(`Coefficients of party ${r.partyId}`, parts.join('\n'));
