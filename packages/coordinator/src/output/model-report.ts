@@ -126,11 +126,14 @@ export function buildModelReport(job: ReportJob, s: TestScores): ModelReport {
   };
 }
 
-/** Parties whose part adds less than CONTRIBUTION_THRESHOLD (or makes the model worse), in words. */
+/**
+ * Parties whose part adds less than CONTRIBUTION_THRESHOLD (or makes the model worse), in words.
+ * None when the figure is undefined (a test set of one class has no AUC, constant labels no R^2).
+ */
 export function contributionWarnings(contributions: ModelReport['contributions']): string[] {
   if (contributions.length < 2) return [];
   return contributions
-    .filter((c) => !(c.contribution >= CONTRIBUTION_THRESHOLD))
+    .filter((c) => Number.isFinite(c.contribution) && c.contribution < CONTRIBUTION_THRESHOLD)
     .map(
       (c) =>
         `party ${c.party}'s part adds ${c.contribution.toFixed(3)} ${c.figure === 'auc' ? 'AUC' : 'R^2'} on the test rows ` +

@@ -7,7 +7,7 @@ import { join } from 'node:path';
 import { test } from 'node:test';
 import { DataError } from '@admm-share/core';
 import { tempDir } from '@admm-share/core/test-support';
-import { type TestScores, CONTRIBUTION_THRESHOLD, buildModelReport, contributionWarnings, formatTestScores, idColumnName, readTestScores, weightWarnings } from '../output/model-report.js';
+import { type TestScores, CONTRIBUTION_THRESHOLD, buildModelReport, contributionWarnings, formatModelReport, formatTestScores, idColumnName, readModelReport, readTestScores, weightWarnings } from '../output/model-report.js';
 import { modelReportPage } from '../output/report-page.js';
 import { formatPredictions } from '../prediction/predict.js';
 import { reportWarnings } from '../job/report-of.js';
@@ -54,6 +54,7 @@ test('contribution warnings: a party below the threshold is named, with what the
   assert.match(w[0], /^party telco's part adds 0\.001 AUC .*nothing measurable/);
   assert.match(w[1], /^party shop's part adds -0\.010 AUC/);
   assert.deepEqual(contributionWarnings([c('bank', 0)]), []);
+  assert.deepEqual(contributionWarnings([c('bank', NaN), c('telco', NaN)]), [], 'one class in the test set: no AUC, no warning');
 });
 
 test('one-shot weight warnings: a weight ~0 next to the others (and to 1) is named', () => {
@@ -108,4 +109,18 @@ test('the summary warnings: the report\'s when the job evaluated, else a one-sho
   const report = buildModelReport({ jobId: 'j', algorithm: 'one-shot', loss: 'logistic', classes: null }, { ...scores, parts: [scores.parts[0], { party: 'telco', scores: new Float64Array(4) }] });
   assert.deepEqual(reportWarnings({ oneShot }, { report, scores }), report.warnings);
   assert.match(report.warnings[0], /party telco's part adds 0\.000 AUC/);
+});
+
+test('a test set of one class: no AUC, KS or ROC curve (null in the file), no warning, and the file reads back', (t) => {
+  const one: TestScores = { ...scores, y: f([1, 1, 1, 1]) };
+  const r = buildModelReport({ jobId: 'j', algorithm: 'admm', loss: 'logistic', classes: null }, one);
+  assert.ok(Number.isNaN(r.classification!.auc));
+  assert.deepEqual(r.classification!.roc, []);
+  assert.deepEqual(r.classification!.gains.length, 4);
+  assert.deepEqual(r.warnings, []);
+  const path = join(tempDir(t), 'report.json');
+  writeFileSync(path, formatModelReport(r));
+  const back = readModelReport(path);
+  assert.ok(Number.isNaN(back.classification!.auc) && Number.isNaN(back.classification!.ksThreshold));
+  assert.equal(formatModelReport(back), formatModelReport(r));
 });
