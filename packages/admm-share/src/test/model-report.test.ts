@@ -156,3 +156,12 @@ test('a party whose columns are all empty adds nothing: the report and summary.j
   assert.deepEqual(summary.warnings, report.warnings);
   assert.match(p.stdout(), /WARNING: party party-2's part adds 0\.000 AUC/);
 });
+
+test('admm-share report: a folder that is not a run is refused naming what it lacks (exit 64)', async (t) => {
+  const dir = tempDir(t);
+  for (const target of [join(dir, 'absent'), dir]) {
+    const p = run(BIN.share, ['report', target]);
+    assert.equal((await p.exit).code, 64, p.stderr());
+    assert.match(p.stderr(), target === dir ? /neither test-scores\.csv nor a model-\*\.json/ : /not a folder/);
+  }
+});
