@@ -12,6 +12,7 @@ import { privacySweep } from './sweep.js';
 import { DATASETS } from './names.js';
 import { GENERATED, writeBankTelecom } from './datasets.js';
 import { predictRun } from './predict.js';
+import { reportLines, reportRun } from './report-command.js';
 import { DEFAULT_ANDERSON, MISSING_POLICIES, requireAnderson } from '@admm-share/coordinator';
 
 const TOOL = 'admm-share';
@@ -186,6 +187,14 @@ async function main(): Promise<void> {
         });
       },
     )
+    .command(
+      'report <run>',
+      "draw a finished run's model report again from its files: report.json and report.html from test-scores.csv (a coordinator --out folder or a simulate run), and each model-*.json's coefficient page (model-ID.report.html)",
+      (y) => y.positional('run', { type: 'string', demandOption: true, describe: 'the folder of the run' }),
+      async (a) => {
+        process.stdout.write(reportLines(await reportRun(a.run)));
+      },
+    )
     .command('credentials', 'write credentials.json for the coordinator and one <party>.token per party (random secrets, mode 0600)', credentialsOptions, (a) => runCredentials(a))
     .command('privacy', 'privacy accounting: calibrate noise for a budget, or account the budget a noise level spends', (y) =>
       y
@@ -266,7 +275,7 @@ async function main(): Promise<void> {
         )
         .demandCommand(1, 'name an experiment: paper'),
     )
-    .demandCommand(1, 'name a command: simulate, predict, generate, credentials, privacy or experiment')
+    .demandCommand(1, 'name a command: simulate, predict, report, generate, credentials, privacy or experiment')
     .parseAsync();
 }
 

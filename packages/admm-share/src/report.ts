@@ -2,6 +2,7 @@
 // baseline models and the file paths; simulate.ts writes what it adds to simulation.json), the
 // baselines themselves (central on all features, party 1 alone), and the human-readable lines
 // and result table.
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import {
   type ClassWeights,
@@ -14,7 +15,7 @@ import {
   logistic,
   predictScores,
 } from '@admm-share/core';
-import { JOB_FILE, type Summary, type TestMetrics, baseRateMetrics, comparisonWarnings, labelPrivacyLine, readSummary } from '@admm-share/coordinator';
+import { JOB_FILE, REPORT_FILE, REPORT_PAGE, TEST_SCORES_FILE, type Summary, type TestMetrics, baseRateMetrics, comparisonWarnings, labelPrivacyLine, readSummary } from '@admm-share/coordinator';
 import type { SimulationData } from './datasets.js';
 import { type Job, modelPath } from './launch.js';
 import type { Progress } from '@admm-share/runtime';
@@ -80,8 +81,8 @@ export function completeSummary(
       ...(data.test ? { majority: { objective: NaN, test: baseRateMetrics(data.train.y, data.test.y) } } : {}),
     };
     progress.done();
-    if (summary.privacy.some((q) => q.mechanism !== 'none')) result.warnings = privateWarnings(result);
-  } else if (summary.oneShot?.warnings.length) result.warnings = summary.oneShot.warnings; // the coordinator's: against the active party's own fit
+    if (summary.privacy.some((q) => q.mechanism !== 'none')) result.warnings = [...privateWarnings(result), ...(summary.warnings ?? [])];
+  } else if (summary.oneShot?.warnings.length || summary.warnings?.length) result.warnings = [...(summary.oneShot?.warnings ?? []), ...(summary.warnings ?? [])]; // the coordinator's: against the active party's own fit, and the report's
   result.seconds = { ...summary.seconds, total: (performance.now() - started) / 1000 };
   return result;
 }
@@ -146,6 +147,7 @@ export function formatTable(s: SimulateSummary): string {
 
 /** The last line: where the files are (local-baseline.json only when simulate fitted it for the dashboard). */
 export function writtenTo(dir: string, localBaselineFile?: string): string {
-  const files = ['summary.json', 'trace.jsonl', JOB_FILE, SIMULATION_FILE, ...(localBaselineFile ? [localBaselineFile] : []), 'model-*.json', 'data/', 'logs/'];
+  const report = existsSync(join(dir, REPORT_FILE)) ? [REPORT_FILE, REPORT_PAGE, TEST_SCORES_FILE] : [];
+  const files = ['summary.json', 'trace.jsonl', JOB_FILE, SIMULATION_FILE, ...report, ...(localBaselineFile ? [localBaselineFile] : []), 'model-*.json', 'data/', 'logs/'];
   return `\nwritten to ${dir} (${files.join(', ')})\n`;
 }

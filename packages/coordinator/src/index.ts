@@ -21,3 +21,18 @@ export { labelPrivacyLine } from './output/summary.js';
 export { JOB_FILE, type JobDescription, readJobFile } from './output/job-file.js';
 export { MISSING_POLICIES, type MissingPolicy, type PredictSummary, predictLine, readPredictSummary } from './prediction/predict.js';
 export { type Credentials, credentialsSchema, readCredentials } from './connections/credentials-file.js';
+export {
+  CONTRIBUTION_THRESHOLD,
+  type ModelReport,
+  REPORT_FILE,
+  REPORT_FORMAT,
+  REPORT_PAGE,
+  TEST_SCORES_FILE,
+  type TestScores,
+  WEIGHT_THRESHOLD,
+  buildModelReport,
+  formatModelReport,
+  readModelReport,
+  readTestScores,
+} from './output/model-report.js';
+export { modelReportPage, writeModelReportPage } from './output/report-page.js';

@@ -19,6 +19,7 @@ export * from './io/index.js';
 // model/: losses, metrics, the centralised reference fit, synthetic data sets, the denoising of a one-shot release.
 export * from './model/losses.js';
 export * from './model/metrics.js';
+export * from './model/report-metrics.js';
 export * from './model/central.js';
 export * from './model/synthetic.js';
 export * from './model/bank-telecom.js';

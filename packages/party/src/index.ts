@@ -10,3 +10,5 @@ export * from './privacy/budget.js';
 export { type Ledger, LEDGER_FORMAT, parseLedger, releaseVectorPath } from './privacy/ledger.js';
 export * from './xupdate/sgd.js';
 export { PartyPsi } from './intersection/psi.js';
+export { readPartyModel, type PartyModel } from './scoring/model-file.js';
+export * from './scoring/model-report.js';

@@ -4,7 +4,7 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import { type BlockTable, type Preparation, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiTeam, SpilledCsr, denseToCsr, detectFormat, isDense, osNoise, packIds, readFeatureBlock, readFeatureFile, seededNoise } from '@admm-share/core';
+import { type BlockTable, type Preparation, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiTeam, SpilledCsr, denseToCsr, detectFormat, isDense, originalUnits, osNoise, packIds, readFeatureBlock, readFeatureFile, seededNoise } from '@admm-share/core';
 import { type CloseKind, type Role, ProtocolError, assertNever } from '@admm-share/protocol';
 import { Progress, peakMemoryBytes } from '@admm-share/runtime';
 import { collectGarbage, collectYoungGarbage } from './session/gc.js';
@@ -12,6 +12,7 @@ import { CoordinatorLink, maxPayloadFor } from './transport/link.js';
 import type { ClientTls } from './transport/tls.js';
 import { type PartyModel, ledgerPath, readPartyModel, writeModelFiles } from './scoring/model-file.js';
 import { type PreparationFlags, DEFAULT_PREPARE_SHARE, loadPreparedLike, loadTrainingData, preparationPath, scaleWarning } from './preparation/data.js';
+import { writePartyReportOf } from './scoring/model-report.js';
 import { type PrivacyConfig, DEFAULT_BX, normaliseCsrRows, normaliseDenseRows, validatePrivacyConfig } from './privacy/mechanism.js';
 import { Privacy } from './privacy/privacy.js';
 import { PartyPsi } from './intersection/psi.js';
@@ -317,6 +318,7 @@ function run(config: PartyConfig, env: SessionEnv, rowsScaled: number, preparati
           rowsScaled,
           preparation,
         });
+        writePartyReportOf(config.model, env.log, preparation ? originalUnits(preparation, model.coefficients) : undefined);
         settled = true;
         env.log.info({ rounds: msg.rounds, reason: msg.reason, model: config.model, peakMemoryBytes: peakMemoryBytes() }, 'model written');
         const result: PartyResult = { jobId: msg.jobId, rounds: msg.rounds, model: config.model };

@@ -1,2 +1,3 @@
 export * from './cli-support.js';
 export * from './progress.js';
+export * from './report-page.js';

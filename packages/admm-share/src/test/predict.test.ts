@@ -19,10 +19,10 @@ after(killAll);
 
 const readJson = (path: string) => JSON.parse(readFileSync(path, 'utf8'));
 
-/** predictions.csv as rows (no field here needs quoting). */
-function readPredictions(path: string): { id: string; score: number; probability: number; positive: string; missing: string }[] {
+/** predictions.csv as rows (no field here needs quoting); its first column is named as the ids file's id column. */
+function readPredictions(path: string, idColumn = 'id'): { id: string; score: number; probability: number; positive: string; missing: string }[] {
   const [header, ...lines] = readFileSync(path, 'utf8').trimEnd().split('\n');
-  assert.equal(header, 'id,score,probability,positive_class,missing');
+  assert.equal(header, `${idColumn},score,probability,positive_class,missing`);
   return lines.map((l) => {
     const [id, score, probability, positive, missing] = l.split(',');
     return { id, score: Number(score), probability: Number(probability), positive, missing };
@@ -67,8 +67,8 @@ function shuffledBlock(runDir: string, party: string, out: string, drop: Set<str
   writeFileSync(out, formatLibsvmWithIds(Array.from(order, (i) => t.ids[i]), csrSelectRows(t.X, order)));
 }
 
-function predictCoordinator(runDir: string, out: string, extra: string[] = []): Proc {
-  return run(BIN.coordinator, ['predict', '--model', join(runDir, 'job.json'), '--labels', join(runDir, 'data', 'labels.test.csv'), '--out', out, '--port', '0', '--credentials', join(runDir, 'data', 'credentials.json'), ...extra]);
+function predictCoordinator(runDir: string, out: string, extra: string[] = [], labels = join(runDir, 'data', 'labels.test.csv')): Proc {
+  return run(BIN.coordinator, ['predict', '--model', join(runDir, 'job.json'), '--labels', labels, '--out', out, '--port', '0', '--credentials', join(runDir, 'data', 'credentials.json'), ...extra]);
 }
 
 function predictParty(runDir: string, party: string, port: number, data: string, extra: string[] = []): Proc {
@@ -154,15 +154,18 @@ test('batch prediction on generated data: shuffled rows, and an id one party lac
   for (const p of parties1) assert.notEqual((await p.exit).code, 0);
   assert.throws(() => readFileSync(refused));
 
-  // --missing partial: every id scored; t17 without party-3's part, and flagged.
+  // --missing partial: every id scored; t17 without party-3's part, and flagged. The labels
+  // file names its id column customer_id, and predictions.csv keeps that name.
   const out = join(dir, 'partial.csv');
-  const c2 = predictCoordinator(runDir, out, ['--missing', 'partial']);
+  const customers = join(dir, 'customers.csv');
+  writeFileSync(customers, readFileSync(join(runDir, 'data', 'labels.test.csv'), 'utf8').replace(/^id,/, 'customer_id,'));
+  const c2 = predictCoordinator(runDir, out, ['--missing', 'partial', '--id-column', 'customer_id'], customers);
   const { port: p2 } = (await c2.waitFor((r) => r.msg === 'listening')) as { port: number };
   const parties2 = PARTIES.map((party, m) => predictParty(runDir, party, p2, files[m]));
   assert.equal((await c2.exit).code, 0, c2.stderr());
   for (const p of parties2) assert.equal((await p.exit).code, 0, p.stderr());
   assert.match(c2.stdout(), /scored 1000 rows.*1 without party-3/);
-  const rows = readPredictions(out);
+  const rows = readPredictions(out, 'customer_id');
   const blocks = PARTIES.map((party) => readLibsvm(join(runDir, 'data', `${party}.test.libsvm`), { ids: 'first' }));
   const parts = PARTIES.map((party, m) => partFromModel(runDir, party, blocks[m].X));
   const ids = blocks[0].ids;

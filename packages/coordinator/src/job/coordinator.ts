@@ -28,6 +28,7 @@ import { type LabelFlips, resolveLabelFlips } from './label-flips.js';
 import { type Labels, labelsDigest, loadLabels } from './labels.js';
 import { MIN_RESUME_WINDOW_MS, checkResumedClassWeights, checkResumedLabelPrivacy, readResumable } from './resume.js';
 import { buildSummary } from './summary-of.js';
+import { reportOf, reportWarnings, writeJobReport } from './report-of.js';
 
 export type { CoordinatorConfig, HttpConfig, LocalBaseline, Phase, SgdConfig } from '../config.js';
 export type { PartySummary, Summary, TestMetrics, TraceLine } from '../output/summary.js';
@@ -210,11 +211,16 @@ class Coordinator {
       classes: this.labels.classes ?? null,
     };
     await this.guard(parties.finish(done, CLOSE_GRACE_MS));
-    const summary = buildSummary({ cfg, job, result, participation: joined, parties: parties.list, traffic: this.traffic, setupSeconds, totalSeconds: (performance.now() - this.started) / 1000,
+    const built = buildSummary({ cfg, job, result, participation: joined, parties: parties.list, traffic: this.traffic, setupSeconds, totalSeconds: (performance.now() - this.started) / 1000,
       alignment: { ...ALIGNMENT_METHOD, labelIds: this.port.psi.counts, seconds: this.resumeFrom ? null : this.alignment.seconds },
       classes: this.labels.classes ?? null,
     });
+    const report = reportOf(job, built, this.testLabels?.ids, cfg.testLabels, cfg.labelOptions);
+    const warnings = reportWarnings(built, report);
+    for (const w of warnings) this.log.warn(w);
+    const summary: Summary = warnings.length > 0 ? { ...built, warnings } : built;
     writeSummary(cfg.out, summary);
+    if (report) await writeJobReport(cfg.out, report, this.log);
     this.monitor?.finished(summary);
     writeJobFile(cfg.out, describeJob(cfg, summary, parties.list));
     // The checkpoint is of no use once the job is complete.

@@ -132,6 +132,8 @@ export const summarySchema = z
     oneShot: oneShotReportSchema.optional(),
     /** Present (RESEARCH_MODE) when noisy shares were sent every round. */
     research: z.string().optional(),
+    /** What the end of the job says in words: a party that contributes nothing measurable (output/model-report.ts); absent when nothing. */
+    warnings: z.array(z.string()).optional(),
     /** The coordinator's peak resident memory when the job ended, in bytes (each party logs its own with 'model written'). */
     peakMemoryBytes: z.number().min(0),
   })
@@ -177,7 +179,7 @@ export function resultLine(s: Summary, summaryPath: string): string {
       : '';
   const o = s.oneShot;
   const local = o?.local?.test?.logLoss !== undefined ? `; party ${o.local.party} alone: test log loss ${fmt(o.local.test.logLoss)}` : '';
-  const warnings = [...(o?.warnings ?? []), ...(s.research ? [s.research] : [])].map((w) => `; WARNING: ${w}`).join('');
+  const warnings = [...(o?.warnings ?? []), ...(s.warnings ?? []), ...(s.research ? [s.research] : [])].map((w) => `; WARNING: ${w}`).join('');
   const what = o ? `one-shot private training, ${o.activeParty ? `active party ${o.activeParty}` : 'every party passive'}` : `${s.algorithm}${s.algorithm === 'admm' ? ` ${s.variant}` : ''}`;
   const ran = o ? 'finished' : how;
   const objective = `${s.labelPrivacy ? 'corrected ' : ''}objective ${fmt(s.objective)}${s.objectiveFrom === 'noisy shares' ? ' (from noisy shares)' : ''}`;

@@ -20,6 +20,7 @@ import type { ServerTls } from '../connections/server.js';
 import type { LabelOptions } from '../job/labels.js';
 import { type JobDescription, combineScores, modelMismatch, readJobFile } from '../output/job-file.js';
 import { nameSchema as name } from '../output/fields.js';
+import { idColumnName } from '../output/model-report.js';
 import { testMetrics, testMetricsSchema } from '../output/test-metrics.js';
 
 /** What to do with an id that a party does not hold: refuse the job (or request), or score it without that party's part. */
@@ -205,9 +206,12 @@ function csvField(v: string): string {
   return /[",\r\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v;
 }
 
-/** predictions.csv: id, score, probability of the positive class, its raw label, and the parties whose part is missing. */
-export function formatPredictions(ids: readonly string[], scores: Float64Array, classes: Classes | null, lacking: readonly string[][]): string {
-  const lines = ['id,score,probability,positive_class,missing'];
+/**
+ * predictions.csv: the id (under the user's id column name: `idColumn`), score, probability of
+ * the positive class, its raw label, and the parties whose part is missing.
+ */
+export function formatPredictions(ids: readonly string[], scores: Float64Array, classes: Classes | null, lacking: readonly string[][], idColumn = 'id'): string {
+  const lines = [`${csvField(idColumn)},score,probability,positive_class,missing`];
   for (let i = 0; i < ids.length; i++) {
     const prob = classes ? String(probability(scores[i])) : '';
     lines.push(`${csvField(ids[i])},${scores[i]},${prob},${classes ? csvField(classes.positive) : ''},${lacking[i].join(';')}`);
@@ -245,7 +249,7 @@ export async function predict(cfg: PredictConfig, log: Logger): Promise<PredictS
     const { rows, lacking } = planRows(names, positions, ids, cfg.missing, cfg.ids);
     const parts = await guard(Promise.all(net.parties.list.map((p, m) => net.score(p, rows[m]))));
     const scores = combineScores(d, spreadParts(names, positions, parts.map((r) => r.scores)), ids.length);
-    writeFileAtomic(cfg.out, formatPredictions(ids, scores, d.labels, lacking));
+    writeFileAtomic(cfg.out, formatPredictions(ids, scores, d.labels, lacking, idColumnName(cfg.ids, cfg.idOptions)));
     const summary: PredictSummary = {
       jobId: cfg.jobId,
       modelJob: d.jobId,

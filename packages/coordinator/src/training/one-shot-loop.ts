@@ -18,6 +18,7 @@ import type { TestMetrics } from '../output/test-metrics.js';
 import { TraceWriter } from '../output/trace.js';
 import { trafficSince } from '../bytes.js';
 import { type LoopContext, type OneShotResult, assertFinite } from './loop.js';
+import { recordTestParts } from './evaluation.js';
 
 export async function runOneShot({ cfg, job, parties, log, traffic, onTrace }: LoopContext, participation: Participation): Promise<OneShotResult> {
   const { jobId, n, nTest, y } = job;
@@ -71,6 +72,11 @@ export async function runOneShot({ cfg, job, parties, log, traffic, onTrace }: L
       for (let i = 0; i < nTest; i++) total[i] += weights[j] * v[i];
     });
     metrics = classificationMetrics(total, job.yTest);
+    recordTestParts(job, {
+      parties: [...(active ? [active.id] : []), ...passive.map((p) => p.id)],
+      parts: [...(active ? [Float64Array.from(base)] : []), ...released.map((r, j) => Float64Array.from(testOf(r, `party ${passive[j].id}`), (v) => weights[j] * v))],
+      ...(active ? {} : { base }),
+    });
   }
   if (active && fitted) local = { party: active.id, objective: fitted.localObjective, ...(job.yTest ? { test: classificationMetrics(fitted.localTestScores, job.yTest) } : {}) };
   const baseline = job.yTest ? baseRateMetrics(y, job.yTest, job.setup.labelFlip) : undefined;
