@@ -4,7 +4,7 @@
 // in the folder. The figures are recomputed, so the same files give the same report.json.
 import { existsSync, readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { ConfigError, writeFileAtomic } from '@admm-share/core';
+import { ConfigError, originalUnits, writeFileAtomic } from '@admm-share/core';
 import { REPORT_FILE, TEST_SCORES_FILE, buildModelReport, formatModelReport, readSummary, readTestScores, writeModelReportPage } from '@admm-share/coordinator';
 import { partyReportPaths, readPartyModel, writePartyReport } from '@admm-share/party';
 
@@ -40,7 +40,8 @@ export async function reportRun(run: string): Promise<RunReport> {
     out.page = await writeModelReportPage(dir, report);
   }
   for (const m of models) {
-    writePartyReport(m, readPartyModel(m));
+    const model = readPartyModel(m);
+    writePartyReport(m, model, model.preparation ? originalUnits(model.preparation, model.coefficients) : undefined);
     out.parties.push(partyReportPaths(m).html);
   }
   return out;
