@@ -110,7 +110,7 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
   const budget = cfg.mechanism === 'none' ? null : { epsilon: cfg.epsilon!, delta: cfg.delta!, mechanism: cfg.mechanism, noise: () => (cfg.seed !== undefined ? seededNoise(`${cfg.seed}/prepare`) : osNoise()) };
   const loaded = loadTrainingData(config.data, config.read, config.prepare, budget, preparationPath(config.model), log);
   const spend = loaded.spend;
-  const privacy = spend ? new Privacy({ ...cfg, epsilon: spend.releaseEpsilon, delta: spend.releaseDelta }, spend, budget) : new Privacy(cfg);
+  const privacy = spend ? new Privacy({ ...cfg, epsilon: spend.releaseEpsilon, delta: spend.releaseDelta }, spend, { epsilon: cfg.epsilon!, delta: cfg.delta! }) : new Privacy(cfg);
   if (privacy.enabled && loaded.preparation === null) {
     const warning = scaleWarning(loaded.table);
     if (warning) log.warn(warning);

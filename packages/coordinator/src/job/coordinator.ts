@@ -215,7 +215,7 @@ class Coordinator {
       alignment: { ...ALIGNMENT_METHOD, labelIds: this.port.psi.counts, seconds: this.resumeFrom ? null : this.alignment.seconds },
       classes: this.labels.classes ?? null,
     });
-    const report = reportOf(job, built, this.testLabels?.ids, cfg.testLabels, cfg.labelOptions);
+    const report = reportOf(job, built, this.evaluationLabels?.ids, cfg.testSelection ? cfg.labels : cfg.testLabels, cfg.labelOptions);
     const warnings = reportWarnings(built, report);
     for (const w of warnings) this.log.warn(w);
     const summary: Summary = warnings.length > 0 ? { ...built, warnings } : built;
