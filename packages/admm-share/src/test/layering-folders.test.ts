@@ -160,6 +160,7 @@ const CATCHES: Readonly<Record<string, { refused: [string, string][]; allowed: [
       ...at('privacy/privacy.ts', 'ws', '../transport/link.js', '../session/state.js', '../scoring/model-file.js'),
       ...at('scoring/scoring.ts', '../session/state.js', '../xupdate/sgd.js', '../transport/tls.js'),
       ...at('intersection/psi.ts', '../session/state.js', 'ws'),
+      ...at('preparation/data.ts', '../session/state.js', '../scoring/model-file.js', 'ws'),
     ],
     allowed: [
       ...at('xupdate/ridge-xupdate.ts', './cholesky.js', '@admm-share/core', 'node:os', 'seedrandom'),
@@ -168,6 +169,7 @@ const CATCHES: Readonly<Record<string, { refused: [string, string][]; allowed: [
       ...at('privacy/privacy.ts', '../xupdate/ridge-xupdate.js'),
       ...at('scoring/scoring.ts', '../privacy/budget.js'),
       ...at('intersection/psi.ts', '@admm-share/core'),
+      ...at('preparation/data.ts', '../privacy/privacy.js', '@admm-share/core', 'pino'),
     ],
   },
   coordinator: {
