@@ -10,6 +10,7 @@ import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { syntheticDataset } from '@admm-share/core';
+import { gate, roundMessage } from './gate.js';
 import { BIN, type Proc, killAll, run, tempDir } from './procs.js';
 
 after(killAll);
@@ -189,4 +190,48 @@ test('bad --holdout fractions and flags that conflict: exit 64 with a message na
       assert.match(p.stderr(), message, flags.join(' '));
     }),
   );
+});
+
+test('--holdout through a restarted party and a resumed coordinator: the held-out rows stay out of training; --resume with another seed is refused before it listens', async (t) => {
+  const dir = tempDir(t);
+  const files = writeFiles(dir);
+  const out = join(dir, 'out');
+  const holdout = ['--algorithm', 'admm', '--holdout', '0.2', '--holdout-seed', 'resumed', '--rounds', '30', '--tol-abs', '0', '--tol-rel', '0', '--job', 'holdout-resume', '--eval-every', '5'];
+  const coordinator = (port: number, extra: string[]) => run(BIN.coordinator, ['--port', String(port), '--labels', files.labels, '--parties', 'party-1,party-2', '--out', out, ...holdout, ...extra]);
+  const first = coordinator(0, []);
+  const { port } = (await first.waitFor((r) => r.msg === 'listening')) as { port: number };
+  const party = (m: number, url: string) =>
+    run(BIN.party, ['--coordinator', url, '--id', files.parties[m].id, '--data', files.parties[m].path, '--model', join(out, `model-party-${m + 1}.json`), '--mechanism', 'none', '--reconnect-timeout', '60000']);
+  // party-1 goes through a relay: before round 6 reaches it party-2 is killed (and started
+  // again, so it intersects and is set up anew); before round 12 the coordinator is stopped.
+  const relay = await gate(port);
+  t.after(() => relay.close());
+  const parties: Proc[] = [];
+  relay.before(roundMessage(6), () => void parties[1].child.kill('SIGKILL'));
+  relay.before(roundMessage(12), () => {
+    first.child.kill('SIGTERM');
+    return 'drop';
+  });
+  parties.push(party(0, `ws://127.0.0.1:${relay.port}`), party(1, `ws://127.0.0.1:${port}`));
+  assert.equal((await parties[1].exit).signal, 'SIGKILL');
+  const restarted = party(1, `ws://127.0.0.1:${port}`);
+  await first.waitFor((r) => r.msg === 'party rejoined' && r.party === 'party-2', 'party-2 rejoining');
+  assert.equal((await first.exit).code, 130);
+  // Resumed with another seed: other test rows, refused before the parties are let in (they keep trying).
+  const wrong = run(BIN.coordinator, ['--port', String(port), '--labels', files.labels, '--parties', 'party-1,party-2', '--out', out, ...holdout, '--holdout-seed', 'other', '--resume']);
+  assert.equal((await wrong.exit).code, 64);
+  assert.match(wrong.stderr(), /--resume: --holdout 0\.2 --holdout-seed other choose other test rows than the checkpointed job held out/);
+  const second = coordinator(port, ['--resume']);
+  await finished(second, Promise.resolve([parties[0], restarted]));
+  const summary = readJson(join(out, 'summary.json'));
+  const testIds = heldOut('resumed', 0.2);
+  const trainIds = aligned.filter((id) => !testIds.has(id));
+  assert.equal(summary.rounds, 30);
+  assert.deepEqual(summary.testSelection, { method: 'holdout', fraction: 0.2, seed: 'resumed', aligned: aligned.length, test: testIds.size, train: trainIds.length });
+  const models = files.parties.map((f) => readJson(join(out, `model-${f.id}.json`)));
+  const score = (id: string) => files.parties.reduce((a, p, m) => a + partScore(id, p, models[m].coefficients), 0);
+  assertClose(summary.test, metrics([...testIds], score), 'test');
+  const penalty = models.reduce((a, m) => a + m.coefficients.reduce((b: number, v: number) => b + v * v, 0), 0);
+  const objective = trainIds.reduce((a, id) => a + softplus(-label(id) * score(id)), 0) / trainIds.length + (summary.lambda / 2) * penalty;
+  assert.ok(Math.abs(objective - summary.objective) < 1e-9 * Math.abs(objective), `objective: the job's ${summary.objective}, recomputed ${objective}`);
 });
