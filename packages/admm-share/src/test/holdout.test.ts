@@ -128,19 +128,21 @@ test('--holdout with ADMM: the seeded choice among the aligned ids, metrics and 
   assert.equal(line?.msg, `test rows: ${testIds.size} of the ${aligned.length} aligned ids held out of training (--holdout 0.25, seed bank-2026); training on the other ${trainIds.length}`);
 });
 
-test('--test-ids with SGD: listed ids among the aligned ones are the test rows, the others are counted; metrics recomputed from the model files', async (t) => {
+test('--test-ids with SGD and label privacy: listed ids among the aligned ones are the test rows, the others are counted; metrics against the true labels, recomputed from the model files', async (t) => {
   const dir = tempDir(t);
   // Every fifth aligned id, one the labels have but party-1 lacks, and one nobody has.
   const listed = [...aligned.filter((_, i) => i % 5 === 2), s.train.ids[3], 'nobody'];
   assert.ok(labelIds.includes(s.train.ids[3]) && !aligned.includes(s.train.ids[3]));
   const idsFile = join(dir, 'test-ids.txt');
   writeFileSync(idsFile, listed.join('\n') + '\n');
-  const { files, out, coord, parties } = job(dir, ['--algorithm', 'sgd', '--test-ids', idsFile, '--rounds', '5', '--job', 'holdout-sgd'], () => ['--mechanism', 'none']);
+  const { files, out, coord, parties } = job(dir, ['--algorithm', 'sgd', '--test-ids', idsFile, '--rounds', '5', '--job', 'holdout-sgd', '--label-epsilon', '1', '--label-seed', 'flips'], () => ['--mechanism', 'none']);
   await finished(coord, parties);
   const summary = readJson(join(out, 'summary.json'));
   const testIds = aligned.filter((_, i) => i % 5 === 2);
   assert.deepEqual(summary.testSelection, { method: 'test-ids', file: idsFile, listed: listed.length, notAligned: 2, aligned: aligned.length, test: testIds.length, train: aligned.length - testIds.length });
   assert.deepEqual(summary.rows, { train: aligned.length - testIds.length, test: testIds.length });
+  // The training labels were flipped (about one in four); the test rows are scored against the true ones (label() here).
+  assert.ok(summary.labelPrivacy.flipped > 0.15 * summary.rows.train, `${summary.labelPrivacy.flipped} flipped`);
   const models = files.parties.map((f) => readJson(join(out, `model-${f.id}.json`)));
   assertClose(summary.test, metrics(testIds, (id) => files.parties.reduce((a, p, m) => a + partScore(id, p, models[m].coefficients), 0)), 'test');
 });
