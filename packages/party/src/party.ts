@@ -292,6 +292,7 @@ function run(config: PartyConfig, env: SessionEnv, rowsScaled: number): PartyHan
           model,
           privacy: env.privacy,
           rowsScaled,
+          ...(env.privacy.enabled && session.testX && session.testFrom ? { testScores: { rows: session.testX.rows, from: session.testFrom } } : {}),
         });
         settled = true;
         env.log.info({ rounds: msg.rounds, reason: msg.reason, model: config.model, peakMemoryBytes: peakMemoryBytes() }, 'model written');

@@ -160,6 +160,8 @@ test('--holdout with the one-shot training: a private passive party with --relea
   // The release (row numbers, then values) covers the training rows, not the held-out ones.
   assert.equal(readFileSync(join(out, 'model-party-2.release.bin')).length, 2 * 8 * n);
   assert.ok(passive.records.some((r) => r.level === 40 && /held-out test rows are scored without noise .* not covered by the privacy guarantee/.test(String(r.msg))), 'the passive party says its test scores are not covered');
+  assert.deepEqual(readJson(join(out, 'model-party-2.privacy.json')).testScores, { rows: testIds.size, from: 'rows the coordinator held out of the training file', guarantee: 'not covered: sent without noise (--release-test-scores)' });
+  assert.equal(readJson(join(out, 'model-party-1.privacy.json')).testScores, undefined, 'the active party has no budget: nothing to report');
   const [active, model2] = files.parties.map((f) => readJson(join(out, `model-${f.id}.json`)));
   const [p1, p2] = files.parties;
   const score = (id: string) =>
