@@ -264,6 +264,7 @@ class Coordinator {
     const { cfg, parties, log } = this;
     const setupStart = performance.now();
     const job: Job = { ...buildJob(cfg, this.trainLabels, this.evaluationLabels, cp.samples, cp.evaluationSkipped ?? undefined, cp.setup, cp.setup.algorithm, this.labelFlips), testSelection: this.resumedSelection };
+    if (this.resumedSelection) log.info(this.resumedSelection, selectionLine(this.resumedSelection));
     this.phase = 'training';
     const loop = this.loopFor(job, cp);
     parties.lossPolicy = loop.lossPolicy;
