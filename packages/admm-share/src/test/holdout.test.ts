@@ -186,6 +186,9 @@ test('bad --holdout fractions and flags that conflict: exit 64 with a message na
     [['--test-ids', 'ids.txt', '--test-labels', 'test.csv'], /--test-ids and --test-labels both give the test rows/],
     [['--holdout', '0.2', '--test-ids', 'ids.txt'], /--holdout and --test-ids both choose the test rows/],
     [['--holdout-seed', '7'], /--holdout-seed needs --holdout/],
+    // A flag without its value is not silently dropped.
+    [['--holdout'], /Not enough arguments following: holdout/],
+    [['--test-ids'], /Not enough arguments following: test-ids/],
   ];
   await Promise.all(
     cases.map(async ([flags, message]) => {
