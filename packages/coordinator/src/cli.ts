@@ -41,9 +41,9 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     .usage('$0 --labels FILE --parties ID,ID,... [options]\n\nRun the ADMM sharing coordinator: holds the labels, aligns samples, runs the z and dual updates.')
     .option('labels', { type: 'string', demandOption: true, describe: 'training labels with sample ids (CSV with id,label columns, or LIBSVM)' })
     .option('test-labels', { type: 'string', describe: 'test labels; parties then send test-set scores for evaluation' })
-    .option('holdout', { type: 'number', describe: 'evaluate on this fraction of the aligned ids (0 < F < 1), held out of training and chosen by --holdout-seed; parties give one file (not with --test-labels)' })
-    .option('holdout-seed', { type: 'string', describe: `seed of the --holdout choice (default ${DEFAULT_HOLDOUT_SEED}): the same seed and aligned ids give the same test rows` })
-    .option('test-ids', { type: 'string', describe: 'evaluate on these aligned ids (CSV with the --id-column, or one id per line), held out of training; ids not aligned are counted (not with --holdout or --test-labels)' })
+    .option('holdout', { type: 'number', requiresArg: true, describe: 'evaluate on this fraction of the aligned ids (0 < F < 1), held out of training and chosen by --holdout-seed; parties give one file (not with --test-labels)' })
+    .option('holdout-seed', { type: 'string', requiresArg: true, describe: `seed of the --holdout choice (default ${DEFAULT_HOLDOUT_SEED}): the same seed and aligned ids give the same test rows` })
+    .option('test-ids', { type: 'string', requiresArg: true, describe: 'evaluate on these aligned ids (CSV with the --id-column, or one id per line), held out of training; ids not aligned are counted (not with --holdout or --test-labels)' })
     .option('label-format', { choices: FILE_FORMATS, default: 'auto' as const })
     .command('predict', 'score new rows with a trained model: the parties join with admm-party predict (admm-coordinator predict --help)')
     .command('serve', 'online scoring: answer POST /score with the parties connected (admm-coordinator serve --help)')
@@ -119,7 +119,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     port: requireInteger('port', a.port, 0),
     labels: resolve(a.labels),
     testLabels: a['test-labels'] ? resolve(a['test-labels']) : undefined,
-    testSelection: testSelectionOf({ holdout: a.holdout, holdoutSeed: a['holdout-seed'], testIds: a['test-ids'] && resolve(a['test-ids']), testLabels: a['test-labels'] }),
+    testSelection: testSelectionOf({ holdout: a.holdout, holdoutSeed: a['holdout-seed'], testIds: a['test-ids'] === undefined ? undefined : resolve(a['test-ids']), testLabels: a['test-labels'] }),
     labelOptions: { format: a['label-format'], ids: a['id-mode'], idColumn: a['id-column'], labelColumn: a['label-column'] },
     parties,
     jobId,

@@ -317,6 +317,7 @@ function run(config: PartyConfig, env: SessionEnv, rowsScaled: number, preparati
           privacy: env.privacy,
           rowsScaled,
           preparation,
+          ...(env.privacy.enabled && session.testX && session.testFrom ? { testScores: { rows: session.testX.rows, from: session.testFrom } } : {}),
         });
         writePartyReportOf(config.model, env.log, preparation ? originalUnits(preparation, model.coefficients) : undefined);
         settled = true;

@@ -72,7 +72,9 @@ export function chooseTestRows(selection: TestSelection, alignedIds: readonly st
   let k = 0;
   for (const id of listed) {
     const i = at.get(id);
-    if (i !== undefined) (test[i] = 1), k++;
+    if (i === undefined) continue;
+    test[i] = 1;
+    k++;
   }
   if (k === 0)
     throw new ConfigError(`--test-ids ${selection.file}: none of its ${listed.length} ids is among the ${n} aligned ids (the ids of --labels that every party holds): check that it lists ids as the label file writes them`);

@@ -22,7 +22,7 @@ import { ALIGNMENT_METHOD, type Summary, writeSummary } from '../output/summary.
 import type { TraceLine } from '../output/trace.js';
 import type { LoopContext, TrainingLoop } from '../training/loop.js';
 import { LOOPS } from '../training/loops.js';
-import { readTestIds, selectionLine } from '../alignment/test-rows.js';
+import { type SelectionReport, readTestIds, selectionLine } from '../alignment/test-rows.js';
 import { type Job, alignSamples, buildJob, checkConfig, evaluationSkipReason, participation, reselect, resolveAlgorithm, setupFor } from './job.js';
 import { type LabelFlips, resolveLabelFlips } from './label-flips.js';
 import { type Labels, labelsDigest, loadLabels } from './labels.js';
@@ -61,6 +61,8 @@ class Coordinator {
   private readonly evaluationLabels: Labels | undefined;
   /** The ids of --test-ids, read before anything is opened. */
   private readonly testIds: string[] | undefined;
+  /** A resumed job's held-out test rows, chosen again from its flags (and checked against its checkpoint) before anything is opened. */
+  private readonly resumedSelection: SelectionReport | undefined;
   private readonly labelsDigest: string;
   /** When the intersection began and ended, for the summary. */
   private readonly alignment = { started: 0, seconds: 0 };
@@ -106,6 +108,7 @@ class Coordinator {
     this.testIds = config.testSelection?.method === 'test-ids' ? readTestIds(config.testSelection.file, config.labelOptions.idColumn ?? 'id') : undefined;
     this.resumeFrom = config.resume ? readResumable(config, this.labelsDigest, this.labels.ids.length) : undefined;
     this.cfg = this.resumeFrom ? { ...config, jobId: this.resumeFrom.jobId } : config;
+    this.resumedSelection = this.resumeFrom?.samples.testFrom ? reselect(config, this.resumeFrom.samples, this.labels, this.testIds) : undefined;
     this.maxRows = maxRowsFor(config.maxRowsFactor, Math.max(this.labels.ids.length, this.testLabels?.ids.length ?? 0));
     log.info({ labels: config.labels, rows: this.labels.ids.length, testRows: this.testLabels?.ids.length ?? 0, classes: this.labels.classes }, 'labels loaded');
     // A label --class-weight names that is not a class is refused now, not once the parties have joined.
@@ -269,9 +272,8 @@ class Coordinator {
   private async resumeJob(cp: Checkpoint): Promise<{ job: Job; setupSeconds: number }> {
     const { cfg, parties, log } = this;
     const setupStart = performance.now();
-    const samples = { ...cp.samples, testFrom: cp.samples.testFrom === 'train' ? ('train' as const) : undefined };
-    const selection = samples.testFrom ? reselect(cfg, samples, this.labels, this.testIds) : undefined;
-    const job: Job = { ...buildJob(cfg, this.trainLabels, this.evaluationLabels, samples, cp.evaluationSkipped ?? undefined, cp.setup, cp.setup.algorithm, this.labelFlips), testSelection: selection };
+    const job: Job = { ...buildJob(cfg, this.trainLabels, this.evaluationLabels, cp.samples, cp.evaluationSkipped ?? undefined, cp.setup, cp.setup.algorithm, this.labelFlips), testSelection: this.resumedSelection };
+    if (this.resumedSelection) log.info(this.resumedSelection, selectionLine(this.resumedSelection));
     this.phase = 'training';
     const loop = this.loopFor(job, cp);
     parties.lossPolicy = loop.lossPolicy;

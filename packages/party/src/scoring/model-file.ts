@@ -4,7 +4,7 @@
 import { mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { type Preparation, DataError, expectedValue, jsonDigest, parseWith, preparationSchema, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
-import { type Done, type ModelRef, type Role, DIGEST_RE, LOSSES, NAME_RE, ROLES } from '@admm-share/protocol';
+import { type Done, type ModelRef, type Role, type SampleSet, DIGEST_RE, LOSSES, NAME_RE, ROLES } from '@admm-share/protocol';
 import type { Privacy } from '../privacy/privacy.js';
 
 /** The model the job ended with, for the model file. */
@@ -48,6 +48,8 @@ export interface ModelFileInput {
   rowsScaled: number;
   /** How the rows were prepared before that, applied again to new rows (null: read as they are). */
   preparation: Preparation | null;
+  /** With privacy on, the test rows whose scores were sent without noise (--release-test-scores), and the file they are from. */
+  testScores?: { rows: number; from: SampleSet };
 }
 
 
@@ -131,7 +133,12 @@ export function writeModelFiles(m: ModelFileInput & { role: Role }): void {
   };
   mkdirSync(dirname(m.path), { recursive: true });
   writeFileAtomic(m.path, JSON.stringify({ ...body, digest: jsonDigest(body) }, null, 2) + '\n');
-  writeFileAtomic(privacyReportPath(m.path), JSON.stringify(privacy.report(m.partyId, done.jobId, m.rowsScaled), null, 2) + '\n');
+  const testScores = m.testScores && {
+    rows: m.testScores.rows,
+    from: m.testScores.from === 'train' ? 'rows the coordinator held out of the training file' : 'the test file',
+    guarantee: 'not covered: sent without noise (--release-test-scores)',
+  };
+  writeFileAtomic(privacyReportPath(m.path), JSON.stringify({ ...privacy.report(m.partyId, done.jobId, m.rowsScaled), ...(testScores ? { testScores } : {}) }, null, 2) + '\n');
 }
 
 /** What a scoring party tells the coordinator about its model (hello.model). */

@@ -127,6 +127,7 @@ export function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
 function ready(s: SessionState, env: SessionEnv, msg: Setup, model: Model, testX: Csr | Dense | undefined, n: number, bw: number | undefined, t0: number, factorPieces: number | undefined): Outcome {
   const { privacy } = env;
   s.testX = testX;
+  s.testFrom = testX ? msg.testFrom : undefined;
   // A rejoin's new model replaces the old one: its threads, if any, stop.
   if (s.model?.kind === 'admm' && (model.kind !== 'admm' || s.model.x !== model.x)) void s.model.x.close();
   const info = privacy.calibrate({ lambda: msg.lambda, rho: msg.rho, rounds: msg.rounds, parties: msg.parties, features: env.features, n, algorithm: msg.algorithm, bw });

@@ -32,6 +32,8 @@ export interface SessionState {
   /** Built by setup (again on every rejoin). */
   model: Model | undefined;
   testX: Csr | Dense | undefined;
+  /** The file the test rows are from: the test file, or ('train') rows the coordinator held out of the training file. */
+  testFrom: SampleSet | undefined;
   /** The last round (ADMM) or epoch (SGD) the model went through. */
   round: number;
   /**
@@ -62,7 +64,7 @@ export interface SessionState {
 }
 
 export function newSession(): SessionState {
-  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined, psiSets: new Set(), psiParts: undefined, scored: 0, factoring: undefined, garbage: new RoundGarbage() };
+  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, testFrom: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined, psiSets: new Set(), psiParts: undefined, scored: 0, factoring: undefined, garbage: new RoundGarbage() };
 }
 
 /**

@@ -353,3 +353,38 @@ test("a set's label points in several psi messages reach the intersection as one
   assert.deepEqual(given[1], points.slice(0, 32));
   await Promise.allSettled([last, whole].map((o) => (o.kind === 'later' ? o.work : undefined)));
 });
+
+test("setup.testFrom 'train': the held-out rows of the training file are scored on evaluate, never trained on; a private party refuses them without --release-test-scores", () => {
+  const held = Uint32Array.from({ length: FILE_ROWS }, (_, r) => r).filter((r) => !TRAIN_ROWS.includes(r));
+  assert.equal(held.length, FILE_ROWS - N);
+  const setup = (e: SessionEnv, s: SessionState) => {
+    connectionOpened(s);
+    feed(s, e, { type: 'challenge', protocolVersion: PROTOCOL_VERSION, nonce: new Uint8Array(32).fill(1) });
+    feed(s, e, { type: 'welcome', protocolVersion: PROTOCOL_VERSION, jobId: JOB });
+    return feed(s, e, { type: 'setup', jobId: JOB, trainRows: TRAIN_ROWS, testRows: held, testFrom: 'train', lambda: LAMBDA, loss: 'logistic', rounds: 20, rho: RHO, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0), labelFlip: 0 });
+  };
+  const e = env();
+  const s = newSession();
+  assert.equal(setup(e, s).kind, 'joined');
+  assert.equal(xOf(s).n, N, 'the block holds the training rows only');
+  round(s, e, 1, broadcasts(1)[1]);
+  const [reply] = replies(feed(s, e, { type: 'evaluate', jobId: JOB, round: 1 }));
+  assert.ok(reply.type === 'scores');
+  // Each held-out row of the file, scored with the model of round 1, computed here from the file's rows.
+  const X = e.train.X;
+  assert.ok(!('selectCsr' in X) && !('front' in X));
+  const x = xOf(s).x;
+  const want = Array.from(held, (r) => {
+    let v = 0;
+    for (let k = X.indptr[r]; k < X.indptr[r + 1]; k++) v += X.values[k] * x[X.indices[k]];
+    return v;
+  });
+  assert.equal(reply.scores.length, held.length);
+  reply.scores.forEach((v, i) => assert.ok(Math.abs(v - want[i]) <= 1e-12, `held-out row ${held[i]}: ${v} vs ${want[i]}`));
+
+  const privacy: PrivacyConfig = { mechanism: 'gaussian-share', epsilon: 8, delta: 1e-5, bx: 2, seed: 'session-noise' };
+  assert.throws(() => setup(env({ privacy }), newSession()), (err: Error) => err instanceof ConfigError && /holds out 5 of this party's rows as test rows .*pass --release-test-scores/.test(err.message));
+  const { log, lines } = capture();
+  assert.equal(setup({ ...env({ privacy, log }), releaseTestScores: true }, newSession()).kind, 'joined');
+  assert.ok(lines.some((l) => l.level === 40 && /held-out test rows are scored without noise .*not covered by the privacy guarantee/.test(String(l.msg))));
+});
