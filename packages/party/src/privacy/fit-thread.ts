@@ -6,4 +6,4 @@ import { trainingLoss } from '@admm-share/core';
 import { type FitInput, fitActive } from './release.js';
 
 const input = workerData as FitInput;
-parentPort!.postMessage(fitActive(input.D, input.y, input.releases, trainingLoss(input.loss, input.labelFlip, input.classWeights), input.lambda));
+parentPort!.postMessage(fitActive(input.D, input.y, input.releases, trainingLoss(input.loss, input.labelFlip, input.classWeights), input.lambda, input.labelFlip));

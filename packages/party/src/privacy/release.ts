@@ -198,7 +198,8 @@ export interface ActiveFit {
 
 /**
  * The active side's fit: denoise each release against [D, 1] (ridge with its penalty chosen
- * by generalised cross-validation, Golub, Heath and Wahba 1979), then fit `loss` with lambda
+ * by generalised cross-validation, Golub, Heath and Wahba 1979; the signal's share read off the
+ * residual's covariance with the labels'), then fit `loss` with lambda
  * on [D, denoised columns, 1] and, for comparison, on [D, 1] alone. With flipped labels
  * (label privacy) `loss` is the one corrected for the flips (core's trainingLoss), for both; with
  * class weights, the weighted one, for both.
@@ -209,12 +210,19 @@ export function fitActive(
   releases: readonly { party: string; scores: Float64Array; sigma: number }[],
   loss: Loss,
   lambda: number,
+  /** The labels' flip probability (label privacy), 0 without. */
+  labelFlip = 0,
 ): ActiveFit {
   const n = D.rows;
   // A penalty path: many values of rho, which the eigendecomposition serves and Cholesky does not.
   const ridge = new RidgeXUpdate(D, 1, true, { choleskyLimit: 0, deflationRank: 0 }); // cg: only its form is used (the sketched path)
   const path = ridge.form === 'cg' ? sketchedPath(D, SKETCH_RANK) : exactPath(ridge);
   const denoising: DenoiseReport[] = [];
+  // The labels' residual on the basis each release is denoised on (core's denoiseRelease says
+  // why tau^2 is read off the covariance with it); flipped labels covary 1 - 2p times less.
+  let meanY = 0;
+  for (let i = 0; i < n; i++) meanY += y[i] / n;
+  const centred = Float64Array.from(y, (v) => (v - meanY) / (1 - 2 * labelFlip));
   const columns = releases.map((rel) => {
     let best: { gcv: number; penalty: number; fitted: Float64Array; df: number } | undefined;
     for (const penalty of GCV_GRID) {
@@ -225,7 +233,9 @@ export function fitActive(
       const gcv = rss / n / (1 - df / n) ** 2;
       if (!best || gcv < best.gcv) best = { gcv, penalty, fitted, df };
     }
-    const d = denoiseRelease(rel.scores, best!.fitted, best!.df, rel.sigma);
+    const target = path.fit(centred, best!.penalty);
+    for (let i = 0; i < n; i++) target[i] = centred[i] - target[i];
+    const d = denoiseRelease(rel.scores, best!.fitted, best!.df, rel.sigma, target);
     denoising.push({ party: rel.party, sigma: rel.sigma, penalty: best!.penalty, shrink: d.shrink, signalVariance: d.signalVariance, basis: path.basis });
     return d.column;
   });
