@@ -3,14 +3,16 @@
 // each a real `admm-share simulate` (coordinator and party processes over loopback, noise
 // from the OS CSPRNG): the one-shot default with party 1 active at each epsilon, and the
 // all-passive case. Prints mean, min and max test log loss over the runs; asserts nothing.
-//   npm run bench:privacy [-- --runs 5 --epsilons 1,2,5,10 --passive 2,10]
+//   npm run bench:privacy [-- --runs 5 --epsilons 1,2,5,10 --passive 2,10 --prepare]
+// --prepare: every party standardises its block (simulate --prepare; a passive party estimates
+// the statistics with a tenth of its budget); the references stay on the data as it is.
 import { spawnSync } from 'node:child_process';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
 
-const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' }, epsilons: { type: 'string', default: '1,2,5,10' }, passive: { type: 'string', default: '2,10' } } });
+const { values } = parseArgs({ options: { runs: { type: 'string', default: '5' }, epsilons: { type: 'string', default: '1,2,5,10' }, passive: { type: 'string', default: '2,10' }, prepare: { type: 'boolean', default: false } } });
 const root = new URL('..', import.meta.url).pathname;
 const a9a = join(root, 'data', 'a9a');
 const cli = join(root, 'packages', 'admm-share', 'bin', 'admm-share.js');
@@ -36,9 +38,11 @@ function simulate(args, baselines = false) {
 const stats = (xs) => ({ mean: xs.reduce((a, b) => a + b, 0) / xs.length, min: Math.min(...xs), max: Math.max(...xs) });
 const f = (v) => v.toFixed(4);
 
-const ref = simulate([], true);
+const prepare = values.prepare ? ['--prepare'] : [];
+const ref = simulate(prepare, true);
 const alone = ref.baselines.local.test.logLoss;
-console.log(`a9a, 66 | 57, lambda 1e-4, delta 1e-5, ${runs} runs per point, node ${process.version}`);
+console.log(`a9a, 66 | 57, lambda 1e-4, delta 1e-5, ${runs} runs per point${values.prepare ? ', --prepare' : ''}, node ${process.version}`);
+if (values.prepare) console.log(`non-private with --prepare: training objective ${ref.objective}, test log loss ${f(ref.test.logLoss)}`);
 console.log(`references: central ${f(ref.baselines.central.test.logLoss)}, party-1 alone ${f(alone)}, majority class ${f(ref.baselines.majority.test.logLoss)}`);
 console.log('\ncase                       epsilon   sigma   test log loss mean [min, max]   runs better than party 1 alone');
 for (const [label, extra, epsilons] of [
@@ -49,7 +53,7 @@ for (const [label, extra, epsilons] of [
     const losses = [];
     let sigma = 0;
     for (let k = 0; k < runs; k++) {
-      const s = simulate(['--epsilon', eps, ...extra]);
+      const s = simulate(['--epsilon', eps, ...extra, ...prepare]);
       losses.push(s.test.logLoss);
       sigma = s.privacy.find((q) => q.mechanism !== 'none').sigma;
     }
