@@ -87,7 +87,7 @@ function job(dir: string, coordinatorArgs: string[], partyArgs: (m: number) => s
   const out = join(dir, 'out');
   const coord = run(BIN.coordinator, ['--port', '0', '--labels', files.labels, '--parties', 'party-1,party-2', '--out', out, ...coordinatorArgs]);
   const parties = coord.waitFor((r) => r.msg === 'listening').then((r) =>
-    files.parties.map((f, m) => run(BIN.party, ['--coordinator', `ws://127.0.0.1:${(r as { port: number }).port}`, '--id', f.id, '--data', f.path, '--model', join(out, `model-${f.id}.json`), ...partyArgs(m)])),
+    files.parties.map((f, m) => run(BIN.party, ['--coordinator', `ws://127.0.0.1:${(r as { port: number }).port}`, '--id', f.id, '--data', f.path, '--no-prepare', '--model', join(out, `model-${f.id}.json`), ...partyArgs(m)])),
   );
   return { files, out, coord, parties };
 }
@@ -208,7 +208,7 @@ test('--holdout through a restarted party and a resumed coordinator: the held-ou
   const first = coordinator(0, []);
   const { port } = (await first.waitFor((r) => r.msg === 'listening')) as { port: number };
   const party = (m: number, url: string) =>
-    run(BIN.party, ['--coordinator', url, '--id', files.parties[m].id, '--data', files.parties[m].path, '--model', join(out, `model-party-${m + 1}.json`), '--mechanism', 'none', '--reconnect-timeout', '60000']);
+    run(BIN.party, ['--coordinator', url, '--id', files.parties[m].id, '--data', files.parties[m].path, '--no-prepare', '--model', join(out, `model-party-${m + 1}.json`), '--mechanism', 'none', '--reconnect-timeout', '60000']);
   // party-1 goes through a relay: before round 6 reaches it party-2 is killed (and started
   // again, so it intersects and is set up anew); before round 12 the coordinator is stopped.
   const relay = await gate(port);

@@ -10,6 +10,7 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { predictScores, syntheticDataset } from '@admm-share/core';
 import { BIN, killAll, run, tempDir } from './procs.js';
+import { pairAuc } from '@admm-share/core/test-support';
 
 after(killAll);
 
@@ -29,20 +30,6 @@ function readScores(path: string): Scores {
   const header = head.split(',');
   const cells = rows.map((r) => r.split(','));
   return { header, ids: cells.map((c) => c[0]), y: cells.map((c) => Number(c[1])), total: cells.map((c) => Number(c[2])), parts: header.slice(3).map((_, m) => cells.map((c) => Number(c[3 + m]))) };
-}
-
-function pairAuc(s: number[], y: number[]): number {
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < y.length; i++) {
-    if (y[i] <= 0) continue;
-    for (let j = 0; j < y.length; j++) {
-      if (y[j] > 0) continue;
-      den++;
-      num += s[i] > s[j] ? 1 : s[i] === s[j] ? 0.5 : 0;
-    }
-  }
-  return num / den;
 }
 
 function scanKs(s: number[], y: number[]): number {

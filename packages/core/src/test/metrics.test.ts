@@ -1,24 +1,11 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { accuracy, classificationMetrics, logLoss, rocAuc } from '../index.js';
+import { pairAuc } from './support.js';
 
 const f = (xs: number[]) => Float64Array.from(xs);
 
 /** Brute-force Mann-Whitney: share of (positive, negative) pairs ordered correctly, ties 1/2. */
-function pairAuc(scores: number[], y: number[]): number {
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < y.length; i++) {
-    if (y[i] <= 0) continue;
-    for (let j = 0; j < y.length; j++) {
-      if (y[j] > 0) continue;
-      den++;
-      num += scores[i] > scores[j] ? 1 : scores[i] === scores[j] ? 0.5 : 0;
-    }
-  }
-  return num / den;
-}
-
 test('rocAuc: hand-computed case with a tie', () => {
   // Positives: 0.35, 0.8, 0.4; negatives: 0.1, 0.4. Pairs (pos vs neg):
   //   0.35 > 0.1 -> 1,  0.35 < 0.4 -> 0

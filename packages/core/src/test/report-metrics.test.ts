@@ -5,21 +5,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import seedrandom from 'seedrandom';
 import { calibrationBins, classificationReport, gainsChart, ksStatistic, partContributions, regressionMetrics, rocCurve, thinCurve } from '../index.js';
+import { pairAuc } from './support.js';
 
 const f = (xs: number[]) => Float64Array.from(xs);
 const close = (a: number, b: number, tol = 1e-12, what = '') => assert.ok(Math.abs(a - b) <= tol, `${what} ${a} vs ${b}`);
-
-function pairAuc(s: Float64Array, y: Float64Array): number {
-  let num = 0;
-  let den = 0;
-  for (let i = 0; i < y.length; i++)
-    for (let j = 0; j < y.length; j++)
-      if (y[i] > 0 && y[j] < 0) {
-        den++;
-        num += s[i] > s[j] ? 1 : s[i] === s[j] ? 0.5 : 0;
-      }
-  return num / den;
-}
 
 /** Rates when every row with score >= t is called positive, for every t among the scores. */
 function bruteKs(s: Float64Array, y: Float64Array): number {

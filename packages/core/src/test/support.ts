@@ -99,3 +99,21 @@ export function packLower(a: Float64Array, n: number): Float64Array {
   for (let i = 0, r = 0; i < n; r += ++i) p.set(a.subarray(i * n, i * n + i + 1), r);
   return p;
 }
+
+/**
+ * AUC by brute force (Mann-Whitney): the share of (positive, negative) pairs the scores order
+ * correctly, ties counting 1/2; labels > 0 are positive.
+ */
+export function pairAuc(scores: ArrayLike<number>, y: ArrayLike<number>): number {
+  let num = 0;
+  let den = 0;
+  for (let i = 0; i < y.length; i++) {
+    if (y[i] <= 0) continue;
+    for (let j = 0; j < y.length; j++) {
+      if (y[j] > 0) continue;
+      den++;
+      num += scores[i] > scores[j] ? 1 : scores[i] === scores[j] ? 0.5 : 0;
+    }
+  }
+  return num / den;
+}

@@ -5,22 +5,10 @@ import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
-import pino from 'pino';
 import { ConfigError, gdpDelta, gdpMuFor, isDense, packIds, seededNoise } from '@admm-share/core';
 import { tempDir } from '@admm-share/core/test-support';
 import { type PreparationFlags, loadTrainingData, preparationPath, scaleWarning, shareBudget } from '../preparation/data.js';
-
-function capture(): { log: pino.Logger; lines: Record<string, unknown>[] } {
-  const lines: Record<string, unknown>[] = [];
-  const sink = new Writable({
-    write(chunk, _enc, cb) {
-      lines.push(JSON.parse(String(chunk)));
-      cb();
-    },
-  });
-  return { log: pino({ level: 'info' }, sink), lines };
-}
+import { capture } from './capture-log.js';
 
 /** A bank's file in raw units: an income near 1e5 beside an age near 40, a region, a gap. */
 function bankFile(dir: string): string {

@@ -6,7 +6,6 @@ import assert from 'node:assert/strict';
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
 import pino from 'pino';
 import seedrandom from 'seedrandom';
 import { type FeatureTable, ConfigError, csrFromDense, packIds } from '@admm-share/core';
@@ -17,6 +16,7 @@ import { Privacy } from '../privacy/privacy.js';
 import { handle } from '../session/session.js';
 import { type Outcome, type SessionEnv, type SessionState, connectionLost, connectionOpened, newSession, validationContext } from '../session/state.js';
 import type { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
+import { capture } from './capture-log.js';
 
 const JOB = 'session-job';
 const FILE_ROWS = 30;
@@ -39,18 +39,6 @@ function table(seed: string): FeatureTable {
     featureNames: Array.from({ length: FEATURES }, (_, j) => `f${j}`),
     lines: Array.from({ length: FILE_ROWS }, (_, i) => i + 2),
   };
-}
-
-/** A logger that keeps what it writes, so a test can look for a warning. */
-function capture(): { log: pino.Logger; lines: Record<string, unknown>[] } {
-  const lines: Record<string, unknown>[] = [];
-  const sink = new Writable({
-    write(chunk, _enc, cb) {
-      lines.push(JSON.parse(String(chunk)));
-      cb();
-    },
-  });
-  return { log: pino({ level: 'info' }, sink), lines };
 }
 
 function env(opts: { privacy?: PrivacyConfig; intercept?: boolean; ledgerPath?: string; log?: pino.Logger } = {}): SessionEnv {
