@@ -24,16 +24,18 @@ export interface Denoised {
  * column is an estimate of E[v | r, own features], and a model fitted on it may be applied
  * to the true scores v of new rows.
  *
- * tau^2 is estimated one of two ways. Without `target`: the residual's variance less sigma^2,
- * unbiased, but its sampling error (about sigma^2 sqrt(2/N)) swamps a weak signal: on 6,400 rows
- * at sigma 3 it is 0.16 against a signal near 0.07, and a negative estimate clamps the shrink to
- * 0, dropping the party's release altogether (seen in 3 of 5 private runs on
- * data/bank-telecom). With `target` (the labels' residual on the same basis, divided by 1 - 2p
- * under label flips): the residual's covariance with it. The noise is independent of the labels,
- * so only the signal covaries, with a sampling error of about sigma std(t) / sqrt(N) (0.03
- * there); and since the release is a ridge fit of the labels (v = H t with 0 <= H <= I), the
- * covariance is at least the signal's variance: the estimate errs towards keeping more of the
- * residual, which can only make the party's weight smaller, never larger.
+ * tau^2 is the residual's variance less sigma^2: unbiased, but with a sampling error of about
+ * sigma^2 sqrt(2/N), which can swamp a weak signal (on 6,400 rows at sigma 3 it is 0.16 against a
+ * signal near 0.07), and a negative estimate clamps the shrink to 0, dropping the party's release
+ * altogether. So when that estimate is below twice its own error and `target` is given (the
+ * labels' residual on the same basis, divided by 1 - 2p under label flips), tau^2 is the
+ * residual's covariance with it instead. The noise is independent of the labels, so only the
+ * signal covaries, with an error of about sigma std(t) / sqrt(N) (0.03 above); and since the
+ * release is a ridge fit of the labels (v = H t, 0 <= H <= I) the covariance is at least the
+ * signal's variance (by t^T H (I - H) t when the party's and the fitter's features are
+ * unrelated): it errs towards keeping more of the residual, which makes the party's weight
+ * smaller, never larger. Where the variance is well determined (a9a at epsilon 10) that bias
+ * costs more than the noise it saves, hence the switch.
  */
 export function denoiseRelease(r: Float64Array, fitted: Float64Array, df: number, sigma: number, target?: Float64Array): Denoised {
   const n = r.length;
@@ -41,13 +43,15 @@ export function denoiseRelease(r: Float64Array, fitted: Float64Array, df: number
   if (!(n > df)) throw new RangeError(`denoising needs more rows (${n}) than degrees of freedom (${df})`);
   let rss = 0;
   for (let i = 0; i < n; i++) rss += (r[i] - fitted[i]) ** 2;
-  let signalVariance: number;
-  if (target) {
+  // The unbiased estimate, unless its sampling error could account for it (see above).
+  const byVariance = rss / (n - df) - sigma * sigma;
+  let signalVariance = Math.max(0, byVariance);
+  if (target && byVariance < 2 * sigma * sigma * Math.sqrt(2 / (n - df))) {
     assertLength('target', target, n);
     let cov = 0;
     for (let i = 0; i < n; i++) cov += (r[i] - fitted[i]) * target[i];
     signalVariance = Math.max(0, cov / (n - df));
-  } else signalVariance = Math.max(0, rss / (n - df) - sigma * sigma);
+  }
   const shrink = signalVariance / (signalVariance + sigma * sigma);
   const column = new Float64Array(n);
   for (let i = 0; i < n; i++) column[i] = fitted[i] + shrink * (r[i] - fitted[i]);

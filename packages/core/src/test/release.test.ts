@@ -92,6 +92,36 @@ test('denoiseRelease against an independent computation, and the shrink tends to
   }
 });
 
+test('denoiseRelease with the labels: their covariance when the variance estimate is within its error, the variance otherwise', () => {
+  const rand = seeded('denoise-target');
+  const n = 2000;
+  const t = Float64Array.from({ length: n }, () => (rand() < 0.3 ? 0.7 : -0.3));
+  const fitted = new Float64Array(n);
+  for (const [beta, sigma] of [
+    [0.2, 3],
+    [1, 0.3],
+  ]) {
+    // The release's signal is a fit of the labels, beta t; the noise is independent of them.
+    const r = Float64Array.from(t, (x) => beta * x + sigma * (rand() + rand() + rand() - 1.5) * 2);
+    let rss = 0;
+    let cov = 0;
+    for (let i = 0; i < n; i++) {
+      rss += r[i] ** 2;
+      cov += r[i] * t[i];
+    }
+    const byVariance = rss / (n - 1) - sigma * sigma;
+    const weak = byVariance < 2 * sigma * sigma * Math.sqrt(2 / (n - 1));
+    assert.equal(weak, beta === 0.2, `the weak signal is the one within the variance estimate's error (${byVariance})`);
+    const d = denoiseRelease(r, fitted, 1, sigma, t);
+    const expected = weak ? Math.max(0, cov / (n - 1)) : byVariance;
+    assert.ok(Math.abs(d.signalVariance - expected) <= 1e-12, `${d.signalVariance} vs ${expected}`);
+    assert.equal(denoiseRelease(r, fitted, 1, sigma).signalVariance, Math.max(0, byVariance));
+    // The weak signal's variance, beta^2 var(t) = 0.0084, is found within the covariance's error
+    // (about sigma std(t) / sqrt(n) = 0.031), where the variance estimate's error is 0.28.
+    if (weak) assert.ok(Math.abs(d.signalVariance - beta ** 2 * 0.21) < 0.1, `${d.signalVariance}`);
+  }
+});
+
 test('denoiseRelease refuses inconsistent input', () => {
   const r = Float64Array.of(1, 2, 3);
   assert.throws(() => denoiseRelease(r, Float64Array.of(1, 2), 1, 1), /fitted/);
