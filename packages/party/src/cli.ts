@@ -91,7 +91,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
     .option('missing-indicator', { type: 'string', describe: 'add a 0/1 column <name>_missing for these columns, comma-separated' })
     .option('scale', { choices: ['standard', 'none'] as const, default: 'standard' as const, describe: 'prepared numeric columns: standardised (standard), or kept in their units (none)' })
     .option('prepare-spec', { type: 'string', describe: 'JSON file of declared public values per column: {"columns": {"age": {"range": [18, 100]}, "income": {"mean": 5e4, "scale": 3e4}, "region": {"categories": ["north", "south"]}}}' })
-    .option('prepare-share', { type: 'number', default: DEFAULT_PREPARE_SHARE, describe: 'with --epsilon: the share of epsilon and delta spent estimating the statistics not declared in --prepare-spec (docs/privacy.md, section 13)' })
+    .option('prepare-share', { type: 'number', default: DEFAULT_PREPARE_SHARE, describe: 'with --epsilon: the share of the budget (of mu^2 in Gaussian DP) spent estimating the statistics not declared in --prepare-spec (docs/privacy.md, section 13)' })
     .option('model', { type: 'string', describe: 'model file to write (default: model-ID.json)' })
     .option('connect-timeout', { type: 'number', default: 30_000, describe: 'ms to keep trying to join: a coordinator not listening yet or busy (4014) is retried with backoff' })
     .option('heartbeat-timeout', { type: 'number', default: HEARTBEAT_TIMEOUT_MS, describe: 'ms without a ping or message from the coordinator before the connection is treated as dead' })

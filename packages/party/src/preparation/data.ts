@@ -49,7 +49,7 @@ export interface PreparationFlags {
   spec?: string;
   /** Standardise numeric columns (default); false keeps them in their units. */
   scale?: boolean;
-  /** At a party with a budget: the share of epsilon and delta the estimated statistics may spend. */
+  /** At a party with a budget: the estimated statistics' share of it (of mu^2 in Gaussian DP; shareBudget). */
   share: number;
 }
 
