@@ -86,7 +86,7 @@ async function main(): Promise<void> {
           .option('anderson', { type: 'number', default: DEFAULT_ANDERSON, describe: 'Anderson acceleration: past rounds it combines (0: off; exact form without noise)' })
           .option('eval-every', { type: 'number', default: 0, describe: 'test-set evaluation every k rounds (0: at the end)' })
           .option('intercept', { type: 'boolean', default: false, describe: 'unpenalised intercept at party 1' })
-          .option('prepare', { type: 'boolean', default: false, describe: "each party standardises its columns (admm-party --prepare; with --epsilon, statistics estimated with a share of each passive party's budget); the baselines stay on the data as it is" })
+          .option('prepare', { type: 'boolean', default: false, describe: "each party standardises its columns (admm-party --prepare; with --epsilon, statistics estimated with a share of each passive party's budget), with an intercept at party 1; the baselines stay on the data as it is" })
           .option('out', { type: 'string', describe: 'output directory (default: runs/<time>)' })
           .option('data-seed', { type: 'string', default: 'admm-share', describe: 'seed of the synthetic data set' })
           .option('mechanism', { choices: MECHANISMS, describe: 'privacy mechanism of every passive party (default: none; with --epsilon the one that fits the algorithm)' })
@@ -122,7 +122,9 @@ async function main(): Promise<void> {
           alpha: requirePositive('alpha', a.alpha),
           anderson: requireAnderson(a.anderson),
           evalEvery: requireInteger('eval-every', a['eval-every'], 0),
-          intercept: a.intercept,
+          // Centring every column takes away the constant that a one-hot block carries (a9a's rows
+          // each hold one 1 per group): without an intercept the model could not fit the base rate.
+          intercept: a.intercept || a.prepare,
           prepare: a.prepare,
           out: a.out,
           dataSeed: a['data-seed'],
