@@ -107,7 +107,7 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
   // The preparation's statistics are paid from the budget first (docs/privacy.md, section 13);
   // the release gets the rest.
   const cfg = config.privacy;
-  const budget = cfg.mechanism === 'none' ? null : { epsilon: cfg.epsilon!, delta: cfg.delta!, mechanism: cfg.mechanism, noise: () => (cfg.seed !== undefined ? seededNoise(`${cfg.seed}/prepare`) : osNoise()) };
+  const budget = cfg.mechanism === 'none' ? null : { epsilon: cfg.epsilon!, delta: cfg.delta!, mechanism: cfg.mechanism, seeded: cfg.seed !== undefined, noise: () => (cfg.seed !== undefined ? seededNoise(`${cfg.seed}/prepare`) : osNoise()) };
   const loaded = loadTrainingData(config.data, config.read, config.prepare, budget, preparationPath(config.model), log);
   const spend = loaded.spend;
   const privacy = spend ? new Privacy({ ...cfg, epsilon: spend.releaseEpsilon, delta: spend.releaseDelta }, spend, { epsilon: cfg.epsilon!, delta: cfg.delta! }) : new Privacy(cfg);

@@ -3,7 +3,7 @@
 // (queries.ts), so that the whole preparation is mu-GDP (docs/privacy.md section 13).
 import { ConfigError } from '../errors.js';
 import { normalCdf } from '../privacy/accounting.js';
-import { snapToGrid } from '../privacy/noise.js';
+import { GRID_BITS, snapToGrid } from '../privacy/noise.js';
 import { histogram, rangeOfHistogram } from './grid.js';
 import type { CategoricalPrep, NumericPrep, StatSource } from './preparation.js';
 import { type PlannedQuery, type QueryKind, categoryCounts, centredSquares, centredSum, clip, numericNeeds, planQueries, presentCount, sensitivity } from './queries.js';
@@ -154,7 +154,11 @@ export class DpFit {
     const { y, sigma } = this.ask(col.name, 'categories', Float64Array.from(names, (c) => counts.get(c)!));
     const tau = 1 + sigma * upperQuantile(this.dp.deltaThreshold / this.thresholded);
     this.asked[this.asked.length - 1].threshold = tau;
-    const vocabulary = names.filter((_, k) => y[k] > tau).sort(byCodeUnits);
+    // The counts were rounded to sigma's grid (privacy/noise.ts), by at most half a step: a
+    // count kept above tau plus that half step was above tau before the rounding, so the
+    // threshold's delta is the one stated.
+    const halfStep = 2 ** Math.floor(Math.log2(sigma)) / 2 ** GRID_BITS / 2;
+    const vocabulary = names.filter((_, k) => y[k] > tau + halfStep).sort(byCodeUnits);
     this.notes.push(`column '${col.name}': ${vocabulary.length} categories kept (noisy count above ${fmt(tau)}); a rarer category is all zeros`);
     return { ...base, vocabulary, vocabularySource: 'dp' };
   }

@@ -14,6 +14,7 @@ import {
   type PrepareOptions,
   type ReadOptions,
   ConfigError,
+  InternalError,
   applyPreparation,
   detectFormat,
   expectedValue,
@@ -68,8 +69,21 @@ export interface PartyBudget {
   delta: number;
   /** The paper's mechanism is accounted by advanced composition, not in GDP: no estimates with it. */
   mechanism: string;
+  /** Whether the noise is seeded (predictable): recorded with the statistics it draws. */
+  seeded: boolean;
   noise: () => NoiseSource;
 }
+
+/** The noise of a private fit that asks nothing (every statistic declared): never drawn. */
+const NO_NOISE: NoiseSource = {
+  seeded: false,
+  addNormal: () => {
+    throw new InternalError('preparing declared statistics', 'noise was drawn for a fit that asks nothing');
+  },
+  uniforms: () => {
+    throw new InternalError('preparing declared statistics', 'noise was drawn for a fit that asks nothing');
+  },
+};
 
 /**
  * The preparation's share of the budget (docs/privacy.md, section 13): with delta_g = delta -
@@ -127,6 +141,8 @@ const keptFile = z.strictObject({
   format: z.literal(PREPARATION_FORMAT, { error: expectedValue(`'${PREPARATION_FORMAT}'`) }),
   /** The digest of the options it was estimated with: other options need new estimates. */
   options: z.string(),
+  /** The budget they were paid from: another budget, share, mechanism or seed needs new estimates. */
+  budget: z.strictObject({ epsilon: z.number(), delta: z.number(), share: z.number(), mechanism: z.string(), seeded: z.boolean() }),
   spend: z.strictObject({ share: z.number(), mu: z.number(), deltaThreshold: z.number(), releaseEpsilon: z.number(), releaseDelta: z.number() }),
   preparation: preparationSchema,
 });
@@ -142,6 +158,9 @@ export function loadTrainingData(file: string, read: ReadOptions, flags: Prepara
     if (extra.length > 0) throw new ConfigError(`${extra.join(', ')} need the data prepared: drop --no-prepare${detectFormat(file, read.format) === 'libsvm' ? ', or add --prepare for a LIBSVM file' : ''}`);
     return { table: readFeatureBlock(file, read), preparation: null, spend: null };
   }
+  if (budget !== null && detectFormat(file, read.format) === 'libsvm' && read.features === undefined)
+    // The columns fix the queries and their noise before any row is read; a LIBSVM file's width is its largest index, which one row can change.
+    throw new ConfigError('--prepare on a LIBSVM file at a party with a budget needs --features D: the number of columns must not come from the data');
   const opts = prepareOptions(read, flags);
   const raw = detectFormat(file, read.format) === 'csv' ? readRawTable(file, opts) : rawTableFromFeatures(readFeatureFile(file, read));
   let preparation: Preparation;
@@ -150,29 +169,31 @@ export function loadTrainingData(file: string, read: ReadOptions, flags: Prepara
     const fit = fitPreparation(raw, opts);
     preparation = fit.preparation;
     for (const note of fit.notes.notes) log.info({ note }, 'preparation');
-  }
-  else {
-    const options = jsonDigest({ file, opts: { ...opts, spec: opts.spec ?? null } });
-    const old = existsSync(kept) ? readJsonFile(keptFile, kept, 'kept preparation') : undefined;
-    if (old !== undefined && old.options !== options)
-      throw new ConfigError(
-        `${kept} holds the statistics this party estimated with other preparation flags or data; reusing them would be wrong, and estimating new ones spends that share of the budget again: move the file away to do that`,
-      );
-    if (old !== undefined) {
-      preparation = old.preparation;
-      spend = { ...old.spend, reused: true };
-      log.info({ kept }, 'preparation: the statistics estimated before are reused (post-processing: no further spend)');
+  } else {
+    const queries = planQueries(opts, raw.columns);
+    if (queries.length > 0 && budget.mechanism === 'paper')
+      throw new ConfigError("--mechanism paper is accounted by advanced composition, which does not compose with the preparation's estimates: declare every statistic in --prepare-spec, or --no-prepare");
+    if (queries.length === 0) {
+      // Everything declared: the private fit takes every statistic from the spec (none from the rows), asks nothing, and refuses what a private party may not do.
+      preparation = fitPreparation(raw, opts, { mu: 1, deltaThreshold: 0, noise: NO_NOISE }).preparation;
     } else {
-      const queries = planQueries(opts, raw.columns);
-      if (queries.length === 0) preparation = fitPreparation(raw, opts).preparation;
-      else {
-        if (budget.mechanism === 'paper')
-          throw new ConfigError("--mechanism paper is accounted by advanced composition, which does not compose with the preparation's estimates: declare every statistic in --prepare-spec, or --no-prepare");
+      const options = jsonDigest({ file, opts: { ...opts, spec: opts.spec ?? null } });
+      const paidWith = { epsilon: budget.epsilon, delta: budget.delta, share: flags.share, mechanism: budget.mechanism, seeded: budget.seeded };
+      const old = existsSync(kept) ? readJsonFile(keptFile, kept, 'kept preparation') : undefined;
+      if (old !== undefined && (old.options !== options || jsonDigest(old.budget) !== jsonDigest(paidWith)))
+        throw new ConfigError(
+          `${kept} holds the statistics this party estimated with other preparation flags, data or budget (--epsilon, --delta, --prepare-share, --mechanism, --seed); reusing them would be wrong, and estimating new ones spends that share of the budget again: move the file away to do that (in a new job)`,
+        );
+      if (old !== undefined) {
+        preparation = old.preparation;
+        spend = { ...old.spend, reused: true };
+        log.info({ kept }, 'preparation: the statistics estimated before are reused (post-processing: no further spend)');
+      } else {
         const shared = shareBudget(budget, flags.share, queries.some((q) => q.query === 'categories'));
         const fit = fitPreparation(raw, opts, { mu: shared.mu, deltaThreshold: shared.deltaThreshold, noise: budget.noise() });
         preparation = fit.preparation;
         spend = { ...shared, reused: false };
-        writeFileAtomic(kept, JSON.stringify({ format: PREPARATION_FORMAT, options, spend: shared, preparation }) + '\n', 0o600);
+        writeFileAtomic(kept, JSON.stringify({ format: PREPARATION_FORMAT, options, budget: paidWith, spend: shared, preparation }) + '\n', 0o600);
         log.info({ mu: shared.mu, deltaThreshold: shared.deltaThreshold, queries: queries.length, kept }, 'preparation: statistics estimated with differential privacy (docs/privacy.md, section 13)');
         for (const note of fit.notes.notes) log.warn({ note }, 'preparation');
       }

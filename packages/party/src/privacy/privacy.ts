@@ -190,6 +190,16 @@ export class Privacy {
     const saved = readLedger(path);
     if (!saved) return;
     if (saved.jobId !== jobId) return;
+    // The job's statistics were paid for once: a run of the same job must reuse them (the kept
+    // file), never estimate them again, which would spend their share twice.
+    const paid = saved.preparation ?? null;
+    const mine = this.preparation;
+    if (paid !== null && !(mine?.reused === true && mine.mu === paid.mu && mine.deltaThreshold === paid.deltaThreshold))
+      throw new ConfigError(
+        `this party's ledger (${path}) records that job ${jobId} paid for its preparation's statistics (mu ${paid.mu}), but this run ${mine ? 'estimated them again' : 'has none'}: restore the kept statistics file (model-ID.preparation.json) to rejoin, or start a new job`,
+      );
+    if (paid === null && mine !== null && !mine.reused && saved.releases > 0)
+      throw new ConfigError(`this party's ledger (${path}) records releases of job ${jobId} made without preparation statistics; this run estimated some: run it as it was, or start a new job`);
     this.spentRounds = Math.max(this.spentRounds, saved.releases);
     this.saved = { info: saved.info, rho: saved.rho, lambda: saved.lambda, bw: saved.bw };
     if (saved.release) this.released = readReleasedVector(releaseVectorPath(path), saved.release);

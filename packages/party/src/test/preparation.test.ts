@@ -8,6 +8,8 @@ import { join } from 'node:path';
 import { ConfigError, gdpDelta, gdpMuFor, isDense, packIds, seededNoise } from '@admm-share/core';
 import { tempDir } from '@admm-share/core/test-support';
 import { type PreparationFlags, loadTrainingData, preparationPath, scaleWarning, shareBudget } from '../preparation/data.js';
+import { DEFAULT_BX } from '../privacy/mechanism.js';
+import { Privacy } from '../privacy/privacy.js';
 import { capture } from './capture-log.js';
 
 /** A bank's file in raw units: an income near 1e5 beside an age near 40, a region, a gap. */
@@ -46,7 +48,7 @@ test('a private party estimates its statistics once, keeps them, reuses them aft
   const kept = preparationPath(model);
   const { log, lines } = capture();
   let draws = 0;
-  const budget = { epsilon: 2, delta: 1e-5, mechanism: 'auto', noise: () => (draws++, seededNoise('prep')) };
+  const budget = { epsilon: 2, delta: 1e-5, mechanism: 'auto', seeded: true, noise: () => (draws++, seededNoise('prep')) };
   const first = loadTrainingData(data, READ, FLAGS, budget, kept, log);
   assert.equal(draws, 1);
   assert.ok(existsSync(kept));
@@ -62,7 +64,12 @@ test('a private party estimates its statistics once, keeps them, reuses them aft
   assert.deepEqual(Array.from(again.table.X.data), Array.from(first.table.X.data));
 
   assert.throws(() => loadTrainingData(data, READ, { ...FLAGS, missing: 'median' }, budget, kept, log), (e: unknown) => e instanceof ConfigError && /other preparation flags/.test(e.message) && e.message.includes(kept));
-  assert.throws(() => loadTrainingData(data, READ, FLAGS, { ...budget, mechanism: 'paper' }, join(dir, 'other.json'), log), (e: unknown) => e instanceof ConfigError && /--mechanism paper/.test(e.message));
+  // Another budget, share, mechanism or seed would make the kept statistics a lie about what they cost.
+  for (const other of [{ epsilon: 1 }, { delta: 1e-6 }, { seeded: false }])
+    assert.throws(() => loadTrainingData(data, READ, FLAGS, { ...budget, ...other }, kept, log), (e: unknown) => e instanceof ConfigError && /other preparation flags, data or budget/.test(e.message));
+  assert.throws(() => loadTrainingData(data, READ, { ...FLAGS, share: 0.2 }, budget, kept, log), (e: unknown) => e instanceof ConfigError && /budget/.test(e.message));
+  // The paper's mechanism is refused before any kept file is looked at.
+  assert.throws(() => loadTrainingData(data, READ, FLAGS, { ...budget, mechanism: 'paper' }, kept, log), (e: unknown) => e instanceof ConfigError && /--mechanism paper/.test(e.message));
 });
 
 test('without a budget the statistics are exact; a declared spec at a private party spends nothing', (t) => {
@@ -77,8 +84,16 @@ test('without a budget the statistics are exact; a declared spec at a private pa
 
   const spec = join(dir, 'spec.json');
   writeFileSync(spec, JSON.stringify({ columns: { age: { range: [18, 100] }, income: { range: [0, 200000] }, region: { categories: ['east', 'north', 'south'] } } }));
-  const declared = loadTrainingData(data, READ, { ...FLAGS, spec }, { epsilon: 2, delta: 1e-5, mechanism: 'auto', noise: () => assert.fail('nothing to estimate') }, join(dir, 'k2.json'), log);
+  const noBudget = { epsilon: 2, delta: 1e-5, mechanism: 'auto', seeded: false, noise: () => assert.fail('nothing to estimate') };
+  const declared = loadTrainingData(data, READ, { ...FLAGS, spec }, noBudget, join(dir, 'k2.json'), log);
   assert.equal(declared.spend, null, 'the release keeps the whole budget');
+  // Nothing is taken from the rows: the centre and scale of a declared range are its midpoint and half-width, the fill its centre.
+  const declaredAge = declared.preparation!.inputs.find((c) => c.name === 'age');
+  assert.ok(declaredAge?.kind === 'numeric');
+  assert.deepEqual([declaredAge.center, declaredAge.scale, declaredAge.centerSource, declaredAge.scaleSource], [59, 41, 'declared', 'declared']);
+  const income = declared.preparation!.inputs.find((c) => c.name === 'income');
+  assert.ok(income?.kind === 'numeric' && income.fill === 100_000 && income.fillSource === 'declared', JSON.stringify(income));
+  assert.throws(() => loadTrainingData(data, READ, { ...FLAGS, spec, missing: 'drop' }, noBudget, join(dir, 'k3.json'), log), (e: unknown) => e instanceof ConfigError && /--missing drop/.test(e.message));
 });
 
 test('the scale warning names the column that decides every row, and stays quiet on comparable scales', () => {
@@ -89,4 +104,22 @@ test('the scale warning names the column that decides every row, and stays quiet
   assert.match(w!, /--prepare/);
   const std = { rows: 2, cols: 2, data: Float64Array.from([1, -0.5, -1, 0.5]) };
   assert.equal(scaleWarning({ file: 'f', ids: packIds(['a', 'b']), X: std, featureNames: names }), undefined);
+});
+
+test('a job whose ledger paid for the preparation refuses a run that estimated the statistics again, and takes one that reuses them', (t) => {
+  const dir = tempDir(t);
+  const ledger = join(dir, 'model-telecom.ledger.json');
+  const shared = shareBudget({ epsilon: 2, delta: 1e-5 }, 0.1, false);
+  const cfg = { mechanism: 'auto' as const, epsilon: shared.releaseEpsilon, delta: shared.releaseDelta, seed: 'ledger', bx: DEFAULT_BX };
+  const job = { lambda: 1e-4, rho: 1e-3, rounds: 1, parties: 2, features: 3, n: 4, algorithm: 'one-shot' as const, bw: 1.5 };
+  const first = new Privacy(cfg, { ...shared, reused: false }, { epsilon: 2, delta: 1e-5 });
+  first.calibrate(job);
+  first.scoreRelease(Float64Array.from([0.1, -0.2, 0.3, 0]), Uint32Array.from([0, 1, 2, 3]), ledger, 'job-1');
+  assert.throws(() => new Privacy(cfg, { ...shared, reused: false }).restoreLedger(ledger, 'job-1'), (e: unknown) => e instanceof ConfigError && /estimated them again/.test(e.message));
+  assert.throws(() => new Privacy(cfg).restoreLedger(ledger, 'job-1'), (e: unknown) => e instanceof ConfigError && /has none/.test(e.message));
+  const again = new Privacy(cfg, { ...shared, reused: true });
+  again.restoreLedger(ledger, 'job-1');
+  assert.equal(again.releases, 1);
+  // Another job's ledger is not this job's business.
+  new Privacy(cfg, { ...shared, reused: false }).restoreLedger(ledger, 'job-2');
 });
