@@ -94,6 +94,11 @@ test('without a budget the statistics are exact; a declared spec at a private pa
   const income = declared.preparation!.inputs.find((c) => c.name === 'income');
   assert.ok(income?.kind === 'numeric' && income.fill === 100_000 && income.fillSource === 'declared', JSON.stringify(income));
   assert.throws(() => loadTrainingData(data, READ, { ...FLAGS, spec, missing: 'drop' }, noBudget, join(dir, 'k3.json'), log), (e: unknown) => e instanceof ConfigError && /--missing drop/.test(e.message));
+  // A LIBSVM file's width is its largest index, which one row can change: a private party declares it.
+  const libsvm = join(dir, 'telecom.libsvm');
+  writeFileSync(libsvm, 'a 1:0.5 3:2\nb 2:1\n');
+  assert.throws(() => loadTrainingData(libsvm, { ids: 'first' }, { prepare: true, share: 0.1 }, noBudget, join(dir, 'k4.json'), log), (e: unknown) => e instanceof ConfigError && /--features/.test(e.message));
+  assert.equal(loadTrainingData(libsvm, { ids: 'first', features: 3 }, { prepare: true, share: 0.1 }, null, join(dir, 'k5.json'), log).table.featureNames.length, 3);
 });
 
 test('the scale warning names the column that decides every row, and stays quiet on comparable scales', () => {
