@@ -7,7 +7,7 @@
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
-import { ConfigError, DataError, readIdFile } from '@admm-share/core';
+import { ConfigError, DataError, readIdFile, refuseDuplicates } from '@admm-share/core';
 import type { AlignedSet } from './alignment.js';
 
 /** --holdout-seed when none is given (docs/commands.md). */
@@ -85,7 +85,7 @@ export function chooseTestRows(selection: TestSelection, alignedIds: readonly st
 /**
  * The ids of a --test-ids file: a CSV file with a header naming the id column (--id-column),
  * or one id per line. A first line that holds a comma or is the id column's name is a CSV
- * header. A repeated id is an error (DataError, naming both lines).
+ * header. A repeated id is an error (DataError, naming both lines), as in any file of ids.
  */
 export function readTestIds(file: string, idColumn: string): string[] {
   let text: string;
@@ -98,15 +98,14 @@ export function readTestIds(file: string, idColumn: string): string[] {
   const first = lines.find((l) => l.trim() !== '')?.trim() ?? '';
   if (first.includes(',') || first === idColumn) return readIdFile(file, { format: 'csv', idColumn }).ids;
   const ids: string[] = [];
-  const seen = new Map<string, number>();
+  const at: number[] = [];
   lines.forEach((l, i) => {
     const id = l.trim();
     if (id === '') return;
-    const before = seen.get(id);
-    if (before !== undefined) throw new DataError(file, i + 1, `id '${id}' listed again (first on line ${before})`);
-    seen.set(id, i + 1);
     ids.push(id);
+    at.push(i + 1);
   });
+  refuseDuplicates(file, ids, at);
   if (ids.length === 0) throw new DataError(file, undefined, 'no ids (one id per line, or a CSV file with an id column)');
   return ids;
 }

@@ -65,7 +65,7 @@ test('--test-ids: listed aligned ids are test rows, the others counted; none ali
   assert.deepEqual(readTestIds(header, 'customer'), ['q', 'r']);
   const twice = join(dir, 'twice.txt');
   writeFileSync(twice, 'a\nb\na\n');
-  assert.throws(() => readTestIds(twice, 'id'), (e: Error) => e instanceof DataError && /twice\.txt:3: id 'a' listed again \(first on line 1\)/.test(e.message));
+  assert.throws(() => readTestIds(twice, 'id'), (e: Error) => e instanceof DataError && /twice\.txt:3: duplicate sample id 'a' \(first seen on line 1\)/.test(e.message));
   assert.throws(() => readTestIds(join(dir, 'missing.txt'), 'id'), (e: Error) => e instanceof ConfigError && /--test-ids .*missing\.txt/.test(e.message));
 });
 
