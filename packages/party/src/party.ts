@@ -11,7 +11,7 @@ import { collectGarbage, collectYoungGarbage } from './session/gc.js';
 import { CoordinatorLink, maxPayloadFor } from './transport/link.js';
 import type { ClientTls } from './transport/tls.js';
 import { type PartyModel, ledgerPath, readPartyModel, writeModelFiles } from './scoring/model-file.js';
-import { type PreparationFlags, DEFAULT_PREPARE_SHARE, loadPreparedLike, loadTrainingData, preparationPath, scaleWarning } from './preparation/data.js';
+import { type PreparationFlags, loadPreparedLike, loadTrainingData, preparationPath, scaleWarning } from './preparation/data.js';
 import { writePartyReportOf } from './scoring/model-report.js';
 import { type PrivacyConfig, DEFAULT_BX, normaliseCsrRows, normaliseDenseRows, validatePrivacyConfig } from './privacy/mechanism.js';
 import { Privacy } from './privacy/privacy.js';
@@ -203,7 +203,7 @@ export function startScoring(config: ScoringConfig, deps: { logger: Logger }): P
     threads: 0, // scoring has no x-update
     log,
   };
-  return run({ ...config, model: config.model, data: config.data, prepare: { share: DEFAULT_PREPARE_SHARE }, intercept: env.intercept, role: env.role, privacy: { mechanism: 'none', bx: DEFAULT_BX }, releaseTestScores: false }, env, 0, null);
+  return run(config, env, 0, null);
 }
 
 /**
@@ -249,7 +249,10 @@ function modelFolder(model: string): void {
 }
 
 /** Drive a session over a link until the job is done or something fails. */
-function run(config: PartyConfig, env: SessionEnv, rowsScaled: number, preparation: Preparation | null): PartyHandle {
+/** What driving a session needs of a party's configuration, training or scoring. */
+type RunConfig = Pick<PartyConfig, 'coordinator' | 'partyId' | 'data' | 'model' | 'tls' | 'connectTimeoutMs' | 'reconnectTimeoutMs' | 'heartbeatTimeoutMs'>;
+
+function run(config: RunConfig, env: SessionEnv, rowsScaled: number, preparation: Preparation | null): PartyHandle {
   const session = newSession();
   let resolve!: (r: PartyResult) => void;
   let reject!: (e: Error) => void;

@@ -6,9 +6,8 @@
  * part of it; never a party's coefficients, which the coordinator does not receive.
  * report-page.ts draws report.html from the same figures.
  */
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type FileFormat, DataError, classificationReport, detectFormat, nullAsNaN, partContributions, readJsonFile, regressionMetrics, writeFileAtomic, z } from '@admm-share/core';
+import { type FileFormat, DataError, classificationReport, detectFormat, nullAsNaN, partContributions, readJsonFile, readCsv, regressionMetrics, writeFileAtomic, z, csvField } from '@admm-share/core';
 import { ALGORITHMS, LOSSES, type AlgorithmName, type LossName } from '@admm-share/protocol';
 import { classesSchema, nameSchema as name } from './fields.js';
 
@@ -157,11 +156,6 @@ export function idColumnName(file: string, opts: { format?: FileFormat; idColumn
   return detectFormat(file, opts.format) === 'csv' ? (opts.idColumn ?? 'id') : 'id';
 }
 
-/** Quote a CSV field when it must be (an id may hold a comma or a quote). */
-function csvField(v: string): string {
-  return /[",\r\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v;
-}
-
 /** test-scores.csv: the user's id column, the label (+1/-1 for logistic loss: +1 the positive class), the combined score (log-odds) and each party's part. */
 export function formatTestScores(s: TestScores): string {
   const lines = [[csvField(s.idColumn), 'label', 'score', ...s.parts.map((p) => p.party)].join(',')];
@@ -169,53 +163,26 @@ export function formatTestScores(s: TestScores): string {
   return lines.join('\n') + '\n';
 }
 
-/** Split one line of test-scores.csv: only its first field (the id) can be quoted. */
-function splitLine(line: string, path: string, lineNo: number): string[] {
-  if (!line.startsWith('"')) return line.split(',');
-  let i = 1;
-  let id = '';
-  for (;;) {
-    const q = line.indexOf('"', i);
-    if (q < 0) throw new DataError(path, lineNo, 'an unterminated quoted id');
-    id += line.slice(i, q);
-    if (line[q + 1] === '"') {
-      id += '"';
-      i = q + 2;
-    } else {
-      if (q + 1 < line.length && line[q + 1] !== ',') throw new DataError(path, lineNo, 'text after a quoted id');
-      return [id, ...(q + 1 < line.length ? line.slice(q + 2).split(',') : [])];
-    }
-  }
-}
-
-/** Read test-scores.csv back; a DataError names the line and what is wrong. */
+/** Read test-scores.csv back (core's CSV reader); a DataError names the line and what is wrong. */
 export function readTestScores(path: string): TestScores {
-  let text: string;
-  try {
-    text = readFileSync(path, 'utf8');
-  } catch (err) {
-    throw new DataError(path, undefined, `cannot read the test scores (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
-  }
-  const lines = text.split('\n').filter((l, i, all) => l !== '' || i < all.length - 1);
-  if (lines.length === 0) throw new DataError(path, 1, 'no header');
-  const head = splitLine(lines[0], path, 1);
-  if (head.length < 3 || head[1] !== 'label' || head[2] !== 'score') throw new DataError(path, 1, `expected the header 'ID,label,score,PARTY...', got '${lines[0].slice(0, 80)}'`);
-  const n = lines.length - 1;
-  const s: TestScores = { idColumn: head[0], ids: [], y: new Float64Array(n), total: new Float64Array(n), parts: head.slice(3).map((party) => ({ party, scores: new Float64Array(n) })) };
-  for (let i = 0; i < n; i++) {
-    const fields = splitLine(lines[i + 1], path, i + 2);
-    if (fields.length !== head.length) throw new DataError(path, i + 2, `expected ${head.length} fields, got ${fields.length}`);
-    const num = (k: number) => {
-      const v = Number(fields[k]);
-      if (fields[k] === '' || !Number.isFinite(v)) throw new DataError(path, i + 2, `column '${head[k]}': '${fields[k].slice(0, 40)}' is not a finite number`);
-      return v;
+  let head: string[] = [];
+  const ids: string[] = [];
+  const columns: number[][] = [];
+  readCsv(path, undefined, (h) => {
+    head = h.names;
+    if (head.length < 3 || head[1] !== 'label' || head[2] !== 'score') throw new DataError(path, h.line, `expected the header 'ID,label,score,PARTY...', got '${head.join(',').slice(0, 80)}'`);
+    head.slice(1).forEach(() => columns.push([]));
+    return (fields, line) => {
+      ids.push(fields[0]);
+      columns.forEach((c, k) => {
+        const v = Number(fields[k + 1]);
+        if (fields[k + 1] === '' || !Number.isFinite(v)) throw new DataError(path, line, `column '${head[k + 1]}': '${fields[k + 1].slice(0, 40)}' is not a finite number`);
+        c.push(v);
+      });
     };
-    s.ids.push(fields[0]);
-    s.y[i] = num(1);
-    s.total[i] = num(2);
-    s.parts.forEach((p, m) => (p.scores[i] = num(3 + m)));
-  }
-  return s;
+  });
+  const [y, total, ...parts] = columns.map((c) => Float64Array.from(c));
+  return { idColumn: head[0], ids, y, total, parts: parts.map((scores, m) => ({ party: head[3 + m], scores })) };
 }
 
 export function formatModelReport(report: ModelReport): string {

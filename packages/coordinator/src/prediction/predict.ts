@@ -11,7 +11,7 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import type { Logger } from 'pino';
-import { type LabelTable, ConfigError, DataError, labelKey, numericLabels, readIdFile, readJsonFile, readLabelFile, sigmoidNeg, writeFileAtomic, z } from '@admm-share/core';
+import { type LabelTable, ConfigError, DataError, labelKey, numericLabels, readIdFile, readJsonFile, readLabelFile, sigmoidNeg, writeFileAtomic, z, csvField } from '@admm-share/core';
 import { type Classes, ENVELOPE_BYTES, POINT_BYTES, encode } from '@admm-share/protocol';
 import { noTraffic } from '../bytes.js';
 import type { PartyConnection } from '../connections/party-connection.js';
@@ -200,10 +200,6 @@ export function labelSign(raw: string, classes: Classes, file: string, line: num
   if (k === labelKey(classes.positive)) return 1;
   if (k === labelKey(classes.negative)) return -1;
   throw new DataError(file, line, `label '${raw.slice(0, 40)}' is neither class of the model ('${classes.negative}', '${classes.positive}')`);
-}
-
-function csvField(v: string): string {
-  return /[",\r\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v;
 }
 
 /**

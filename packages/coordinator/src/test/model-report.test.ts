@@ -36,9 +36,9 @@ test('test-scores.csv: a bad file is a DataError naming the line', (t) => {
   const dir = tempDir(t);
   const cases: [string, RegExp][] = [
     ['id,score\n', /:1: .*header/],
-    ['id,label,score,p\nx,1,2\n', /:2: expected 4 fields/],
+    ['id,label,score,p\nx,1,2\n', /:2: 3 fields, but the header has 4/],
     ['id,label,score,p\nx,1,2,abc\n', /:2: column 'p'.*'abc'/],
-    ['id,label,score\n"x,1,2\n', /:2: .*unterminated/],
+    ['id,label,score\n"x,1,2\n', /:2: .*never closed/],
   ];
   for (const [i, [text, message]] of cases.entries()) {
     const path = join(dir, `s${i}.csv`);

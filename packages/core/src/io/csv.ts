@@ -62,6 +62,11 @@ function csvDataError(path: string, line: number, err: Error): DataError {
   }
 }
 
+/** A field as written to a CSV file: quoted when it must be (it holds a comma, a quote or a line break). */
+export function csvField(v: string): string {
+  return /[",\r\n]/.test(v) ? `"${v.replace(/"/g, '""')}"` : v;
+}
+
 /**
  * Calls `each(fields, line)` for every record of a CSV file that is not blank, in file order,
  * with its fields trimmed of blanks; `line` is the physical line the record starts on (a quoted
@@ -101,11 +106,11 @@ interface CsvHeader {
  * Reads a CSV file record by record: the first record is the header, which `onHeader` checks
  * and answers with the handler of the data rows; every data row has as many fields as the header.
  */
-export function readCsv(path: string, chunkBytes: number, onHeader: (h: CsvHeader) => (fields: string[], line: number) => void): void {
+export function readCsv(path: string, chunkBytes: number | undefined, onHeader: (h: CsvHeader) => (fields: string[], line: number) => void): void {
   let header: CsvHeader | undefined;
   let onRow: ((fields: string[], line: number) => void) | undefined;
   let rows = 0;
-  forEachCsvRecord(path, chunkBytes, (fields, line) => {
+  forEachCsvRecord(path, chunkSize(chunkBytes), (fields, line) => {
     if (header === undefined) {
       const names = new Set<string>();
       for (const h of fields) {

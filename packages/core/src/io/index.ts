@@ -7,7 +7,7 @@ export { READ_CHUNK_BYTES } from './lines.js';
 export { MAX_ABS_VALUE, parseDataNumber } from './numbers.js';
 export { readFeatureBlock, readFeatureFile } from './features.js';
 export { MAX_FEATURES, formatLibsvmWithIds, readLibsvm } from './libsvm.js';
-export { readCsvFeatures } from './csv.js';
+export { csvField, readCsv, readCsvFeatures } from './csv.js';
 export { type LabelTable, binaryLabels, formatLabelsCsv, labelKey, numericLabels, readIdFile, readLabelFile } from './labels.js';
 export { type ClassWeightSpec, CLASS_WEIGHT_SYNTAX, describeClassWeights, parseClassWeight, resolveClassWeights } from './class-weights.js';
 export { writeFileAtomic, writeFileAtomicAsync } from './atomic-write.js';

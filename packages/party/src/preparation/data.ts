@@ -12,6 +12,7 @@ import {
   type NoiseSource,
   type Preparation,
   type PrepareOptions,
+  type RawTable,
   type ReadOptions,
   ConfigError,
   InternalError,
@@ -21,6 +22,7 @@ import {
   fitPreparation,
   gdpEpsilonFor,
   gdpMuFor,
+  isDense,
   jsonDigest,
   planQueries,
   readOptionsOf,
@@ -162,7 +164,7 @@ export function loadTrainingData(file: string, read: ReadOptions, flags: Prepara
     // The columns fix the queries and their noise before any row is read; a LIBSVM file's width is its largest index, which one row can change.
     throw new ConfigError('--prepare on a LIBSVM file at a party with a budget needs --features D: the number of columns must not come from the data');
   const opts = prepareOptions(read, flags);
-  const raw = detectFormat(file, read.format) === 'csv' ? readRawTable(file, opts) : rawTableFromFeatures(readFeatureFile(file, read));
+  const raw = readRaw(file, read, opts);
   let preparation: Preparation;
   let spend: PreparationSpend | null = null;
   if (budget === null) {
@@ -204,10 +206,15 @@ export function loadTrainingData(file: string, read: ReadOptions, flags: Prepara
   return { table: applied.table, preparation, spend };
 }
 
+/** A file's rows as the preparation reads them: a CSV file's columns, or a LIBSVM file's. */
+function readRaw(file: string, read: ReadOptions, opts: PrepareOptions): RawTable {
+  return detectFormat(file, read.format) === 'csv' ? readRawTable(file, opts) : rawTableFromFeatures(readFeatureFile(file, read));
+}
+
 /** A test or scoring file prepared as the training file was (no statistic is computed from it). */
 export function loadPreparedLike(file: string, read: ReadOptions, preparation: Preparation, log: Logger): BlockTable {
   const opts = { ...readOptionsOf(preparation), idColumn: read.idColumn ?? preparation.idColumn };
-  const raw = detectFormat(file, read.format) === 'csv' ? readRawTable(file, opts) : rawTableFromFeatures(readFeatureFile(file, read));
+  const raw = readRaw(file, read, opts);
   const applied = applyPreparation(preparation, raw, { file });
   const unseen = Object.entries(applied.unseen).filter(([, n]) => n > 0);
   if (unseen.length > 0) log.warn({ file, unseen: Object.fromEntries(unseen) }, 'categories not seen in training: scored as all zeros');
@@ -224,7 +231,7 @@ export function scaleWarning(t: BlockTable): string | undefined {
   const d = X.cols;
   if (d < 2) return undefined;
   const sq = new Float64Array(d);
-  if ('data' in X) {
+  if (isDense(X)) {
     for (let i = 0; i < X.rows; i++) for (let j = 0; j < d; j++) sq[j] += X.data[i * d + j] ** 2;
   } else for (let k = 0; k < X.indices.length; k++) sq[X.indices[k]] += X.values[k] ** 2;
   const rms = Array.from(sq, (s) => Math.sqrt(s / Math.max(1, X.rows)));
