@@ -9,17 +9,21 @@
  * The file holds the label-file rows whose label was flipped, with the digest of the training
  * labels they were drawn for (ids and values in file order): a restart with another label file
  * is refused. It is as sensitive as the labels themselves (with the flipped labels it gives the
- * true ones back), so it is written with mode 0600 and never leaves the coordinator.
+ * true ones back), so it is written with mode 0600 and never leaves the coordinator. It is
+ * signed with the coordinator's key (output/signed-json.ts: an edited mask, such as `flipped: []`,
+ * would train on the true labels under a label epsilon), and a mask whose number of flips is
+ * implausible for its probability (core's plausibleFlipCounts) is refused even when signed.
  */
 import { existsSync, mkdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Logger } from 'pino';
-import { ConfigError, drawFlips, flipProbability, osNoise, readJsonFile, seededNoise, writeFileAtomic, z } from '@admm-share/core';
+import { ConfigError, FLIP_COUNT_FALSE_REFUSAL, drawFlips, flipProbability, osNoise, parseWith, plausibleFlipCounts, seededNoise, writeFileAtomic, z } from '@admm-share/core';
 import { digestSchema, nameSchema } from '../output/fields.js';
+import { readSigned, signed } from '../output/signed-json.js';
 import { type Labels, labelsDigest } from './labels.js';
 
 export const FLIPS_FILE = 'label-flips.json';
-const FORMAT = 'admm-share-label-flips/1';
+const FORMAT = 'admm-share-label-flips/2';
 
 /** --label-epsilon and, for reproducible experiments only, --label-seed. */
 export interface LabelPrivacyConfig {
@@ -52,6 +56,15 @@ const flipsFileSchema = z
       if (r >= f.rows) ctx.addIssue({ code: 'custom', path: ['flipped', k], message: `${r} is not a row of ${f.rows}` });
       else if (k > 0 && r <= f.flipped[k - 1]) ctx.addIssue({ code: 'custom', path: ['flipped', k], message: `${r} is not above flipped[${k - 1}]` });
     });
+    if (!(Number.isInteger(f.rows) && f.rows >= 1 && Array.isArray(f.flipped))) return;
+    const { lo, hi } = plausibleFlipCounts(f.rows, p);
+    const k = f.flipped.length;
+    if (k < lo || k > hi)
+      ctx.addIssue({
+        code: 'custom',
+        path: ['flipped'],
+        message: `${k} of ${f.rows} labels flipped, but with flip probability ${p.toPrecision(4)} a draw has between ${lo} and ${hi} but for a chance below ${FLIP_COUNT_FALSE_REFUSAL}: this mask was not drawn for label epsilon ${f.epsilon}`,
+      });
   })
   .transform((f) => ({ ...f, flipped: Uint32Array.from(f.flipped) as Uint32Array }));
 
@@ -66,13 +79,15 @@ export interface LabelPrivacyReport {
   seeded: boolean;
 }
 
+/** Write the flips signed with the key of their folder (created there if it has none). */
 export function writeLabelFlips(path: string, f: LabelFlips): void {
-  writeFileAtomic(path, JSON.stringify({ ...f, flipped: Array.from(f.flipped) }) + '\n', 0o600);
+  writeFileAtomic(path, JSON.stringify(signed(dirname(path), { ...f, flipped: Array.from(f.flipped) })) + '\n', 0o600);
 }
 
-/** Read a flips file back, every field checked; a DataError names the file and the field. */
+/** Read a flips file back, its keyed digest and then every field checked; a DataError names the file and the field. */
 export function readLabelFlips(path: string): LabelFlips {
-  return readJsonFile(flipsFileSchema, path, 'label flips');
+  const older = 'finish its job with the admm-coordinator that wrote it, or start the job again in a new --out (a new draw of the same labels costs another label epsilon)';
+  return parseWith(flipsFileSchema, readSigned(path, 'label flips', FORMAT, older), path, 'label flips');
 }
 
 /**

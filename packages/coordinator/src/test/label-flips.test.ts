@@ -12,6 +12,7 @@ import { ConfigError, DataError, applyFlips, flipProbability } from '@admm-share
 import { tempDir } from '@admm-share/core/test-support';
 import type { CoordinatorConfig } from '../config.js';
 import { readCheckpoint, writeCheckpoint } from '../output/checkpoint.js';
+import { signed } from '../output/signed-json.js';
 import { buildJob, setupFor } from '../job/job.js';
 import { FLIPS_FILE, type LabelFlips, readLabelFlips, resolveLabelFlips } from '../job/label-flips.js';
 import type { Labels } from '../job/labels.js';
@@ -89,7 +90,8 @@ test('readLabelFlips: each kind of malformed file is a DataError naming the file
   resolveLabelFlips(cfg(out, 'job-a', 1), labels(), quiet);
   const good = JSON.parse(readFileSync(path, 'utf8'));
   const cases: [(f: any) => void, RegExp][] = [
-    [(f) => (f.format = 'admm-share-label-flips/0'), /format: Invalid input: expected "admm-share-label-flips\/1"/],
+    [(f) => (f.format = 'admm-share-label-flips/1'), /label flips: format 'admm-share-label-flips\/1' has no keyed digest, so an edit to it cannot be detected; finish its job .* or start the job again in a new --out/],
+    [(f) => (f.format = 'other'), /label flips: format: expected 'admm-share-label-flips\/2', got "other"/],
     [(f) => delete f.labelsDigest, /labelsDigest: Invalid input: expected string, received undefined/],
     [(f) => (f.extra = 1), /Unrecognized key: "extra"/],
     [(f) => (f.jobId = '../x'), /jobId: not a valid name \(letters, digits, \. _ -\)/],
@@ -103,7 +105,13 @@ test('readLabelFlips: each kind of malformed file is a DataError naming the file
     [(f) => (f.flipped = [1, N]), new RegExp(`flipped\\[1\\]: ${N} is not a row of ${N}`)],
     [(f) => (f.flipped = [0.5]), /flipped\[0\]: Invalid input: expected int/],
   ];
-  assertEachMalformed(path, good, cases, readLabelFlips);
+  // Each edit signed again with the folder's key, so that the field itself is what is refused.
+  const resealed = (p: string) => {
+    const { mac: _, ...body } = JSON.parse(readFileSync(p, 'utf8'));
+    writeFileSync(p, JSON.stringify(signed(out, body)));
+    return readLabelFlips(p);
+  };
+  assertEachMalformed(path, good, cases, resealed);
   writeFileSync(path, '{"format": ');
   assert.throws(() => readLabelFlips(path), /not JSON/);
   assert.throws(() => readLabelFlips(join(out, 'none.json')), /label flips: cannot read it \(ENOENT\)/);
@@ -112,7 +120,7 @@ test('readLabelFlips: each kind of malformed file is a DataError naming the file
 test('a job on flipped labels: the one-shot setup sends the flipped training labels in aligned order and p; test labels stay true and are never in a setup', () => {
   const y = labels().y;
   const flips: LabelFlips = {
-    format: 'admm-share-label-flips/1',
+    format: 'admm-share-label-flips/2',
     jobId: 'job-a',
     epsilon: 1,
     flipProbability: flipProbability(1),

@@ -11,5 +11,6 @@ export { csvField, readCsv, readCsvFeatures } from './csv.js';
 export { type LabelTable, binaryLabels, formatLabelsCsv, labelKey, numericLabels, readIdFile, readLabelFile } from './labels.js';
 export { type ClassWeightSpec, CLASS_WEIGHT_SYNTAX, describeClassWeights, parseClassWeight, resolveClassWeights } from './class-weights.js';
 export { writeFileAtomic, writeFileAtomicAsync } from './atomic-write.js';
+export { KEY_BYTES, existingKeyFile, keyFile, keyedDigest, sameDigest } from './key-file.js';
 export * from './json-file.js';
 export * from './spill.js';

@@ -48,3 +48,42 @@ export function applyFlips(y: Float64Array, flipped: Uint32Array): Float64Array 
   for (let k = 0; k < flipped.length; k++) out[flipped[k]] = -out[flipped[k]];
   return out;
 }
+
+/** The chance, at most, that a mask drawn by drawFlips is refused by plausibleFlipCounts' bounds. */
+export const FLIP_COUNT_FALSE_REFUSAL = 1e-9;
+
+/** Kullback-Leibler divergence of Bernoulli(q) from Bernoulli(p), 0 < p < 1, with 0 ln 0 = 0. */
+function bernoulliKl(q: number, p: number): number {
+  const a = q > 0 ? q * Math.log(q / p) : 0;
+  const b = q < 1 ? (1 - q) * Math.log((1 - q) / (1 - p)) : 0;
+  return a + b;
+}
+
+/**
+ * The numbers of flips [lo, hi] that a mask of n labels flipped with probability p can
+ * plausibly have. The Chernoff bound P(X <= k) <= exp(-n KL(k/n || p)) for k <= np (and
+ * P(X >= k) likewise above) holds for every n, so a count whose tail bound is below rate / 2
+ * on either side is outside: a true draw is refused with probability below `rate`
+ * (FLIP_COUNT_FALSE_REFUSAL by default). A mask outside was made for another p, or edited
+ * (`flipped: []` for p = 0.27 and more than 68 labels).
+ */
+export function plausibleFlipCounts(n: number, p: number, rate = FLIP_COUNT_FALSE_REFUSAL): { lo: number; hi: number } {
+  if (!(p > 0 && p < 1)) throw new RangeError(`flip probability must be in (0, 1), got ${p}`);
+  const limit = Math.log(2 / rate);
+  const inside = (k: number) => n * bernoulliKl(k / n, p) <= limit;
+  const mode = Math.min(n, Math.max(0, Math.round(n * p)));
+  // n KL(k/n || p) falls towards np and rises away from it: bisect each side for the last k inside.
+  const edge = (from: number, to: number) => {
+    // `from` is inside; the answer lies between from and to.
+    if (inside(to)) return to;
+    let a = from;
+    let b = to;
+    while (Math.abs(b - a) > 1) {
+      const m = Math.trunc((a + b) / 2);
+      if (inside(m)) a = m;
+      else b = m;
+    }
+    return a;
+  };
+  return { lo: edge(mode, 0), hi: edge(mode, n) };
+}
