@@ -6,14 +6,20 @@
  * The state is encoded at once and written in the background (CheckpointWriter), so the
  * rounds go on while the file system works.
  * Parties rejoin by themselves and are told the round (with what they need to recompute it).
+ * The file ends with an HMAC-SHA256 of everything before it under the coordinator's key
+ * (coordinator.key beside it), checked before a byte of it is decoded: a flipped or zeroed byte,
+ * an edited z or a share copied in from another round is refused as such.
  */
+import { createHmac, timingSafeEqual } from 'node:crypto';
 import { readFileSync, rmSync } from 'node:fs';
+import { dirname } from 'node:path';
 import { Packr } from 'msgpackr';
 import type { Logger } from 'pino';
 import { ConfigError, DataError, parseWith, writeFileAtomicAsync, z } from '@admm-share/core';
 import { requireInteger, requirePositive } from '@admm-share/runtime';
 import { ALGORITHMS, LOSSES, packInto, packedBound } from '@admm-share/protocol';
 import { bytesSchema, nameSchema } from './fields.js';
+import { coordinatorKey, signingKey } from './coordinator-key.js';
 
 export const CHECKPOINT_FILE = 'checkpoint.bin';
 
@@ -46,7 +52,28 @@ export function checkpointDue(policy: CheckpointPolicy, round: number, now: numb
   return 'rounds' in policy ? policy.rounds > 0 && round % policy.rounds === 0 : now - last >= 1000 * policy.seconds;
 }
 
-const FORMAT = 'admm-share-checkpoint/5';
+const FORMAT = 'admm-share-checkpoint/6';
+
+/** Bytes of the HMAC-SHA256 at the end of the file. */
+const MAC_BYTES = 32;
+
+/** The trailer of `body` under `key` (a domain tag first: no other signed file's digest fits here). */
+function macOf(key: Buffer, body: Uint8Array): Buffer {
+  return createHmac('sha256', key).update('admm-share checkpoint\0').update(body).digest();
+}
+
+/**
+ * `bytes` followed by its MAC: in `room` (the buffer `bytes` was encoded into) when it has
+ * MAC_BYTES to spare after them, so that a checkpoint of hundreds of MB is not copied; HMAC-SHA256
+ * runs at about 2 GB/s (6 ms for a9a's 12.6 MB, 0.2 s for a million rows' 427 MB).
+ */
+function sealed(bytes: Buffer, room: Buffer, key: Buffer): Buffer {
+  const start = bytes.byteOffset - room.byteOffset;
+  const fits = bytes.buffer === room.buffer && start >= 0 && start + bytes.length + MAC_BYTES <= room.length;
+  const out = fits ? room.subarray(start, start + bytes.length + MAC_BYTES) : Buffer.concat([bytes, Buffer.alloc(MAC_BYTES)]);
+  macOf(key, bytes).copy(out, bytes.length);
+  return out;
+}
 
 /** A vector of finite values of one kind (doubles, or Anderson's single-precision differences); its length is checked against the job's below. */
 const floats = <A extends Float64Array | Float32Array>(kind: { new (n: number): A; readonly name: string }) =>
@@ -205,6 +232,8 @@ export class CheckpointWriter {
    */
   private readonly kept: { buffer: Buffer; writing: boolean }[] = [];
   private allocated = 0;
+  /** The coordinator's key of the folder (created there by the first checkpoint of a new --out). */
+  private key: Buffer | undefined;
 
   constructor(
     readonly path: string,
@@ -217,19 +246,24 @@ export class CheckpointWriter {
     // Into one buffer sized for it: msgpackr otherwise grows its buffer by copies. A 427 MB
     // state (a million rows, four parties, Anderson memory 5) took 6.1 s and 1.1 GB above the
     // state to encode that way, against 1.5 s and the 427 MB of the encoding itself.
-    const slot = this.slotFor(packedBound(value));
+    const slot = this.slotFor(packedBound(value) + MAC_BYTES);
     slot.writing = true;
     const bytes = packInto(packr, value, slot.buffer);
-    this.queue = this.queue.then(() =>
-      writeFileAtomicAsync(this.path, bytes, 0o600)
-        .then(
-          () => this.log?.debug({ round: cp.round }, 'checkpoint written'),
-          (err: NodeJS.ErrnoException) => {
-            this.failure ??= new DataError(this.path, undefined, `cannot write the checkpoint of round ${cp.round} (${err.code ?? err.message})`);
-          },
-        )
-        .finally(() => (slot.writing = false)),
-    );
+    this.queue = this.queue.then(() => this.land(bytes, slot, cp.round));
+  }
+
+  /** Write one encoded checkpoint, sealed with the key; a failure is kept for the next write or flush. */
+  private async land(bytes: Buffer, slot: { buffer: Buffer; writing: boolean }, round: number): Promise<void> {
+    try {
+      this.key ??= coordinatorKey(dirname(this.path));
+      await writeFileAtomicAsync(this.path, sealed(bytes, slot.buffer, this.key), 0o600);
+    } catch (err) {
+      this.failure ??= new DataError(this.path, undefined, `cannot write the checkpoint of round ${round} (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+      return;
+    } finally {
+      slot.writing = false;
+    }
+    this.log?.debug({ round }, 'checkpoint written');
   }
 
   /**
@@ -282,9 +316,18 @@ export function readCheckpoint(path: string): Checkpoint {
   } catch (err) {
     throw new DataError(path, undefined, `cannot read the checkpoint to resume from (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
   }
+  const body = bytes.subarray(0, Math.max(0, bytes.length - MAC_BYTES));
+  const mac = bytes.subarray(body.length);
+  if (mac.length !== MAC_BYTES || !timingSafeEqual(mac, macOf(signingKey(dirname(path), path), body))) {
+    const again = 'it cannot be resumed: start the job again without --resume';
+    const older = /admm-share-checkpoint\/\d+/.exec(bytes.subarray(0, 64).toString('latin1'))?.[0];
+    if (older !== undefined && older !== FORMAT)
+      throw new DataError(path, undefined, `checkpoint: format '${older}' has no keyed digest, so a change to it cannot be detected; ${again}`);
+    throw new DataError(path, undefined, `checkpoint: its content does not match its keyed digest (corrupted, or changed after it was written, or signed with another folder's coordinator.key): ${again}`);
+  }
   let value: unknown;
   try {
-    value = packr.unpack(bytes);
+    value = packr.unpack(body);
   } catch (err) {
     throw new DataError(path, undefined, `not a checkpoint (${(err as Error).message})`);
   }

@@ -3,8 +3,7 @@
 // whoever edits the file recomputes it. An HMAC under a key that only its owner's account can
 // read also detects an edit by anyone who cannot read the key; it does not stop an operator who can.
 import { createHmac, randomBytes, timingSafeEqual } from 'node:crypto';
-import { existsSync, linkSync, mkdirSync, readFileSync, statSync, unlinkSync } from 'node:fs';
-import { dirname } from 'node:path';
+import { existsSync, linkSync, readFileSync, statSync, unlinkSync } from 'node:fs';
 import { DataError } from '../errors.js';
 import { writeFileAtomic } from './atomic-write.js';
 
@@ -22,13 +21,12 @@ function readKey(path: string): Buffer {
 }
 
 /**
- * The key in `path`, created (KEY_BYTES from the OS CSPRNG, mode 0600) if there is none. Two
+ * The key in `path` (its folder must exist), created (KEY_BYTES from the OS CSPRNG, mode 0600) if there is none. Two
  * processes that start together (the parties of a simulation share a folder) get the same key:
  * the new key is written whole beside it and linked into place, which fails if another was first.
  */
 export function keyFile(path: string): Buffer {
   if (!existsSync(path)) {
-    mkdirSync(dirname(path), { recursive: true });
     const tmp = `${path}.${process.pid}.${randomBytes(6).toString('hex')}.new`;
     writeFileAtomic(tmp, randomBytes(KEY_BYTES), 0o600);
     try {
