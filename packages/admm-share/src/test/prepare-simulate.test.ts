@@ -31,7 +31,7 @@ test('simulate --prepare: each party standardises with its own exact statistics,
   assert.equal((await p.exit).code, 0, p.stderr());
   for (const [m, id] of ['party-1', 'party-2', 'party-3'].entries()) {
     const model = JSON.parse(readFileSync(join(out, `model-${id}.json`), 'utf8'));
-    assert.equal(model.format, 'admm-share-party-model/3');
+    assert.equal(model.format, 'admm-share-party-model/4');
     assert.equal(model.intercept !== null, m === 0, `${id}: the intercept is at party 1 only`);
     const inputs = model.preparation.inputs as { name: string; kind: string; center: number; scale: number; centerSource: string }[];
     const { mean, std } = columnStats(join(out, 'data', `${id}.train.libsvm`), inputs.length);

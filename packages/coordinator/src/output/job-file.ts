@@ -2,17 +2,21 @@
  * The trained job's description (job.json in --out), the coordinator's half of the model: the
  * job id, the label mapping, each party's block and preprocessing, and how the parties' scores
  * combine into the model's score. A prediction job reads it back (checked against its digest)
- * and refuses parties whose model files do not match it.
+ * and refuses parties whose model files do not match it. The digest (SHA-256) detects a
+ * corrupted file only, since whoever edits it can compute it again; `mac`, an HMAC under the
+ * coordinator's key (coordinator.key beside it, signed-json.ts), detects an edit by anyone who
+ * cannot read that key: swapped classes would invert every prediction.
  */
-import { join } from 'node:path';
-import { DataError, jsonDigest, parseWith, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
+import { dirname, join } from 'node:path';
+import { DataError, jsonDigest, parseWith, writeFileAtomic, z } from '@admm-share/core';
 import { type ModelRef, ALGORITHMS, LOSSES } from '@admm-share/protocol';
 import { classesSchema, nameSchema as name } from './fields.js';
+import { readSigned, signed } from './signed-json.js';
 import { testMetricsSchema } from './test-metrics.js';
 import type { Summary } from './summary.js';
 
 export const JOB_FILE = 'job.json';
-export const JOB_FORMAT = 'admm-share-job/1';
+export const JOB_FORMAT = 'admm-share-job/2';
 
 export const jobPartySchema = z.strictObject({
   id: name,
@@ -59,7 +63,7 @@ export type JobDescription = z.output<typeof jobBodySchema> & { digest: string }
 export function writeJobFile(dir: string, d: Omit<JobDescription, 'format' | 'digest' | 'createdAt'>): string {
   const body = { format: JOB_FORMAT, ...d, createdAt: new Date().toISOString() };
   const path = join(dir, JOB_FILE);
-  writeFileAtomic(path, JSON.stringify({ ...body, digest: jsonDigest(body) }, null, 2) + '\n');
+  writeFileAtomic(path, JSON.stringify(signed(dirname(path), { ...body, digest: jsonDigest(body) }), null, 2) + '\n');
   return path;
 }
 
@@ -81,14 +85,20 @@ export function describeJob(
   };
 }
 
-/** Read a job description, every field checked and the digest verified; a DataError names the file and the field. */
+/**
+ * Read a job description, every field checked and the digests verified (under the key of its
+ * folder); a DataError names the file and the field.
+ */
 export function readJobFile(path: string): JobDescription {
   const what = 'job description';
   // The format first (another file given as a job description is named as such), then the
-  // digest (a file changed after training is refused as such, whatever it now says).
-  const { digest, ...body } = readJsonFile(z.looseObject({ format: jobBodySchema.shape.format, digest: z.unknown() }), path, what);
-  if (typeof digest !== 'string' || jsonDigest(body) !== digest) throw new DataError(path, undefined, `${what}: its content does not match its digest (the file was changed after training)`);
-  return { ...parseWith(jobBodySchema, body, path, what), digest };
+  // digests (a file changed after training is refused as such, whatever it now says).
+  const older = 'train the job again with this version of admm-coordinator, which signs job.json with the coordinator.key of its --out';
+  const unchanged = ({ digest, ...rest }: Record<string, unknown>) => typeof digest === 'string' && jsonDigest(rest) === digest;
+  const { digest, ...body } = readSigned(path, what, JOB_FORMAT, older, (b) => {
+    if (!unchanged(b)) throw new DataError(path, undefined, `${what}: its content does not match its digest (the file was changed after training)`);
+  });
+  return { ...parseWith(jobBodySchema, body, path, what), digest: String(digest) };
 }
 
 /** Why a scoring party's model is not this job's (naming both sides), or undefined if it is. */

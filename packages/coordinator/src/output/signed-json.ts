@@ -18,14 +18,16 @@ const jsonObject = z.custom<Record<string, unknown>>((v) => typeof v === 'object
  * The fields of a signed file (`what` names it in messages) without its `mac`, once the file
  * is in format `format` and its mac matches under the key of its folder. `older` says what to
  * do with a file of an earlier format, which has no mac, so an edit to it cannot be detected.
+ * `unkeyed` runs first: a file's own plain digest, which names corruption as such even away from its key.
  */
-export function readSigned(path: string, what: string, format: string, older: string): Record<string, unknown> {
+export function readSigned(path: string, what: string, format: string, older: string, unkeyed?: (body: Record<string, unknown>) => void): Record<string, unknown> {
   const { mac, ...body } = readJsonFile(jsonObject, path, what);
   if (body.format !== format) {
     if (typeof body.format === 'string' && body.format.startsWith(format.replace(/\d+$/, '')))
       throw new DataError(path, undefined, `${what}: format '${body.format}' has no keyed digest, so an edit to it cannot be detected; ${older}`);
     throw new DataError(path, undefined, `${what}: format: expected '${format}', got ${JSON.stringify(body.format)?.slice(0, 60)}`);
   }
+  unkeyed?.(body);
   if (!sameDigest(mac, keyedDigest(signingKey(dirname(path), path), JSON.stringify(body))))
     throw new DataError(path, undefined, `${what}: its content does not match its keyed digest (the file was changed after it was written, or its folder's coordinator.key is not the one it was signed with)`);
   return body;

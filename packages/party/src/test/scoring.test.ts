@@ -6,7 +6,8 @@ import assert from 'node:assert/strict';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { privacyVectors, tempDir } from '@admm-share/core/test-support';
-import { ConfigError, type FeatureTable, csrFromDense, jsonDigest } from '@admm-share/core';
+import { ConfigError, type FeatureTable, csrFromDense, jsonDigest, keyedDigest } from '@admm-share/core';
+import { partyKey } from '../privacy/party-key.js';
 import { MODEL_FORMAT, type PartyModel, readPartyModel } from '../scoring/model-file.js';
 import { Scorer, ScoringPrivacy } from '../scoring/scoring.js';
 
@@ -26,6 +27,7 @@ function model(over: Partial<PartyModel> = {}): PartyModel {
     intercept: 0.25,
     scoreClip: null,
     digest: '0'.repeat(64),
+    mac: '0'.repeat(64),
     ...over,
   };
 }
@@ -45,22 +47,40 @@ test('the model is applied as its file says: x . row + intercept, rows scaled to
   assert.deepEqual(Array.from(clipped), [0.5, -0.5, -0.5]);
 });
 
-test('a model file is read in the order format, digest, fields: a hand edit is reported as an edit, whatever field it breaks', (t) => {
+test('a model file is read in the order format, digest, mac, fields: a hand edit is reported as an edit, whatever field it breaks; a recomputed digest without the key is refused', (t) => {
   const dir = tempDir(t);
-  const { digest: _, ...body } = model();
-  const write = (name: string, o: object) => {
-    const path = join(dir, name);
+  const { digest: _, mac: __, ...body } = model();
+  const key = partyKey(dir);
+  // What writeModelFiles writes: the digest of the body, and the HMAC of both under party.key.
+  const sealed = (b: object, k = key) => {
+    const withDigest = { ...b, digest: jsonDigest(b) };
+    return { ...withDigest, mac: keyedDigest(k, 'admm-share party model\0', JSON.stringify(withDigest)) };
+  };
+  const write = (name: string, o: object, folder = dir) => {
+    const path = join(folder, name);
     writeFileSync(path, JSON.stringify(o));
     return path;
   };
-  const good = write('good.json', { ...body, digest: jsonDigest(body) });
+  const good = write('good.json', sealed(body));
   assert.deepEqual(readPartyModel(good).coefficients, [1, -2, 0.5]);
-  const edited = write('edited.json', { ...body, coefficients: [1, 'two', 0.5], digest: jsonDigest(body) });
+  const edited = write('edited.json', { ...sealed(body), coefficients: [1, 'two', 0.5] });
   assert.throws(() => readPartyModel(edited), (e: Error) => e.message === `${edited}: party model: its content does not match its digest (the file was changed after training)`);
-  const older = write('older.json', { ...body, format: 'admm-share-party-model/1', digest: jsonDigest(body) });
+  // The edit of the issue: the digest computed again, the key unknown.
+  const flipped = { ...body, coefficients: [-1, 2, -0.5], intercept: -0.25 };
+  const recomputed = write('recomputed.json', { ...flipped, digest: jsonDigest(flipped), mac: sealed(body).mac });
+  assert.throws(() => readPartyModel(recomputed), (e: Error) => e.message.startsWith(`${recomputed}: party model: its content does not match its keyed digest`));
+  const otherKey = write('other-key.json', sealed(flipped, Buffer.alloc(32, 1)));
+  assert.throws(() => readPartyModel(otherKey), /its content does not match its keyed digest/);
+  // Copied without its key.
+  const away = tempDir(t);
+  const alone = write('model.json', sealed(body), away);
+  assert.throws(() => readPartyModel(alone), (e: Error) => e.message.startsWith(`${alone}: its key ${join(away, 'party.key')} is missing`));
+  const unsigned = write('unsigned.json', { ...body, format: 'admm-share-party-model/3', digest: jsonDigest({ ...body, format: 'admm-share-party-model/3' }) });
+  assert.throws(() => readPartyModel(unsigned), (e: Error) => e.message.startsWith(`${unsigned}: party model: format 'admm-share-party-model/3' has no keyed digest, so an edit to it cannot be detected; train the model again`));
+  const older = write('older.json', { ...sealed(body), format: 'admm-share-party-model/1' });
   assert.throws(() => readPartyModel(older), (e: Error) => e.message.startsWith(`${older}: party model: format: expected '${MODEL_FORMAT}'`));
   const broken = { ...body, coefficients: [1, 'two', 0.5] };
-  const resealed = write('resealed.json', { ...broken, digest: jsonDigest(broken) });
+  const resealed = write('resealed.json', sealed(broken));
   assert.throws(() => readPartyModel(resealed), (e: Error) => e.message.startsWith(`${resealed}: party model: coefficients[1]: expected a finite number, got "two"`));
 });
 
