@@ -23,7 +23,9 @@ const jsonObject = z.custom<Record<string, unknown>>((v) => typeof v === 'object
 export function readSigned(path: string, what: string, format: string, older: string, unkeyed?: (body: Record<string, unknown>) => void): Record<string, unknown> {
   const { mac, ...body } = readJsonFile(jsonObject, path, what);
   if (body.format !== format) {
-    if (typeof body.format === 'string' && body.format.startsWith(format.replace(/\d+$/, '')))
+    const [, family, version] = /^(.*\/)(\d+)$/.exec(format) ?? [];
+    const given = typeof body.format === 'string' && family !== undefined && body.format.startsWith(family) ? Number(body.format.slice(family.length)) : NaN;
+    if (given < Number(version))
       throw new DataError(path, undefined, `${what}: format '${body.format}' has no keyed digest, so an edit to it cannot be detected; ${older}`);
     throw new DataError(path, undefined, `${what}: format: expected '${format}', got ${JSON.stringify(body.format)?.slice(0, 60)}`);
   }

@@ -1,6 +1,6 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readdirSync } from 'node:fs';
+import { readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { ConfigError, DataError } from '@admm-share/core';
 import { tempDir } from '@admm-share/core/test-support';
@@ -109,4 +109,32 @@ test('checkpoints come by time unless --checkpoint-every is given: the flags\' p
   assert.deepEqual(due({ seconds: 30 }, [1, 7], 30_000, 0), [1, 7]);
   assert.equal(checkpointDue({ seconds: 0.5 }, 3, 1_700, 1_100), true);
   assert.equal(checkpointDue({ seconds: 0.5 }, 3, 1_500, 1_100), false);
+});
+
+test('a checkpoint is read only under the coordinator.key of its folder: a format-5 file, a missing key and another folder\'s key are refused naming the file', async (t) => {
+  const dir = tempDir(t);
+  const path = join(dir, 'checkpoint.bin');
+  const writer = new CheckpointWriter(path);
+  writer.write(checkpointOf(4, 2, 10));
+  await writer.flush();
+  assert.equal(readCheckpoint(path).round, 4);
+  const signedBytes = readFileSync(path);
+  const refused = (re: RegExp) => (err: unknown) => err instanceof DataError && err.file === path && re.test(err.message);
+  // The unsigned format 5 (no trailer): named as such, with what to do.
+  const packr = new Packr({ moreTypes: true, useRecords: false });
+  writeFileSync(path, packr.pack({ format: 'admm-share-checkpoint/5', ...checkpointOf(4, 2, 10) }));
+  assert.throws(() => readCheckpoint(path), refused(/checkpoint: format 'admm-share-checkpoint\/5' has no keyed digest, so a change to it cannot be detected; it cannot be resumed: start the job again without --resume/));
+  writeFileSync(path, Buffer.alloc(10));
+  assert.throws(() => readCheckpoint(path), refused(/checkpoint: its content does not match its keyed digest/));
+  // Signed under another folder's key.
+  const other = tempDir(t);
+  writeFileSync(path, signedBytes);
+  const elsewhere = join(other, 'checkpoint.bin');
+  writeFileSync(elsewhere, signedBytes);
+  const w2 = new CheckpointWriter(join(other, 'another.bin'));
+  w2.write(checkpointOf(1, 1, 10));
+  await w2.flush();
+  assert.throws(() => readCheckpoint(elsewhere), (err: unknown) => err instanceof DataError && err.file === elsewhere && /does not match its keyed digest/.test(err.message));
+  rmSync(join(dir, 'coordinator.key'));
+  assert.throws(() => readCheckpoint(path), refused(/its key .*coordinator\.key is missing/));
 });

@@ -21,9 +21,11 @@ function readKey(path: string): Buffer {
 }
 
 /**
- * The key in `path` (its folder must exist), created (KEY_BYTES from the OS CSPRNG, mode 0600) if there is none. Two
+ * The key in `path`, created (KEY_BYTES from the OS CSPRNG, mode 0600) if there is none. Two
  * processes that start together (the parties of a simulation share a folder) get the same key:
- * the new key is written whole beside it and linked into place, which fails if another was first.
+ * the new key is written whole beside it and linked into place, which fails if another was
+ * first. As with writeFileAtomic, its folder must exist and a failed write is the file
+ * system's error, which the writer of the signed file reports as its own.
  */
 export function keyFile(path: string): Buffer {
   if (!existsSync(path)) {

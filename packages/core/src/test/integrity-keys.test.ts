@@ -79,3 +79,8 @@ test('keyedDigest is HMAC-SHA256 of the parts in order; sameDigest compares', ()
   assert.ok(!sameDigest(undefined, want));
   assert.ok(!sameDigest(want.replace(/^./, want[0] === '0' ? '1' : '0'), want));
 });
+
+test('keyFile: a folder that does not exist fails as writeFileAtomic does (the checkpoint writer reports it as its own write)', (t) => {
+  const path = join(tempDir(t), 'missing', 'coordinator.key');
+  assert.throws(() => keyFile(path), (e: NodeJS.ErrnoException) => e.code === 'ENOENT');
+});
