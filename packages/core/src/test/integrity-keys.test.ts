@@ -4,8 +4,9 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
-import { chmodSync, readFileSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { execFile } from 'node:child_process';
+import { chmodSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { DataError, FLIP_COUNT_FALSE_REFUSAL, KEY_BYTES, drawFlips, existingKeyFile, flipProbability, keyFile, keyedDigest, osNoise, plausibleFlipCounts, sameDigest } from '../index.js';
 import { tempDir } from './support.js';
 
@@ -83,4 +84,17 @@ test('keyedDigest is HMAC-SHA256 of the parts in order; sameDigest compares', ()
 test('keyFile: a folder that does not exist fails as writeFileAtomic does (the checkpoint writer reports it as its own write)', (t) => {
   const path = join(tempDir(t), 'missing', 'coordinator.key');
   assert.throws(() => keyFile(path), (e: NodeJS.ErrnoException) => e.code === 'ENOENT');
+});
+
+test('keyFile: eight processes that create the same key at once all get the one key that is on disk', async (t) => {
+  const path = join(tempDir(t), 'party.key');
+  const module = new URL('../io/key-file.js', import.meta.url).href;
+  const script = `const { keyFile } = await import(${JSON.stringify(module)}); process.stdout.write(keyFile(${JSON.stringify(path)}).toString('hex'));`;
+  const run = () =>
+    new Promise<string>((resolve, reject) => execFile(process.execPath, ['--input-type=module', '-e', script], (err, stdout) => (err ? reject(err) : resolve(stdout))));
+  const keys = await Promise.all(Array.from({ length: 8 }, run));
+  const onDisk = readFileSync(path).toString('hex');
+  assert.equal(onDisk.length, 2 * KEY_BYTES);
+  assert.deepEqual(keys, Array(8).fill(onDisk));
+  assert.deepEqual(readdirSync(dirname(path)), ['party.key'], 'no temporary key left');
 });
