@@ -316,15 +316,15 @@ export function readCheckpoint(path: string): Checkpoint {
   } catch (err) {
     throw new DataError(path, undefined, `cannot read the checkpoint to resume from (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
   }
+  const again = 'it cannot be resumed: start the job again without --resume';
+  // An unsigned checkpoint (before format 6) is named as such, before its folder's key is looked for (an older --out has none).
+  const older = /admm-share-checkpoint\/(\d+)/.exec(bytes.subarray(0, 64).toString('latin1'));
+  if (older && Number(older[1]) < Number(FORMAT.split('/')[1]))
+    throw new DataError(path, undefined, `checkpoint: format '${older[0]}' has no keyed digest, so a change to it cannot be detected; ${again}`);
   const body = bytes.subarray(0, Math.max(0, bytes.length - MAC_BYTES));
   const mac = bytes.subarray(body.length);
-  if (mac.length !== MAC_BYTES || !timingSafeEqual(mac, macOf(signingKey(dirname(path), path), body))) {
-    const again = 'it cannot be resumed: start the job again without --resume';
-    const older = /admm-share-checkpoint\/\d+/.exec(bytes.subarray(0, 64).toString('latin1'))?.[0];
-    if (older !== undefined && older !== FORMAT)
-      throw new DataError(path, undefined, `checkpoint: format '${older}' has no keyed digest, so a change to it cannot be detected; ${again}`);
+  if (mac.length !== MAC_BYTES || !timingSafeEqual(mac, macOf(signingKey(dirname(path), path), body)))
     throw new DataError(path, undefined, `checkpoint: its content does not match its keyed digest (corrupted, or changed after it was written, or signed with another folder's coordinator.key): ${again}`);
-  }
   let value: unknown;
   try {
     value = packr.unpack(body);

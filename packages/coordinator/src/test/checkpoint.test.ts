@@ -137,4 +137,7 @@ test('a checkpoint is read only under the coordinator.key of its folder: a forma
   assert.throws(() => readCheckpoint(elsewhere), (err: unknown) => err instanceof DataError && err.file === elsewhere && /does not match its keyed digest/.test(err.message));
   rmSync(join(dir, 'coordinator.key'));
   assert.throws(() => readCheckpoint(path), refused(/its key .*coordinator\.key is missing/));
+  // A format-5 checkpoint in an --out from before the keys: named as unsigned, not as keyless.
+  writeFileSync(path, packr.pack({ format: 'admm-share-checkpoint/5', ...checkpointOf(4, 2, 10) }));
+  assert.throws(() => readCheckpoint(path), refused(/format 'admm-share-checkpoint\/5' has no keyed digest/));
 });
