@@ -69,7 +69,7 @@ function macOf(key: Buffer, signedPart: Record<string, unknown>): string {
 }
 
 /**
- * What a party model holds (format admm-share-party-model/3). The fields that decide how a new
+ * What a party model holds (format admm-share-party-model/4). The fields that decide how a new
  * row is scored are `preparation`, `preprocessing`, `coefficients`, `intercept` and `scoreClip`:
  * score = clip(x . row + intercept) with the row first prepared as `preparation` says (columns,
  * missing values, categories, standardisation) and then scaled to norm <= 1 if `rowScaling`.
