@@ -9,7 +9,7 @@
 // The data is generated once (seeded) into runs/bench-predict/. Prints figures; asserts nothing.
 //   npm run bench:predict [-- --rows 1000000 --requests 200 --skip-throughput]
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { rng, writeRows } from './lib/sparse-data.mjs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -31,6 +31,13 @@ const BIN = {
 };
 const cache = join(root, 'runs', 'bench-predict');
 mkdirSync(cache, { recursive: true });
+// A cached run is reused only if this version can score with it: one from before job.json and the
+// models were signed (no coordinator.key) is refused by predict and serve, so it is made again.
+const cachedRun = (run) => {
+  if (existsSync(join(run, 'job.json')) && existsSync(join(run, 'coordinator.key'))) return true;
+  rmSync(run, { recursive: true, force: true });
+  return false;
+};
 
 function node(script, args, opts = {}) {
   const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], ...opts });
@@ -69,7 +76,7 @@ if (!values['skip-throughput']) {
   await writeRows(score, n, 2);
   console.log(`data ready (${((performance.now() - t0) / 1000).toFixed(1)} s, cached in ${cache})`);
   const run = join(cache, 'run-4x100');
-  if (!existsSync(join(run, 'job.json'))) await must(node(BIN.share, ['simulate', '--data', train, '--split', '100,100,100,100', '--rounds', '10', '--out', run]), 'simulate');
+  if (!cachedRun(run)) await must(node(BIN.share, ['simulate', '--data', train, '--split', '100,100,100,100', '--rounds', '10', '--out', run]), 'simulate');
   t0 = performance.now();
   const p = node(BIN.share, ['predict', '--run', run, '--data', score, '--out', join(cache, 'predictions.csv')]);
   await must(p, 'predict');
@@ -83,7 +90,7 @@ if (!values['skip-throughput']) {
 
 if (!values['skip-online']) {
   const run = join(cache, 'run-online');
-  if (!existsSync(join(run, 'job.json'))) await must(node(BIN.share, ['simulate', '--split', '12,12', '--rounds', '10', '--out', run]), 'simulate');
+  if (!cachedRun(run)) await must(node(BIN.share, ['simulate', '--split', '12,12', '--rounds', '10', '--out', run]), 'simulate');
   const token = 'bench-token-0123456789abcdef';
   writeFileSync(join(cache, 'token'), token);
   const c = node(BIN.coordinator, ['serve', '--model', join(run, 'job.json'), '--port', '0', '--http-port', '0', '--http-token-file', join(cache, 'token'), '--credentials', join(run, 'data', 'credentials.json')]);
