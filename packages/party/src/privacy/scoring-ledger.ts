@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { accountEpsilon, parseWith, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
 import { NAME_RE } from '@admm-share/protocol';
 import { BUDGET_RTOL, reportedSpent } from './budget.js';
-import { canonical, chainFields, ledgerKey, seal, verifyChain } from './chain.js';
+import { chainFields, ledgerKey, seal, verifyChain } from './chain.js';
 
 export const SCORING_LEDGER_FORMAT = 'admm-share-scoring-ledger/2';
 /** The format before the chain: one entry per job, by job id; converted on first read. */
@@ -45,14 +45,11 @@ const scoringLedgerFile = z
   .strictObject({ format: z.literal(SCORING_LEDGER_FORMAT, { error: `expected '${SCORING_LEDGER_FORMAT}'` }), entries: z.array(entry) })
   .superRefine((file, ctx) => {
     const last = new Map<string, ScoringEntry>();
-    const calibration = (e: ScoringEntry) => canonical([e.epsilon, e.delta, e.sigma, e.sensitivity, e.requests]);
     file.entries.forEach((e, i) => {
       checkSpend(e, ctx, ['entries', i]);
       const was = last.get(e.jobId);
       if (was && e.releases < was.releases)
         ctx.addIssue({ code: 'custom', path: ['entries', i, 'releases'], message: `job ${e.jobId} goes backwards: ${e.releases} releases after entries[${was.seq}] recorded ${was.releases}` });
-      else if (was && calibration(e) !== calibration(was))
-        ctx.addIssue({ code: 'custom', path: ['entries', i], message: `job ${e.jobId}'s calibration differs from the one entries[${was.seq}] recorded` });
       last.set(e.jobId, e);
     });
   });
