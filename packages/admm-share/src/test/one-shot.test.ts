@@ -77,7 +77,7 @@ test('deployed one-shot: an active party with the intercept, two passive parties
     assert.deepEqual([q.mechanism, q.epsilon, q.delta, q.rounds], ['score-release', epsilon, delta, 1]);
     assert.ok(q.epsilonSpent <= epsilon && q.epsilonSpent > epsilon * 0.999, `${id} spent ${q.epsilonSpent} of ${epsilon}`);
     // Its ledger paid for one release, and the vector it keeps is the one the ledger names.
-    const ledger = readJson(join(out, `model-${id}.ledger.json`));
+    const ledger = readJson(join(out, `model-${id}.ledger.json`)).entries.at(-1);
     assert.deepEqual([ledger.releases, ledger.epsilonSpent], [1, q.epsilonSpent]);
     const vector = readFileSync(join(out, `model-${id}.release.bin`));
     assert.equal(vector.length, 2 * 8 * s.train.ids.length, "row numbers, then values");
@@ -129,7 +129,7 @@ test('a passive party killed after its release and started again sends the store
   await first.waitFor((r) => r.msg === 'scores released');
   const ledger = readJson(ledgerPath);
   const vector = readFileSync(vectorPath);
-  assert.equal(ledger.releases, 1);
+  assert.equal(ledger.entries.at(-1).releases, 1);
   first.child.kill('SIGKILL');
   await first.exit;
   relay.cut(released);
@@ -137,11 +137,11 @@ test('a passive party killed after its release and started again sends the store
   const second = run(BIN.party, passiveArgs(`ws://127.0.0.1:${port}`));
   for (const p of [coord, second, ...others]) assert.equal((await p.exit).code, 0, p.stderr());
   const again = (await second.waitFor((r) => r.msg === 'scores released')) as { epsilonSpent: number; again: boolean };
-  assert.deepEqual([again.again, again.epsilonSpent], [true, ledger.epsilonSpent]);
+  assert.deepEqual([again.again, again.epsilonSpent], [true, ledger.entries.at(-1).epsilonSpent]);
   assert.deepEqual(readJson(ledgerPath), ledger, 'the ledger is unchanged');
   assert.ok(readFileSync(vectorPath).equals(vector), 'the same vector');
   const summary = readJson(join(out, 'summary.json'));
-  assert.equal(summary.privacy.find((q: { party: string }) => q.party === 'party-2').epsilonSpent, ledger.epsilonSpent);
+  assert.equal(summary.privacy.find((q: { party: string }) => q.party === 'party-2').epsilonSpent, ledger.entries.at(-1).epsilonSpent);
   assert.ok(existsSync(join(out, 'model-party-2.json')));
 });
 
@@ -167,7 +167,7 @@ test('a coordinator killed mid one-shot and started again with the same --job: t
   );
   await first.exit;
   const ledgers = [2, 3].map((k) => readJson(join(out, `model-party-${k}.ledger.json`)));
-  assert.deepEqual(ledgers.map((l) => l.releases), [1, 1]);
+  assert.deepEqual(ledgers.map((l) => l.entries.at(-1).releases), [1, 1]);
   // --resume has nothing to resume (a one-shot job keeps no checkpoint) and says what to do.
   const resume = coordinator(files, out, ['--active-party', 'party-1', '--resume']);
   assert.equal((await resume.exit).code, 64);

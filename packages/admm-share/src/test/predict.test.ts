@@ -186,7 +186,7 @@ test('batch prediction on generated data: shuffled rows, and an id one party lac
   assert.equal((await c3.exit).code, 0, c3.stderr());
   for (const p of parties3) assert.equal((await p.exit).code, 0, p.stderr());
   assert.match(c3.stdout(), /party-2 noised its scores \(epsilon 1\.00\)/);
-  const ledger = readJson(join(runDir, 'model-party-2.scoring-ledger.json')).jobs['noised-1'];
+  const ledger = readJson(join(runDir, 'model-party-2.scoring-ledger.json')).entries.findLast((e: { jobId: string }) => e.jobId === 'noised-1');
   assert.equal(ledger.releases, 1);
   const diffs = readPredictions(noised).map((r, i) => r.score - (parts[0][i] + Math.min(4, Math.max(-4, parts[1][i])) + (r.id === lacking ? 0 : parts[2][i])));
   const sd = Math.sqrt(diffs.reduce((a, d) => a + d * d, 0) / diffs.length);

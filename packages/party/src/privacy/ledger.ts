@@ -1,16 +1,20 @@
-// The privacy ledger a party keeps next to its model (model-p1.ledger.json), and a one-shot
-// release kept beside it (model-p1.release.bin): declared once here as a schema beside the
-// writer, read back through core's parseJsonText/readJsonFile. A restarted party must not
-// guess what it has spent, so the reader is as strict as a validator of the wire: exact keys,
-// types, ranges, and an epsilonSpent that agrees with the releases recorded.
+// The privacy ledger a party keeps next to its model (model-p1.ledger.json): every job's
+// history, append-only, each entry chained to the one before and sealed with the party's key
+// (chain.ts); and the one-shot releases kept beside it (model-p1.release.bin). Declared once
+// here as a schema beside the writer. A restarted party must not guess what it has spent, so
+// the reader is as strict as a validator of the wire: exact keys, types, ranges, an
+// epsilonSpent that agrees with the releases recorded, and no job whose history goes back.
 import { createHash } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
-import { accountEpsilon, expectedValue, parseJsonText, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
+import { existsSync, readFileSync, statSync } from 'node:fs';
+import { DataError, accountEpsilon, expectedValue, parseJsonText, parseWith, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
 import { type PrivacyInfo, DIGEST_RE, NAME_RE, ProtocolError, validatePartyMessage } from '@admm-share/protocol';
 import { BUDGET_RTOL, reportedSpent } from './budget.js';
+import { canonical, chainFields, ledgerKey, seal, verifyChain } from './chain.js';
 
-/** The ledger file's format tag; restoreLedger reads this version only. */
-export const LEDGER_FORMAT = 'admm-share-ledger/3';
+/** The ledger file's format tag. */
+export const LEDGER_FORMAT = 'admm-share-ledger/4';
+/** The single-job format before it, converted on first read. */
+const OLD_LEDGER_FORMAT = 'admm-share-ledger/3';
 
 
 /** A finite JSON number for which `ok` holds (JSON's 1e400 reads as Infinity, and is refused). */
@@ -35,71 +39,184 @@ const calibration = z.unknown().transform((value, ctx): PrivacyInfo => {
   return z.NEVER;
 });
 
-/** The ledger file, as saveLedger writes it. */
+/** A job's state as one ledger entry records it (the old single-job format held one, without offset). */
+function jobState<R extends z.ZodType>(release: R) {
+  return {
+    jobId: z.string({ error: expectedValue('a job id') }).regex(NAME_RE, { error: expectedValue('a job id') }),
+    releases: number(Number.isSafeInteger, 'an integer >= 0').refine((x) => x >= 0, { error: expectedValue('an integer >= 0') }),
+    epsilonSpent: number((x) => x >= 0, 'a number >= 0'),
+    info: calibration,
+    rho: number((x) => x > 0, 'a positive number'),
+    lambda: number((x) => x > 0, 'a positive number'),
+    bw: number((x) => x >= 0, 'a number >= 0'),
+    /** score-release: where the released vector is in the release file, its length and the SHA-256 of its bytes. */
+    release: release.nullable(),
+    /** What the data preparation's statistics spent before the job, composed with the release in GDP. */
+    preparation: z.strictObject({ mu: number((x) => x > 0, 'a positive number'), deltaThreshold: number((x) => x >= 0 && x < 1, 'a number in [0, 1)') }).nullable().optional(),
+  };
+}
+
+const sha256 = z.string().regex(DIGEST_RE, 'expected 64 hex characters');
+const strict = { error: (iss: { code?: string; keys?: string[] }) => (iss.code === 'unrecognized_keys' ? `unexpected field '${iss.keys![0]}'` : 'expected a JSON object') };
+
+/** One entry's own consistency: its epsilonSpent is what its releases spend, and a release has its vector. */
+function checkState(l: { info: PrivacyInfo; releases: number; epsilonSpent: number; release: unknown }, ctx: z.RefinementCtx, path: (string | number)[]): void {
+  const { info, releases } = l;
+  if (info.mechanism === 'none') {
+    ctx.addIssue({ code: 'custom', path, message: "info.mechanism is 'none': a ledger is only kept for training with noise" });
+    return;
+  }
+  let computed: number;
+  try {
+    computed = accountEpsilon({ sigma: info.sigma, delta: info.delta!, rounds: releases, sensitivity: info.sensitivity, method: info.accountant! });
+  } catch (err) {
+    ctx.addIssue({ code: 'custom', path: [...path, 'info'], message: `cannot account ${releases} releases with it (${(err as Error).message})` });
+    return;
+  }
+  const spent = reportedSpent(computed, info.epsilon!);
+  if (Math.abs(l.epsilonSpent - spent) > BUDGET_RTOL * Math.max(spent, info.epsilon!))
+    ctx.addIssue({ code: 'custom', path, message: `epsilonSpent ${l.epsilonSpent} does not match the ${releases} releases recorded (they spend ${spent})` });
+  else if (info.mechanism === 'score-release' && (l.release === null) !== (releases === 0))
+    ctx.addIssue({ code: 'custom', path, message: `release: ${releases} releases recorded, but ${l.release ? 'a' : 'no'} released vector` });
+}
+
+/** Where one job's release is in the release file (bytes from `offset`: its row numbers, then its values, as doubles). */
+const releaseRef = z.strictObject({ offset: z.int().min(0), rows: z.int().min(1), sha256 });
+
+const entry = z.strictObject({ ...chainFields, ...jobState(releaseRef) }, strict);
+
+/** The ledger file, as LedgerBook writes it: every job's history, one entry per booking, chained. */
 const ledgerFile = z
-  .strictObject(
-    {
-      format: z.literal(LEDGER_FORMAT, { error: expectedValue(`'${LEDGER_FORMAT}'`) }),
-      jobId: z.string({ error: expectedValue('a job id') }).regex(NAME_RE, { error: expectedValue('a job id') }),
-      releases: number(Number.isSafeInteger, 'an integer >= 0').refine((x) => x >= 0, { error: expectedValue('an integer >= 0') }),
-      epsilonSpent: number((x) => x >= 0, 'a number >= 0'),
-      info: calibration,
-      rho: number((x) => x > 0, 'a positive number'),
-      lambda: number((x) => x > 0, 'a positive number'),
-      bw: number((x) => x >= 0, 'a number >= 0'),
-      /** score-release: the released vector's length and the SHA-256 of its file (kept next to the ledger). */
-      release: z.strictObject({ rows: z.int().min(1), sha256: z.string().regex(DIGEST_RE, 'expected 64 hex characters') }).nullable(),
-      /** What the data preparation's statistics spent before the job, composed with the release in GDP (absent in older ledgers). */
-      preparation: z.strictObject({ mu: number((x) => x > 0, 'a positive number'), deltaThreshold: number((x) => x >= 0 && x < 1, 'a number in [0, 1)') }).nullable().optional(),
-    },
-    { error: (iss) => (iss.code === 'unrecognized_keys' ? `unexpected field '${iss.keys[0]}'` : 'expected a JSON object') },
-  )
-  .superRefine((l, ctx) => {
-    const { info, releases } = l;
-    if (info.mechanism === 'none') {
-      ctx.issues.push({ code: 'custom', message: "info.mechanism is 'none': a ledger is only kept for training with noise", input: l });
-      return;
-    }
-    let computed: number;
-    try {
-      computed = accountEpsilon({ sigma: info.sigma, delta: info.delta!, rounds: releases, sensitivity: info.sensitivity, method: info.accountant! });
-    } catch (err) {
-      ctx.issues.push({ code: 'custom', path: ['info'], message: `cannot account ${releases} releases with it (${(err as Error).message})`, input: l });
-      return;
-    }
-    const spent = reportedSpent(computed, info.epsilon!);
-    if (Math.abs(l.epsilonSpent - spent) > BUDGET_RTOL * Math.max(spent, info.epsilon!))
-      ctx.issues.push({ code: 'custom', message: `epsilonSpent ${l.epsilonSpent} does not match the ${releases} releases recorded (they spend ${spent})`, input: l });
-    else if (info.mechanism === 'score-release' && (l.release === null) !== (releases === 0))
-      ctx.issues.push({ code: 'custom', message: `release: ${releases} releases recorded, but ${l.release ? 'a' : 'no'} released vector`, input: l });
+  .strictObject({ format: z.literal(LEDGER_FORMAT, { error: expectedValue(`'${LEDGER_FORMAT}'`) }), entries: z.array(entry, { error: expectedValue('a JSON array') }) }, strict)
+  .superRefine((file, ctx) => {
+    const last = new Map<string, LedgerEntry>();
+    file.entries.forEach((e, i) => {
+      const path = ['entries', i];
+      checkState(e, ctx, path);
+      const was = last.get(e.jobId);
+      if (was && e.releases < was.releases)
+        ctx.addIssue({ code: 'custom', path, message: `job ${e.jobId} goes backwards: ${e.releases} releases after entries[${was.seq}] recorded ${was.releases}` });
+      else if (was && was.release !== null && canonical(e.release) !== canonical(was.release))
+        ctx.addIssue({ code: 'custom', path, message: `job ${e.jobId}'s release differs from the one entries[${was.seq}] recorded` });
+      last.set(e.jobId, e);
+    });
   });
+
+/** The single-job ledger of earlier versions (admm-share-ledger/3): read once and converted. */
+const oldLedgerFile = z
+  .strictObject(
+    { format: z.literal(OLD_LEDGER_FORMAT), ...jobState(z.strictObject({ rows: z.int().min(1), sha256 })) },
+    strict,
+  )
+  .superRefine((l, ctx) => checkState(l, ctx, []));
 
 /** A ledger file's content. */
 export type LedgerFile = z.output<typeof ledgerFile>;
+type LedgerEntry = z.output<typeof entry>;
 
-/** What restoreLedger keeps of a ledger file, validated field by field. */
-export type Ledger = Omit<LedgerFile, 'format'>;
+/** One job's state: what the latest entry of that job records. */
+export type Ledger = Omit<LedgerEntry, 'seq' | 'prev' | 'mac'>;
 
-/** Keep the ledger on disk, atomically and readable by its owner only. */
-export function writeLedger(path: string, ledger: Ledger): void {
-  const file: LedgerFile = { format: LEDGER_FORMAT, ...ledger };
-  writeFileAtomic(path, JSON.stringify(file) + '\n', 0o600);
+/** Bytes of one release in the release file: its row numbers and values, as doubles. */
+const releaseBytes = (rows: number) => 2 * rows * 8;
+
+/**
+ * Parse a ledger file's text (format, fields, each entry's accounting and the history of each
+ * job), like a message off the wire; the MACs are checked by LedgerBook, which has the key.
+ * Anything wrong is a DataError naming the file and the field.
+ */
+export function parseLedger(path: string, text: string): LedgerFile {
+  return parseJsonText(ledgerFile, text, path, 'privacy ledger');
 }
 
 /**
- * Parse and validate a ledger read back from disk, like a message off the wire. Anything
- * wrong is a DataError naming the file and the field (a party must not guess what it has spent).
+ * Every job's history of one party (model-p1.ledger.json), append-only and chained with the
+ * party's key (chain.ts), with the one-shot releases in the release file beside it
+ * (model-p1.release.bin, every job's release one after the other). Opening it checks the
+ * chain, and that the release file holds nothing the ledger does not account for: a ledger
+ * deleted, or replaced by an older one, while releases it recorded are still on disk is
+ * refused, naming both files.
  */
-export function parseLedger(path: string, text: string): Ledger {
-  const { format: _, ...ledger } = parseJsonText(ledgerFile, text, path, 'privacy ledger');
-  return ledger;
-}
+export class LedgerBook {
+  private constructor(
+    readonly path: string,
+    /** The party's key: read to check an existing ledger, created with the first entry of a new one. */
+    private key: Buffer | undefined,
+    private readonly entries: LedgerEntry[],
+  ) {}
 
-/** The ledger at `path`, if there is one (a file that cannot be read or is malformed is a DataError). */
-export function readLedger(path: string): Ledger | undefined {
-  if (!existsSync(path)) return undefined;
-  const { format: _, ...ledger } = readJsonFile(ledgerFile, path, 'privacy ledger');
-  return ledger;
+  static open(path: string): LedgerBook {
+    const exists = existsSync(path);
+    if (!exists) {
+      const book = new LedgerBook(path, undefined, []);
+      book.checkReleaseFile(false);
+      return book;
+    }
+    const value = readJsonFile(z.unknown(), path, 'privacy ledger');
+    if (typeof value === 'object' && value !== null && (value as { format?: unknown }).format === OLD_LEDGER_FORMAT) {
+      // Read once and converted: the old ledger's one job becomes the first entry of the chain.
+      const { format: _, release, ...old } = parseWith(oldLedgerFile, value, path, 'privacy ledger');
+      const book = new LedgerBook(path, undefined, []);
+      book.entries.push(seal(book.sealKey, [], { ...old, release: release && { offset: 0, ...release }, preparation: old.preparation ?? null }));
+      book.checkReleaseFile(true);
+      book.write();
+      return book;
+    }
+    const { entries } = parseWith(ledgerFile, value, path, 'privacy ledger');
+    const key = ledgerKey(path, true, 'privacy ledger');
+    verifyChain(path, 'privacy ledger', key, entries);
+    const book = new LedgerBook(path, key, entries);
+    book.checkReleaseFile(true);
+    return book;
+  }
+
+  private get sealKey(): Buffer {
+    this.key ??= ledgerKey(this.path, false, 'privacy ledger');
+    return this.key;
+  }
+
+  /** The latest state of job `jobId`, if the ledger has any. */
+  job(jobId: string): Ledger | undefined {
+    let e: LedgerEntry | undefined;
+    for (let i = this.entries.length - 1; i >= 0 && !e; i--) if (this.entries[i].jobId === jobId) e = this.entries[i];
+    if (!e) return undefined;
+    const { seq: _s, prev: _p, mac: _m, ...state } = e;
+    return state;
+  }
+
+  /** Where the next release goes in the release file: after every release the ledger records. */
+  get releaseEnd(): number {
+    let end = 0;
+    for (const e of this.entries) if (e.release) end = Math.max(end, e.release.offset + releaseBytes(e.release.rows));
+    return end;
+  }
+
+  /** Book a job's new state: a new entry at the end of the chain, the whole file written atomically. */
+  append(state: Ledger): void {
+    const was = this.job(state.jobId);
+    if (was && state.releases < was.releases) throw new Error(`internal: job ${state.jobId}'s ledger would go from ${was.releases} releases back to ${state.releases}`);
+    this.entries.push(seal(this.sealKey, this.entries, state));
+    this.write();
+  }
+
+  private write(): void {
+    const file: LedgerFile = { format: LEDGER_FORMAT, entries: this.entries };
+    writeFileAtomic(this.path, JSON.stringify(file) + '\n', 0o600);
+  }
+
+  private checkReleaseFile(ledgerExists: boolean): void {
+    const file = releaseVectorPath(this.path);
+    if (!existsSync(file)) return;
+    const size = statSync(file).size;
+    const end = this.releaseEnd;
+    if (size <= end) return;
+    const why = ledgerExists ? `the ledger accounts for ${end} bytes of it` : 'the ledger does not exist';
+    throw new DataError(
+      this.path,
+      undefined,
+      `privacy ledger: goes backwards: the release file ${file} holds ${size} bytes of releases, ${why}. The ledger was deleted, or replaced by an older copy, after those releases were made; this party will not release again on a ledger that forgot them (restore the ledger)`,
+    );
+  }
 }
 
 /**
@@ -135,23 +252,32 @@ export function releaseRecord(r: Released): { rows: number; sha256: string } {
   return { rows: r.rows.length, sha256: vectorDigest(releaseFile(r)) };
 }
 
-/** Keep a release next to its ledger (before the ledger records it). */
-export function writeReleasedVector(ledger: string, r: Released): void {
+/**
+ * Keep a release in the release file at `offset` (after the ledger has booked it there): the
+ * releases before it are kept as they are, the file is written atomically.
+ */
+export function writeReleasedVector(ledger: string, offset: number, r: Released): void {
+  const path = releaseVectorPath(ledger);
+  const before = existsSync(path) ? readFileSync(path).subarray(0, offset) : Buffer.alloc(0);
   const file = releaseFile(r);
-  writeFileAtomic(releaseVectorPath(ledger), new Uint8Array(file.buffer), 0o600);
+  const out = new Uint8Array(offset + file.byteLength);
+  // A shorter file lost earlier releases: their jobs find them missing; this one's offset holds.
+  out.set(before);
+  out.set(new Uint8Array(file.buffer), offset);
+  writeFileAtomic(path, out, 0o600);
 }
 
 /**
- * The vector a restored ledger says was released, checked against its length and digest; a
+ * The vector a ledger entry says was released, checked against its length and digest; a
  * missing or altered file leaves the release lost (undefined), which scoreRelease refuses.
  */
-export function readReleasedVector(path: string, expected: { rows: number; sha256: string }): Released | undefined {
+export function readReleasedVector(path: string, expected: { offset: number; rows: number; sha256: string }): Released | undefined {
   if (!existsSync(path)) return undefined;
   const bytes = readFileSync(path);
   const n = expected.rows;
-  if (bytes.length !== 2 * n * 8) return undefined;
+  if (bytes.length < expected.offset + releaseBytes(n)) return undefined;
   const v = new Float64Array(2 * n);
-  new Uint8Array(v.buffer).set(bytes);
+  new Uint8Array(v.buffer).set(bytes.subarray(expected.offset, expected.offset + releaseBytes(n)));
   if (vectorDigest(v) !== expected.sha256) return undefined;
   return { rows: Uint32Array.from(v.subarray(0, n)), values: v.slice(n) };
 }

@@ -4,7 +4,7 @@ import { type Accountant, type NoiseSource, ConfigError, accountEpsilon, calibra
 import type { PrivacyInfo } from '@admm-share/protocol';
 import type { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
 import { reportedSpent, withinBudget } from './budget.js';
-import { type Released, readLedger, readReleasedVector, releaseRecord, releaseVectorPath, writeLedger, writeReleasedVector } from './ledger.js';
+import { type Released, LedgerBook, readReleasedVector, releaseRecord, releaseVectorPath, writeReleasedVector } from './ledger.js';
 import { type JobParameters, type PrivacyConfig, defaultBw, gaussianShareSensitivity, mechanismFor, paperSensitivity } from './mechanism.js';
 import { type ReleaseBounds, RELEASE_DEFAULTS, releaseSensitivity } from './release.js';
 
@@ -42,8 +42,11 @@ export class Privacy {
   private spentRounds = 0;
   /** The calibration and releases of this job restored from the ledger file after a restart. */
   private saved: { info: PrivacyInfo; rho: number; lambda: number; bw: number } | undefined;
-  /** score-release: the release (paid for) in this job, sent again on a repeated request. */
+  /** score-release: the release (paid for) in this job, sent again on a repeated request, and where it is in the release file. */
   private released: Released | undefined;
+  private releasedAt = 0;
+  /** The ledger of every job, read (and checked) once per process. */
+  private book: LedgerBook | undefined;
 
   constructor(
     readonly cfg: PrivacyConfig,
@@ -137,18 +140,24 @@ export class Privacy {
     return this.spentRounds;
   }
 
-  /** Keep the ledger on disk (atomically) so that a restarted party cannot forget what it spent. */
+  /** The party's ledger at `path`, opened (and checked) on first use. */
+  private ledger(path: string): LedgerBook {
+    if (this.book?.path !== path) this.book = LedgerBook.open(path);
+    return this.book;
+  }
+
+  /** Book this job's state in the ledger (a new entry, written atomically) so that a restarted party cannot forget what it spent. */
   saveLedger(path: string, jobId: string): void {
-    const release = this.released ? releaseRecord(this.released) : null;
+    const release = this.released ? { offset: this.releasedAt, ...releaseRecord(this.released) } : null;
     const preparation = this.preparation ? { mu: this.preparation.mu, deltaThreshold: this.preparation.deltaThreshold } : null;
-    writeLedger(path, { jobId, releases: this.spentRounds, epsilonSpent: this.spent, info: this.info!, rho: this.rho, lambda: this.lambda, bw: this.bw, release, preparation });
+    this.ledger(path).append({ jobId, releases: this.spentRounds, epsilonSpent: this.spent, info: this.info!, rho: this.rho, lambda: this.lambda, bw: this.bw, release, preparation });
   }
 
   /**
    * score-release: the one noised release of this job, of `scores` for the party's own rows
-   * `rows`. The first call draws the noise, keeps the release next to the ledger (the file
-   * first, then the ledger, so a crash in between leaves a release that was never sent and is
-   * drawn afresh) and books it. Every later call, in this process or after a restart, sends the
+   * `rows`. The first call draws the noise, books it in the ledger and then keeps it in the
+   * release file (in that order: a crash in between leaves a release booked and lost, refused
+   * below, never a release on disk that the ledger forgot, which LedgerBook refuses as a rewind). Every later call, in this process or after a restart, sends the
    * released values again for the rows asked, in the order asked, at no further cost: a
    * post-processing of the release. Rows it did not release are refused, as is a release
    * whose file is lost once the ledger has paid for it.
@@ -175,21 +184,21 @@ export class Privacy {
     this.noise!.addNormal(values, i.sigma);
     snapToGrid(values, i.sigma);
     const released = { rows: rows.slice(), values };
-    writeReleasedVector(ledger, released);
     this.released = released;
+    this.releasedAt = this.ledger(ledger).releaseEnd;
     this.spentRounds = 1;
     this.saveLedger(ledger, jobId);
+    writeReleasedVector(ledger, this.releasedAt, released);
     return values.slice();
   }
 
   /**
-   * Restore the releases of this job from a ledger written before a restart. A valid ledger
-   * of another job is not ours and is left alone; a malformed one is a DataError.
+   * Restore the releases of this job from the ledger, which keeps every job's history: a job
+   * run again finds its own. A malformed, edited or rewound ledger is a DataError (LedgerBook).
    */
   restoreLedger(path: string, jobId: string): void {
-    const saved = readLedger(path);
+    const saved = this.ledger(path).job(jobId);
     if (!saved) return;
-    if (saved.jobId !== jobId) return;
     // The job's statistics were paid for once: a run of the same job must reuse them (the kept
     // file), never estimate them again, which would spend their share twice.
     const paid = saved.preparation ?? null;
@@ -202,7 +211,10 @@ export class Privacy {
       throw new ConfigError(`this party's ledger (${path}) records releases of job ${jobId} made without preparation statistics; this run estimated some: run it as it was, or start a new job`);
     this.spentRounds = Math.max(this.spentRounds, saved.releases);
     this.saved = { info: saved.info, rho: saved.rho, lambda: saved.lambda, bw: saved.bw };
-    if (saved.release) this.released = readReleasedVector(releaseVectorPath(path), saved.release);
+    if (saved.release) {
+      this.released = readReleasedVector(releaseVectorPath(path), saved.release);
+      this.releasedAt = saved.release.offset;
+    }
   }
 
   /**

@@ -2,7 +2,6 @@
 // checked against the new data (feature count and names), the rows preprocessed as in
 // training, and, when the party scores with a budget, each request's scores clipped and noised
 // with the Gaussian mechanism, booked in a ledger before they are sent (docs/privacy.md, 12).
-import { existsSync } from 'node:fs';
 import {
   type Csr,
   type FeatureTable,
@@ -14,14 +13,11 @@ import {
   predictScores,
   seededNoise,
   snapToGrid,
-  readJsonFile,
-  writeFileAtomic,
-  z,
 } from '@admm-share/core';
 import type { NoiseSource, PackedIds } from '@admm-share/core';
-import { NAME_RE } from '@admm-share/protocol';
 import type { PartyModel } from './model-file.js';
-import { BUDGET_RTOL, reportedSpent, withinBudget } from '../privacy/budget.js';
+import { reportedSpent, withinBudget } from '../privacy/budget.js';
+import { ScoringLedger } from '../privacy/scoring-ledger.js';
 import { normaliseRows } from '../privacy/mechanism.js';
 import { clipInPlace } from '../privacy/release.js';
 
@@ -121,7 +117,7 @@ export class ScoringPrivacy {
   restore(path: string, jobId: string): void {
     this.jobId = jobId;
     this.releases = 0;
-    const l = readScoringLedger(path)[jobId];
+    const l = ScoringLedger.open(path).job(jobId);
     if (!l) return;
     if (l.sigma !== this.sigma || l.epsilon !== this.cfg.epsilon || l.delta !== this.cfg.delta)
       throw new ConfigError(`the scoring ledger ${path} of job ${jobId} was calibrated for epsilon ${l.epsilon}, delta ${l.delta}, sigma ${l.sigma}; this party was restarted with other values`);
@@ -131,50 +127,16 @@ export class ScoringPrivacy {
   /** Noise `scores` in place, booking the release in the ledger first (refused beyond the budget). */
   release(scores: Float64Array, path: string, jobId: string): void {
     if (this.jobId !== jobId) this.restore(path, jobId);
+    // Read again before each booking: another process may have booked requests since (of this
+    // job or another), and the ledger, not this process's count, is what has been spent.
+    const ledger = ScoringLedger.open(path);
+    this.releases = Math.max(this.releases, ledger.job(jobId)?.releases ?? 0);
     const after = this.spentAfter(this.releases + 1);
     if (!withinBudget(after, this.cfg.epsilon))
       throw new ConfigError(`scoring budget spent: another request would spend epsilon ${after.toPrecision(4)} of ${this.cfg.epsilon} (${this.releases} of ${this.cfg.requests} requests made; --privacy-requests)`);
-    const jobs = readScoringLedger(path);
     this.releases++;
-    jobs[jobId] = { epsilon: this.cfg.epsilon, delta: this.cfg.delta, sigma: this.sigma, sensitivity: this.sensitivity, requests: this.cfg.requests, releases: this.releases, epsilonSpent: this.spent };
-    writeScoringLedger(path, jobs);
+    ledger.append({ jobId, epsilon: this.cfg.epsilon, delta: this.cfg.delta, sigma: this.sigma, sensitivity: this.sensitivity, requests: this.cfg.requests, releases: this.releases, epsilonSpent: this.spent });
     this.noise.addNormal(scores, this.sigma);
     snapToGrid(scores, this.sigma);
   }
-}
-
-export const SCORING_LEDGER_FORMAT = 'admm-share-scoring-ledger/1';
-
-const positive = z.number().positive();
-
-/** One prediction job's entry: its calibration and what it has spent (a party must not guess that). */
-const ledgerEntry = z
-  .looseObject({
-    epsilon: positive,
-    delta: positive,
-    sigma: positive,
-    sensitivity: positive,
-    requests: z.int().min(1),
-    releases: z.int().min(0),
-    epsilonSpent: z.number().min(0),
-  })
-  .refine((e) => e.epsilonSpent <= e.epsilon * (1 + BUDGET_RTOL), { path: ['epsilonSpent'], error: 'expected a number within the budget' });
-
-/** The scoring ledger (model-p1.scoring-ledger.json): every prediction job's entry, by job id. */
-const scoringLedgerFile = z.looseObject({
-  format: z.literal(SCORING_LEDGER_FORMAT, { error: `expected '${SCORING_LEDGER_FORMAT}'` }),
-  jobs: z.record(z.string().regex(NAME_RE, { error: 'not a job id' }), ledgerEntry),
-});
-
-type ScoringLedger = z.output<typeof scoringLedgerFile>;
-
-/** Every prediction job's entry of a scoring ledger (none if there is no ledger yet), checked. */
-function readScoringLedger(path: string): ScoringLedger['jobs'] {
-  return existsSync(path) ? readJsonFile(scoringLedgerFile, path, 'scoring ledger').jobs : {};
-}
-
-/** Write the scoring ledger, atomically and readable by its owner only. */
-function writeScoringLedger(path: string, jobs: ScoringLedger['jobs']): void {
-  const file: ScoringLedger = { format: SCORING_LEDGER_FORMAT, jobs };
-  writeFileAtomic(path, JSON.stringify(file, null, 2) + '\n', 0o600);
 }

@@ -11,7 +11,7 @@ import { tempDir } from '@admm-share/core/test-support';
 import { ConfigError, DataError, accountEpsilon, csrFromDense } from '@admm-share/core';
 import { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
 import { BUDGET_RTOL, withinBudget } from '../privacy/budget.js';
-import { parseLedger } from '../privacy/ledger.js';
+import { LEDGER_FORMAT, parseLedger } from '../privacy/ledger.js';
 import { type PrivacyConfig, DEFAULT_BX, defaultBw, gaussianShareSensitivity, normaliseRows, validatePrivacyConfig } from '../privacy/mechanism.js';
 import { Privacy } from '../privacy/privacy.js';
 
@@ -192,22 +192,25 @@ test('a restart with another budget (epsilon or delta) than the ledger was calib
   assert.equal(same.calibrate(job).sigma, a.calibrate(job).sigma);
 });
 
-/** The ledger `config` writes after `releases` releases, parsed back as an object. */
+/** The one entry of the ledger `config` writes after `releases` releases, parsed back as an object. */
 function ledgerOf(t: { after(fn: () => void): void }, config: PrivacyConfig, releases: number): Record<string, unknown> {
   const path = join(tempDir(t, 'ledger-of-'), 'l.json');
   const p = new Privacy(config);
   p.calibrate(job);
   for (let r = 0; r < releases; r++) p.release(unitRows());
   p.saveLedger(path, 'job-1');
-  return JSON.parse(readFileSync(path, 'utf8'));
+  return JSON.parse(readFileSync(path, 'utf8')).entries[0];
 }
+
+/** A ledger file of the one entry `e`. */
+const fileOf = (e: Record<string, unknown>) => JSON.stringify({ format: LEDGER_FORMAT, entries: [e] });
 
 test('parseLedger accepts the boundary values a real ledger can hold', (t) => {
   const none = ledgerOf(t, gauss(), 0);
-  assert.equal(parseLedger('l', JSON.stringify(none)).releases, 0, 'no release yet');
+  assert.equal(parseLedger('l', fileOf(none)).entries[0].releases, 0, 'no release yet');
   const paper = ledgerOf(t, { mechanism: 'paper', epsilon: 1, delta: 1e-5, bx: 5, b1: 1, c1: 1, seed: 'p' }, 2);
   assert.equal(paper.bw, 0, 'paper keeps no clip');
-  assert.equal(parseLedger('l', JSON.stringify(paper)).bw, 0);
+  assert.equal(parseLedger('l', fileOf(paper)).entries[0].bw, 0);
 });
 
 test('parseLedger: epsilonSpent may differ from the releases by a relative BUDGET_RTOL of the budget, no more', (t) => {
@@ -216,9 +219,9 @@ test('parseLedger: epsilonSpent may differ from the releases by a relative BUDGE
   const expected = accountEpsilon({ sigma: info.sigma, delta: 1e-5, rounds: 1, sensitivity: info.sensitivity, method: 'exact' });
   assert.ok(expected < 2.5, `the case this test is about: one release of a budget of 5 spends ${expected}`);
   // The tolerance is BUDGET_RTOL * max(spent, budget) = 5e-9 here.
-  const off = (d: number) => JSON.stringify({ ...l, epsilonSpent: expected + d });
-  assert.equal(parseLedger('l', off(3e-9)).epsilonSpent, expected + 3e-9);
-  assert.equal(parseLedger('l', off(-3e-9)).epsilonSpent, expected - 3e-9);
+  const off = (d: number) => fileOf({ ...l, epsilonSpent: expected + d });
+  assert.equal(parseLedger('l', off(3e-9)).entries[0].epsilonSpent, expected + 3e-9);
+  assert.equal(parseLedger('l', off(-3e-9)).entries[0].epsilonSpent, expected - 3e-9);
   assert.throws(() => parseLedger('l', off(6e-9)), /does not match the 1 releases recorded/);
 });
 
@@ -229,16 +232,16 @@ test('parseLedger refuses each malformed field with its own message', (t) => {
   const cases: [string, string, RegExp][] = [
     ['a number', '7', /privacy ledger: expected a JSON object$/],
     ['a string', '"ledger"', /privacy ledger: expected a JSON object$/],
-    ['infinite epsilonSpent', JSON.stringify(l).replace(/"epsilonSpent":[^,]+/, '"epsilonSpent":1e400'), /epsilonSpent: expected a number >= 0, got null$/],
-    ['negative epsilonSpent', JSON.stringify({ ...l, epsilonSpent: -1 }), /epsilonSpent: expected a number >= 0, got -1$/],
-    ['numeric job id', JSON.stringify({ ...l, jobId: 123 }), /jobId: expected a job id, got 123$/],
-    ['long job id', JSON.stringify({ ...l, jobId: longId }), new RegExp(`jobId: expected a job id, got ${JSON.stringify(longId).slice(0, 60)}$`)],
-    ['zero lambda', JSON.stringify({ ...l, lambda: 0 }), /lambda: expected a positive number, got 0$/],
-    ['negative lambda', JSON.stringify({ ...l, lambda: -1 }), /lambda: expected a positive number, got -1$/],
-    ['negative bw', JSON.stringify({ ...l, bw: -1 }), /bw: expected a number >= 0, got -1$/],
-    ['string bw', JSON.stringify({ ...l, bw: '1' }), /bw: expected a number >= 0, got "1"$/],
+    ['infinite epsilonSpent', fileOf(l).replace(/"epsilonSpent":[^,]+/, '"epsilonSpent":1e400'), /epsilonSpent: expected a number >= 0, got null$/],
+    ['negative epsilonSpent', fileOf({ ...l, epsilonSpent: -1 }), /epsilonSpent: expected a number >= 0, got -1$/],
+    ['numeric job id', fileOf({ ...l, jobId: 123 }), /jobId: expected a job id, got 123$/],
+    ['long job id', fileOf({ ...l, jobId: longId }), new RegExp(`jobId: expected a job id, got ${JSON.stringify(longId).slice(0, 60)}$`)],
+    ['zero lambda', fileOf({ ...l, lambda: 0 }), /lambda: expected a positive number, got 0$/],
+    ['negative lambda', fileOf({ ...l, lambda: -1 }), /lambda: expected a positive number, got -1$/],
+    ['negative bw', fileOf({ ...l, bw: -1 }), /bw: expected a number >= 0, got -1$/],
+    ['string bw', fileOf({ ...l, bw: '1' }), /bw: expected a number >= 0, got "1"$/],
     // Valid numbers each, but mu = sqrt(T) Delta / sigma overflows: the accountant cannot answer.
-    ['unaccountable', JSON.stringify({ ...l, info: { ...info, sigma: 1e-300, sensitivity: 1e300 } }), /info: cannot account 2 releases with it \(no solution: the function never changes sign\)$/],
+    ['unaccountable', fileOf({ ...l, info: { ...info, sigma: 1e-300, sensitivity: 1e300 } }), /info: cannot account 2 releases with it \(no solution: the function never changes sign\)$/],
   ];
   for (const [name, text, re] of cases) {
     assert.throws(

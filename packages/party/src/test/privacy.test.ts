@@ -8,7 +8,7 @@ import { privacyVectors, seeded, tempDir } from '@admm-share/core/test-support';
 import { ConfigError, DataError, GRID_BITS, accountEpsilon, csrFromDense, csrMatTVec, csrMatVec } from '@admm-share/core';
 import { RidgeXUpdate } from '../xupdate/ridge-xupdate.js';
 import { BUDGET_RTOL, reportedSpent, withinBudget } from '../privacy/budget.js';
-import { parseLedger } from '../privacy/ledger.js';
+import { LEDGER_FORMAT, parseLedger } from '../privacy/ledger.js';
 import { Privacy } from '../privacy/privacy.js';
 
 const job = { lambda: 1e-3, rho: 1e-2, rounds: 10, parties: 2, features: 3, n: 100 };
@@ -231,25 +231,27 @@ test('the ledger never reports more than the budget because of rounding', () => 
   assert.equal(q.spent, 1);
 });
 
-/** A ledger as saveLedger writes it after `releases` releases, for the tests below to break. */
-function validLedger(releases: number): { ledger: Record<string, unknown>; privacy: Privacy } {
-  const dir = mkdtempSync(join(tmpdir(), 'ledger-valid-'));
-  try {
-    const p = new Privacy({ mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, bx: 5, seed: 'v' });
-    p.calibrate(job);
-    const x = new RidgeXUpdate(csrFromDense([[1, 0, 0], [0, 1, 0], [0, 0, 1]]), job.lambda, false);
-    for (let t = 0; t < releases; t++) p.release(x);
-    const path = join(dir, 'l.json');
-    p.saveLedger(path, 'job-1');
-    return { ledger: JSON.parse(readFileSync(path, 'utf8')), privacy: p };
-  } finally {
-    rmSync(dir, { recursive: true, force: true });
-  }
+/**
+ * The one entry of a ledger as saveLedger writes it after `releases` releases, for the tests
+ * below to break (in a file of that one entry: fileOf), and the ledger's path (its key beside it).
+ */
+function validLedger(releases: number, dir = mkdtempSync(join(tmpdir(), 'ledger-valid-'))): { ledger: Record<string, unknown>; privacy: Privacy; path: string } {
+  const p = new Privacy({ mechanism: 'gaussian-share', epsilon: 1, delta: 1e-5, bx: 5, seed: 'v' });
+  p.calibrate(job);
+  const x = new RidgeXUpdate(csrFromDense([[1, 0, 0], [0, 1, 0], [0, 0, 1]]), job.lambda, false);
+  for (let t = 0; t < releases; t++) p.release(x);
+  const path = join(dir, 'l.json');
+  p.saveLedger(path, 'job-1');
+  return { ledger: JSON.parse(readFileSync(path, 'utf8')).entries[0], privacy: p, path };
 }
 
+/** A ledger file of the one entry `e` (as written: the whole entry is `e`, however it was edited). */
+const fileOf = (e: Record<string, unknown>, format = LEDGER_FORMAT) => JSON.stringify({ format, entries: [e] });
+
 test('a ledger written by saveLedger parses back to what the party holds', () => {
-  const { ledger, privacy } = validLedger(4);
-  const l = parseLedger('l.json', JSON.stringify(ledger));
+  const { ledger, privacy, path } = validLedger(4);
+  rmSync(join(path, '..'), { recursive: true, force: true });
+  const l = parseLedger('l.json', fileOf(ledger)).entries[0];
   assert.equal(l.jobId, 'job-1');
   assert.equal(l.releases, 4);
   assert.equal(l.epsilonSpent, privacy.spent);
@@ -260,10 +262,10 @@ test('a ledger written by saveLedger parses back to what the party holds', () =>
 test('a malformed ledger is a DataError naming the file and what is wrong, never ignored', () => {
   const dir = mkdtempSync(join(tmpdir(), 'ledger-bad-'));
   try {
-    const { ledger } = validLedger(3);
+    const { ledger, path: made } = validLedger(3);
+    rmSync(join(made, '..'), { recursive: true, force: true });
     const info = ledger.info as Record<string, unknown>;
-    const text = JSON.stringify(ledger);
-    const { format: _f, ...noFormat } = ledger;
+    const text = fileOf(ledger);
     const { bw: _b, ...noBw } = ledger;
     const { sigma: _s, ...infoNoSigma } = info;
     const cases: [string, string, RegExp][] = [
@@ -271,24 +273,24 @@ test('a malformed ledger is a DataError naming the file and what is wrong, never
       ['empty', '', /not JSON/],
       ['array', '[]', /expected a JSON object/],
       ['null', 'null', /expected a JSON object/],
-      ['old format', JSON.stringify({ ...ledger, format: 'admm-share-ledger/1' }), /format: expected 'admm-share-ledger\/3', got "admm-share-ledger\/1"/],
-      ['no format', JSON.stringify(noFormat), /format: missing/],
-      ['missing bw', JSON.stringify(noBw), /bw: missing/],
-      ['extra field', JSON.stringify({ ...ledger, extra: 1 }), /unexpected field 'extra'/],
-      ['__proto__', text.replace(/^\{/, '{"__proto__":{},'), /unexpected field '__proto__'/],
-      ['negative releases', JSON.stringify({ ...ledger, releases: -1 }), /releases: expected an integer >= 0, got -1/],
-      ['fractional releases', JSON.stringify({ ...ledger, releases: 2.5 }), /releases: expected an integer >= 0/],
-      ['string releases', JSON.stringify({ ...ledger, releases: '3' }), /releases: expected an integer >= 0, got "3"/],
-      ['null epsilonSpent', JSON.stringify({ ...ledger, epsilonSpent: null }), /epsilonSpent: expected a number >= 0, got null/],
-      ['zero rho', JSON.stringify({ ...ledger, rho: 0 }), /rho: expected a positive number/],
-      ['bad job id', JSON.stringify({ ...ledger, jobId: 'a b' }), /jobId: expected a job id/],
-      ['info not an object', JSON.stringify({ ...ledger, info: 7 }), /info: expected a JSON object, got number/],
-      ['info without sigma', JSON.stringify({ ...ledger, info: infoNoSigma }), /info: missing field 'sigma'/],
-      ['negative sigma', JSON.stringify({ ...ledger, info: { ...info, sigma: -1 } }), /info: sigma and sensitivity must be >= 0/],
-      ['unknown mechanism', JSON.stringify({ ...ledger, info: { ...info, mechanism: 'laplace' } }), /info\.mechanism: 'laplace' is not one of/],
-      ['mechanism none', JSON.stringify({ ...ledger, info: { ...info, mechanism: 'none' } }), /info\.mechanism is 'none'/],
-      ['spent disagrees', JSON.stringify({ ...ledger, epsilonSpent: 0 }), /epsilonSpent 0 does not match the 3 releases recorded/],
-      ['releases disagree', JSON.stringify({ ...ledger, releases: 1 }), /does not match the 1 releases recorded/],
+      ['old format', fileOf(ledger, 'admm-share-ledger/1'), /format: expected 'admm-share-ledger\/4', got "admm-share-ledger\/1"/],
+      ['no format', JSON.stringify({ entries: [ledger] }), /format: missing/],
+      ['missing bw', fileOf(noBw), /bw: missing/],
+      ['extra field', fileOf({ ...ledger, extra: 1 }), /unexpected field 'extra'/],
+      ['__proto__', text.replace(/"entries":\[\{/, '"entries":[{"__proto__":{},'), /unexpected field '__proto__'/],
+      ['negative releases', fileOf({ ...ledger, releases: -1 }), /releases: expected an integer >= 0, got -1/],
+      ['fractional releases', fileOf({ ...ledger, releases: 2.5 }), /releases: expected an integer >= 0/],
+      ['string releases', fileOf({ ...ledger, releases: '3' }), /releases: expected an integer >= 0, got "3"/],
+      ['null epsilonSpent', fileOf({ ...ledger, epsilonSpent: null }), /epsilonSpent: expected a number >= 0, got null/],
+      ['zero rho', fileOf({ ...ledger, rho: 0 }), /rho: expected a positive number/],
+      ['bad job id', fileOf({ ...ledger, jobId: 'a b' }), /jobId: expected a job id/],
+      ['info not an object', fileOf({ ...ledger, info: 7 }), /info: expected a JSON object, got number/],
+      ['info without sigma', fileOf({ ...ledger, info: infoNoSigma }), /info: missing field 'sigma'/],
+      ['negative sigma', fileOf({ ...ledger, info: { ...info, sigma: -1 } }), /info: sigma and sensitivity must be >= 0/],
+      ['unknown mechanism', fileOf({ ...ledger, info: { ...info, mechanism: 'laplace' } }), /info\.mechanism: 'laplace' is not one of/],
+      ['mechanism none', fileOf({ ...ledger, info: { ...info, mechanism: 'none' } }), /info\.mechanism is 'none'/],
+      ['spent disagrees', fileOf({ ...ledger, epsilonSpent: 0 }), /epsilonSpent 0 does not match the 3 releases recorded/],
+      ['releases disagree', fileOf({ ...ledger, releases: 1 }), /does not match the 1 releases recorded/],
     ];
     for (const [name, body, re] of cases) {
       const path = join(dir, `${name.replace(/\W/g, '-')}.ledger.json`);
@@ -315,8 +317,7 @@ test('a malformed ledger is a DataError naming the file and what is wrong, never
 test('a restart with another mechanism than the ledger was calibrated for is refused', () => {
   const dir = mkdtempSync(join(tmpdir(), 'ledger-mech-'));
   try {
-    const path = join(dir, 'l.json');
-    writeFileSync(path, JSON.stringify(validLedger(2).ledger));
+    const { path } = validLedger(2, dir);
     const p = new Privacy({ mechanism: 'paper', epsilon: 1, delta: 1e-5, bx: 5, b1: 1, c1: 1, seed: 'm' });
     p.restoreLedger(path, 'job-1');
     assert.equal(p.releases, 2);

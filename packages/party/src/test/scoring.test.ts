@@ -110,7 +110,7 @@ test('noised scoring: sigma is calibrated for the requests with sensitivity 2 cl
   for (const v of out) sq += (v - mean) ** 2 / (n - 1);
   assert.ok(Math.abs(mean - clip) < 4 * batch.sigma / Math.sqrt(n), `mean ${mean}`);
   assert.ok(Math.abs(Math.sqrt(sq) / batch.sigma - 1) < 0.03, `sd ${Math.sqrt(sq)} against sigma ${batch.sigma}`);
-  const saved = JSON.parse(readFileSync(ledger, 'utf8')).jobs['predict-1'];
+  const saved = JSON.parse(readFileSync(ledger, 'utf8')).entries.findLast((e: { jobId: string }) => e.jobId === 'predict-1');
   assert.equal(saved.releases, 1);
   assert.ok(saved.epsilonSpent <= 1 && saved.epsilonSpent > 0.999);
 
@@ -120,7 +120,7 @@ test('noised scoring: sigma is calibrated for the requests with sensitivity 2 cl
   assert.throws(() => restarted.release(new Float64Array(1), ledger, 'predict-1'), /scoring budget spent: another request would spend epsilon/);
   assert.throws(() => new ScoringPrivacy({ epsilon: 2, delta: 1e-5, requests: 1 }, clip).release(new Float64Array(1), ledger, 'predict-1'), /was calibrated for epsilon 1.*restarted with other values/);
   restarted.release(new Float64Array(1), ledger, 'predict-2');
-  assert.deepEqual(Object.keys(JSON.parse(readFileSync(ledger, 'utf8')).jobs), ['predict-1', 'predict-2']);
+  assert.deepEqual(JSON.parse(readFileSync(ledger, 'utf8')).entries.map((e: { jobId: string }) => e.jobId), ['predict-1', 'predict-2']);
   // The ledger keeps every job: predict-1 is still spent after predict-2.
   assert.throws(() => new ScoringPrivacy({ epsilon: 1, delta: 1e-5, requests: 1 }, clip).release(new Float64Array(1), ledger, 'predict-1'), /scoring budget spent/);
 });

@@ -1,0 +1,77 @@
+// The hash chain both ledgers keep (training's and scoring's): entries are only ever
+// appended; each carries `prev`, the MAC of the entry before it, and `mac`, the HMAC-SHA256
+// with the party's key of its canonical JSON (prev included). An entry edited, removed from
+// the middle or reordered, and a MAC recomputed without the key, all fail verifyChain.
+import { createHmac, timingSafeEqual } from 'node:crypto';
+import { dirname } from 'node:path';
+import { DataError, z } from '@admm-share/core';
+import { DIGEST_RE } from '@admm-share/protocol';
+import { existingPartyKey, partyKey, partyKeyPath } from './party-key.js';
+
+/** The `prev` of the first entry. */
+export const CHAIN_START = '0'.repeat(64);
+
+/** The fields every chained entry has, for the ledgers' schemas. */
+export const chainFields = {
+  seq: z.int().min(0),
+  prev: z.string().regex(DIGEST_RE, 'expected 64 hex characters'),
+  mac: z.string().regex(DIGEST_RE, 'expected 64 hex characters'),
+};
+
+export interface Chained {
+  seq: number;
+  prev: string;
+  mac: string;
+}
+
+/** JSON with every object's keys sorted: the bytes a MAC covers, whatever order a reader kept. */
+export function canonical(value: unknown): string {
+  if (Array.isArray(value)) return `[${value.map(canonical).join(',')}]`;
+  if (value !== null && typeof value === 'object')
+    return `{${Object.keys(value)
+      .filter((k) => (value as Record<string, unknown>)[k] !== undefined)
+      .sort()
+      .map((k) => `${JSON.stringify(k)}:${canonical((value as Record<string, unknown>)[k])}`)
+      .join(',')}}`;
+  return JSON.stringify(value);
+}
+
+function macOf(key: Buffer, body: object): string {
+  return createHmac('sha256', key).update(canonical(body)).digest('hex');
+}
+
+/** `body` as the next entry after `entries`: its seq, prev and MAC. */
+export function seal<T extends object>(key: Buffer, entries: readonly Chained[], body: T): T & Chained {
+  const last = entries.at(-1);
+  const unsealed = { ...body, seq: entries.length, prev: last ? last.mac : CHAIN_START };
+  return { ...unsealed, mac: macOf(key, unsealed) };
+}
+
+/**
+ * The key a ledger at `path` is checked and sealed with: the party's key beside it, created
+ * with the first ledger. A ledger that exists without its key is refused: it cannot be
+ * checked, and a new key would accept anything written with it.
+ */
+export function ledgerKey(path: string, ledgerExists: boolean, what: string): Buffer {
+  const dir = dirname(path);
+  if (!ledgerExists) return partyKey(dir);
+  const key = existingPartyKey(dir);
+  if (!key)
+    throw new DataError(path, undefined, `${what}: its entries are sealed with the party's key ${partyKeyPath(dir)}, which is missing; restore that file (a ledger that cannot be checked is not trusted)`);
+  return key;
+}
+
+/** Check the chain of a ledger read from `path`: order, links and MACs. */
+export function verifyChain(path: string, what: string, key: Buffer, entries: readonly (Chained & object)[]): void {
+  let prev = CHAIN_START;
+  entries.forEach((e, i) => {
+    const at = `${what}: entries[${i}]`;
+    if (e.seq !== i) throw new DataError(path, undefined, `${at}: seq ${e.seq}, expected ${i} (an entry was removed or moved)`);
+    if (e.prev !== prev) throw new DataError(path, undefined, `${at}: prev does not match the MAC of the entry before it (an entry was removed, moved or edited)`);
+    const { mac, ...body } = e;
+    const want = Buffer.from(macOf(key, body), 'hex');
+    if (!timingSafeEqual(want, Buffer.from(mac, 'hex')))
+      throw new DataError(path, undefined, `${at}: its MAC does not match (job ${(e as { jobId?: string }).jobId ?? '?'}): the entry was edited without the party's key ${partyKeyPath(dirname(path))}, or the key was replaced`);
+    prev = mac;
+  });
+}
