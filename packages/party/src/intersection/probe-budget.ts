@@ -65,7 +65,10 @@ export interface ProbeLimits {
   lookupIdsPerConnection: number;
 }
 
-/** A request refused: `message` says why and which flag raises the cap; `fields` are for the log. */
+/**
+ * A request refused: `message` says why and which flag raises the cap (it goes to the
+ * coordinator, so it names no local file); `fields` are for the party's own log.
+ */
 export class ProbeRefused extends Error {
   constructor(
     message: string,
@@ -104,13 +107,12 @@ export class ProbeBudget {
     if (job?.digests.includes(digest)) return { charged: false, sets: job.digests.length, today: spent[this.kind], cap };
     const fields = { jobId, set, labelIds: ids, setsAnswered: job?.digests.length ?? 0, answeredToday: spent[this.kind], cap };
     if (job) {
-      const first = `this party answered ${job.digests.length} ${set} label set${job.digests.length > 1 ? 's' : ''} of job ${jobId} (${job.labelIds} label ids each)`;
-      if (ids !== job.labelIds)
-        throw new ProbeRefused(`the coordinator sent a different ${set} label set for job ${jobId} (${ids} label ids); ${first}: a rejoin resends the same set, and a restarted coordinator the same ids`, fields);
+      const after = `job ${jobId}: a different ${set} label set of ${ids} ids after ${job.digests.length} of ${job.labelIds} ids`;
+      if (ids !== job.labelIds) throw new ProbeRefused(`${after}; a rejoin resends the same set, and a restarted coordinator the same ids`, fields);
       if (job.digests.length >= this.limits.labelSetsPerJob)
-        throw new ProbeRefused(`the coordinator sent a different ${set} label set for job ${jobId} (${ids} label ids); ${first}, the most --max-label-sets-per-job ${this.limits.labelSetsPerJob} allows (a rejoin resends the same set)`, fields);
+        throw new ProbeRefused(`${after} (--max-label-sets-per-job ${this.limits.labelSetsPerJob}: the first set, and one for each restart of the coordinator); a rejoin resends the same set`, fields);
     }
-    this.refuseOverDay(spent[this.kind], ids, `label ids of the ${set} set of job ${jobId}`, fields);
+    this.refuseOverDay(spent[this.kind], ids, `job ${jobId}: ${ids} ${set} label ids refused`, fields);
     spent[this.kind] += ids;
     if (job) job.digests.push(digest);
     else {
@@ -136,7 +138,7 @@ export class ProbeBudget {
         `a lookup of ${ids} ids refused: ${this.connectionIds} ids were looked up on this connection already, at most ${this.limits.lookupIdsPerConnection} (--max-lookup-ids-per-connection)`,
         fields,
       );
-    this.refuseOverDay(spent[this.kind], ids, 'ids looked up', fields);
+    this.refuseOverDay(spent[this.kind], ids, `a lookup of ${ids} ids refused`, fields);
     spent[this.kind] += ids;
     this.connectionIds += ids;
     this.save(f);
@@ -147,8 +149,8 @@ export class ProbeBudget {
     const cap = this.limits.idsPerDay;
     if (spent + ids > cap)
       throw new ProbeRefused(
-        `${ids} ${what} refused: ${spent} candidate ids were answered today (UTC) for ${this.coordinator} in ${this.kind}, at most ${cap} a day (--max-probe-ids-per-day; the count is kept in ${this.path})`,
-        fields,
+        `${what}: ${spent} candidate ids were answered today (UTC) for ${this.coordinator} in ${this.kind}, at most ${cap} a day (--max-probe-ids-per-day)`,
+        { ...fields, file: this.path },
       );
   }
 
