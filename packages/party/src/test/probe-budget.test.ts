@@ -15,7 +15,7 @@ const LIMITS = { idsPerDay: 100, labelSetsPerJob: 2, lookupIdsPerConnection: 60 
 const digest = (k: number) => k.toString(16).padStart(64, '0');
 
 test('the file sits beside the ledger', () => {
-  assert.equal(probeBudgetPath('/m/model-p1.ledger.json'), '/m/model-p1.probe-budget.json');
+  assert.equal(probeBudgetPath(join('out', 'model-p1.ledger.json')), join('out', 'model-p1.probe-budget.json'));
 });
 
 test('a new UTC day starts the counts again; the label sets of a job are kept, so a rejoin on the next day is still free and a third set still refused', (t) => {
