@@ -67,7 +67,7 @@ export interface PartyConfig {
    * Gram matrix (default 'auto': threadsFor).
    */
   threads?: number | 'auto';
-  /** Candidate ids the coordinator may test per UTC day (default: probeDefaults). */
+  /** Candidate ids the coordinator may test per UTC day (default: 4 x (train + test rows) + 1024; probeBudget). */
   maxProbeIdsPerDay?: number;
   /** Different label sets answered per job and set (default MAX_LABEL_SETS_PER_JOB). */
   maxLabelSetsPerJob?: number;
