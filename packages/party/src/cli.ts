@@ -3,7 +3,7 @@ import { hideBin } from 'yargs/helpers';
 import { type MissingStrategy, ConfigError, DEFAULT_MISSING_TOKENS, FILE_FORMATS, ID_MODES, MISSING_STRATEGIES } from '@admm-share/core';
 import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, requireInteger, requirePositive, runService } from '@admm-share/runtime';
 import { HEARTBEAT_TIMEOUT_MS, MECHANISMS, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS, ROLES } from '@admm-share/protocol';
-import { MAX_LABEL_FACTOR, type PartyConfig, type ScoringConfig, start, startScoring } from './party.js';
+import { MAX_LABEL_FACTOR, MAX_LABEL_SETS_PER_JOB, type PartyConfig, type ScoringConfig, start, startScoring } from './party.js';
 import { DEFAULT_BX } from './privacy/mechanism.js';
 import { type PreparationFlags, DEFAULT_PREPARE_SHARE } from './preparation/data.js';
 import { RELEASE_DEFAULTS } from './privacy/release.js';
@@ -124,6 +124,8 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
     .option('tls-cert', { type: 'string', describe: 'mutual TLS: this party\'s client certificate (PEM)' })
     .option('tls-key', { type: 'string', describe: 'mutual TLS: its private key (PEM)' })
     .option('max-label-factor', { type: 'number', default: MAX_LABEL_FACTOR, describe: "the coordinator's label ids of a set may be at most this many times this party's rows (plus 1024): it bounds how many candidate ids the coordinator can test against this party's" })
+    .option('max-probe-ids-per-day', { type: 'number', describe: "candidate ids this party answers per coordinator (its --coordinator URL) and UTC day, kept beside its ledger (default 4 x (training + test rows) + 1024; docs/privacy.md, Membership probing)" })
+    .option('max-label-sets-per-job', { type: 'number', default: MAX_LABEL_SETS_PER_JOB, describe: 'different label sets of one set answered per job: the first, and one for each coordinator restarted with --resume (a rejoin resends the same set)' })
     .option('threads', {
       type: 'string',
       default: 'auto',
@@ -166,6 +168,8 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
     releaseTestScores: a['release-test-scores'],
     model: resolve(a.model ?? `model-${a.id}.json`),
     threads: parseThreads(a.threads),
+    ...(a['max-probe-ids-per-day'] !== undefined ? { maxProbeIdsPerDay: requireInteger('max-probe-ids-per-day', a['max-probe-ids-per-day'], 0) } : {}),
+    maxLabelSetsPerJob: requireInteger('max-label-sets-per-job', a['max-label-sets-per-job'], 1),
   };
 }
 
@@ -234,6 +238,8 @@ export function parsePredictArgs(argv: string[]): ScoringConfig & { logLevel: Lo
     .option('tls-cert', { type: 'string' })
     .option('tls-key', { type: 'string' })
     .option('max-label-factor', { type: 'number', default: MAX_LABEL_FACTOR, describe: 'the ids to score may be at most this many times this party\'s rows (plus 1024)' })
+    .option('max-probe-ids-per-day', { type: 'number', describe: 'ids to score and ids looked up that this party answers per coordinator (its --coordinator URL) and UTC day (default 4 x rows + 1024; docs/privacy.md, Membership probing)' })
+    .option('max-lookup-ids-per-connection', { type: 'number', describe: 'ids looked up per connection; a lookup beyond is refused, the party stays (default rows + 1024)' })
     .option('log-level', { choices: LOG_LEVELS, default: 'info' as const })
     .parseSync();
   if (a.mechanism === undefined && a.epsilon === undefined)
@@ -244,6 +250,8 @@ export function parsePredictArgs(argv: string[]): ScoringConfig & { logLevel: Lo
     model: resolve(a.model),
     data: resolve(a.data),
     read: { format: a.format, ids: a['id-mode'], idColumn: a['id-column'] },
+    ...(a['max-probe-ids-per-day'] !== undefined ? { maxProbeIdsPerDay: requireInteger('max-probe-ids-per-day', a['max-probe-ids-per-day'], 0) } : {}),
+    ...(a['max-lookup-ids-per-connection'] !== undefined ? { maxLookupIdsPerConnection: requireInteger('max-lookup-ids-per-connection', a['max-lookup-ids-per-connection'], 0) } : {}),
     privacy:
       a.epsilon === undefined
         ? null

@@ -15,6 +15,7 @@ import { type PreparationFlags, loadPreparedLike, loadTrainingData, preparationP
 import { writePartyReportOf } from './scoring/model-report.js';
 import { type PrivacyConfig, DEFAULT_BX, normaliseCsrRows, normaliseDenseRows, validatePrivacyConfig } from './privacy/mechanism.js';
 import { Privacy } from './privacy/privacy.js';
+import { type ProbeKind, ProbeBudget, probeBudgetPath } from './intersection/probe-budget.js';
 import { PartyPsi } from './intersection/psi.js';
 import { type ScoringPrivacyConfig, type ScoringRows, DEFAULT_SCORE_CLIP, Scorer, ScoringPrivacy, scoringLedgerPath } from './scoring/scoring.js';
 import { handle } from './session/session.js';
@@ -66,6 +67,41 @@ export interface PartyConfig {
    * Gram matrix (default 'auto': threadsFor).
    */
   threads?: number | 'auto';
+  /** Candidate ids the coordinator may test per UTC day (default: 4 x (train + test rows) + 1024; probeBudget). */
+  maxProbeIdsPerDay?: number;
+  /** Different label sets answered per job and set (default MAX_LABEL_SETS_PER_JOB). */
+  maxLabelSetsPerJob?: number;
+}
+
+/**
+ * Default of --max-label-sets-per-job: the first set and one coordinator restarted with
+ * --resume (which draws a new key, so the same label ids come as a new set).
+ */
+export const MAX_LABEL_SETS_PER_JOB = 2;
+/** Default of --max-probe-ids-per-day, as a multiple of this party's rows (train + test), plus SLACK_LABEL_IDS. */
+export const PROBE_IDS_PER_ROW = 4;
+
+/**
+ * This party's probe budget (intersection/probe-budget.ts), kept beside its ledger. The day's
+ * default, 4 ids a row (train and test) and 1024, lets a coordinator align a job with a label
+ * set as large as the party's files about twice a day with a restart each (or four times without),
+ * and tests at most that many candidates a day. A lookup per connection defaults to the rows and 1024.
+ */
+function probeBudget(coordinator: string, ledger: string, kind: ProbeKind, rows: number, flags: { perDay?: number; setsPerJob?: number; perConnection?: number }): ProbeBudget {
+  return new ProbeBudget(probeBudgetPath(ledger), coordinatorKey(coordinator), kind, {
+    idsPerDay: flags.perDay ?? PROBE_IDS_PER_ROW * rows + SLACK_LABEL_IDS,
+    labelSetsPerJob: flags.setsPerJob ?? MAX_LABEL_SETS_PER_JOB,
+    lookupIdsPerConnection: flags.perConnection ?? rows + SLACK_LABEL_IDS,
+  });
+}
+
+/** The coordinator's URL as its budget's key: normalised, so that ws://h:1 and ws://h:1/ are one. */
+function coordinatorKey(url: string): string {
+  try {
+    return new URL(url).href;
+  } catch {
+    return url;
+  }
 }
 
 /** Default of --max-label-factor (as the coordinator's --max-rows-factor the other way). */
@@ -74,7 +110,9 @@ export const MAX_LABEL_FACTOR = 10;
 const SLACK_LABEL_IDS = 1024;
 
 /** admm-party predict: score new rows with a trained model, in a batch job or online. */
-export interface ScoringConfig extends Pick<PartyConfig, 'coordinator' | 'partyId' | 'jobId' | 'read' | 'connectTimeoutMs' | 'reconnectTimeoutMs' | 'heartbeatTimeoutMs' | 'token' | 'tls' | 'maxLabelFactor'> {
+export interface ScoringConfig extends Pick<PartyConfig, 'coordinator' | 'partyId' | 'jobId' | 'read' | 'connectTimeoutMs' | 'reconnectTimeoutMs' | 'heartbeatTimeoutMs' | 'token' | 'tls' | 'maxLabelFactor' | 'maxProbeIdsPerDay'> {
+  /** Ids the coordinator may look up per connection (default: the rows and 1024). */
+  maxLookupIdsPerConnection?: number;
   /** The model file this party wrote in training. */
   model: string;
   /** The new rows (their ids and this party's features). */
@@ -157,6 +195,7 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
     ledgerPath: ledgerPath(config.model),
     psi,
     maxLabelIds: Math.ceil((config.maxLabelFactor ?? MAX_LABEL_FACTOR) * Math.max(train.ids.length, test?.ids.length ?? 0)) + SLACK_LABEL_IDS,
+    probe: probeBudget(config.coordinator, ledgerPath(config.model), 'training', train.ids.length + (test?.ids.length ?? 0), { perDay: config.maxProbeIdsPerDay, setsPerJob: config.maxLabelSetsPerJob }),
     threads: config.threads ?? 'auto',
     log,
   };
@@ -199,6 +238,7 @@ export function startScoring(config: ScoringConfig, deps: { logger: Logger }): P
     ledgerPath: ledgerPath(config.model),
     psi: new PartyPsi(new PsiTeam({ afterChunk: collectYoungGarbage }), { train: rows.ids, test: undefined }, (set, what) => progress.counter(what)),
     maxLabelIds: Math.ceil((config.maxLabelFactor ?? MAX_LABEL_FACTOR) * data.ids.length) + SLACK_LABEL_IDS,
+    probe: probeBudget(config.coordinator, ledgerPath(config.model), 'scoring', data.ids.length, { perDay: config.maxProbeIdsPerDay, perConnection: config.maxLookupIdsPerConnection }),
     scoring: { scorer, ledger: scoringLedgerPath(config.model) },
     threads: 0, // scoring has no x-update
     log,

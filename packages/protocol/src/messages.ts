@@ -408,12 +408,20 @@ export interface Lookup {
   points: Uint8Array;
 }
 
-/** The `lookup` points blinded again with the party's key, in the order they came. */
+/**
+ * The `lookup` points blinded again with the party's key, in the order they came; or, with
+ * `refused` (and no points), the party's refusal of this one lookup (its caps on ids looked
+ * up, docs/privacy.md "Membership probing"): the request fails, the connection stays.
+ */
 export interface Found {
   type: 'found';
   jobId: string;
   points: Uint8Array;
+  refused?: string;
 }
+
+/** The longest `found.refused` reason, in characters. */
+export const MAX_REFUSAL_CHARS = 500;
 
 /**
  * Values at..at + PART_VALUES (fewer in the last part) of the vector of the `round` or `share`

@@ -1,6 +1,6 @@
 // The checks of every message a party sends, as the coordinator receives it.
 import { ProtocolError } from './errors.js';
-import { DIGEST_RE, MAX_PENALTY_SQ, MAX_SHARE_MAGNITUDE, type ModelRef, NAME_RE, type PartyMessage, PROOF_BYTES, type PrivacyInfo, type SolverStats } from './messages.js';
+import { DIGEST_RE, MAX_PENALTY_SQ, MAX_REFUSAL_CHARS, MAX_SHARE_MAGNITUDE, type ModelRef, NAME_RE, type PartyMessage, PROOF_BYTES, type PrivacyInfo, type SolverStats } from './messages.js';
 import { ACCOUNTANT_NAMES, MECHANISMS, SAMPLE_SETS, type SampleSet } from './names.js';
 import { invalid, asObject, exactKeys, str, oneOf, count, finite, vector, vectorOrParts, part, bool, bytes, pointList, job, round, typeOf, type ValidationContext, ECHO_CHARS } from './validate-fields.js';
 
@@ -45,8 +45,14 @@ export function validatePartyMessage(value: unknown, ctx: ValidationContext = {}
       };
     }
     case 'found': {
-      exactKeys(o, type, ['type', 'jobId', 'points']);
+      const refusal = 'refused' in o;
+      exactKeys(o, type, ['type', 'jobId', 'points', ...(refusal ? ['refused'] : [])]);
       const jobId = job(o, type, ctx);
+      if (refusal) {
+        const refused = str(o, type, 'refused');
+        if (refused === '' || refused.length > MAX_REFUSAL_CHARS) invalid(`found.refused: expected a reason of 1 to ${MAX_REFUSAL_CHARS} characters, got ${refused.length}`);
+        return { type, jobId, points: pointList(o, type, 'points', 0, (n) => `${n} points with a refusal, expected none`), refused };
+      }
       return { type, jobId, points: pointList(o, type, 'points', ctx.lookupIds, (n) => `${n} points, the lookup sent ${ctx.lookupIds}`) };
     }
     case 'partial': {

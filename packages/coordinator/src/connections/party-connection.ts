@@ -348,6 +348,12 @@ export class PartyConnection {
         case 'partial':
           // Each is only ever a reply: taken if it is what the party was asked for.
           if (!waiting.types.includes(msg.type)) throw new ProtocolError('unexpected', `'${msg.type}' while waiting for '${waiting.types.join("' or '")}'`);
+          // A party's refusal of one lookup (its caps on ids looked up): that request fails, the connection stays.
+          if (msg.type === 'found' && msg.refused !== undefined && waiting === this.pending) {
+            this.deps.log.warn({ party: this.id, refused: msg.refused }, 'party refused a lookup');
+            this.pending.fail(new PeerError(`party ${this.id} refused the lookup: ${msg.refused}`));
+            return;
+          }
           waiting.deliver(msg);
           return;
         default:

@@ -35,12 +35,12 @@ export class PartyPsi {
 
   /**
    * This party's points of a set (computed once) and the coordinator's label points blinded
-   * again, in place: `labelPoints` is overwritten (a message's array, not read again). Both are
+   * again, in place: `labelPoints` is overwritten (a message's array, not read again); `digest`
+   * is its SHA-256 (hex), when the caller has it already. Both are
    * kept in temporary files, read a frame at a time into the answer as it is sent (encodeIdsSource).
    */
-  async answer(set: SampleSet, labelPoints: Uint8Array): Promise<{ points: SpilledBytes; labelPoints: SpilledBytes }> {
+  async answer(set: SampleSet, labelPoints: Uint8Array, digest = createHash('sha256').update(labelPoints).digest('hex')): Promise<{ points: SpilledBytes; labelPoints: SpilledBytes }> {
     const own = this.ownSet(set);
-    const digest = createHash('sha256').update(labelPoints).digest('hex');
     let reply = this.answered.get(set);
     if (reply?.digest !== digest) {
       // Blinded in place: the message's array is not read again.

@@ -1,14 +1,17 @@
 // The private set intersection's messages: the coordinator's label points, put together from
 // their parts, blinded again with this party's key (intersection/psi.ts), answered with this
 // party's own points.
-import { type Psi, POINT_BYTES, ProtocolError, encodeIdsSource } from '@admm-share/protocol';
+import { createHash } from 'node:crypto';
+import { type Psi, type SampleSet, POINT_BYTES, ProtocolError, encodeIdsSource } from '@admm-share/protocol';
+import { ProbeRefused } from '../intersection/probe-budget.js';
 import { collectGarbage, collectYoungGarbage } from './gc.js';
 import { type Outcome, type SessionEnv, type SessionState, expectPhase, reply } from './state.js';
 
 /**
  * The coordinator's half of the private set intersection of one set: answered with this
  * party's points and the coordinator's blinded again (intersection/psi.ts), computed off the main thread.
- * Once per set and connection: a repeat is refused.
+ * Once per set and connection: a repeat is refused; across connections, the label sets
+ * answered per job and the ids per day are this party's probe budget's (chargeLabelSet).
  */
 export function onPsi(s: SessionState, env: SessionEnv, msg: Psi): Outcome {
   expectPhase(s, 'setup');
@@ -27,14 +30,32 @@ export function onPsi(s: SessionState, env: SessionEnv, msg: Psi): Outcome {
   const connection = s.connection;
   // Not `msg` in the closure: its points (32 bytes an id) are garbage once blinded again.
   const { set, jobId } = msg;
-  const work = env.psi.answer(set, points).then((answer): Outcome => {
-    env.log.info({ set, labelIds, ids: answer.points.length / POINT_BYTES, seconds: (performance.now() - t0) / 1000 }, 'ids intersected (ECDH PSI)');
+  const digest = createHash('sha256').update(points).digest('hex');
+  const probe = chargeLabelSet(env, jobId, set, digest, labelIds);
+  const work = env.psi.answer(set, points, digest).then((answer): Outcome => {
+    env.log.info({ set, labelIds, ids: answer.points.length / POINT_BYTES, seconds: (performance.now() - t0) / 1000, ...probe }, 'ids intersected (ECDH PSI)');
     if (s.connection !== connection) return reply();
     // Read from their temporary files a frame at a time, as the message is sent.
     const encoded = encodeIdsSource({ jobId, set }, answer.points, answer.labelPoints);
     return { kind: 'reply', messages: [], encoded: [encoded] };
   });
   return { kind: 'later', work };
+}
+
+/**
+ * The label set checked against this party's probe budget before any blinding (a set answered
+ * for this job already is free): a refusal is logged and closes the connection (4004).
+ */
+function chargeLabelSet(env: SessionEnv, jobId: string, set: SampleSet, digest: string, labelIds: number): { labelSets: number; probeIdsToday: number; probeIdsCap: number } | undefined {
+  if (!env.probe || labelIds === 0) return undefined;
+  try {
+    const c = env.probe.labelSet(jobId, set, digest, labelIds);
+    return { labelSets: c.sets, probeIdsToday: c.today, probeIdsCap: c.cap };
+  } catch (err) {
+    if (!(err instanceof ProbeRefused)) throw err;
+    env.log.warn({ ...err.fields, coordinator: env.probe.coordinator }, `membership probing: psi refused: ${err.message}`);
+    throw new ProtocolError('unexpected', err.message);
+  }
 }
 
 /**

@@ -3,6 +3,7 @@
 import type { Logger } from 'pino';
 import { type ClassWeights, type Csr, type Dense, type FeatureTable, type LossName, type PackedIds, DenseRows, SpilledCsr } from '@admm-share/core';
 import { type ByteSource, type Done, type PartyMessage, type Role, type SampleSet, type ValidationContext, PROTOCOL_VERSION, ProtocolError, firstOutside } from '@admm-share/protocol';
+import type { ProbeBudget } from '../intersection/probe-budget.js';
 import type { PartyPsi } from '../intersection/psi.js';
 import type { Privacy } from '../privacy/privacy.js';
 import type { ActiveFit, PassiveModel } from '../privacy/release.js';
@@ -57,6 +58,8 @@ export interface SessionState {
   psiParts: { set: SampleSet; total: number; next: number; points: Uint8Array } | undefined;
   /** Scoring: `score` requests answered so far. */
   scored: number;
+  /** Scoring: `lookup` requests received so far (answered or refused). */
+  lookups: number;
   /** A set-up's factorisation under way (stopped if the connection is lost). */
   factoring: RidgeXUpdate | undefined;
   /** The collections at each round of a large size. */
@@ -64,7 +67,7 @@ export interface SessionState {
 }
 
 export function newSession(): SessionState {
-  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, testFrom: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined, psiSets: new Set(), psiParts: undefined, scored: 0, factoring: undefined, garbage: new RoundGarbage() };
+  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, testFrom: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined, psiSets: new Set(), psiParts: undefined, scored: 0, lookups: 0, factoring: undefined, garbage: new RoundGarbage() };
 }
 
 /**
@@ -111,6 +114,8 @@ export interface SessionEnv {
    * and the new rows (`train` is then the file of new rows), and the scoring ledger's path.
    */
   scoring?: { scorer: Scorer; ledger: string };
+  /** What the coordinator may test against this party's ids: label sets per job, ids per day and per connection (intersection/probe-budget.ts). */
+  probe?: ProbeBudget;
   /** The most label ids a `psi` may carry (admm-party --max-label-factor). */
   maxLabelIds: number;
   /** Threads beside the party's own for a large dense block's products and set-up (admm-party --threads; threadsFor). */
