@@ -133,3 +133,32 @@ test('a hostile coordinator asks a scoring party for row 0 twice: the party refu
   assert.equal(partials[0].length, 2);
   assert.ok(partials[0].every(Number.isFinite));
 });
+
+test('a data file with a Latin-1 byte in an id: admm-party and admm-coordinator predict exit 65 naming the file and line; with --id-encoding latin1 they read it', async (t) => {
+  const dir = tempDir(t);
+  const runDir = await trained;
+  // 'Müller' in Latin-1 (ü is the byte 0xFC): it used to be read as 'M\uFFFDller'.
+  const mueller = Buffer.from([0x4d, 0xfc, ...Buffer.from('ller')]);
+  const data = join(dir, 'party.libsvm');
+  writeFileSync(data, Buffer.concat([Buffer.from('a 1:1\nb 1:2\n'), mueller, Buffer.from(' 1:3\n')]));
+  const party = (extra: string[]) =>
+    run(BIN.party, ['--coordinator', 'ws://127.0.0.1:1', '--id', 'party-1', '--data', data, '--ids', 'first', '--mechanism', 'none', '--model', join(dir, 'model.json'), '--connect-timeout', '300', ...extra]);
+  const ids = join(dir, 'ids.csv');
+  writeFileSync(ids, Buffer.concat([Buffer.from('id\nx\n'), mueller, Buffer.from('\n')]));
+  const coordinator = (extra: string[]) => run(BIN.coordinator, ['predict', '--model', join(runDir, 'job.json'), '--ids', ids, '--port', '0', '--out', join(dir, 'p.csv'), ...extra]);
+
+  const strict = [party([]), coordinator([])];
+  for (const [p, file, line] of [[strict[0], data, 3], [strict[1], ids, 3]] as const) {
+    assert.equal((await p.exit).code, 65, p.stderr());
+    assert.ok(p.stderr().includes(`${file}:${line}: not valid UTF-8`), p.stderr());
+    assert.match(p.stderr(), /--id-encoding latin1/);
+  }
+  // Read: the party then finds no coordinator at port 1 (69); the coordinator listens for its parties.
+  const lenient = party(['--id-encoding', 'latin1']);
+  assert.equal((await lenient.exit).code, 69, lenient.stderr());
+  assert.match(lenient.stderr(), /ECONNREFUSED/);
+  const c = coordinator(['--id-encoding', 'latin1']);
+  await c.waitFor((r) => r.msg === 'listening');
+  c.kill();
+  await c.exit;
+});

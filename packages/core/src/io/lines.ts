@@ -13,6 +13,13 @@ import { DataError } from '../errors.js';
 export const TEXT_ENCODINGS = ['utf8', 'latin1'] as const;
 export type TextEncoding = (typeof TEXT_ENCODINGS)[number];
 
+/** The --id-encoding flag, as every command that reads a file of ids declares it. */
+export const ID_ENCODING_OPTION = {
+  choices: TEXT_ENCODINGS,
+  default: 'utf8' as const,
+  describe: "the text encoding of the files of ids (and labels): utf8 (a byte that is not UTF-8 is an error naming its line) or latin1 (ISO-8859-1, any byte)",
+};
+
 /**
  * Bytes read from a data file at a time. Files are parsed chunk by chunk as they are read, so
  * loading never holds a whole file (as bytes or as text): memory stays close to the matrix and
