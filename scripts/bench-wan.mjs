@@ -65,11 +65,17 @@ const started = performance.now();
 const out = join(dir, 'out');
 let listening;
 const port = new Promise((resolve) => (listening = resolve));
+/** The relay's counts when the coordinator had aligned the samples: what the rounds moved is the rest. */
+let aligned;
 const coordinator = start(
   bin('coordinator', 'admm-coordinator.js'),
   ['--port', '0', '--labels', files.labels, '--parties', files.parties.map((p) => p.id).join(','), '--out', out, '--rounds', values.rounds, '--job', 'bench-wan'],
-  (r) => r.msg === 'listening' && listening(r.port),
+  (r) => {
+    if (r.msg === 'listening') listening(r.port);
+    else if (r.msg === 'samples aligned') aligned = relay.links.map((l) => ({ ...l }));
+  },
 );
+// Assigned before any party connects: the coordinator's log only refers to it from then on.
 const relay = await wanRelay(await Promise.race([port, coordinator.exit.then((c) => Promise.reject(new Error(`coordinator exited ${c}: ${coordinator.stderr()}`)))]), { mbit, delayMs });
 const procs = files.parties.map((f) =>
   start(bin('party', 'admm-party.js'), ['--coordinator', `ws://127.0.0.1:${relay.port}`, '--id', f.id, '--data', f.train, '--ids', 'first', '--mechanism', 'none', '--threads', '0', '--model', join(out, `model-${f.id}.json`)]),
@@ -91,9 +97,22 @@ const busiest = relay.links.reduce((a, l) => (l.up + l.down > a.up + a.down ? l 
 const rtt = (2 * delayMs) / 1000;
 const transfer = ((busiest.up + busiest.down) * 8) / (mbit * 1e6);
 const floor = transfer + busiest.roundTrips * rtt;
+// After the alignment (set-up and rounds): the busiest link's bytes and round trips then, against the coordinator's time then.
+const before = aligned?.[relay.links.indexOf(busiest)] ?? { up: 0, down: 0, roundTrips: 0 };
+const roundBytes = busiest.up + busiest.down - before.up - before.down;
+const roundTrips = busiest.roundTrips - before.roundTrips;
+const roundsFloor = (roundBytes * 8) / (mbit * 1e6) + roundTrips * rtt;
 console.log(`a9a (${train.ids.length} rows, split ${split.join(' | ')}), ${parties} parties, node ${process.version}; every connection through a relay of ${mbit} Mbit/s each way and ${delayMs} ms each way (RTT ${rtt * 1000} ms)`);
-console.log(`end to end: ${seconds.toFixed(1)} s from starting the coordinator to the last exit (the coordinator's own: total ${summary.seconds.total.toFixed(1)} s, set-up ${summary.seconds.setup.toFixed(1)} s, training ${summary.seconds.training.toFixed(1)} s, ${(summary.seconds.perRound * 1000).toFixed(0)} ms a round)`);
+console.log(
+  `end to end: ${seconds.toFixed(1)} s from starting the coordinator to the last exit (the coordinator's own: total ${summary.seconds.total.toFixed(1)} s, ` +
+    `alignment ${summary.alignment.seconds?.toFixed(1)} s from its start, set-up ${summary.seconds.setup.toFixed(1)} s, training ${summary.seconds.training.toFixed(1)} s, ${(summary.seconds.perRound * 1000).toFixed(0)} ms a round)`,
+);
 console.log(`rounds: ${summary.rounds} (${summary.reason}); connections: ${relay.links.length}`);
 console.log(`bytes: ${mb(up)} party to coordinator, ${mb(down)} coordinator to party (all links); busiest link ${mb(busiest.up)} up, ${mb(busiest.down)} down, ${busiest.roundTrips} round trips`);
 console.log(`floor (busiest link): ${mb(busiest.up + busiest.down)} / ${mbit} Mbit/s = ${transfer.toFixed(2)} s + ${busiest.roundTrips} round trips x ${rtt * 1000} ms = ${(busiest.roundTrips * rtt).toFixed(2)} s: ${floor.toFixed(2)} s`);
 console.log(`ratio: end to end ${(seconds / floor).toFixed(2)} x the floor; the coordinator's total ${(summary.seconds.total / floor).toFixed(2)} x`);
+const afterAlignment = summary.seconds.total - (summary.alignment.seconds ?? 0);
+console.log(
+  `after the alignment (set-up and rounds): ${mb(roundBytes)} and ${roundTrips} round trips on the busiest link, floor ${roundsFloor.toFixed(2)} s; ` +
+    `the coordinator took ${afterAlignment.toFixed(1)} s, ${(afterAlignment / roundsFloor).toFixed(2)} x`,
+);
