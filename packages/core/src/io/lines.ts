@@ -101,10 +101,11 @@ function sequenceLength(b: number): number {
 }
 
 /**
- * UTF-8 validity of a file read in chunks, by node's isUtf8 (simdutf: it added no measurable
- * time to reading, see docs/scaling.md). A character split between two chunks is held back,
- * a few bytes, and checked once whole. `next` and `end` give the file offset of the first
- * bad sequence (an offset within it, for the line), or -1.
+ * UTF-8 validity of a file read in chunks, by node's isUtf8 (simdutf): about 1 ms for 23 MB,
+ * and reading a9a ten times over (325,610 rows) took the same CPU time with it as without
+ * (medians of 6: 627 against 617 ms, the runs of each spanning 600-645). A character split
+ * between two chunks is held back, a few bytes, and checked once whole. `next` and `end` give
+ * the file offset of the first bad sequence, or -1.
  */
 export class Utf8Check {
   private carry: number[] = [];
