@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
 import { hideBin } from 'yargs/helpers';
-import { ACCOUNTANTS, BANK_TELECOM_DEFAULTS, CLASS_WEIGHT_SYNTAX, ConfigError, DEFAULT_LAMBDA, LABEL_PRIVACY_LAMBDA, accountEpsilon, calibrateSigma, syntheticDataset } from '@admm-share/core';
+import { ACCOUNTANTS, BANK_TELECOM_DEFAULTS, CLASS_WEIGHT_SYNTAX, ConfigError, DEFAULT_LAMBDA, ID_ENCODING_OPTION, LABEL_PRIVACY_LAMBDA, accountEpsilon, calibrateSigma, syntheticDataset } from '@admm-share/core';
 import { ALGORITHMS, MECHANISMS, NOISE_MECHANISMS, type NoiseMechanism, VARIANTS } from '@admm-share/protocol';
 import { commandLine, exitWithError, installCrashHandlers, requireInteger, requireNonNegative, requirePositive } from '@admm-share/runtime';
 import { type SimulatePrivacy, simulate } from './simulate.js';
@@ -89,6 +89,7 @@ async function main(): Promise<void> {
           .option('prepare', { type: 'boolean', default: false, describe: "each party standardises its columns (admm-party --prepare; with --epsilon, statistics estimated with a share of each passive party's budget), with an intercept at party 1; the baselines stay on the data as it is" })
           .option('out', { type: 'string', describe: 'output directory (default: runs/<time>)' })
           .option('data-seed', { type: 'string', default: 'admm-share', describe: 'seed of the synthetic data set' })
+          .option('id-encoding', ID_ENCODING_OPTION)
           .option('mechanism', { choices: MECHANISMS, describe: 'privacy mechanism of every passive party (default: none; with --epsilon the one that fits the algorithm)' })
           .option('epsilon', { type: 'number', describe: 'privacy budget of every passive party for the whole training' })
           .option('delta', { type: 'number', default: 1e-5, describe: 'privacy delta of every passive party' })
@@ -128,6 +129,7 @@ async function main(): Promise<void> {
           prepare: a.prepare,
           out: a.out,
           dataSeed: a['data-seed'],
+          idEncoding: a['id-encoding'],
           baselines: a.baselines,
           privacy: simulatePrivacy(a),
           labelPrivacy: a['label-epsilon'] === undefined ? undefined : { epsilon: requirePositive('label-epsilon', a['label-epsilon']), ...(a.seed !== undefined ? { seed: a.seed } : {}) },
@@ -175,7 +177,8 @@ async function main(): Promise<void> {
           .option('missing', { choices: MISSING_POLICIES, default: 'error' as const, describe: "an id a party does not hold: error, or partial (scored without that party's part)" })
           .option('epsilon', { type: 'number', describe: "noise each passive party's scores with this budget for the prediction job (default: no noise)" })
           .option('delta', { type: 'number', default: 1e-5 })
-          .option('seed', { type: 'string', describe: 'seed the noise (PREDICTABLE: reproducible experiments only)' }),
+          .option('seed', { type: 'string', describe: 'seed the noise (PREDICTABLE: reproducible experiments only)' })
+          .option('id-encoding', ID_ENCODING_OPTION),
       async (a) => {
         await predictRun({
           run: a.run,
@@ -186,6 +189,7 @@ async function main(): Promise<void> {
           epsilon: a.epsilon === undefined ? undefined : requirePositive('epsilon', a.epsilon),
           delta: requirePositive('delta', a.delta),
           seed: a.seed,
+          idEncoding: a['id-encoding'],
         });
       },
     )

@@ -7,6 +7,7 @@ import type { DatasetName } from './names.js';
 import {
   type Csr,
   type LabelledSet,
+  type TextEncoding,
   BANK_TELECOM_DEFAULTS,
   EXIT,
   bankTelecomDataset,
@@ -33,6 +34,8 @@ export interface DataOptions {
   features?: number;
   /** Seed of the synthetic data set. */
   dataSeed: string;
+  /** The text encoding of --data and --test (--id-encoding; default utf8). */
+  idEncoding?: TextEncoding;
 }
 
 /** A data set in memory, its feature blocks (one per party) and a description for the first output line. */
@@ -43,8 +46,8 @@ export interface SimulationData {
   source: string;
 }
 
-function loadLibsvmSet(path: string, features: number | undefined): LabelledSet {
-  const t = readLibsvm(path, { ids: 'auto', features });
+function loadLibsvmSet(path: string, features: number | undefined, encoding: TextEncoding | undefined): LabelledSet {
+  const t = readLibsvm(path, { ids: 'auto', features, encoding });
   const { y } = binaryLabels({ file: path, ids: t.ids, raw: t.firstTokens!, lines: t.lines });
   return { ids: t.ids, X: t.X, y };
 }
@@ -73,8 +76,8 @@ export function loadData(opts: DataOptions): SimulationData {
     const d = s.train.X.cols;
     return { train: s.train, test: s.test, blocks: opts.split ? parseSplit(opts.split, d) : s.blocks, source: `synthetic (seed '${opts.dataSeed}')` };
   }
-  const train = loadLibsvmSet(opts.data, opts.features);
-  const test = opts.test ? loadLibsvmSet(opts.test, opts.features) : undefined;
+  const train = loadLibsvmSet(opts.data, opts.features, opts.idEncoding);
+  const test = opts.test ? loadLibsvmSet(opts.test, opts.features, opts.idEncoding) : undefined;
   const d = Math.max(train.X.cols, test?.X.cols ?? 0);
   train.X = withCols(train.X, d);
   if (test) test.X = withCols(test.X, d);

@@ -5,7 +5,7 @@
 // per block (admm-party predict) run on localhost with the run's model files and credentials.
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { ConfigError, binaryLabels, csrSelectRows, csrSliceColumns, formatLabelsCsv, formatLibsvmWithIds, randomPermutation, readLibsvm, writeFileAtomic } from '@admm-share/core';
+import { type TextEncoding, ConfigError, binaryLabels, csrSelectRows, csrSliceColumns, formatLabelsCsv, formatLibsvmWithIds, randomPermutation, readLibsvm, writeFileAtomic } from '@admm-share/core';
 import { JOB_FILE, type PredictSummary, type MissingPolicy, predictLine, readJobFile, readPredictSummary } from '@admm-share/coordinator';
 import { type Child, killAll } from './processes.js';
 import { runProcesses } from './launch.js';
@@ -26,6 +26,8 @@ export interface PredictRunOptions {
   delta: number;
   /** Seeded noise (`seed/party`): predictable, experiments only. */
   seed?: string;
+  /** The text encoding of `data` (--id-encoding; default utf8). */
+  idEncoding?: TextEncoding;
 }
 
 /** The line `predict` prints about the parties' privacy (no noise unless asked). */
@@ -40,7 +42,7 @@ export async function predictRun(opts: PredictRunOptions, out: NodeJS.WriteStrea
     if (!existsSync(join(run, f))) throw new ConfigError(`--run ${run}: no ${f} (give the folder of a completed admm-share simulate run)`);
   const job = readJobFile(join(run, JOB_FILE));
   const features = job.parties.reduce((k, p) => k + p.features, 0);
-  const table = readLibsvm(resolve(opts.data), { ids: 'auto', features });
+  const table = readLibsvm(resolve(opts.data), { ids: 'auto', features, encoding: opts.idEncoding });
   const dir = join(run, 'predict');
   const logs = join(dir, 'logs');
   mkdirSync(logs, { recursive: true });

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
-import { CLASS_WEIGHT_SYNTAX, ConfigError, DEFAULT_LAMBDA, FILE_FORMATS, LABEL_ID_MODES, LABEL_PRIVACY_LAMBDA, parseClassWeight } from '@admm-share/core';
+import { CLASS_WEIGHT_SYNTAX, ConfigError, DEFAULT_LAMBDA, FILE_FORMATS, ID_ENCODING_OPTION, LABEL_ID_MODES, LABEL_PRIVACY_LAMBDA, parseClassWeight } from '@admm-share/core';
 import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, requireInteger, requireNonNegative, requirePositive, runService } from '@admm-share/runtime';
 import { ALGORITHMS, HEARTBEAT_MS, LOSSES, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS, VARIANTS } from '@admm-share/protocol';
 import type { Logger } from 'pino';
@@ -49,6 +49,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     .command('serve', 'online scoring: answer POST /score with the parties connected (admm-coordinator serve --help)')
     .option('id-mode', { alias: 'ids', choices: LABEL_ID_MODES, default: 'auto' as const, describe: 'LIBSVM labels: where sample ids come from' })
     .option('id-column', { type: 'string', default: 'id', describe: 'CSV: id column name' })
+    .option('id-encoding', ID_ENCODING_OPTION)
     .option('label-column', { type: 'string', default: 'label', describe: 'CSV: label column name' })
     .option('parties', { type: 'string', array: true, demandOption: true, describe: 'party ids that must join (comma or space separated)' })
     .option('job', { type: 'string', describe: 'job id (default: random)' })
@@ -120,7 +121,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     labels: resolve(a.labels),
     testLabels: a['test-labels'] ? resolve(a['test-labels']) : undefined,
     testSelection: testSelectionOf({ holdout: a.holdout, holdoutSeed: a['holdout-seed'], testIds: a['test-ids'] === undefined ? undefined : resolve(a['test-ids']), testLabels: a['test-labels'] }),
-    labelOptions: { format: a['label-format'], ids: a['id-mode'], idColumn: a['id-column'], labelColumn: a['label-column'] },
+    labelOptions: { format: a['label-format'], ids: a['id-mode'], idColumn: a['id-column'], labelColumn: a['label-column'], encoding: a['id-encoding'] },
     parties,
     jobId,
     loss: a.loss,
@@ -230,6 +231,7 @@ export function parsePredictArgs(argv: string[]): PredictConfig & { logLevel: Lo
     .option('format', { choices: FILE_FORMATS, default: 'auto' as const })
     .option('id-mode', { choices: LABEL_ID_MODES, default: 'auto' as const, describe: 'LIBSVM: where sample ids come from' })
     .option('id-column', { type: 'string', default: 'id' })
+    .option('id-encoding', ID_ENCODING_OPTION)
     .option('label-column', { type: 'string', default: 'label' })
     .option('out', { type: 'string', default: 'predictions.csv', describe: 'the predictions (written atomically); a summary goes next to it (.json)' })
     .option('request-timeout', { type: 'number', default: 600_000, describe: 'ms a party has to answer' })
@@ -240,7 +242,7 @@ export function parsePredictArgs(argv: string[]): PredictConfig & { logLevel: Lo
     ...scoringNet(a, a['request-timeout']),
     ids: resolve((a.ids ?? a.labels)!),
     labels: a.labels !== undefined,
-    idOptions: { format: a.format, ids: a['id-mode'], idColumn: a['id-column'], labelColumn: a['label-column'] },
+    idOptions: { format: a.format, ids: a['id-mode'], idColumn: a['id-column'], labelColumn: a['label-column'], encoding: a['id-encoding'] },
     out: resolve(a.out),
     maxRowsFactor: requirePositive('max-rows-factor', a['max-rows-factor']),
   };

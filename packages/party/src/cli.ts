@@ -1,6 +1,6 @@
 import { resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
-import { type MissingStrategy, ConfigError, DEFAULT_MISSING_TOKENS, FILE_FORMATS, ID_MODES, MISSING_STRATEGIES } from '@admm-share/core';
+import { type MissingStrategy, ConfigError, DEFAULT_MISSING_TOKENS, FILE_FORMATS, ID_ENCODING_OPTION, ID_MODES, MISSING_STRATEGIES } from '@admm-share/core';
 import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, requireInteger, requirePositive, runService } from '@admm-share/runtime';
 import { HEARTBEAT_TIMEOUT_MS, MECHANISMS, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS, ROLES } from '@admm-share/protocol';
 import { MAX_LABEL_FACTOR, MAX_LABEL_SETS_PER_JOB, type PartyConfig, type ScoringConfig, start, startScoring } from './party.js';
@@ -80,6 +80,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
       describe: 'LIBSVM sample ids: first token (first), qid:ID (qid), row number (row); auto = qid if present, else row',
     })
     .option('id-column', { type: 'string', default: 'id', describe: 'CSV: name of the id column' })
+    .option('id-encoding', ID_ENCODING_OPTION)
     .option('features', { type: 'number', describe: 'number of feature columns (default: largest index in the training file)' })
     .option('intercept', { type: 'boolean', default: false, describe: 'fit an unpenalised intercept here (one party at most)' })
     .option('prepare', { type: 'boolean', describe: 'prepare the data (columns, missing values, categories, standardisation); default: on for CSV, off for LIBSVM (--no-prepare turns it off)' })
@@ -148,6 +149,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
       format: a.format,
       ids: a['id-mode'],
       idColumn: a['id-column'],
+      encoding: a['id-encoding'],
       features: a.features === undefined ? undefined : requireInteger('features', a.features, 1),
     },
     prepare: prepareFlags(a),
@@ -223,6 +225,7 @@ export function parsePredictArgs(argv: string[]): ScoringConfig & { logLevel: Lo
     .option('format', { choices: FILE_FORMATS, default: 'auto' as const })
     .option('id-mode', { alias: 'ids', choices: ID_MODES, default: 'auto' as const, describe: 'LIBSVM sample ids: first token (first), qid:ID (qid), row number (row)' })
     .option('id-column', { type: 'string', default: 'id', describe: 'CSV: name of the id column' })
+    .option('id-encoding', ID_ENCODING_OPTION)
     .option('mechanism', { choices: ['none'] as const, describe: 'none: send this party\'s scores without noise (an explicit choice)' })
     .option('epsilon', { type: 'number', describe: 'privacy budget for this prediction job: Gaussian noise on each score (docs/privacy.md, section 12)' })
     .option('delta', { type: 'number', default: 1e-5 })
@@ -249,7 +252,7 @@ export function parsePredictArgs(argv: string[]): ScoringConfig & { logLevel: Lo
     ...linkFlags(a),
     model: resolve(a.model),
     data: resolve(a.data),
-    read: { format: a.format, ids: a['id-mode'], idColumn: a['id-column'] },
+    read: { format: a.format, ids: a['id-mode'], idColumn: a['id-column'], encoding: a['id-encoding'] },
     ...(a['max-probe-ids-per-day'] !== undefined ? { maxProbeIdsPerDay: requireInteger('max-probe-ids-per-day', a['max-probe-ids-per-day'], 0) } : {}),
     ...(a['max-lookup-ids-per-connection'] !== undefined ? { maxLookupIdsPerConnection: requireInteger('max-lookup-ids-per-connection', a['max-lookup-ids-per-connection'], 0) } : {}),
     privacy:

@@ -314,6 +314,12 @@ function run(config: RunConfig, env: SessionEnv, rowsScaled: number, preparation
   /** A bad frame or a failed handler: the kind of error decides the close code. */
   const failOn = (err: unknown): void => {
     if (err instanceof ProtocolError) {
+      // A scoring party refuses one bad request (by closing that connection: the coordinator
+      // fails the request) and joins again: one request must not end the service.
+      if (env.scoring && session.phase === 'setup' && link.refuseAndRejoin(err.kind, err.message)) {
+        env.log.warn({ close: err.closeCode, err: err.message }, 'refused a bad request from the coordinator; rejoining');
+        return;
+      }
       env.log.error({ close: err.closeCode, err: err.message }, 'bad message from coordinator');
       fail(new PeerError(`coordinator sent a bad message: ${err.message}`), err.kind);
     } else if (err instanceof DataError || err instanceof ConfigError) fail(err, 'partyFailure');

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { type FileFormat, type IdMode, binaryLabels, numericLabels, readLabelFile } from '@admm-share/core';
+import { type FileFormat, type IdMode, type TextEncoding, binaryLabels, numericLabels, readLabelFile } from '@admm-share/core';
 import type { LossName } from '@admm-share/protocol';
 
 export interface LabelOptions {
@@ -7,6 +7,7 @@ export interface LabelOptions {
   ids?: IdMode;
   idColumn?: string;
   labelColumn?: string;
+  encoding?: TextEncoding;
 }
 
 export interface Labels {

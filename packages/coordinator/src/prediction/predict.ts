@@ -128,11 +128,16 @@ export class ScoringNet {
     return port;
   }
 
-  /** One party's part of the scores of the rows at `positions` of its ids (in that order). */
+  /**
+   * One party's part of the scores of the rows at `positions` of its ids (in that order). A row
+   * named twice (two ids that the party's `found` answer put on one row) is asked for once: a
+   * party refuses a `score` that repeats a row.
+   */
   async score(p: PartyConnection, positions: Uint32Array): Promise<{ scores: Float64Array; epsilonSpent: number }> {
     const jobId = this.cfg.jobId;
-    const reply = await p.request(encode({ type: 'score', jobId, rows: positions }), ['partial'], { jobId, n: positions.length });
-    return { scores: reply.scores, epsilonSpent: reply.epsilonSpent };
+    const { rows, at } = distinctRows(positions);
+    const reply = await p.request(encode({ type: 'score', jobId, rows }), ['partial'], { jobId, n: rows.length });
+    return { scores: at ? Float64Array.from(at, (k) => reply.scores[k]) : reply.scores, epsilonSpent: reply.epsilonSpent };
   }
 
   /** End the job: every party closed with 'done', the server shut down. */
@@ -148,6 +153,23 @@ export class ScoringNet {
     this.failure = undefined;
     void this.port.close();
   }
+}
+
+/** `positions` without repeats (in first-seen order), and where each position is among them (undefined: no repeat). */
+export function distinctRows(positions: Uint32Array): { rows: Uint32Array; at: Uint32Array | undefined } {
+  // The usual case, no repeat, with a byte per row rather than a map (a batch has millions).
+  const seen = new Uint8Array(positions.reduce((m, v) => Math.max(m, v + 1), 0));
+  let i = 0;
+  while (i < positions.length && !seen[positions[i]]) seen[positions[i++]] = 1;
+  if (i === positions.length) return { rows: positions, at: undefined };
+  const first = new Map<number, number>();
+  const at = new Uint32Array(positions.length);
+  for (let i = 0; i < positions.length; i++) {
+    const k = first.get(positions[i]) ?? first.size;
+    if (k === first.size) first.set(positions[i], k);
+    at[i] = k;
+  }
+  return { rows: Uint32Array.from(first.keys()), at };
 }
 
 /**

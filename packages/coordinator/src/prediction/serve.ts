@@ -12,7 +12,7 @@
  */
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
-import { DataError, PeerError } from '@admm-share/core';
+import { DataError, PeerError, requestIdsProblem } from '@admm-share/core';
 import { encode } from '@admm-share/protocol';
 import type { PartyConnection } from '../connections/party-connection.js';
 import { type ScoringNetConfig, ScoringNet, planRows, probability, spreadParts } from './predict.js';
@@ -170,7 +170,8 @@ export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle>
     if (!Array.isArray(ids) || ids.length === 0) throw new RequestError(400, 'expected {"ids": ["id", ...]} with at least one id');
     if (ids.length > cfg.maxRequestIds) throw new RequestError(413, `${ids.length} ids, more than --max-request-ids ${cfg.maxRequestIds}`);
     if (ids.some((v) => typeof v !== 'string' || v.length === 0 || v.length > MAX_ID_CHARS)) throw new RequestError(400, `every id must be a non-empty string of at most ${MAX_ID_CHARS} characters`);
-    if (new Set(ids).size !== ids.length) throw new RequestError(400, 'an id appears twice');
+    const bad = requestIdsProblem(ids as string[]);
+    if (bad !== undefined) throw new RequestError(400, bad);
     return ids as string[];
   }
 

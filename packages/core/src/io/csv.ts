@@ -3,7 +3,7 @@ import { type Options as CsvOptions, Parser as CsvParser } from 'csv-parse';
 import { BlockBuilder } from '../linalg/block.js';
 import { DataError, InternalError } from '../errors.js';
 import { IdList, type IdSink } from './ids.js';
-import { chunkSize, fileSize, readChunks } from './lines.js';
+import { type TextEncoding, chunkSize, fileSize, readChunks } from './lines.js';
 import { parseDataNumber } from './numbers.js';
 import { type FeatureTable, type ReadOptions, type Scanned, sparse } from './table.js';
 
@@ -72,7 +72,7 @@ export function csvField(v: string): string {
  * with its fields trimmed of blanks; `line` is the physical line the record starts on (a quoted
  * field may span lines). The file is read and parsed in chunks.
  */
-function forEachCsvRecord(path: string, chunkBytes: number, each: (fields: string[], line: number) => void): void {
+function forEachCsvRecord(path: string, chunkBytes: number, encoding: TextEncoding | undefined, each: (fields: string[], line: number) => void): void {
   const parser = csvParser();
   /** Line of the record being parsed. */
   let line = 1;
@@ -92,7 +92,7 @@ function forEachCsvRecord(path: string, chunkBytes: number, each: (fields: strin
   readChunks(path, chunkBytes, (chunk) => {
     const err = parser.parse(chunk, false, push, close);
     if (err !== undefined) throw csvDataError(path, line, err);
-  });
+  }, encoding);
   const err = parser.parse(undefined, true, push, close);
   if (err !== undefined) throw csvDataError(path, line, err);
 }
@@ -106,11 +106,16 @@ interface CsvHeader {
  * Reads a CSV file record by record: the first record is the header, which `onHeader` checks
  * and answers with the handler of the data rows; every data row has as many fields as the header.
  */
-export function readCsv(path: string, chunkBytes: number | undefined, onHeader: (h: CsvHeader) => (fields: string[], line: number) => void): void {
+export function readCsv(
+  path: string,
+  chunkBytes: number | undefined,
+  onHeader: (h: CsvHeader) => (fields: string[], line: number) => void,
+  encoding?: TextEncoding,
+): void {
   let header: CsvHeader | undefined;
   let onRow: ((fields: string[], line: number) => void) | undefined;
   let rows = 0;
-  forEachCsvRecord(path, chunkSize(chunkBytes), (fields, line) => {
+  forEachCsvRecord(path, chunkSize(chunkBytes), encoding, (fields, line) => {
     if (header === undefined) {
       const names = new Set<string>();
       for (const h of fields) {
@@ -166,7 +171,7 @@ export function csvFeatures(path: string, opts: ReadOptions, dense: boolean, ids
       }
       b.endRow(chars);
     };
-  });
+  }, opts.encoding);
   const { b, featureNames } = table!;
   return { X: b.build(featureNames.length), featureNames, firstTokens: undefined };
 }

@@ -127,17 +127,55 @@ export function duplicateId(path: string, id: string, line: number, firstLine: n
  * ids of equal hash are compared.
  */
 export function refuseDuplicates(path: string, ids: readonly string[], lines: readonly number[]): void {
+  /** Ids with a UTF-16 surrogate, to be checked for a lone one (rare: found while hashing). */
+  const surrogates: number[] = [];
   const repeat = firstRepeat(
     ids.length,
     (i) => {
       const id = ids[i];
       let h = 0x811c9dc5;
-      for (let k = 0; k < id.length; k++) h = Math.imul(h ^ id.charCodeAt(k), 16777619);
+      let surrogate = false;
+      for (let k = 0; k < id.length; k++) {
+        const c = id.charCodeAt(k);
+        if ((c & 0xf800) === 0xd800) surrogate = true;
+        h = Math.imul(h ^ c, 16777619);
+      }
+      if (surrogate) surrogates.push(i);
       return h >>> 0;
     },
     (i, j) => ids[i] === ids[j],
   );
+  for (const i of surrogates) if (LONE_SURROGATE.test(ids[i])) throw new DataError(path, lines[i], loneSurrogate(ids[i]));
   if (repeat) throw duplicateId(path, ids[repeat.again], lines[repeat.again], lines[repeat.first]);
+}
+
+/**
+ * A UTF-16 surrogate not in a pair (with the u flag a pair is one code point, never matched).
+ * An id is hashed and sent as UTF-8, where a lone surrogate becomes U+FFFD: "a\uD800" and
+ * "a\uFFFD" would be two ids here and one there, the same row twice.
+ */
+const LONE_SURROGATE = /[\uD800-\uDFFF]/u;
+
+function loneSurrogate(id: string): string {
+  const at = id.search(LONE_SURROGATE);
+  const unit = id.charCodeAt(at).toString(16).toUpperCase();
+  return `sample id has a lone UTF-16 surrogate (\\u${unit} at character ${at + 1}): not Unicode text, and as the UTF-8 it is sent in it would be U+FFFD, the bytes of another id`;
+}
+
+/**
+ * What is wrong with a request's ids (online scoring), or undefined: a lone surrogate, or an id
+ * sent twice. Both are compared as the UTF-8 bytes they are sent as: for ids without a lone
+ * surrogate, equal strings are equal bytes. Positions are 0-based, as in the JSON array.
+ */
+export function requestIdsProblem(ids: readonly string[]): string | undefined {
+  for (let i = 0; i < ids.length; i++) if (LONE_SURROGATE.test(ids[i])) return `ids[${i}]: ${loneSurrogate(ids[i]).replace(/^sample id has/, 'has')}`;
+  const seen = new Map<string, number>();
+  for (let i = 0; i < ids.length; i++) {
+    const first = seen.get(ids[i]);
+    if (first !== undefined) return `ids[${i}] repeats ids[${first}]: each id once`;
+    seen.set(ids[i], i);
+  }
+  return undefined;
 }
 
 /**

@@ -1,9 +1,9 @@
 // What the package exports of io/: readers of data files, the ids and labels they hold, and
 // writers that a reader never sees half-done. Helpers shared by the readers stay inside io/.
-export { type IdMode, ID_MODES, LABEL_ID_MODES, refuseDuplicates } from './ids.js';
+export { type IdMode, ID_MODES, LABEL_ID_MODES, refuseDuplicates, requestIdsProblem } from './ids.js';
 export { type PackedIds, packIds, selectIds, sliceIds } from './packed-ids.js';
 export { type BlockTable, type FeatureTable, type FileFormat, type ReadOptions, FILE_FORMATS, detectFormat } from './table.js';
-export { READ_CHUNK_BYTES } from './lines.js';
+export { ID_ENCODING_OPTION, READ_CHUNK_BYTES, TEXT_ENCODINGS, type TextEncoding } from './lines.js';
 export { MAX_ABS_VALUE, parseDataNumber } from './numbers.js';
 export { readFeatureBlock, readFeatureFile } from './features.js';
 export { MAX_FEATURES, formatLibsvmWithIds, readLibsvm } from './libsvm.js';

@@ -3,7 +3,7 @@ import { DataError } from '../errors.js';
 import { columnIndex, readCsv } from './csv.js';
 import { type IdMode, IdList } from './ids.js';
 import { scanLibsvm } from './libsvm.js';
-import { SharedLabels, chunkSize } from './lines.js';
+import { type TextEncoding, SharedLabels, chunkSize } from './lines.js';
 import { DECIMAL_RE, parseDataNumber } from './numbers.js';
 import { type FileFormat, detectFormat } from './table.js';
 
@@ -17,7 +17,7 @@ export interface LabelTable {
 /** Labels with sample ids: CSV with id and label columns, or the first token of a LIBSVM file. */
 export function readLabelFile(
   path: string,
-  opts: { format?: FileFormat; ids?: IdMode; idColumn?: string; labelColumn?: string; chunkBytes?: number } = {},
+  opts: { format?: FileFormat; ids?: IdMode; idColumn?: string; labelColumn?: string; chunkBytes?: number; encoding?: TextEncoding } = {},
 ): LabelTable {
   if (detectFormat(path, opts.format) === 'csv') {
     const ids = new IdList(path);
@@ -30,31 +30,31 @@ export function readLabelFile(
         ids.add(r[idCol], line);
         raw.push(labels.get(r[labelCol]));
       };
-    });
+    }, opts.encoding);
     ids.done();
     return { file: path, ids: ids.ids, raw, lines: ids.lines };
   }
   if (opts.ids === 'first') throw new DataError(path, undefined, "a LIBSVM labels file needs its labels first: use ids 'row' or 'qid'");
   const ids = new IdList(path);
-  const f = scanLibsvm(path, { ids: opts.ids ?? 'auto', chunkBytes: opts.chunkBytes }, false, false, ids);
+  const f = scanLibsvm(path, { ids: opts.ids ?? 'auto', chunkBytes: opts.chunkBytes, encoding: opts.encoding }, false, false, ids);
   return { file: path, ids: ids.done().ids, raw: f.firstTokens!, lines: ids.lines };
 }
 
 /** The ids of a file of rows to score: a CSV's id column, or a LIBSVM file's ids (its features are ignored). */
 export function readIdFile(
   path: string,
-  opts: { format?: FileFormat; ids?: IdMode; idColumn?: string; chunkBytes?: number } = {},
+  opts: { format?: FileFormat; ids?: IdMode; idColumn?: string; chunkBytes?: number; encoding?: TextEncoding } = {},
 ): { file: string; ids: string[] } {
   if (detectFormat(path, opts.format) === 'csv') {
     const ids = new IdList(path);
     readCsv(path, chunkSize(opts.chunkBytes), (h) => {
       const idCol = columnIndex(h, path, opts.idColumn ?? 'id');
       return (r, line) => ids.add(r[idCol], line);
-    });
+    }, opts.encoding);
     return { file: path, ids: ids.done().ids };
   }
   const ids = new IdList(path);
-  scanLibsvm(path, { ids: opts.ids ?? 'auto', chunkBytes: opts.chunkBytes }, false, false, ids);
+  scanLibsvm(path, { ids: opts.ids ?? 'auto', chunkBytes: opts.chunkBytes, encoding: opts.encoding }, false, false, ids);
   return { file: path, ids: ids.done().ids };
 }
 

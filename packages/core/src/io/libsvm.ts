@@ -122,7 +122,7 @@ export function scanLibsvm(path: string, opts: ReadOptions, keepFeatures: boolea
       if (keepFeatures) b.push(j, vals[order[k]]);
     }
     if (keepFeatures) b.endRow(text.length + 1);
-  });
+  }, opts.encoding);
   if (row === 0) throw new DataError(path, undefined, 'no data rows');
   // Row numbers are distinct by construction (the caller's done() checks the others).
   if (mode === 'row') ids.distinct();

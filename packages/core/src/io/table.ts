@@ -3,6 +3,7 @@ import { type Csr } from '../linalg/csr.js';
 import { type Dense } from '../linalg/dense.js';
 import { InternalError } from '../errors.js';
 import type { IdList, IdMode } from './ids.js';
+import type { TextEncoding } from './lines.js';
 import type { PackedIds } from './packed-ids.js';
 
 /** Input file formats; `auto` is CSV for a `.csv` name, LIBSVM otherwise. */
@@ -18,6 +19,8 @@ export interface ReadOptions {
   features?: number;
   /** Bytes read from the file at a time (default READ_CHUNK_BYTES); tests set it small. */
   chunkBytes?: number;
+  /** The file's text encoding (--id-encoding, default utf8). */
+  encoding?: TextEncoding;
 }
 
 export interface FeatureTable {

@@ -3,7 +3,7 @@
 import { ConfigError, DataError } from '../errors.js';
 import { readCsv } from '../io/csv.js';
 import { PackedIdList } from '../io/ids.js';
-import { chunkSize } from '../io/lines.js';
+import { type TextEncoding, chunkSize } from '../io/lines.js';
 import { parseDataNumber } from '../io/numbers.js';
 import { packIds } from '../io/packed-ids.js';
 import type { FeatureTable } from '../io/table.js';
@@ -74,6 +74,8 @@ function notNumeric(path: string, line: number, column: string, detail: string):
 export interface ReadRawOptions extends PrepareOptions {
   /** Bytes read at a time (tests set it small). */
   chunkBytes?: number;
+  /** The file's text encoding (--id-encoding, default utf8). */
+  encoding?: TextEncoding;
   /** At scoring: the model file whose preparation chose the columns (readOptionsOf), named when one is absent. */
   model?: string;
 }
@@ -128,7 +130,7 @@ export function readRawTable(path: string, opts: ReadRawOptions): RawTable {
       for (let j = 0; j < kept.length; j++) readers[j].read(fields[kept[j]], line);
       rows++;
     };
-  });
+  }, opts.encoding);
   return { file: path, headerLine: header!.line, header: header!.names, rows, ids: ids.done(), lines: lines.done(), columns: build!() };
 }
 

@@ -208,7 +208,7 @@ export function loadTrainingData(file: string, read: ReadOptions, flags: Prepara
 
 /** A file's rows as the preparation reads them: a CSV file's columns, or a LIBSVM file's. */
 function readRaw(file: string, read: ReadOptions, opts: PrepareOptions): RawTable {
-  return detectFormat(file, read.format) === 'csv' ? readRawTable(file, opts) : rawTableFromFeatures(readFeatureFile(file, read));
+  return detectFormat(file, read.format) === 'csv' ? readRawTable(file, { ...opts, encoding: read.encoding }) : rawTableFromFeatures(readFeatureFile(file, read));
 }
 
 /** A test or scoring file prepared as the training file was (no statistic is computed from it). */

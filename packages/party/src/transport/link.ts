@@ -214,6 +214,21 @@ export class CoordinatorLink {
     });
   }
 
+  /**
+   * Once joined: close this connection with `kind` (the coordinator then fails what it asked on
+   * it) and rejoin as after a broken one. False if the party has not joined (or has finished).
+   */
+  refuseAndRejoin(kind: CloseKind, detail: string): boolean {
+    if (this.state === 'finished' || !this.retrying) return false;
+    this.retireCurrent();
+    this.closeSocket(kind, detail);
+    this.dropped(`closed by this party: ${CloseCodes[kind].reason}`, 'broken');
+    return true;
+  }
+
+  /** Makes the current connection's listeners ignore it from now on (set by connect). */
+  private retireCurrent: () => void = () => undefined;
+
   /** Give up on the connection now, telling the coordinator why when it is open. No events follow. */
   abort(kind: CloseKind, detail: string): void {
     if (this.state === 'finished') return;
@@ -258,6 +273,10 @@ export class CoordinatorLink {
     /** Set once this socket's failure has been dealt with (retried), so its 'close' is not counted again. */
     let handled = false;
     const current = () => ws === this.ws && this.state !== 'finished' && !handled;
+    this.retireCurrent = () => {
+      handled = true;
+      clearTimeout(this.connectTimer);
+    };
     const retry = (why: string, cause: RetryCause) => {
       handled = true;
       clearTimeout(this.connectTimer);
