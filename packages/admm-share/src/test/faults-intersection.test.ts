@@ -16,6 +16,9 @@ import { BIN, type Proc, killAll, run, tempDir } from './procs.js';
 
 after(killAll);
 
+/** A fault that is not survived must fail the test, not leave it waiting. */
+const TIMEOUT = { timeout: 120_000 };
+
 const ROUNDS = '30';
 const JOB = 'faults-job';
 /** The outage: longer than either side's heartbeat timeout (the coordinator's at most 2 x 1000 ms, the party's 2000 ms). */
@@ -73,7 +76,7 @@ function baseline(): Promise<number> {
   return uninterrupted;
 }
 
-test('an outage during the intersection, longer than the heartbeat timeouts: the parties reconnect and join again, and the job ends with the uninterrupted objective', async (t) => {
+test('an outage during the intersection, longer than the heartbeat timeouts: the parties reconnect and join again, and the job ends with the uninterrupted objective', TIMEOUT, async (t) => {
   const dir = tempDir(t);
   const files = setup(dir);
   const expected = await baseline();
@@ -102,7 +105,7 @@ test('an outage during the intersection, longer than the heartbeat timeouts: the
   close(objectiveOf(out), expected);
 });
 
-test('kill -9 of the coordinator during the intersection, started again with the same --job: the parties join it again and the job ends with the uninterrupted objective', async (t) => {
+test('kill -9 of the coordinator during the intersection, started again with the same --job: the parties join it again and the job ends with the uninterrupted objective', TIMEOUT, async (t) => {
   const dir = tempDir(t);
   const files = setup(dir);
   const expected = await baseline();
