@@ -127,3 +127,22 @@ test('kill -9 of the coordinator during the intersection, started again with the
   for (const p of parties) assert.doesNotMatch(p.stdout() + p.stderr(), /closed the connection \(code 1006/);
   close(objectiveOf(out), expected);
 });
+
+test('a connection lost during the set-up (after the intersection, before training): the party rejoins, is set up again, and the job ends with the uninterrupted objective', TIMEOUT, async (t) => {
+  const dir = tempDir(t);
+  const files = setup(dir);
+  const expected = await baseline();
+  const out = join(dir, 'setup');
+  const coord = coordinator(files, out);
+  const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
+  // party-2's connection is cut where its set-up would reach it: it never gets that one.
+  const relay = await relayTo(t, port);
+  relay.before(
+    (m) => m.type === 'setup',
+    () => relay.cutAll(),
+  );
+  const parties = files.parties.map((_, m) => party(files, m, m === 1 ? relay.port : port, out));
+  await allExitZero([coord, ...parties]);
+  assert.ok(coord.records.some((r) => r.msg === 'party rejoined' && r.party === files.parties[1].id), 'party-2 rejoined');
+  close(objectiveOf(out), expected);
+});
