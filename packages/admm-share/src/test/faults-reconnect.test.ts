@@ -2,10 +2,11 @@
 // faults-relay.ts, accepts the connection and never answers) is given up after its own short
 // timeout, not after --connect-timeout, so the party still rejoins within --reconnect-timeout;
 // and a scoring party frozen (SIGSTOP) past the coordinator's --request-timeout, closed with
-// 4016, comes back by itself when it thaws and serves the next request.
+// 4016, comes back by itself when it thaws and serves the next request; and a party that fails
+// on its own tells the coordinator only the kind of failure, not its local paths.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readLibsvm, syntheticDataset } from '@admm-share/core';
 import { writeVerticalSplit } from '../split.js';
@@ -100,4 +101,28 @@ test('a scoring party frozen past --request-timeout: 504, closed with 4016, and 
   c.child.kill('SIGTERM');
   await c.exit;
   for (const p of parties) assert.equal((await p.exit).code, 0, p.stderr());
+});
+
+test("a party that fails on its own tells the coordinator only that (4012): its local paths stay in its own log", TIMEOUT, async (t) => {
+  const dir = tempDir(t);
+  const s = syntheticDataset({ trainRows: 200, testRows: 50, seed: 'faults-reasons' });
+  const files = writeVerticalSplit(join(dir, 'data'), s.blocks, s.train, s.test);
+  const out = join(dir, 'out');
+  const coord = run(BIN.coordinator, ['--port', '0', '--labels', files.labels, '--parties', files.parties.map((p) => p.id).join(','), '--out', out, '--rounds', '5', '--job', 'reasons-job']);
+  const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
+  // party-1's privacy ledger is unreadable: it fails at its welcome, naming the file.
+  const f = files.parties[0];
+  const model = join(dir, 'secret-folder', `model-${f.id}.json`);
+  const ledger = join(dir, 'secret-folder', `model-${f.id}.ledger.json`);
+  mkdirSync(join(dir, 'secret-folder'));
+  writeFileSync(ledger, '{not json');
+  const p = run(BIN.party, ['--coordinator', `ws://127.0.0.1:${port}`, '--id', f.id, '--data', f.train, '--ids', 'first', '--epsilon', '1', '--model', model]);
+  assert.equal((await p.exit).code, 65, p.stderr());
+  assert.match(p.stderr(), /secret-folder/);
+  assert.ok(p.records.some((r) => r.msg === 'party failure; closing' && String(r.err).includes(ledger)), 'the party logs the details');
+  const lost = await coord.waitFor((r) => r.party === f.id && r.code === 4012, 'the coordinator seeing the close');
+  assert.match(String(lost.reason), /^party failure/);
+  coord.child.kill('SIGTERM');
+  await coord.exit;
+  assert.doesNotMatch(coord.stdout() + coord.stderr(), /secret-folder/);
 });
