@@ -5,7 +5,7 @@ import { accessSync, constants, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { type BlockTable, type Preparation, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiTeam, SpilledCsr, denseToCsr, detectFormat, isDense, originalUnits, osNoise, packIds, readFeatureBlock, readFeatureFile, seededNoise } from '@admm-share/core';
-import { type CloseKind, type Role, ProtocolError, assertNever } from '@admm-share/protocol';
+import { type CloseKind, type Role, ProtocolError, SCORING_RETRIABLE_CLOSE_CODES, assertNever } from '@admm-share/protocol';
 import { Progress, peakMemoryBytes } from '@admm-share/runtime';
 import { collectGarbage, collectYoungGarbage } from './session/gc.js';
 import { CoordinatorLink, maxPayloadFor } from './transport/link.js';
@@ -307,7 +307,10 @@ function run(config: RunConfig, env: SessionEnv, rowsScaled: number, preparation
   const fail = (err: Error, close?: CloseKind): void => {
     if (settled) return;
     settled = true;
-    if (close) link.abort(close, err.message);
+    // The party's own failures (its data, files, state or a bug) name local paths: the
+    // coordinator is told only the kind, the details stay in this party's log.
+    if (close === 'partyFailure' || close === 'internal') env.log.error({ close, err: err.message }, 'party failure; closing');
+    if (close) link.abort(close, close === 'partyFailure' || close === 'internal' ? "see the party's log" : err.message);
     reject(err);
   };
 
@@ -332,12 +335,8 @@ function run(config: RunConfig, env: SessionEnv, rowsScaled: number, preparation
       case 'reply':
         break;
       case 'answered':
-        link.markAnswered();
-        break;
       case 'joined':
-        // (Scoring joins at welcome: the connect timer stops too.)
         link.markAnswered();
-        link.markJoined();
         break;
       case 'later':
         outcome.work.then(
@@ -390,6 +389,7 @@ function run(config: RunConfig, env: SessionEnv, rowsScaled: number, preparation
       connectTimeoutMs: config.connectTimeoutMs,
       reconnectTimeoutMs: config.reconnectTimeoutMs,
       heartbeatTimeoutMs: config.heartbeatTimeoutMs,
+      ...(env.scoring ? { retriableCodes: SCORING_RETRIABLE_CLOSE_CODES } : {}),
     },
     env.log,
     {

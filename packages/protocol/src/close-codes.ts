@@ -55,15 +55,22 @@ export const ReservedCloseCodes = {
 } as const;
 
 /**
- * Close codes after which a party that had joined reconnects and rejoins the job (the
- * connection broke or the coordinator is going away) instead of failing; PROTOCOL.md,
- * "Rejoining".
+ * Close codes after which a party reconnects and rejoins the job (the connection broke or the
+ * coordinator is going away) instead of failing, from its hello to the job's end (the
+ * intersection included); PROTOCOL.md, "Rejoining".
  */
 export const RETRIABLE_CLOSE_CODES: ReadonlySet<number> = new Set([
   CloseCodes.goingAway.code,
   ReservedCloseCodes.noStatus.code,
   ReservedCloseCodes.abnormal.code,
 ]);
+
+/**
+ * A scoring party (admm-party predict) also retries 4016: the coordinator gave up on one
+ * request it did not answer in time (the party was frozen or slow for a while), not on the
+ * service, which uses the party again once it is back. In training a 4016 ends the job.
+ */
+export const SCORING_RETRIABLE_CLOSE_CODES: ReadonlySet<number> = new Set([...RETRIABLE_CLOSE_CODES, CloseCodes.timeout.code]);
 
 const byCode = new Map<number, CloseKind>(
   (Object.keys(CloseCodes) as CloseKind[]).map((k) => [CloseCodes[k].code, k]),

@@ -29,7 +29,10 @@ import type { LabelPsi } from '../alignment/psi.js';
 import type { Traffic } from '../bytes.js';
 import { type ConnectionDeps, type PartyMessageType, type Reply, PartyConnection, encodeShared } from './party-connection.js';
 
-/** What a lost connection means: before the job, the party may join again; during it, it may rejoin or the job fails. */
+/**
+ * What a lost connection means: before every party has joined (the intersection), the party
+ * may join again (its ids are intersected anew); from the set-up on, it may rejoin or the job fails.
+ */
 export type LossPolicy = 'may-join-again' | 'may-rejoin' | 'fatal';
 
 /** How a rejoining party is brought back: its rows, the job's setup, and where to resume. */
@@ -277,9 +280,12 @@ export class Parties {
     const aligned = { train: rows('train'), test: rows('test', source.testFrom) };
     p.expect(['ready'], { jobId: this.opts.policy.jobId }, (ready) => {
       p.privacy = ready.privacy;
-      const resume = source.resume(p);
-      if (resume) p.send(resume);
-      p.resendOutstanding();
+      // During the set-up this ready answers the set-up request itself (its rows are the ones just aligned).
+      if (!p.answerPending(ready)) {
+        const resume = source.resume(p);
+        if (resume) p.send(resume);
+        p.resendOutstanding();
+      }
       this.opts.log.info({ party: p.id }, 'party rejoined');
       if (this.list.every((q) => q.status === 'connected' && q.privacy !== undefined)) {
         const w = this.rejoinWaiter;
@@ -301,8 +307,11 @@ export class Parties {
     }
     switch (this.lossPolicy) {
       case 'may-join-again':
-        // Before the job starts a party may leave and join again (after fixing its data, say).
-        log.warn({ party: p.id, code, reason }, 'party left before the job started');
+        // Before every party has joined (or while scoring) a party may leave and join again:
+        // a connection lost during the intersection, a party restarted after fixing its data,
+        // a scoring party that did not answer a request in time (4016, which the party retries).
+        if (code === CloseCodes.timeout.code) log.warn({ party: p.id, code, reason }, 'party timed out (no answer in time); it may join again');
+        else log.warn({ party: p.id, code, reason }, 'party disconnected; it may join again');
         p.status = 'absent';
         this.matched.delete(p.id);
         // Online scoring: a request waiting for this party fails now rather than at its deadline.

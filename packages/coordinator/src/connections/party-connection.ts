@@ -289,6 +289,14 @@ export class PartyConnection {
     this.sendBytes(bytes);
   }
 
+  /** `msg` answers the request waiting for this party, if that request asks for its type: delivered (true), else false. */
+  answerPending(msg: PartyMessage): boolean {
+    const pending = this.pending;
+    if (!pending?.types.includes(msg.type)) return false;
+    pending.deliver(msg);
+    return true;
+  }
+
   /** After a rejoin: send again what the party has not answered yet. */
   resendOutstanding(): void {
     if (this.pending) this.sendBytes(this.pending.out);

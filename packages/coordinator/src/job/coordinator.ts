@@ -198,6 +198,9 @@ class Coordinator {
     this.monitor?.jobStarted({ algorithm, rows: job.n, testRows: job.nTest, maxRounds: joined.maxRounds });
     const loop = this.loopFor(job);
     parties.lossPolicy = loop.lossPolicy;
+    // A loop that cannot take a party back (SGD) starts only with every party there (one lost in the set-up is away).
+    const away = parties.list.find((p) => p.status !== 'connected');
+    if (loop.lossPolicy === 'fatal' && away) throw new PeerError(`party ${away.id} lost its connection after the set-up, and a ${algorithm} job cannot take it back`);
     const result = await this.guard(loop.run(joined));
 
     this.phase = 'finishing';
@@ -247,7 +250,6 @@ class Coordinator {
     const setupStart = performance.now();
     this.alignment.seconds = (setupStart - this.alignment.started) / 1000;
     this.phase = 'setup';
-    parties.lossPolicy = 'fatal';
     const skip = evaluationSkipReason(this.testLabels, parties.list);
     if (skip) log.warn({ parties: skip.parties }, skip.reason);
     const skipped = skip?.reason;
@@ -256,7 +258,10 @@ class Coordinator {
     const job: Job = { ...buildJob(cfg, this.trainLabels, this.evaluationLabels, samples, skipped, undefined, algorithm, this.labelFlips), testSelection: selection };
     log.info({ rows: job.n, dropped: samples.dropped.train, testRows: job.nTest, droppedTest: samples.dropped.test, method: 'ecdh-psi', seconds: this.alignment.seconds, ...(job.setup.classWeights ? { classWeights: job.setup.classWeights } : {}) }, 'samples aligned');
     if (selection) log.info(selection, selectionLine(selection));
+    // From here a lost party rejoins (within --rejoin-timeout): it is aligned again and set up
+    // anew, and its ready answers the set-up request.
     this.allowRejoins(job);
+    parties.lossPolicy = 'may-rejoin';
     const ready = await this.guard(
       Promise.all(
         parties.list.map((p, m) =>
@@ -289,11 +294,8 @@ class Coordinator {
       labelRows: job.labelRows,
       testFrom: job.testFrom ?? 'test',
       setup: (party, rows) => setupFor(job, party, this.cfg.activeParty, rows),
-      resume: (p) => {
-        // Parties rejoin only while training (before it every loss is fatal), when the loop exists.
-        if (!this.loop) throw new PeerError(`party ${p.id} cannot rejoin before training`);
-        return this.loop.resumeFor(p, this.finalRounds);
-      },
+      // Before training (a rejoin during the set-up) there is nothing to resume.
+      resume: (p) => this.loop?.resumeFor(p, this.finalRounds),
     };
   }
 

@@ -17,7 +17,7 @@ export function readResumable(cfg: CoordinatorConfig, labelsDigest: string, labe
     throw new ConfigError(`--resume: the job in ${cfg.out} completed (summary.json is there and its checkpoint was removed); nothing to resume`);
   if (!existsSync(path))
     throw new ConfigError(
-      `--resume: no checkpoint in ${cfg.out} (ADMM writes one every --checkpoint-seconds of training, or every --checkpoint-every rounds; a one-shot job writes none: start it again without --resume and with the same --job id, and each passive party sends its stored release again at no cost)`,
+      `--resume: no checkpoint in ${cfg.out} (ADMM writes one every --checkpoint-seconds of training, or every --checkpoint-every rounds; a one-shot job writes none: start it again without --resume and with the same --job id, and each passive party sends its stored release again at no cost; so does a job stopped before training, in the intersection: the parties still reconnecting join it again)`,
     );
   const cp = readCheckpoint(path);
   if (cp.labelsDigest !== labelsDigest) throw new ConfigError('--resume: the label files differ from the ones the checkpointed job used');

@@ -71,12 +71,14 @@ function onWelcome(s: SessionState, env: SessionEnv, msg: Welcome): Outcome {
   checkVersion(msg.protocolVersion);
   if (s.jobId !== undefined && msg.jobId !== s.jobId) throw new ProtocolError('wrongJob', `rejoining job '${s.jobId}', the coordinator runs '${msg.jobId}'`);
   const rejoin = s.model !== undefined;
+  // The first welcome of the process (a reconnection during the intersection is not a rejoin, but not the first either).
+  const first = s.jobId === undefined;
   s.jobId = msg.jobId;
   s.phase = 'setup';
   env.log.info({ jobId: msg.jobId, rejoin }, 'joined job');
-  // Scoring: the party is in the job from here on (a broken connection is retried).
+  // The party is in the job from here on: a broken connection is retried (link.markAnswered).
   if (env.scoring) return { kind: 'joined', messages: [] };
-  if (env.privacy.enabled && !rejoin) env.privacy.restoreLedger(env.ledgerPath, msg.jobId);
+  if (env.privacy.enabled && first) env.privacy.restoreLedger(env.ledgerPath, msg.jobId);
   return { kind: 'answered', messages: [] };
 }
 

@@ -1,6 +1,6 @@
 // The party's connection to the coordinator, and nothing about the job: it connects (TLS,
 // maxPayload), watches the heartbeat, retries with backoff and jitter (a coordinator not yet
-// listening or busy while joining, a broken connection once joined), reads close codes, and
+// listening or busy while joining, a broken connection from the hello on), reads close codes, and
 // hands on every frame decoded and validated against the context the session gives it.
 import type { Logger } from 'pino';
 import WebSocket, { type RawData } from 'ws';
@@ -21,6 +21,7 @@ import {
   POINT_BYTES,
   MIN_HEARTBEAT_MS,
   RETRIABLE_CLOSE_CODES,
+  ReservedCloseCodes,
   closeReason,
   decode,
   encodeToSend,
@@ -41,16 +42,28 @@ const BACKOFF_MAX_MS = 5000;
  * the network's DNS yet (ENOTFOUND, EAI_AGAIN). Start order is not guaranteed there, so a
  * party retries these within --connect-timeout instead of failing at once. Not ECONNRESET:
  * before joining that is as likely a TLS peer refusing the party's certificate, which another
- * attempt will not change. Once joined, a party retries every connection error but TLS ones.
+ * attempt will not change. Once admitted, a party retries every connection error but TLS ones.
  */
 export const NOT_LISTENING_ERRORS: ReadonlySet<string> = new Set(['ECONNREFUSED', 'ENOTFOUND', 'EAI_AGAIN']);
 
 /**
- * Close codes a party retries before it has joined: only 4014, a coordinator flooded with
- * connections that have not said hello yet (admission's cap). Once joined it also retries
- * RETRIABLE_CLOSE_CODES (a broken connection, a coordinator going away).
+ * 4014, a coordinator flooded with connections that have not said hello yet (admission's cap),
+ * is retried at any time; so are RETRIABLE_CLOSE_CODES (a broken connection, a coordinator
+ * going away), from the hello to the job's end, the intersection included.
  */
 const BUSY_CODE: number = CloseCodes.busy.code;
+
+/**
+ * Longest a reconnect attempt's opening handshake (TCP connect, TLS, HTTP upgrade) may take
+ * (at most --connect-timeout). During an outage an attempt whose packets are lost would
+ * otherwise hang for all of --connect-timeout (30 s) and the party would retry too rarely to
+ * come back within --reconnect-timeout; a handshake that has not finished in 5 s on a live
+ * network is not going to.
+ */
+export const RECONNECT_ATTEMPT_MS = 5_000;
+
+/** Why a connection closed without a close frame (1005, 1006), for the logs and errors: it was lost, nobody closed it. */
+const LOST_CODES: ReadonlySet<number> = new Set([ReservedCloseCodes.noStatus.code, ReservedCloseCodes.abnormal.code]);
 
 /**
  * The largest frame the coordinator sends, from this party's row counts: setup (4 bytes per
@@ -89,6 +102,8 @@ export interface LinkOptions {
   tls?: ClientTls;
   /** Jitter of the reconnect delay, uniform in [0, 1) (not a secret: Math.random by default). */
   random?: () => number;
+  /** Close codes retried once admitted (default RETRIABLE_CLOSE_CODES; a scoring party's: SCORING_RETRIABLE_CLOSE_CODES). */
+  retriableCodes?: ReadonlySet<number>;
 }
 
 export interface LinkEvents {
@@ -112,19 +127,23 @@ export interface LinkEvents {
 
 type LinkState = 'connecting' | 'open' | 'finished';
 
-/** Why an attempt is retried: the coordinator said 4014, nothing listens (yet), or a joined connection broke. */
+/** Why an attempt is retried: the coordinator said 4014, nothing listens (yet), or a connection broke. */
 type RetryCause = 'busy' | 'not listening' | 'broken';
 
 export class CoordinatorLink {
   private ws: WebSocket;
   private state: LinkState = 'connecting';
-  /** Once the party has joined the job, a broken connection is retried instead of failing. */
+  /**
+   * Once the coordinator has admitted the party (its welcome), the party is in the job: a
+   * broken connection is retried within --reconnect-timeout, each attempt's handshake within
+   * RECONNECT_ATTEMPT_MS, and the heartbeat is watched.
+   */
   private retrying = false;
   /** The current connection's hello was answered: the connect timeout no longer applies. */
   private answered = false;
   /**
-   * When the current series of attempts began: the first connection (before joining), or the
-   * loss of the connection (once joined; unset while connected).
+   * When the current series of attempts began: the first connection (before the first
+   * welcome), or the loss of the connection (once admitted; unset while connected).
    */
   private lostAt: number | undefined;
   private attempt = 0;
@@ -176,21 +195,12 @@ export class CoordinatorLink {
   }
 
   /**
-   * The coordinator answered this connection (welcome): stop the connect timer; a later
-   * failure before joining starts a new series of attempts.
+   * The coordinator admitted this connection (welcome): the connect timer stops, and from now
+   * on a broken connection is retried, with a fresh backoff and --reconnect-timeout from its loss.
    */
   markAnswered(): void {
     this.answered = true;
     clearTimeout(this.connectTimer);
-    if (!this.retrying) {
-      this.lostAt = undefined;
-      this.attempt = 0;
-      this.lastWhy = undefined;
-    }
-  }
-
-  /** The party joined the job: from now on a broken connection is retried, with a fresh backoff. */
-  markJoined(): void {
     this.retrying = true;
     this.lostAt = undefined;
     this.attempt = 0;
@@ -265,7 +275,7 @@ export class CoordinatorLink {
       maxPayload: opts.maxPayload,
       perMessageDeflate: false,
       generateMask: zeroMask,
-      handshakeTimeout: timeoutMs,
+      handshakeTimeout: this.retrying ? Math.min(timeoutMs, RECONNECT_ATTEMPT_MS) : timeoutMs,
       ...(opts.tls?.ca ? { ca: opts.tls.ca } : {}),
       ...(opts.tls?.cert ? { cert: opts.tls.cert, key: opts.tls.key } : {}),
       rejectUnauthorized: true,
@@ -317,10 +327,12 @@ export class CoordinatorLink {
       clearTimeout(this.connectTimer);
       const kind = closeKindOf(code);
       const text = reason.toString() || (kind ? CloseCodes[kind].reason : 'no reason given');
-      // A busy coordinator (4014) is retried, joined or not. Otherwise only a connection that
-      // broke, not one the coordinator closed on purpose, and only once the party has joined.
+      // A busy coordinator (4014) is retried, admitted or not, and so is a connection that broke
+      // or a coordinator going away; not a close the coordinator made on purpose (but a
+      // scoring party's request timeout, once admitted).
+      const retriable = RETRIABLE_CLOSE_CODES.has(code) || (this.retrying && (opts.retriableCodes ?? RETRIABLE_CLOSE_CODES).has(code));
       if (code === BUSY_CODE) retry(`code ${code}: ${text}`, 'busy');
-      else if (this.retrying && RETRIABLE_CLOSE_CODES.has(code)) retry(`code ${code}`, 'broken');
+      else if (retriable) retry(LOST_CODES.has(code) ? `connection lost (code ${code})` : `code ${code}: ${text}`, 'broken');
       else if (code === CloseCodes.done.code && this.events.closedDone?.()) this.state = 'finished';
       else this.fail(new PeerError(`coordinator closed the connection (code ${code}: ${text})`), false);
     });
@@ -373,9 +385,10 @@ export class CoordinatorLink {
 
   /**
    * An attempt failed in a way worth retrying: reconnect with exponential backoff and jitter,
-   * before joining until --connect-timeout after the first attempt, once joined until
-   * --reconnect-timeout after the connection was lost; on rejoining, the coordinator sends
-   * the job's setup again and the round to resume from.
+   * before the first welcome until --connect-timeout after the first attempt, once admitted
+   * until --reconnect-timeout after the connection was lost (an attempt is started up to that
+   * deadline); on rejoining, the coordinator intersects the ids again (during the
+   * intersection) or sends the job's setup again and the round to resume from.
    */
   private dropped(why: string, cause: RetryCause): void {
     if (this.state === 'finished') return;
@@ -392,7 +405,7 @@ export class CoordinatorLink {
     this.attempt++;
     this.state = 'connecting';
     const fields = { why, attempt: this.attempt, delayMs: Math.round(delay), giveUpInMs: Math.round(leftMs) };
-    if (this.retrying) this.log.warn(fields, 'connection lost; reconnecting');
+    if (this.retrying || cause === 'broken') this.log.warn(fields, 'connection lost; reconnecting');
     else if (cause === 'busy') this.log.warn(fields, 'coordinator busy (too many connections waiting to say hello); retrying');
     else this.log.warn({ ...fields, coordinator: this.opts.coordinator }, 'coordinator not reachable (not started yet?); retrying');
     this.events.lost(why);
@@ -405,8 +418,9 @@ export class CoordinatorLink {
   /** The error once retrying has run out of time: what the attempts met, and what to do. */
   private gaveUp(why: string, cause: RetryCause): PeerError {
     const { coordinator, connectTimeoutMs, reconnectTimeoutMs } = this.opts;
-    if (this.retrying) return new PeerError(`lost the coordinator (${why}) and could not rejoin within ${reconnectTimeoutMs} ms`);
+    if (this.retrying) return new PeerError(`connection to ${coordinator} lost; could not rejoin within --reconnect-timeout ${reconnectTimeoutMs} ms (last attempt: ${why})`);
     const tries = `${this.attempt + 1} attempts in ${connectTimeoutMs} ms`;
+    if (cause === 'broken') return new PeerError(`connection to ${coordinator} lost before it admitted this party (${why}; ${tries}): raise --connect-timeout, or check the network`);
     if (cause === 'busy')
       return new PeerError(`the coordinator at ${coordinator} stayed busy (${why}; ${tries}): too many connections wait to say hello there; try again later or raise --connect-timeout`);
     return new PeerError(`connection to ${coordinator} failed: ${why} (${tries}): is the coordinator running at ${coordinator}? start it first, or raise --connect-timeout`);
