@@ -126,7 +126,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
     .option('tls-key', { type: 'string', describe: 'mutual TLS: its private key (PEM)' })
     .option('max-label-factor', { type: 'number', default: MAX_LABEL_FACTOR, describe: "the coordinator's label ids of a set may be at most this many times this party's rows (plus 1024): it bounds how many candidate ids the coordinator can test against this party's" })
     .option('max-probe-ids-per-day', { type: 'number', describe: "candidate ids this party answers per coordinator (its --coordinator URL) and UTC day, kept beside its ledger (default 4 x (training + test rows) + 1024; docs/privacy.md, Membership probing)" })
-    .option('max-label-sets-per-job', { type: 'number', default: MAX_LABEL_SETS_PER_JOB, describe: 'different label sets of one set answered per job: the first, and one for each coordinator restarted with --resume (a rejoin resends the same set)' })
+    .option('max-label-sets-per-job', { type: 'number', default: MAX_LABEL_SETS_PER_JOB, describe: 'different label sets of one set answered per job (a rejoin, or a coordinator restarted with its --out, resends the same set); raise it only for a coordinator that lost its --out folder' })
     .option('threads', {
       type: 'string',
       default: 'auto',

@@ -74,17 +74,18 @@ export interface PartyConfig {
 }
 
 /**
- * Default of --max-label-sets-per-job: the first set and one coordinator restarted with
- * --resume (which draws a new key, so the same label ids come as a new set).
+ * Default of --max-label-sets-per-job: one. A coordinator restarted for the same job (with
+ * --resume or afresh) derives its key and order from a secret kept in its --out, so it sends
+ * the very points it sent before; only one that lost that folder sends the same ids anew.
  */
-export const MAX_LABEL_SETS_PER_JOB = 2;
+export const MAX_LABEL_SETS_PER_JOB = 1;
 /** Default of --max-probe-ids-per-day, as a multiple of this party's rows (train + test), plus SLACK_LABEL_IDS. */
 export const PROBE_IDS_PER_ROW = 4;
 
 /**
  * This party's probe budget (intersection/probe-budget.ts), kept beside its ledger. The day's
  * default, 4 ids a row (train and test) and 1024, lets a coordinator align a job with a label
- * set as large as the party's files about twice a day with a restart each (or four times without),
+ * set as large as the party's files four times a day (a restart of the coordinator costs nothing),
  * and tests at most that many candidates a day. A lookup per connection defaults to the rows and 1024.
  */
 function probeBudget(coordinator: string, ledger: string, kind: ProbeKind, rows: number, flags: { perDay?: number; setsPerJob?: number; perConnection?: number }): ProbeBudget {

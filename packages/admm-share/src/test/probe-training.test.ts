@@ -57,14 +57,14 @@ test('a coordinator that comes back with fresh candidate sets: a rejoin that res
   const a = labelSet(SET, 0);
   const fake = await prober(t, [a, a, labelSet(SET, 1000), labelSet(SET, 2000)]);
   const model = join(dir, 'model.json');
-  const p = party(files, fake.url, model);
+  const p = party(files, fake.url, model, ['--max-label-sets-per-job', '2']);
   assert.equal((await p.exit).code, 69, p.stderr());
   assert.deepEqual(fake.answered, [1, 2, 3], 'the party answered the first set twice and one new set');
   const closed = await fake.closed(4);
   assert.equal(closed.code, CloseCodes.unexpected.code);
   // The close reason is cut at 123 bytes; the error says it all.
   assert.match(closed.reason, /^unexpected message: coordinator sent a bad message: job probe-job: a different train label set of 300 ids/);
-  assert.match(p.stderr(), /job probe-job: a different train label set of 300 ids after 2 of 300 ids \(--max-label-sets-per-job 2: the first set, and one for each restart of the coordinator\); a rejoin resends the same set\n/);
+  assert.match(p.stderr(), /job probe-job: a different train label set of 300 ids after 2 of 300 ids \(--max-label-sets-per-job 2\); a rejoin, or a coordinator restarted with its --out folder, resends the same set\n/);
   const warned = p.records.filter((r) => r.level === 40 && /^membership probing: psi refused/.test(String(r.msg)));
   assert.equal(warned.length, 1, p.stdout());
   assert.equal(warned[0].setsAnswered, 2);
@@ -77,12 +77,12 @@ test('a coordinator that comes back with fresh candidate sets: a rejoin that res
   assert.equal(statSync(budgetFile(model)).mode & 0o777, 0o600);
 });
 
-test('the second set is refused at once when it is of another size, or with --max-label-sets-per-job 1', async (t) => {
+test('the second set is refused at once when it is of another size, or by default (--max-label-sets-per-job 1)', async (t) => {
   const dir = tempDir(t);
   const files = partyFiles(dir);
   const cases: [string[], Uint8Array, RegExp][] = [
     [[], labelSet(SET + 1, 1000), /job probe-job: a different train label set of 301 ids after 1 of 300 ids; a rejoin resends the same set, and a restarted coordinator the same ids\n/],
-    [['--max-label-sets-per-job', '1'], labelSet(SET, 1000), /job probe-job: a different train label set of 300 ids after 1 of 300 ids \(--max-label-sets-per-job 1: /],
+    [[], labelSet(SET, 1000), /job probe-job: a different train label set of 300 ids after 1 of 300 ids \(--max-label-sets-per-job 1\); a rejoin, or a coordinator restarted with its --out folder, resends the same set\n/],
   ];
   await Promise.all(
     cases.map(async ([extra, second, reason], k) => {

@@ -5,6 +5,7 @@
 // identity, or sent twice, is refused by name and the job stops with an error.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
+import { createHmac } from 'node:crypto';
 import { join } from 'node:path';
 import { WebSocket, WebSocketServer } from 'ws';
 import { POINT_BYTES, PsiTeam, blindPoints, hashToPoints, newPsiKey, packIds, pointKeys, syntheticDataset } from '@admm-share/core';
@@ -21,11 +22,30 @@ after(killAll);
 const quiet = () => () => undefined;
 const range = (from: number, to: number) => Array.from({ length: to - from }, (_, i) => `cust-${from + i}`);
 
+test("a coordinator restarted for the same job sends the very points it sent before (a party refuses any other set), in an order and under a key no one without the job's secret can predict", async () => {
+  const pool = new PsiTeam();
+  const labels = range(0, 300);
+  const secret = (b: number) => () => new Uint8Array(32).fill(b);
+  const pointsOf = (source: ConstructorParameters<typeof LabelPsi>[3]) => new LabelPsi(pool, { train: labels, test: undefined }, quiet, source).points('train');
+  const [first, restarted, otherJob, fresh] = await Promise.all([pointsOf({ jobSecret: secret(1) }), pointsOf({ jobSecret: secret(1) }), pointsOf({ jobSecret: secret(2) }), pointsOf({})]);
+  assert.deepEqual(restarted, first);
+  // Another secret (another job, or a coordinator that lost its key): no point in common, as for a fresh key.
+  for (const other of [otherJob, fresh]) {
+    const seen = new Set(pointKeys(first));
+    assert.equal(pointKeys(other).filter((k) => seen.has(k)).length, 0);
+  }
+  // The order is a permutation of the label rows, not the file's order: the points of the ids in
+  // file order, under the same key, are the same set in another sequence.
+  const inFileOrder = blindPoints(hashToPoints(labels), createHmac('sha256', new Uint8Array(32).fill(1)).update('admm-share psi key').digest());
+  assert.deepEqual(new Set(pointKeys(inFileOrder)), new Set(pointKeys(first)));
+  assert.notDeepEqual(pointKeys(inFileOrder), pointKeys(first));
+});
+
 test("the coordinator's view of a party's ids: replacing an id outside the intersection gives a transcript of the same form and size, with nothing to match an id the coordinator picks", async () => {
   const pool = new PsiTeam();
   const labels = range(0, 200);
   const a = newPsiKey();
-  const coordinator = new LabelPsi(pool, { train: labels, test: undefined }, quiet, a);
+  const coordinator = new LabelPsi(pool, { train: labels, test: undefined }, quiet, { key: a });
   const points = await coordinator.points('train');
   const psi = { type: 'psi', jobId: 'j', set: 'train', total: points.length / 32, at: 0, points } as const;
   const held = range(100, 300); // the intersection is cust-100 .. cust-199

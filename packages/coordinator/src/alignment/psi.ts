@@ -7,9 +7,16 @@
  * answer gives H(x)^(ab) for each label id, and equal values are the same id. So the
  * coordinator learns, for each of its label rows, whether the party holds that id and at
  * which position of the party's shuffled list; nothing about the party's other ids, and the
- * key a never leaves this process (nor the checkpoint: a resumed job draws a new one).
+ * key a never leaves this process.
+ *
+ * A training job derives a and each set's order from a secret of the job kept at rest (the
+ * coordinator's key and the job id, `jobSecret`): a coordinator restarted for the same job sends
+ * every party exactly the points it sent before, so a party can refuse any other label set for
+ * that job as a probe of its customers (docs/privacy.md, 11.6). Without one (a prediction
+ * batch, a test) both are fresh from the CSPRNG.
  */
-import { type PsiTeam, type PsiProgress, POINT_BYTES, PointError, newPsiKey, pointKeys, randomPermutation } from '@admm-share/core';
+import { createHmac } from 'node:crypto';
+import { type PsiTeam, type PsiProgress, POINT_BYTES, PointError, keyedStream, newPsiKey, pointKeys, randomPermutation } from '@admm-share/core';
 import { type Ids, type SampleSet, ProtocolError } from '@admm-share/protocol';
 import { AlignmentError } from './alignment.js';
 
@@ -29,10 +36,22 @@ export class LabelPsi {
     private readonly pool: PsiTeam,
     private readonly ids: { train: readonly string[]; test: readonly string[] | undefined },
     private readonly progress: (set: SampleSet, what: string) => PsiProgress,
-    /** The key a: fresh from the CSPRNG; a test passes one to compute what a coordinator can. */
-    private readonly key = newPsiKey(),
+    /** A key a given (a test computes what a coordinator can), or the job's secret to derive a and the orders from; else both fresh. */
+    private readonly source: { key?: Uint8Array; jobSecret?: () => Uint8Array } = {},
   ) {
     this.counts = { train: ids.train.length, test: ids.test?.length ?? 0 };
+  }
+
+  private keyA: Uint8Array | undefined;
+
+  private get key(): Uint8Array {
+    this.keyA ??= this.source.key ?? (this.source.jobSecret ? derived(this.source.jobSecret(), 'key') : newPsiKey());
+    return this.keyA;
+  }
+
+  private order(set: SampleSet, n: number): Uint32Array {
+    const secret = this.source.jobSecret;
+    return secret ? randomPermutation(n, keyedStream(derived(secret(), `order ${set}`))) : randomPermutation(n);
   }
 
   /** The `psi` points of a set: computed on first use, then the same for every party and rejoin. */
@@ -46,7 +65,7 @@ export class LabelPsi {
       const ids = this.ids[set];
       if (!ids) throw new Error(`internal: no ${set} labels to align`);
       s = (async () => {
-        const order = randomPermutation(ids.length);
+        const order = this.order(set, ids.length);
         const hashed = await this.pool.hash(
           Array.from(order, (r) => ids[r]),
           this.progress(set, 'hashing label ids'),
@@ -100,6 +119,11 @@ export class LabelPsi {
   lookup(index: ReadonlyMap<string, number>, found: Uint8Array): Int32Array {
     return Int32Array.from(pointKeys(found), (k) => index.get(k) ?? -1);
   }
+}
+
+/** 32 bytes for one use (`what`) of the job's secret. */
+function derived(secret: Uint8Array, what: string): Uint8Array {
+  return createHmac('sha256', secret).update(`admm-share psi ${what}`).digest();
 }
 
 /** A PointError becomes the peer's fault, naming the field and the point. */

@@ -33,6 +33,8 @@ export interface PartyPortOptions extends Omit<PartiesOptions, 'policy' | 'psi' 
   policy: Omit<AuthPolicy, 'parties'>;
   /** The ids the coordinator puts into the intersection, per set. */
   psiIds: { train: readonly string[]; test: readonly string[] | undefined };
+  /** The job's secret the intersection's key and orders are derived from (alignment/psi.ts); none: fresh ones. */
+  psiSecret?: () => Uint8Array;
   /** How the progress lines name the hashing of a set of the coordinator's ids, and one party's intersection. */
   progressNames: { psi(set: SampleSet, what: string): string; party(party: string, set: SampleSet): string };
 }
@@ -55,7 +57,7 @@ export class PartyPort {
 
   constructor(private readonly opts: PartyPortOptions) {
     const progress = new Progress();
-    this.psi = new LabelPsi(new PsiTeam(), opts.psiIds, (set, what) => progress.counter(opts.progressNames.psi(set, what)));
+    this.psi = new LabelPsi(new PsiTeam(), opts.psiIds, (set, what) => progress.counter(opts.progressNames.psi(set, what)), { jobSecret: opts.psiSecret });
     this.parties = new Parties({
       ...opts,
       policy: { parties: opts.ids, ...opts.policy },

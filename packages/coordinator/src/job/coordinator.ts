@@ -18,6 +18,7 @@ import { type StatusServer, startStatusServer } from '../monitoring/status-serve
 import { Monitor } from '../monitoring/monitor.js';
 import { CHECKPOINT_FILE, type Checkpoint, removeCheckpoint } from '../output/checkpoint.js';
 import { describeJob, writeJobFile } from '../output/job-file.js';
+import { jobSecret } from '../output/coordinator-key.js';
 import { ALIGNMENT_METHOD, type Summary, writeSummary } from '../output/summary.js';
 import type { TraceLine } from '../output/trace.js';
 import type { LoopContext, TrainingLoop } from '../training/loop.js';
@@ -127,6 +128,7 @@ class Coordinator {
       ids: cfg.parties,
       policy: { credentials: cfg.credentials, jobId: cfg.jobId, maxRows: this.maxRows },
       psiIds: { train: this.labels.ids, test: this.testLabels?.ids },
+      psiSecret: () => jobSecret(cfg.out, cfg.jobId),
       progressNames: { psi: (set, what) => `${set} ${what}`, party: (party, set) => `${party} ${set} ids` },
       rejoinTimeoutMs: cfg.rejoinTimeoutMs,
       roundTimeoutMs: cfg.roundTimeoutMs,

@@ -4,6 +4,8 @@
  * flips, job.json) are made with it, so that an edit by anyone who cannot read it is refused.
  * A run folder copied elsewhere for `predict` or `serve` takes the key with it.
  */
+import { createHmac } from 'node:crypto';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { existingKeyFile, keyFile } from '@admm-share/core';
 
@@ -17,4 +19,13 @@ export function coordinatorKey(dir: string): Buffer {
 /** The key of `dir` that `file` (in it) was signed with; missing, a DataError naming `file` and the key. */
 export function signingKey(dir: string, file: string): Buffer {
   return existingKeyFile(join(dir, COORDINATOR_KEY_FILE), file);
+}
+
+/**
+ * A secret of one job, the same whenever the coordinator runs that job from `dir` again (a
+ * restart, --resume): HMAC of the job id under the coordinator's key, created with `dir` if need be.
+ */
+export function jobSecret(dir: string, jobId: string): Buffer {
+  mkdirSync(dir, { recursive: true });
+  return createHmac('sha256', coordinatorKey(dir)).update(`admm-share job ${jobId}`).digest();
 }

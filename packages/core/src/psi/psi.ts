@@ -19,7 +19,7 @@
  * is -1 with probability 1/2 if any point is off the curve, so 64 random subsets miss one
  * with probability 2^-64, and a failing batch is searched point by point for the culprit.
  */
-import { createHash, randomFillSync } from 'node:crypto';
+import { createCipheriv, createHash, randomFillSync } from 'node:crypto';
 import sodium from 'sodium-native';
 import type { PackedIds } from '../io/packed-ids.js';
 
@@ -183,15 +183,19 @@ export function blindPoints(points: Uint8Array, key: Uint8Array): Uint8Array {
   return out;
 }
 
-/** A uniformly random permutation of 0..n-1 (Fisher-Yates, OS CSPRNG, unbiased by rejection). */
-export function randomPermutation(n: number): Uint32Array {
+/**
+ * A uniformly random permutation of 0..n-1 (Fisher-Yates, unbiased by rejection) from `fill`:
+ * the OS CSPRNG by default, or a keyed stream (keyedStream) where the same secret must give the
+ * same order again.
+ */
+export function randomPermutation(n: number, fill: (buf: Uint32Array) => void = randomFillSync): Uint32Array {
   const perm = new Uint32Array(n);
   for (let i = 0; i < n; i++) perm[i] = i;
   const buf = new Uint32Array(4096);
   let k = buf.length;
   const next = () => {
     if (k === buf.length) {
-      randomFillSync(buf);
+      fill(buf);
       k = 0;
     }
     return buf[k++];
@@ -207,6 +211,19 @@ export function randomPermutation(n: number): Uint32Array {
     perm[j] = t;
   }
   return perm;
+}
+
+/**
+ * A pseudorandom stream keyed by a 32-byte secret (AES-256-CTR over zeros): as unpredictable as
+ * the CSPRNG to whoever does not hold the secret, and the same again for whoever does.
+ */
+export function keyedStream(secret: Uint8Array): (buf: Uint32Array) => void {
+  const cipher = createCipheriv('aes-256-ctr', secret, Buffer.alloc(16));
+  return (buf) => {
+    const bytes = new Uint8Array(buf.buffer, buf.byteOffset, buf.byteLength);
+    bytes.fill(0);
+    bytes.set(cipher.update(bytes));
+  };
 }
 
 /** The points as map keys (latin1 strings of 32 characters). */

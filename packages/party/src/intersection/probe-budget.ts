@@ -6,9 +6,9 @@
  * file beside its privacy ledger (model-p1.probe-budget.json), per coordinator URL and UTC day
  * the ids it has answered in training and in scoring, and per job the digests of the label
  * sets it answered: a rejoin that sends a set again is answered without a charge (even after the
- * party was restarted), a different set for the same job only as a coordinator restarted with
- * --resume sends one (the same number of ids, under a new key), and no more than
- * --max-label-sets-per-job of them.
+ * party was restarted; a coordinator restarted with its --out sends the same set too), a
+ * different set for the same job only with the first set's number of ids and no more than
+ * --max-label-sets-per-job of them (default 1: none).
  *
  * The coordinator is known by the URL this party's operator gave (--coordinator), not by
  * anything the coordinator presents, so a hostile coordinator cannot make itself a new one.
@@ -59,7 +59,7 @@ export function probeBudgetPath(ledger: string): string {
 export interface ProbeLimits {
   /** Candidate ids per coordinator and UTC day, of this process's kind (--max-probe-ids-per-day). */
   idsPerDay: number;
-  /** Different label sets answered per job and set (--max-label-sets-per-job): the first, and each coordinator restart. */
+  /** Different label sets answered per job and set (--max-label-sets-per-job). */
   labelSetsPerJob: number;
   /** Ids looked up per connection (--max-lookup-ids-per-connection; scoring only). */
   lookupIdsPerConnection: number;
@@ -110,7 +110,7 @@ export class ProbeBudget {
       const after = `job ${jobId}: a different ${set} label set of ${ids} ids after ${job.digests.length} of ${job.labelIds} ids`;
       if (ids !== job.labelIds) throw new ProbeRefused(`${after}; a rejoin resends the same set, and a restarted coordinator the same ids`, fields);
       if (job.digests.length >= this.limits.labelSetsPerJob)
-        throw new ProbeRefused(`${after} (--max-label-sets-per-job ${this.limits.labelSetsPerJob}: the first set, and one for each restart of the coordinator); a rejoin resends the same set`, fields);
+        throw new ProbeRefused(`${after} (--max-label-sets-per-job ${this.limits.labelSetsPerJob}); a rejoin, or a coordinator restarted with its --out folder, resends the same set`, fields);
     }
     this.refuseOverDay(spent[this.kind], ids, `job ${jobId}: ${ids} ${set} label ids refused`, fields);
     spent[this.kind] += ids;
