@@ -15,10 +15,10 @@ export interface RunReport {
   parties: string[];
 }
 
-/** model-ID.json files of a run: not their privacy reports, ledgers or coefficient reports. */
+/** model-ID.json files of a run: not the files a party keeps beside them (privacy report, ledgers, coefficient report, preparation, probe budget). */
 function modelFiles(dir: string): string[] {
   return readdirSync(dir)
-    .filter((f) => /^model-.+\.json$/.test(f) && !/\.(privacy|ledger|report)\.json$/.test(f))
+    .filter((f) => /^model-.+\.json$/.test(f) && !/\.(privacy|ledger|scoring-ledger|report|preparation|probe-budget)\.json$/.test(f))
     .sort()
     .map((f) => join(dir, f));
 }

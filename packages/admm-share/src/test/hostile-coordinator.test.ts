@@ -69,6 +69,7 @@ async function fakeCoordinator(t: { after(fn: () => unknown): void }, script: Sc
   const received: PartyMessage[] = [];
   const invalid: string[] = [];
   let connections = 0;
+  const labelSet = psiLabels(JOB, ['label-1', 'label-2', 'label-3']);
   let admitted!: (r: { code: number; reason: string }) => void;
   const closed = new Promise<{ code: number; reason: string }>((resolve) => (admitted = resolve));
   wss.on('connection', (ws: WebSocket) => {
@@ -96,7 +97,8 @@ async function fakeCoordinator(t: { after(fn: () => unknown): void }, script: Sc
       if (msg.type === 'hello') {
         n = msg.trainRows;
         send({ type: 'welcome', protocolVersion: PROTOCOL_VERSION, jobId: JOB });
-        send(psiLabels(JOB, ['label-1', 'label-2', 'label-3']));
+        // The same points on every connection, as a coordinator's for one job (a party refuses another set).
+        send(labelSet);
       } else if (msg.type === 'ids') {
         if (msg.set !== 'train') return;
         const trainRows = Uint32Array.from({ length: n }, (_, i) => i);
