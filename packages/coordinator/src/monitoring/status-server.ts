@@ -25,7 +25,8 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import type { Logger } from 'pino';
 import type { HttpConfig, Phase } from '../config.js';
-import { bearerCheck, closeHttp, httpServer, listenHttp, tokenCheck } from '../connections/http.js';
+import { bearerCheck, closeHttp, httpServer, isLoopback, listenHttp, tokenCheck } from '../connections/http.js';
+import { WarningLimiter } from '../connections/warnings.js';
 import { HTTP_REQUEST_TIMEOUT_MS } from '../connections/server.js';
 import type { Monitor } from './monitor.js';
 
@@ -43,6 +44,8 @@ const STATE_REFRESH_MS = 1_000;
 const KEEPALIVE_MS = 15_000;
 /** Event-stream clients at once; more get 503 (each costs a socket and a JSON per event). */
 export const MAX_EVENT_CLIENTS = 32;
+/** Open connections to the port: every event stream and as many again for the page, the API and probes. */
+export const MAX_HTTP_CONNECTIONS = 2 * MAX_EVENT_CLIENTS;
 /** The browser's cookie: a digest of the token, not the token. */
 const SESSION_COOKIE = 'admm_session';
 
@@ -81,7 +84,13 @@ export async function startStatusServer(cfg: HttpConfig, monitor: Monitor, log: 
   const events = new EventStream(monitor);
 
   // Every request here is a GET answered from memory: the parties' port's request timeout fits.
-  const server = httpServer({ requestTimeoutMs: HTTP_REQUEST_TIMEOUT_MS }, (req, res) => {
+  const warnings = new WarningLimiter(log);
+  const server = httpServer({
+    requestTimeoutMs: HTTP_REQUEST_TIMEOUT_MS,
+    maxConnections: MAX_HTTP_CONNECTIONS,
+    refusal: `${MAX_HTTP_CONNECTIONS} connections are open; retry later`,
+    onRefused: (remote) => warnings.warn('http connection refused', log, { remote, maxConnections: MAX_HTTP_CONNECTIONS }, 'HTTP connection over the cap refused'),
+  }, (req, res) => {
     route(req, res).catch((err: unknown) => {
       log.error({ path: req.url, err: (err as Error).message }, 'internal error answering an HTTP request');
       if (!res.headersSent) text(res, 500, 'internal error\n');
@@ -236,8 +245,4 @@ function cookieValue(header: string | undefined, name: string): string | undefin
     if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
   }
   return undefined;
-}
-
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127\./.test(host);
 }
