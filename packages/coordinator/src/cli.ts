@@ -95,6 +95,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     .option('http-token-file', { type: 'string', describe: 'file holding the bearer token every HTTP request but /healthz and /readyz must carry (Authorization: Bearer TOKEN)' })
     .option('http-linger', { type: 'number', default: 0, describe: 'seconds the HTTP port stays open after the job ends' })
     .option('insecure-no-token', { type: 'boolean', default: false, describe: 'allow an --http-host other than loopback without --http-token-file (anyone on the network can watch the job)' })
+    .option('http-event-seconds', { type: 'number', default: 600, describe: 'an event stream (/api/events) ends after this many seconds and the browser reconnects, so a client that never reads holds its slot no longer' })
     .option('local-baseline', { type: 'string', describe: 'JSON file {"party", "objective", "test"}: a model on the label holder\'s own features, shown on the dashboard beside the job\'s' })
     .option('log-level', { choices: LOG_LEVELS, default: 'info' as const })
     .parseSync();
@@ -159,6 +160,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
             port: requireInteger('http-port', httpPort, 0),
             ...(httpToken !== undefined ? { token: httpToken } : {}),
             lingerMs: Math.round(1000 * requireNonNegative('http-linger', a['http-linger'])),
+            eventStreamMs: Math.round(1000 * requirePositive('http-event-seconds', a['http-event-seconds'])),
             ...(localBaseline ? { localBaseline } : {}),
           },
         }
