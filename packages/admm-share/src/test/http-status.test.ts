@@ -30,7 +30,7 @@ function silentStream(port: number): Promise<{ s: Socket; status: string }> {
   });
 }
 
-test('/api/status is paged; event streams that never read release their slots after --http-event-seconds while the job trains', async (t) => {
+test('the status API is paged (GET /api/status); event streams that never read release their slots after --http-event-seconds while the job trains', async (t) => {
   const dir = tempDir(t);
   const s = syntheticDataset({ trainRows: 200, testRows: 20, seed: 'http-status' });
   const files = writeVerticalSplit(join(dir, 'data'), s.blocks, s.train);
