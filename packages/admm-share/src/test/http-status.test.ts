@@ -1,5 +1,6 @@
 // The job's status port while a real job trains: /api/status answers a page of at most 1,000
-// rounds (`more`, `nextSince`, `limit`), so a fetch stays small however long the job; event
+// rounds (`more`, `nextSince`, `limit`), so a fetch stays small however long the job, and
+// clients fetching in a loop are paced to 20 requests a second between them; event
 // streams whose clients never read hold their 32 slots only until --http-event-seconds, after
 // which a new client gets in; the training goes on meanwhile.
 import { after, test } from 'node:test';
@@ -70,6 +71,14 @@ test('the status API is paged (GET /api/status); event streams that never read r
   assert.equal(all.body!.more, all.body!.rounds.length === MAX_PAGE);
   assert.equal((await get(`?limit=${MAX_PAGE + 1}`)).status, 400);
   assert.equal((await get('?limit=0')).status, 400);
+
+  // Four clients fetching in a loop are served 20 requests a second between them, not as fast
+  // as they ask: 40 requests take about 2 s.
+  const t0 = Date.now();
+  await Promise.all(Array.from({ length: 4 }, async () => {
+    for (let i = 0; i < 10; i++) assert.equal((await get('?limit=1')).status, 200);
+  }));
+  assert.ok(Date.now() - t0 >= 1800, `40 status requests in ${Date.now() - t0} ms`);
 
   // 32 streams that never read take every slot; the 33rd is refused.
   const silent = await Promise.all(Array.from({ length: 32 }, () => silentStream(httpPort)));

@@ -86,3 +86,26 @@ export function loggedPath(url: string | undefined): string {
   const path = url ?? '';
   return path.length <= LOGGED_PATH_CHARS ? path : `${path.slice(0, LOGGED_PATH_CHARS)}... (${path.length} characters)`;
 }
+
+/**
+ * Spreads requests evenly at `perSecond`: a request arriving while others are due waits its
+ * turn (so a client fetching in a loop is slowed to the rate, not answered faster with
+ * refusals), up to `maxWaitMs`; beyond that it is refused. What the requests compute then
+ * costs the process at most `perSecond` times its price, however many clients ask.
+ */
+export class Pacer {
+  private next = 0;
+
+  constructor(
+    private readonly perSecond: number,
+    private readonly maxWaitMs: number,
+  ) {}
+
+  /** Resolves when it is this request's turn; rejects with a 429 HttpError when the queue is longer than maxWaitMs. */
+  turn(now = performance.now()): Promise<void> {
+    const at = Math.max(now, this.next);
+    if (at - now > this.maxWaitMs) return Promise.reject(new HttpError(429, `more than ${this.perSecond} requests a second; retry later`, Math.ceil((at - now) / 1000)));
+    this.next = at + 1000 / this.perSecond;
+    return at <= now ? Promise.resolve() : new Promise((resolve) => setTimeout(resolve, at - now).unref());
+  }
+}
