@@ -49,10 +49,15 @@ export function readTokenFile(flag: string, file: string): string {
   const token = text.trim();
   const weak = weakSecret(token);
   if (weak) throw new ConfigError(`--${flag} ${file}: the token ${weak}`);
+  requirePrivateMode(flag, file, mode);
+  return token;
+}
+
+/** A file of secrets that other users can read or change is refused (a ConfigError naming the fix). */
+export function requirePrivateMode(flag: string, file: string, mode = statSync(file).mode): void {
   // Windows has no such mode bits (Node reports 0o666 for every file).
   if (process.platform !== 'win32' && (mode & 0o077) !== 0)
     throw new ConfigError(`--${flag} ${file}: other users can read or change it (mode ${(mode & 0o777).toString(8)}); make it private: chmod 600 ${file}`);
-  return token;
 }
 
 /** Whether `host` is a loopback address (only this machine can connect). */
