@@ -1,8 +1,9 @@
 /**
  * What the coordinator's two HTTP endpoints share (online scoring, serve.ts, and the job's
- * status port, status-server.ts): the bearer token check, the timeouts of a plain HTTP server,
- * and listening with an error that names the flag. The parties' WebSocket port is separate
- * (server.ts): nothing on it answers HTTP.
+ * status port, status-server.ts): the bearer token (read from a private file, strong enough,
+ * required off loopback) and its check, the timeouts of a plain HTTP server and the cap on its
+ * open connections, and listening with an error that names the flag. The parties' WebSocket
+ * port is separate (server.ts): nothing on it answers HTTP.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
 import { readFileSync, statSync } from 'node:fs';

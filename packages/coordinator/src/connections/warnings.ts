@@ -1,7 +1,7 @@
 /**
- * Rate limits for the warnings that anyone who can reach the port can cause (a refused
- * connection, a socket error, a failed TLS handshake): without them a flood of connections is
- * a flood of log lines, and of disk. Per kind, at most WARNINGS_PER_SECOND are logged in a
+ * Rate limits for the warnings that anyone who can reach a port can cause (a refused
+ * connection, a socket error, a failed TLS handshake, an HTTP request refused before its body):
+ * without them a flood of connections is a flood of log lines, and of disk. Per kind, at most WARNINGS_PER_SECOND are logged in a
  * second; the rest are counted and reported in one line when that second ends.
  */
 import type { Logger } from 'pino';
