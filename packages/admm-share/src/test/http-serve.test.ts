@@ -194,7 +194,9 @@ test('serve off loopback without a token is refused (64) unless --insecure-no-to
   const runDir = await model;
   const base = ['serve', '--model', join(runDir, 'job.json'), '--port', '0', '--http-port', '0', '--http-host', '0.0.0.0'];
   const refused = run(BIN.coordinator, base);
-  assert.equal((await refused.exit).code, 64, refused.stderr());
+  const ended = await Promise.race([refused.exit, new Promise<{ code: string }>((r) => setTimeout(() => r({ code: 'still serving after 10 s' }), 10_000))]);
+  refused.kill();
+  assert.equal(ended.code, 64, refused.stderr());
   assert.match(refused.stderr(), /--http-host 0\.0\.0\.0 without --http-token-file: anyone who can reach 0\.0\.0\.0 could use the HTTP port; give --http-token-file FILE \(or --insecure-no-token/);
   const open = run(BIN.coordinator, [...base, '--insecure-no-token']);
   await open.waitFor((r) => r.msg === 'serving POST /score');
