@@ -9,7 +9,7 @@
 // The data is generated once (seeded) into runs/bench-predict/. Prints figures; asserts nothing.
 //   npm run bench:predict [-- --rows 1000000 --requests 200 --skip-throughput]
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { rng, writeRows } from './lib/sparse-data.mjs';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -93,7 +93,8 @@ if (!values['skip-online']) {
   if (!cachedRun(run)) await must(node(BIN.share, ['simulate', '--split', '12,12', '--rounds', '10', '--out', run]), 'simulate');
   const token = 'bench-token-0123456789abcdef';
   writeFileSync(join(cache, 'token'), token);
-  const c = node(BIN.coordinator, ['serve', '--model', join(run, 'job.json'), '--port', '0', '--http-port', '0', '--http-token-file', join(cache, 'token'), '--credentials', join(run, 'data', 'credentials.json')]);
+  chmodSync(join(cache, 'token'), 0o600);
+  const c = node(BIN.coordinator, ['serve', '--model', join(run, 'job.json'), '--port', '0', '--http-port', '0', '--http-token-file', join(cache, 'token'), '--credentials', join(run, 'data', 'credentials.json'), '--max-ids-per-minute', '100000000']);
   const { port } = await waitFor(c, (r) => r.msg === 'listening');
   const { httpPort } = await waitFor(c, (r) => r.msg === 'serving POST /score');
   const parties = ['party-1', 'party-2'].map((id) =>
@@ -101,7 +102,7 @@ if (!values['skip-online']) {
   );
   const url = `http://127.0.0.1:${httpPort}`;
   for (;;) {
-    const h = await (await fetch(`${url}/healthz`)).json();
+    const h = await (await fetch(`${url}/healthz`, { headers: { authorization: `Bearer ${token}` } })).json();
     if (Object.values(h.parties).every((v) => v === 'ready')) break;
     await new Promise((r) => setTimeout(r, 50));
   }

@@ -12,7 +12,7 @@ import { DEFAULT_ANDERSON, requireAnderson } from './numerics/anderson.js';
 import { resultLine } from './output/summary.js';
 import { readLocalBaseline } from './output/local-baseline.js';
 import { type ServeConfig, serve } from './prediction/serve.js';
-import { MIN_SECRET_CHARS } from './connections/http.js';
+import { readTokenFile, requireTokenOffLoopback } from './connections/http.js';
 import { readCredentials } from './connections/credentials-file.js';
 import { DEFAULT_CHECKPOINT_SECONDS, checkpointPolicy } from './output/checkpoint.js';
 import { DEFAULT_HOLDOUT_SEED, testSelectionOf } from './alignment/test-rows.js';
@@ -28,12 +28,9 @@ function readTls(cert?: string, key?: string, clientCa?: string): ServerTls | un
   return { cert: readFlagFile('tls-cert', cert), key: readFlagFile('tls-key', key), ...(clientCa ? { clientCa: readFlagFile('tls-client-ca', clientCa) } : {}) };
 }
 
-/** The bearer token in --http-token-file (surrounding white space removed), at least MIN_SECRET_CHARS long. */
+/** The bearer token in --http-token-file (connections/http.ts checks the token and the file's mode). */
 function readHttpToken(file: string | undefined): string | undefined {
-  if (file === undefined) return undefined;
-  const token = readFlagFile('http-token-file', file).trim();
-  if (token.length < MIN_SECRET_CHARS) throw new ConfigError(`--http-token-file ${file}: the token must have at least ${MIN_SECRET_CHARS} characters`);
-  return token;
+  return file === undefined ? undefined : readTokenFile('http-token-file', file);
 }
 
 export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLevel } {
@@ -98,6 +95,8 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     .option('http-host', { type: 'string', default: '127.0.0.1', describe: 'address of the HTTP port' })
     .option('http-token-file', { type: 'string', describe: 'file holding the bearer token every HTTP request but /healthz and /readyz must carry (Authorization: Bearer TOKEN)' })
     .option('http-linger', { type: 'number', default: 0, describe: 'seconds the HTTP port stays open after the job ends' })
+    .option('insecure-no-token', { type: 'boolean', default: false, describe: 'allow an --http-host other than loopback without --http-token-file (anyone on the network can watch the job)' })
+    .option('http-event-seconds', { type: 'number', default: 600, describe: 'an event stream (/api/events) ends after this many seconds and the browser reconnects, so a client that never reads holds its slot no longer' })
     .option('local-baseline', { type: 'string', describe: 'JSON file {"party", "objective", "test"}: a model on the label holder\'s own features, shown on the dashboard beside the job\'s' })
     .option('log-level', { choices: LOG_LEVELS, default: 'info' as const })
     .parseSync();
@@ -115,6 +114,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
   if (httpPort === undefined && a['local-baseline'] !== undefined) throw new ConfigError('--local-baseline needs --http-port (it is shown on the dashboard)');
   const localBaseline = a['local-baseline'] === undefined ? undefined : readLocalBaseline(a['local-baseline']);
   const httpToken = readHttpToken(a['http-token-file']);
+  if (httpPort !== undefined) requireTokenOffLoopback(a['http-host'], httpToken, a['insecure-no-token']);
   return {
     host: a.host,
     port: requireInteger('port', a.port, 0),
@@ -161,6 +161,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
             port: requireInteger('http-port', httpPort, 0),
             ...(httpToken !== undefined ? { token: httpToken } : {}),
             lingerMs: Math.round(1000 * requireNonNegative('http-linger', a['http-linger'])),
+            eventStreamMs: Math.round(1000 * requirePositive('http-event-seconds', a['http-event-seconds'])),
             ...(localBaseline ? { localBaseline } : {}),
           },
         }
@@ -259,11 +260,15 @@ export function parseServeArgs(argv: string[]): ServeConfig & { logLevel: LogLev
     .option('http-token-file', { type: 'string', describe: 'file holding the bearer token every request must carry (Authorization: Bearer TOKEN)' })
     .option('max-request-ids', { type: 'number', default: 1000, describe: 'ids per request' })
     .option('max-body-bytes', { type: 'number', default: 1 << 20, describe: 'size of a request body' })
-    .option('max-concurrent', { type: 'number', default: 8, describe: 'requests in flight; more get 429' })
+    .option('max-concurrent', { type: 'number', default: 8, describe: 'requests in flight, counted before their body is read; more get 429' })
+    .option('max-connections', { type: 'number', default: 64, describe: 'open HTTP connections; more get 503 and are closed' })
+    .option('max-ids-per-minute', { type: 'number', default: 6000, describe: 'ids sent to the parties per bearer token and minute (a burst of up to that many); more get 429 with Retry-After' })
+    .option('insecure-no-token', { type: 'boolean', default: false, describe: 'allow an --http-host other than loopback without --http-token-file (anyone on the network can score, and test which ids the parties hold)' })
     .option('request-timeout', { type: 'number', default: 5_000, describe: "ms a party has to answer a request's lookup and score (then 504)" })
     .option('max-party-rows', { type: 'number', default: 10_000_000, describe: 'rows a party may hold (bounds the frame of its ids)' })
     .parseSync();
   const tokenText = readHttpToken(a['http-token-file']);
+  requireTokenOffLoopback(a['http-host'], tokenText, a['insecure-no-token']);
   return {
     ...scoringNet(a, a['request-timeout']),
     httpHost: a['http-host'],
@@ -272,6 +277,8 @@ export function parseServeArgs(argv: string[]): ServeConfig & { logLevel: LogLev
     maxRequestIds: requireInteger('max-request-ids', a['max-request-ids'], 1),
     maxBodyBytes: requireInteger('max-body-bytes', a['max-body-bytes'], 1),
     maxConcurrent: requireInteger('max-concurrent', a['max-concurrent'], 1),
+    maxConnections: requireInteger('max-connections', a['max-connections'], 1),
+    maxIdsPerMinute: requireInteger('max-ids-per-minute', a['max-ids-per-minute'], 1),
     maxRows: requireInteger('max-party-rows', a['max-party-rows'], 1),
   };
 }

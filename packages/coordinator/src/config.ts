@@ -26,6 +26,8 @@ export interface HttpConfig {
   token?: string;
   /** Keep the HTTP port open this long after the job ends (done or failed), to look at the end state. */
   lingerMs: number;
+  /** An event stream (/api/events) ends after this long; the browser reconnects by itself (--http-event-seconds). */
+  eventStreamMs: number;
   /**
    * The local-only model to show beside the job's at its end (--local-baseline): the label
    * holder's own model on its own features, fitted outside the job (simulate fits it). A

@@ -64,6 +64,10 @@ test('serve: ids "t1\\uD800" and "t1\\uFFFD" (the same UTF-8 bytes) are a 400 na
   assert.equal(bad.status, 400);
   assert.match(((await bad.json()) as { error: string }).error, /^ids\[0\]: has a lone UTF-16 surrogate \(\\uD800 at character 3\)/);
   assert.equal((await post(['t2', 't3', '\uDC00'])).status, 400);
+  // A body whose bytes are not UTF-8 ("t1" and 0xFF) is refused, not read as "t1\uFFFD".
+  const raw = await fetch(`${url}/score`, { method: 'POST', headers: { 'content-type': 'application/json' }, body: Buffer.concat([Buffer.from('{"ids": ["t1'), Buffer.of(0xff), Buffer.from('"]}')]) });
+  assert.equal(raw.status, 400);
+  assert.match(((await raw.json()) as { error: string }).error, /not UTF-8/);
 
   // The same request without the surrogate is scored, ODD included, by every party's model.
   const ids = [ODD, 't2', 't3'];

@@ -2,7 +2,7 @@
 // refusals, and a coordinator and parties that accept what it wrote.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { syntheticDataset } from '@admm-share/core';
 import { writeVerticalSplit } from '../split.js';
@@ -93,11 +93,12 @@ test('credentials: invalid or repeated party ids are usage errors (exit 64), not
 
 test('credentials: a malformed credentials file stops the coordinator with exit 65, naming the file and what is wrong', async (t) => {
   const dir = tempDir(t);
-  const long = 'x'.repeat(16);
+  const long = 'abcdefgh12345678';
   const cases: [string, RegExp][] = [
     [JSON.stringify({ '../evil': long }), /credentials: \.\.\/evil: not a valid party id/],
     [JSON.stringify({ bank: 'short' }), /credentials: bank: a secret must have at least 16 characters/],
     [JSON.stringify({ bank: 16 }), /credentials: bank: expected a secret/],
+    [JSON.stringify({ bank: 'x'.repeat(16) }), /credentials: bank: a secret must have at least 8 different characters/],
     [JSON.stringify([long]), /credentials: expected a JSON object/],
     ['{"bank": ', /credentials: not JSON/],
   ];
@@ -110,6 +111,13 @@ test('credentials: a malformed credentials file stops the coordinator with exit 
     assert.match(p.stderr(), re, text);
     assert.doesNotMatch(p.stderr(), STACK_LINE);
   }
+  // Valid secrets in a file other users can read: refused (64), naming the fix.
+  const open = join(dir, 'open.json');
+  writeFileSync(open, JSON.stringify({ bank: long }));
+  chmodSync(open, 0o644);
+  const p = run(BIN.coordinator, ['--labels', join(dir, 'none.csv'), '--parties', 'bank', '--credentials', open]);
+  assert.equal((await p.exit).code, 64, p.stderr());
+  assert.ok(p.stderr().includes(`--credentials ${open}: other users can read or change it (mode 644); make it private: chmod 600 ${open}`), p.stderr());
 });
 
 test('credentials: a coordinator and its parties accept the files (--credentials, --token-file) and train', async (t) => {

@@ -57,7 +57,7 @@ test('a scoring party frozen past --request-timeout: 504, closed with 4016, and 
   const sim = run(BIN.share, ['simulate', '--out', runDir, '--rounds', '10']);
   assert.equal((await sim.exit).code, 0, sim.stderr());
   const token = 'faults-serve-token-0123456789ab';
-  writeFileSync(join(dir, 'token'), token + '\n');
+  writeFileSync(join(dir, 'token'), token + '\n', { mode: 0o600 });
   // Heartbeats every minute: the freeze is met by the request's deadline, not by a missed ping.
   const c = run(BIN.coordinator, ['serve', '--model', join(runDir, 'job.json'), '--port', '0', '--http-port', '0', '--http-token-file', join(dir, 'token'), '--credentials', join(runDir, 'data', 'credentials.json'), '--request-timeout', '1000', '--heartbeat', '60000']);
   const { port } = (await c.waitFor((r) => r.msg === 'listening')) as { port: number };

@@ -4,7 +4,7 @@
 // it, and bad flags are refused with a message.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { syntheticDataset } from '@admm-share/core';
 import { writeVerticalSplit } from '../split.js';
@@ -35,7 +35,7 @@ test('/healthz and /readyz without the token follow the job to its end; other pa
   const dir = tempDir(t);
   const files = setup(dir);
   const out = join(dir, 'out');
-  writeFileSync(join(dir, 'token'), `${TOKEN}\n`);
+  writeFileSync(join(dir, 'token'), `${TOKEN}\n`, { mode: 0o600 });
   const ids = files.parties.map((p) => p.id).join(',');
   const coord = run(BIN.coordinator, ['--port', '0', '--labels', files.labels, '--parties', ids, '--out', out, '--rounds', '20', '--http-port', '0', '--http-token-file', join(dir, 'token'), '--http-linger', '5']);
   const http = (await coord.waitFor((r) => r.msg === 'http listening', 'http listening')) as { httpPort: number; httpHost: string; token: boolean };
@@ -94,6 +94,9 @@ test('bad HTTP flags are refused with a message naming them', async (t) => {
   const dir = tempDir(t);
   const files = setup(dir);
   writeFileSync(join(dir, 'short'), 'too-short\n');
+  writeFileSync(join(dir, 'same'), 'aaaaaaaaaaaaaaaa\n', { mode: 0o600 });
+  writeFileSync(join(dir, 'open'), `${TOKEN}\n`);
+  chmodSync(join(dir, 'open'), 0o644);
   const base = ['--port', '0', '--labels', files.labels, '--parties', 'party-1', '--out', join(dir, 'out')];
   const cases: [string[], RegExp][] = [
     [['--http-port', '0', '--http-token-file', join(dir, 'short')], /--http-token-file .*short: the token must have at least 16 characters/],
@@ -102,7 +105,12 @@ test('bad HTTP flags are refused with a message naming them', async (t) => {
     [['--http-linger', '5'], /--http-linger needs --http-port/],
     [['--http-port', '-1'], /--http-port must be an integer >= 0, got -1/],
     [['--http-port', '0', '--http-linger', '-2'], /--http-linger must be/],
-    [['--http-port', '0', '--http-host', '203.0.113.7'], /--http-port 0: cannot listen on 203\.0\.113\.7 \(EADDRNOTAVAIL\)/],
+    [['--http-port', '0', '--http-host', '203.0.113.7', '--insecure-no-token'], /--http-port 0: cannot listen on 203\.0\.113\.7 \(EADDRNOTAVAIL\)/],
+    // Off loopback without a token, a low-entropy token, a token others can read.
+    [['--http-port', '0', '--http-host', '0.0.0.0'], /--http-host 0\.0\.0\.0 without --http-token-file: .*--insecure-no-token/],
+    [['--http-port', '0', '--http-host', '::'], /--http-host :: without --http-token-file/],
+    [['--http-port', '0', '--http-token-file', join(dir, 'same')], /--http-token-file .*same: the token has fewer than 8 different characters/],
+    [['--http-port', '0', '--http-token-file', join(dir, 'open')], new RegExp(`--http-token-file .*open: other users can read or change it \\(mode 644\\); make it private: chmod 600 ${join(dir, 'open')}`)],
   ];
   for (const [extra, message] of cases) {
     const p = run(BIN.coordinator, [...base, ...extra]);

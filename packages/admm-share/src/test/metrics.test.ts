@@ -101,7 +101,7 @@ test('/metrics: the text format parses, values move while the job runs, a rejoin
   const s = syntheticDataset({ trainRows: 3000, testRows: 500, seed: 'metrics-test' });
   const files = writeVerticalSplit(join(dir, 'data'), s.blocks, s.train, s.test);
   const out = join(dir, 'out');
-  writeFileSync(join(dir, 'token'), TOKEN);
+  writeFileSync(join(dir, 'token'), TOKEN, { mode: 0o600 });
   const ids = files.parties.map((p) => p.id);
   const coord = run(BIN.coordinator, [
     '--port', '0', '--labels', files.labels, '--test-labels', files.testLabels!, '--parties', ids.join(','), '--out', out, '--job', 'metrics-job',

@@ -250,7 +250,7 @@ test('online: POST /score fans out to the parties and answers scores and probabi
   const dir = tempDir(t);
   const runDir = await simulated(dir, 'run');
   const token = 'serve-token-0123456789abcdef';
-  writeFileSync(join(dir, 'token'), token + '\n');
+  writeFileSync(join(dir, 'token'), token + '\n', { mode: 0o600 });
   const c = run(BIN.coordinator, ['serve', '--model', join(runDir, 'job.json'), '--port', '0', '--http-port', '0', '--http-token-file', join(dir, 'token'), '--credentials', join(runDir, 'data', 'credentials.json'), '--max-request-ids', '200', '--request-timeout', '3000']);
   const { port } = (await c.waitFor((r) => r.msg === 'listening')) as { port: number };
   const { httpPort } = (await c.waitFor((r) => r.msg === 'serving POST /score')) as { httpPort: number };
@@ -260,7 +260,7 @@ test('online: POST /score fans out to the parties and answers scores and probabi
   /** Wait until /healthz shows the parties' states as `done` wants them. */
   const until = async (done: (parties: Record<string, string>) => boolean, what: string) => {
     for (let i = 0; i < 200; i++) {
-      const h = (await (await fetch(`${url}/healthz`)).json()) as { parties: Record<string, string> };
+      const h = (await (await fetch(`${url}/healthz`, { headers: { authorization: `Bearer ${token}` } })).json()) as { parties: Record<string, string> };
       if (done(h.parties)) return;
       await new Promise((r) => setTimeout(r, 100));
     }

@@ -98,20 +98,20 @@ test('admm-coordinator serve: a lookup a party refuses fails that request with a
   const dir = tempDir(t);
   const runDir = await runCopy(dir);
   const token = 'probe-token-0123456789abcdef';
-  writeFileSync(join(dir, 'token'), token + '\n');
+  writeFileSync(join(dir, 'token'), token + '\n', { mode: 0o600 });
   const c = run(BIN.coordinator, ['serve', '--model', join(runDir, 'job.json'), '--port', '0', '--http-port', '0', '--http-token-file', join(dir, 'token'), '--credentials', join(runDir, 'data', 'credentials.json'), '--max-request-ids', '200']);
   const { port } = (await c.waitFor((r) => r.msg === 'listening')) as { port: number };
   const { httpPort } = (await c.waitFor((r) => r.msg === 'serving POST /score')) as { httpPort: number };
   const url = `http://127.0.0.1:${httpPort}`;
   const parties = ['party-1', 'party-2', 'party-3'].map((party) => predictParty(runDir, party, `ws://127.0.0.1:${port}`, party === 'party-1' ? ['--max-lookup-ids-per-connection', '150'] : []));
-  const healthy = async () => ((await (await fetch(`${url}/healthz`)).json()) as { parties: Record<string, string> }).parties;
+  const healthy = async () => ((await (await fetch(`${url}/healthz`, { headers: { authorization: `Bearer ${token}` } })).json()) as { parties: Record<string, string> }).parties;
   for (let i = 0; i < 200 && !Object.values(await healthy()).every((s) => s === 'ready'); i++) await new Promise((r) => setTimeout(r, 100));
   const ids = readLibsvm(join(runDir, 'data', 'party-1.test.libsvm'), { ids: 'first' }).ids.slice(0, 100);
   const post = (body: unknown) => fetch(`${url}/score`, { method: 'POST', headers: { authorization: `Bearer ${token}`, 'content-type': 'application/json' }, body: JSON.stringify(body) });
 
   assert.equal((await post({ ids })).status, 200);
   const over = await post({ ids });
-  assert.ok(over.status >= 400, `status ${over.status}`);
+  assert.equal(over.status, 429, "a refused lookup is a rate limit: the party counts ids a day");
   assert.match(((await over.json()) as { error: string }).error, /party party-1 refused the lookup: a lookup of 100 ids refused: 100 ids were looked up on this connection already, at most 150 \(--max-lookup-ids-per-connection\)/);
   // The party did not leave: the next request within the cap is scored.
   assert.deepEqual(Object.values(await healthy()), ['ready', 'ready', 'ready']);

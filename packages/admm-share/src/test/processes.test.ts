@@ -264,7 +264,7 @@ test('with credentials, a hello must prove the party\'s secret: wrong, missing o
   const out = join(dir, 'out');
   const secrets = Object.fromEntries(files.parties.map((p) => [p.id, randomBytes(24).toString('hex')]));
   const credentials = join(dir, 'credentials.json');
-  writeFileSync(credentials, JSON.stringify(secrets));
+  writeFileSync(credentials, JSON.stringify(secrets), { mode: 0o600 });
   const coord = startCoordinator(files, out, ['--credentials', credentials]);
   const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
 
@@ -317,7 +317,7 @@ test('a party without its credential is refused by a coordinator that requires o
   const dir = tempDir(t);
   const files = dataset(dir);
   const credentials = join(dir, 'credentials.json');
-  writeFileSync(credentials, JSON.stringify(Object.fromEntries(files.parties.map((p) => [p.id, 'x'.repeat(32)]))));
+  writeFileSync(credentials, JSON.stringify(Object.fromEntries(files.parties.map((p) => [p.id, randomBytes(16).toString('hex')]))), { mode: 0o600 });
   const coord = startCoordinator(files, join(dir, 'out'), ['--credentials', credentials, '--hello-timeout', '5000']);
   const { port } = (await coord.waitFor((r) => r.msg === 'listening')) as { port: number };
   const party = startParty(files, 0, port, dir);

@@ -1,11 +1,14 @@
 /**
  * What the coordinator's two HTTP endpoints share (online scoring, serve.ts, and the job's
- * status port, status-server.ts): the bearer token check, the timeouts of a plain HTTP server,
- * and listening with an error that names the flag. The parties' WebSocket port is separate
- * (server.ts): nothing on it answers HTTP.
+ * status port, status-server.ts): the bearer token (read from a private file, strong enough,
+ * required off loopback) and its check, the timeouts of a plain HTTP server and the cap on its
+ * open connections, and listening with an error that names the flag. The parties' WebSocket
+ * port is separate (server.ts): nothing on it answers HTTP.
  */
 import { createHash, timingSafeEqual } from 'node:crypto';
+import { readFileSync, statSync } from 'node:fs';
 import { type IncomingMessage, type RequestListener, type Server, createServer } from 'node:http';
+import { type Server as NetServer, type Socket, createServer as createNetServer } from 'node:net';
 import { httpTimeouts } from './server.js';
 import { ConfigError } from '@admm-share/core';
 
@@ -15,6 +18,62 @@ import { ConfigError } from '@admm-share/core';
  * MAX_PENDING_CONNECTIONS at once (and far beyond what an HTTP client can try).
  */
 export const MIN_SECRET_CHARS = 16;
+
+/**
+ * Fewest different characters in a secret: 16 identical characters, or a few repeated, are
+ * long enough but guessed at once. A random hex secret of 16 characters has about 10.
+ */
+export const MIN_SECRET_DISTINCT = 8;
+
+/** Why `secret` is too weak to accept, or undefined. */
+export function weakSecret(secret: string): string | undefined {
+  if (secret.length < MIN_SECRET_CHARS) return `must have at least ${MIN_SECRET_CHARS} characters`;
+  if (new Set(secret).size < MIN_SECRET_DISTINCT)
+    return `has fewer than ${MIN_SECRET_DISTINCT} different characters and can be guessed; use a random one (openssl rand -hex 32, or admm-share credentials)`;
+  return undefined;
+}
+
+/**
+ * The bearer token in `file` (surrounding white space removed): a strong secret (weakSecret),
+ * in a file that only its owner can read or change. A ConfigError names the flag, the file
+ * and the fix.
+ */
+export function readTokenFile(flag: string, file: string): string {
+  let text: string;
+  let mode: number;
+  try {
+    mode = statSync(file).mode;
+    text = readFileSync(file, 'utf8');
+  } catch (err) {
+    throw new ConfigError(`--${flag} ${file}: cannot read it (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+  }
+  const token = text.trim();
+  const weak = weakSecret(token);
+  if (weak) throw new ConfigError(`--${flag} ${file}: the token ${weak}`);
+  requirePrivateMode(flag, file, mode);
+  return token;
+}
+
+/** A file of secrets that other users can read or change is refused (a ConfigError naming the fix). */
+export function requirePrivateMode(flag: string, file: string, mode = statSync(file).mode): void {
+  // Windows has no such mode bits (Node reports 0o666 for every file).
+  if (process.platform !== 'win32' && (mode & 0o077) !== 0)
+    throw new ConfigError(`--${flag} ${file}: other users can read or change it (mode ${(mode & 0o777).toString(8)}); make it private: chmod 600 ${file}`);
+}
+
+/** Whether `host` is a loopback address (only this machine can connect). */
+export function isLoopback(host: string): boolean {
+  return host === 'localhost' || host === '::1' || /^(::ffff:)?127\./.test(host);
+}
+
+/**
+ * An HTTP port off loopback needs a token: without one, anyone on the network could use it
+ * (on serve: test which ids the parties hold). `--insecure-no-token` accepts that.
+ */
+export function requireTokenOffLoopback(host: string, token: string | undefined, insecure: boolean): void {
+  if (token === undefined && !insecure && !isLoopback(host))
+    throw new ConfigError(`--http-host ${host} without --http-token-file: anyone who can reach ${host} could use the HTTP port; give --http-token-file FILE (or --insecure-no-token to accept this)`);
+}
 
 /**
  * A check of a given token against `token` (none: everything passes). Both sides are hashed
@@ -33,28 +92,89 @@ export function bearerCheck(token: string | undefined): (req: IncomingMessage) =
   return (req) => check(/^Bearer (.+)$/.exec(req.headers.authorization ?? '')?.[1]);
 }
 
-/** An HTTP server that cuts off a client slow to send its request (Node's defaults allow 60 s for the headers, 300 s for the request; server.ts names ours). */
-export function httpServer(opts: { requestTimeoutMs: number }, listener: RequestListener): Server {
-  return createServer(httpTimeouts(opts.requestTimeoutMs), listener);
+/**
+ * Ms an over-cap connection is kept after its 503 before it is closed: long enough for the
+ * answer to reach the client before a close that could reset it, short enough that a flood
+ * of connections holds few sockets.
+ */
+export const OVER_CAP_LINGER_MS = 1_000;
+
+export interface HttpServerOptions {
+  requestTimeoutMs: number;
+  /** Open connections; more are answered 503 (with `refusal`) and closed, nothing read from them. */
+  maxConnections: number;
+  refusal: string;
+  /** An over-cap connection was refused. */
+  onRefused(remote: string): void;
+}
+
+/**
+ * The listening socket in front of each HTTP server: it counts connections and hands the HTTP
+ * parser only those under the cap, so that an over-cap connection costs a socket for
+ * OVER_CAP_LINGER_MS and not a byte of what it sends.
+ */
+const fronts = new WeakMap<Server, { net: NetServer; refused: Set<Socket> }>();
+
+/**
+ * An HTTP server that cuts off a client slow to send its request (Node's defaults allow 60 s
+ * for the headers, 300 s for the request; server.ts names ours) and caps its open connections.
+ */
+export function httpServer(opts: HttpServerOptions, listener: RequestListener): Server {
+  const server = createServer(httpTimeouts(opts.requestTimeoutMs), listener);
+  const refused = new Set<Socket>();
+  const body = `${opts.refusal}\n`;
+  const answer = `HTTP/1.1 503 Service Unavailable\r\ncontent-type: text/plain; charset=utf-8\r\ncontent-length: ${Buffer.byteLength(body)}\r\nretry-after: 1\r\nconnection: close\r\n\r\n${body}`;
+  let open = 0;
+  const net = createNetServer({ pauseOnConnect: true }, (socket) => {
+    socket.on('error', () => {});
+    if (open >= opts.maxConnections) {
+      // Answered and never read: what the client sends stays in the kernel until the close.
+      refused.add(socket);
+      socket.end(answer);
+      const timer = setTimeout(() => socket.destroy(), OVER_CAP_LINGER_MS);
+      timer.unref();
+      socket.once('close', () => (clearTimeout(timer), refused.delete(socket)));
+      opts.onRefused(socket.remoteAddress ?? '?');
+      return;
+    }
+    open++;
+    socket.once('close', () => open--);
+    server.emit('connection', socket);
+    socket.resume();
+  });
+  // The HTTP server tracks its connections' timeouts from its 'listening' on.
+  net.on('listening', () => server.emit('listening'));
+  fronts.set(server, { net, refused });
+  return server;
+}
+
+function frontOf(server: Server) {
+  const front = fronts.get(server);
+  if (!front) throw new Error('not a server of httpServer()');
+  return front;
 }
 
 /** Listen on host:port (0: a free one) and return the port; failing to is a ConfigError naming `flag`. */
 export function listenHttp(server: Server, host: string, port: number, flag: string): Promise<number> {
+  const { net } = frontOf(server);
   return new Promise<number>((resolve, reject) => {
     const onError = (err: NodeJS.ErrnoException) => reject(new ConfigError(`${flag} ${port}: cannot listen on ${host} (${err.code ?? err.message})`));
-    server.once('error', onError);
-    server.listen(port, host, () => {
-      server.off('error', onError);
-      resolve((server.address() as { port: number }).port);
+    net.once('error', onError);
+    net.listen(port, host, () => {
+      net.off('error', onError);
+      resolve((net.address() as { port: number }).port);
     });
   });
 }
 
 /** Close a server now: open connections (keep-alive, event streams) are cut, not waited for. */
 export function closeHttp(server: Server): Promise<void> {
+  const { net, refused } = frontOf(server);
   return new Promise((resolve) => {
-    if (!server.listening) return resolve();
-    server.close(() => resolve());
+    if (!net.listening) return resolve();
+    net.close(() => resolve());
+    server.close();
     server.closeAllConnections();
+    for (const socket of refused) socket.destroy();
   });
 }

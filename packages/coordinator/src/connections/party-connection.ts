@@ -30,6 +30,9 @@ import {
   validatePartyMessage,
 } from '@admm-share/protocol';
 import { closeAndDrop } from './drop.js';
+
+/** A party's refusal of one lookup (its caps on the ids it answers): that request fails, the party stays. */
+export class LookupRefused extends PeerError {}
 import type { Traffic } from '../bytes.js';
 
 /** Unsent bytes a party may leave queued (it is not reading), in messages of at least SLOW_READER_UNIT bytes. */
@@ -359,7 +362,7 @@ export class PartyConnection {
           // A party's refusal of one lookup (its caps on ids looked up): that request fails, the connection stays.
           if (msg.type === 'found' && msg.refused !== undefined && waiting === this.pending) {
             this.deps.log.warn({ party: this.id, refused: msg.refused }, 'party refused a lookup');
-            this.pending.fail(new PeerError(`party ${this.id} refused the lookup: ${msg.refused}`));
+            this.pending.fail(new LookupRefused(`party ${this.id} refused the lookup: ${msg.refused}`));
             return;
           }
           waiting.deliver(msg);

@@ -117,6 +117,11 @@ export class Monitor {
   /** The Prometheus metrics of the job (metrics.ts), read by GET /metrics. */
   readonly metrics: JobMetrics;
   private readonly history: RoundPoint[] = [];
+  /**
+   * Each kept point as JSON, made when first asked for (never on the training path) and kept
+   * with it: a page of the status API or an event is a join of these, not a serialization.
+   */
+  private readonly historyJson: (string | undefined)[] = [];
   private readonly startedAt = new Date();
   private readonly t0 = performance.now();
   private info: JobInfo;
@@ -168,7 +173,11 @@ export class Monitor {
       ...(line.test ? { test: line.test } : {}),
     };
     this.history.push(point);
-    if (this.history.length > MAX_HISTORY_POINTS) thin(this.history);
+    this.historyJson.push(undefined);
+    if (this.history.length > MAX_HISTORY_POINTS) {
+      thin(this.history);
+      thin(this.historyJson);
+    }
     this.metrics.traced(line);
     if (line.test) this.tested(line.round, line.test);
     if (line.epsilonSpent) this.parties.forEach((p, i) => (this.epsilonSpent[i] = line.epsilonSpent?.[p.id] ?? this.epsilonSpent[i]));
@@ -237,7 +246,41 @@ export class Monitor {
 
   /** The rounds kept for the charts (a copy). */
   rounds(from = 0): RoundPoint[] {
-    return this.history.filter((r) => r.round > from);
+    return this.history.slice(this.firstAfter(from));
+  }
+
+  /**
+   * At most `limit` of the kept rounds after round `from`, as a JSON array, and whether more
+   * follow; with `every` > 1 only every such point (and the last), to draw a long curve coarser.
+   */
+  roundsJson(from: number, limit: number, every = 1): { json: string; count: number; last: number; more: boolean } {
+    const start = this.firstAfter(from);
+    const end = Math.min(this.history.length, start + limit * every);
+    const parts: string[] = [];
+    for (let i = start; i < end; i += every) parts.push(this.pointJson(i));
+    if (every > 1 && end > start && (end - 1 - start) % every !== 0) parts.push(this.pointJson(end - 1));
+    return { json: `[${parts.join(',')}]`, count: parts.length, last: end > start ? this.history[end - 1].round : from, more: end < this.history.length };
+  }
+
+  /** Rounds kept after round `from`. */
+  roundsAfter(from: number): number {
+    return this.history.length - this.firstAfter(from);
+  }
+
+  private pointJson(i: number): string {
+    return (this.historyJson[i] ??= JSON.stringify(this.history[i]));
+  }
+
+  /** Index of the first kept round after `from` (rounds are kept in increasing order). */
+  private firstAfter(from: number): number {
+    let lo = 0;
+    let hi = this.history.length;
+    while (lo < hi) {
+      const mid = (lo + hi) >> 1;
+      if (this.history[mid].round > from) hi = mid;
+      else lo = mid + 1;
+    }
+    return lo;
   }
 
   get lastRound(): number {
@@ -287,7 +330,7 @@ export class Monitor {
 }
 
 /** Drop every other point of the older half (the newest half keeps every round). */
-function thin(points: RoundPoint[]): void {
+function thin<T>(points: T[]): void {
   const half = Math.floor(points.length / 2);
   let k = 0;
   for (let i = 0; i < half; i += 2) points[k++] = points[i];

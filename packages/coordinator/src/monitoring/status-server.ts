@@ -3,11 +3,12 @@
  * WebSocket port:
  *   GET /              the dashboard (dashboard/index.html; its scripts, styles and uPlot are
  *                      served from the package: no CDN, works offline)
- *   GET /api/status    the job's status as JSON (monitor.ts, JobStatus) with the rounds kept
- *                      for the charts (`?since=R`: only the rounds after R)
- *   GET /api/events    the same as server-sent events: `snapshot` (status and rounds) on
- *                      connecting, then `rounds` (new rounds) and `state` (the status) as the
- *                      job moves, at most every EVENT_INTERVAL_MS
+ *   GET /api/status    the job's status as JSON (monitor.ts, JobStatus) with a page of the
+ *                      rounds kept for the charts: at most STATUS_PAGE_ROUNDS after `?since=R`
+ *                      (`&limit=N` fewer); `more` says whether more follow, from `nextSince`
+ *   GET /api/events    the same as server-sent events: `snapshot` (status and the curve, at most
+ *                      SNAPSHOT_POINTS of it) on connecting, then `rounds` (new rounds) and
+ *                      `state` (the status) as the job moves, at most every EVENT_INTERVAL_MS
  *   GET /metrics       Prometheus text format (prom-client, this job's own registry)
  *   GET /healthz       200 "ok" while the process is up (liveness)
  *   GET /readyz        200 once the parties' port listens and while the job has not failed,
@@ -18,6 +19,10 @@
  * `Authorization: Bearer TOKEN` (Prometheus, curl), or, for a browser, once as `/?token=TOKEN`,
  * which sets a cookie derived from the token (HttpOnly, SameSite=Strict) and redirects to `/`.
  * It binds to 127.0.0.1 unless --http-host says otherwise. Nothing here can change the job.
+ * What a client can cost the training loop that shares this process is bounded: a status
+ * page is a join of rounds serialized once (monitor.ts), an event stream's unsent output is
+ * capped (a client that does not read is dropped) and a stream ends after --http-event-seconds
+ * (a browser reconnects by itself), and open connections are capped (http.ts).
  */
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -25,7 +30,9 @@ import type { IncomingMessage, ServerResponse } from 'node:http';
 import { createRequire } from 'node:module';
 import type { Logger } from 'pino';
 import type { HttpConfig, Phase } from '../config.js';
-import { bearerCheck, closeHttp, httpServer, listenHttp, tokenCheck } from '../connections/http.js';
+import { bearerCheck, closeHttp, httpServer, isLoopback, listenHttp, tokenCheck } from '../connections/http.js';
+import { WarningLimiter } from '../connections/warnings.js';
+import { HttpError, Pacer } from '../connections/http-limits.js';
 import { HTTP_REQUEST_TIMEOUT_MS } from '../connections/server.js';
 import type { Monitor } from './monitor.js';
 
@@ -43,6 +50,24 @@ const STATE_REFRESH_MS = 1_000;
 const KEEPALIVE_MS = 15_000;
 /** Event-stream clients at once; more get 503 (each costs a socket and a JSON per event). */
 export const MAX_EVENT_CLIENTS = 32;
+/** Rounds in one page of /api/status (about 160 bytes each). */
+export const STATUS_PAGE_ROUNDS = 1_000;
+/** Points of the curve in an event stream's snapshot: a longer history is sent every k-th round (the charts are a few thousand pixels wide). */
+export const SNAPSHOT_POINTS = 2_000;
+/** Bytes an event-stream client may leave unsent (beyond what the kernel holds); past it, it is dropped. */
+export const EVENT_UNSENT_BYTES = 1 << 20;
+/** Ms an event-stream client may leave output unsent before it is dropped: it is not reading. */
+export const EVENT_STALL_MS = 30_000;
+/**
+ * Requests a second for the page, the status API and /metrics, all clients together; more
+ * wait their turn (up to PACE_MAX_WAIT_MS, then 429). A dashboard, a Prometheus scrape and a
+ * script polling the status need a few; four clients fetching in a loop would otherwise take
+ * the event loop from the training (measured: 6 % of its rounds left).
+ */
+export const API_REQUESTS_PER_SECOND = 20;
+const PACE_MAX_WAIT_MS = 5_000;
+/** Open connections to the port: every event stream and as many again for the page, the API and probes. */
+export const MAX_HTTP_CONNECTIONS = 2 * MAX_EVENT_CLIENTS;
 /** The browser's cookie: a digest of the token, not the token. */
 const SESSION_COOKIE = 'admm_session';
 
@@ -77,11 +102,18 @@ export async function startStatusServer(cfg: HttpConfig, monitor: Monitor, log: 
   const tokenOk = tokenCheck(cfg.token);
   const session = cfg.token === undefined ? undefined : sessionValue(cfg.token);
   const sessionOk = tokenCheck(session);
+  const warnings = new WarningLimiter(log);
+  const pacer = new Pacer(API_REQUESTS_PER_SECOND, PACE_MAX_WAIT_MS);
   const authorized = (req: IncomingMessage) => bearer(req) || sessionOk(cookieValue(req.headers.cookie, SESSION_COOKIE));
-  const events = new EventStream(monitor);
+  const events = new EventStream(monitor, cfg.eventStreamMs, (fields, msg) => warnings.warn('event stream dropped', log, fields, msg));
 
   // Every request here is a GET answered from memory: the parties' port's request timeout fits.
-  const server = httpServer({ requestTimeoutMs: HTTP_REQUEST_TIMEOUT_MS }, (req, res) => {
+  const server = httpServer({
+    requestTimeoutMs: HTTP_REQUEST_TIMEOUT_MS,
+    maxConnections: MAX_HTTP_CONNECTIONS,
+    refusal: `${MAX_HTTP_CONNECTIONS} connections are open; retry later`,
+    onRefused: (remote) => warnings.warn('http connection refused', log, { remote, maxConnections: MAX_HTTP_CONNECTIONS }, 'HTTP connection over the cap refused'),
+  }, (req, res) => {
     route(req, res).catch((err: unknown) => {
       log.error({ path: req.url, err: (err as Error).message }, 'internal error answering an HTTP request');
       if (!res.headersSent) text(res, 500, 'internal error\n');
@@ -108,6 +140,13 @@ export async function startStatusServer(cfg: HttpConfig, monitor: Monitor, log: 
       return;
     }
     if (!authorized(req)) return text(res, 401, 'missing or wrong bearer token (Authorization: Bearer TOKEN, the token of --http-token-file; a browser: open /?token=TOKEN once)\n', { 'www-authenticate': 'Bearer' });
+    if (path === '/api/events') return events.add(req, res);
+    try {
+      await pacer.turn();
+    } catch (err) {
+      if (!(err instanceof HttpError)) throw err;
+      return text(res, err.status, `${err.message}\n`, { 'retry-after': String(err.retryAfterSeconds ?? 1) });
+    }
     const asset = files.get(path);
     if (asset) {
       res.writeHead(200, { 'content-type': asset.type, 'content-length': asset.body.length, 'cache-control': 'no-cache', ...PAGE_HEADERS });
@@ -117,9 +156,12 @@ export async function startStatusServer(cfg: HttpConfig, monitor: Monitor, log: 
     if (path === '/api/status') {
       const since = Number(url.searchParams.get('since') ?? 0);
       if (!Number.isInteger(since) || since < 0) return text(res, 400, 'since: a round number (integer >= 0)\n');
-      return json(res, 200, { ...monitor.status(), rounds: monitor.rounds(since) });
+      const limit = Number(url.searchParams.get('limit') ?? STATUS_PAGE_ROUNDS);
+      if (!Number.isInteger(limit) || limit < 1 || limit > STATUS_PAGE_ROUNDS) return text(res, 400, `limit: rounds in a page, 1 to ${STATUS_PAGE_ROUNDS}\n`);
+      const page = monitor.roundsJson(since, limit);
+      const status = JSON.stringify({ ...monitor.status(), more: page.more, nextSince: page.more ? page.last : null });
+      return text(res, 200, `{"rounds":${page.json},${status.slice(1)}`, { 'content-type': 'application/json' });
     }
-    if (path === '/api/events') return events.add(req, res);
     if (path === '/metrics') {
       const body = await monitor.metrics.registry.metrics();
       return text(res, 200, body, { 'content-type': monitor.metrics.registry.contentType });
@@ -141,20 +183,34 @@ export async function startStatusServer(cfg: HttpConfig, monitor: Monitor, log: 
   };
 }
 
+/** An event-stream client: when it connected and since when its output has waited unsent. */
+interface EventClient {
+  res: ServerResponse;
+  openedAt: number;
+  stalledSince?: number;
+}
+
 /**
  * The clients of /api/events. One timer for all of them, running only while there are
  * clients: every EVENT_INTERVAL_MS it sends the rounds since the last tick and, when it
  * changed (or every STATE_REFRESH_MS), the status. A client drops the rounds it already has.
+ * A client that leaves more than EVENT_UNSENT_BYTES unsent, or any for EVENT_STALL_MS, is
+ * dropped; every stream ends after `maxAgeMs` (a never-reading client would otherwise hold its
+ * slot while the kernel's buffers absorb what it does not read).
  */
 class EventStream {
-  private readonly clients = new Set<ServerResponse>();
+  private readonly clients = new Set<EventClient>();
   private timer: NodeJS.Timeout | undefined;
   private sentRound = 0;
   private sentState = '';
   private sentAt = 0;
   private pingAt = 0;
 
-  constructor(private readonly monitor: Monitor) {}
+  constructor(
+    private readonly monitor: Monitor,
+    private readonly maxAgeMs: number,
+    private readonly dropped: (fields: object, msg: string) => void,
+  ) {}
 
   add(req: IncomingMessage, res: ServerResponse): void {
     if (this.clients.size >= MAX_EVENT_CLIENTS) return text(res, 503, `${MAX_EVENT_CLIENTS} event streams are open; close one\n`, { 'retry-after': '5' });
@@ -162,10 +218,13 @@ class EventStream {
     if (req.method === 'HEAD') return void res.end();
     res.socket?.setTimeout(0);
     res.socket?.setNoDelay(true);
-    res.write(`retry: 2000\n\n${event('snapshot', { ...this.monitor.status(), rounds: this.monitor.rounds() })}`);
-    this.clients.add(res);
+    const every = Math.max(1, Math.ceil(this.monitor.roundsAfter(0) / SNAPSHOT_POINTS));
+    const curve = this.monitor.roundsJson(0, SNAPSHOT_POINTS, every);
+    res.write(`retry: 2000\n\n${rawEvent('snapshot', `{"rounds":${curve.json},${JSON.stringify(this.monitor.status()).slice(1)}`)}`);
+    const client: EventClient = { res, openedAt: performance.now() };
+    this.clients.add(client);
     res.on('close', () => {
-      this.clients.delete(res);
+      this.clients.delete(client);
       if (this.clients.size === 0) this.stop();
     });
     if (!this.timer) {
@@ -178,10 +237,10 @@ class EventStream {
   private tick(last: boolean): void {
     if (this.clients.size === 0) return;
     let out = '';
-    const rounds = this.monitor.rounds(this.sentRound);
-    if (rounds.length > 0) {
-      out += event('rounds', rounds);
-      this.sentRound = rounds[rounds.length - 1].round;
+    const rounds = this.monitor.roundsJson(this.sentRound, Number.MAX_SAFE_INTEGER);
+    if (rounds.count > 0) {
+      out += rawEvent('rounds', rounds.json);
+      this.sentRound = rounds.last;
     }
     const status = this.monitor.status();
     const state = JSON.stringify({ ...status, elapsedSeconds: 0 });
@@ -192,9 +251,22 @@ class EventStream {
       this.sentAt = now;
     }
     if (!out && now - this.pingAt >= KEEPALIVE_MS) out = ': keep-alive\n\n';
-    if (!out) return;
-    this.pingAt = now;
-    for (const res of this.clients) res.write(out);
+    if (out) this.pingAt = now;
+    for (const c of this.clients) {
+      if (out) c.res.write(out);
+      if (!last) this.check(c, now);
+    }
+  }
+
+  /** Drop a client that does not read; end a stream that has lasted its time. */
+  private check(c: EventClient, now: number): void {
+    const unsent = c.res.writableLength;
+    c.stalledSince = unsent > 0 ? (c.stalledSince ?? now) : undefined;
+    const stalled = c.stalledSince !== undefined && now - c.stalledSince >= EVENT_STALL_MS;
+    if (unsent > EVENT_UNSENT_BYTES || stalled) {
+      this.dropped({ unsent, stalledMs: c.stalledSince === undefined ? 0 : Math.round(now - c.stalledSince) }, 'event-stream client not reading; dropped');
+      c.res.destroy();
+    } else if (now - c.openedAt >= this.maxAgeMs) c.res.end();
   }
 
   private stop(): void {
@@ -206,23 +278,24 @@ class EventStream {
   /** The last state to every client, then the streams end. */
   close(): void {
     this.tick(true);
-    for (const res of this.clients) res.end();
+    for (const c of this.clients) c.res.end();
     this.clients.clear();
     this.stop();
   }
 }
 
+/** An event whose data is JSON already. */
+function rawEvent(name: string, json: string): string {
+  return `event: ${name}\ndata: ${json}\n\n`;
+}
+
 function event(name: string, data: unknown): string {
-  return `event: ${name}\ndata: ${JSON.stringify(data)}\n\n`;
+  return rawEvent(name, JSON.stringify(data));
 }
 
 function text(res: ServerResponse, status: number, body: string, headers: Record<string, string> = {}): void {
   res.writeHead(status, { 'content-type': 'text/plain; charset=utf-8', 'content-length': Buffer.byteLength(body), 'cache-control': 'no-store', 'x-content-type-options': 'nosniff', ...headers });
   res.end(res.req.method === 'HEAD' ? undefined : body);
-}
-
-function json(res: ServerResponse, status: number, body: unknown): void {
-  text(res, status, JSON.stringify(body), { 'content-type': 'application/json' });
 }
 
 /** The cookie's value: a digest of the token under a fixed label, so the cookie never holds the token itself. */
@@ -236,8 +309,4 @@ function cookieValue(header: string | undefined, name: string): string | undefin
     if (eq > 0 && part.slice(0, eq).trim() === name) return part.slice(eq + 1).trim();
   }
   return undefined;
-}
-
-function isLoopback(host: string): boolean {
-  return host === 'localhost' || host === '::1' || /^127\./.test(host);
 }

@@ -7,18 +7,24 @@
  * (`score`, `partial`) and combines the parts as training did. A party that is not connected
  * makes a request fail at once (503); one that does not answer in --request-timeout, after it
  * (504). A party that comes back (reconnects, or is restarted) is used again once its ids are
- * intersected. HTTP: a bearer token (--http-token-file), a body size limit, a cap on the ids
- * per request and on requests in flight; every request is logged.
+ * intersected. HTTP: a bearer token (--http-token-file), caps on open connections and on
+ * requests in flight applied before a body is read (http-limits.ts), a body size limit, a cap
+ * on the ids per request and on the ids per token and minute. Every request whose ids went to
+ * the parties is logged with their count; those refused before (401, 400, 429, ...) are
+ * logged through the warning limiter, the suppressed ones counted with their ids.
  */
+import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { DataError, PeerError, requestIdsProblem } from '@admm-share/core';
 import { encode } from '@admm-share/protocol';
-import type { PartyConnection } from '../connections/party-connection.js';
+import { type PartyConnection, LookupRefused } from '../connections/party-connection.js';
 import { type ScoringNetConfig, ScoringNet, planRows, probability, spreadParts } from './predict.js';
 import { combineScores } from '../output/job-file.js';
 import { bearerCheck, closeHttp, httpServer, listenHttp } from '../connections/http.js';
+import { HttpError, IdBudget, loggedPath, readBody } from '../connections/http-limits.js';
 import { HTTP_REQUEST_TIMEOUT_MS } from '../connections/server.js';
+import { WarningLimiter } from '../connections/warnings.js';
 
 export interface ServeConfig extends ScoringNetConfig {
   httpHost: string;
@@ -27,7 +33,12 @@ export interface ServeConfig extends ScoringNetConfig {
   httpToken?: string;
   maxRequestIds: number;
   maxBodyBytes: number;
+  /** Requests in flight (from their headers on: a body is read only within this cap); more get 429. */
   maxConcurrent: number;
+  /** Open HTTP connections; more get 503 and are closed. */
+  maxConnections: number;
+  /** Ids sent to the parties per token and minute (a bucket of that size); more get 429. */
+  maxIdsPerMinute: number;
 }
 
 export interface ServeHandle {
@@ -38,14 +49,7 @@ export interface ServeHandle {
 }
 
 /** A failed request: its HTTP status and what went wrong, in words. */
-class RequestError extends Error {
-  constructor(
-    readonly status: number,
-    message: string,
-  ) {
-    super(message);
-  }
-}
+class RequestError extends HttpError {}
 
 /** Longest id accepted in a request. */
 const MAX_ID_CHARS = 256;
@@ -90,14 +94,18 @@ export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle>
         const held = Uint32Array.from(positions.filter((v) => v >= 0));
         return { positions, ...(await net.score(p, held)) };
       } catch (err) {
-        // A party that breaks the protocol is closed by its connection, which fails the request.
+        // A party over its caps refuses this request (429: its budget is of ids a day); one that
+        // breaks the protocol is closed by its connection, which fails the request.
+        if (err instanceof LookupRefused) throw new RequestError(429, err.message);
         if (err instanceof PeerError) throw new RequestError(p.connected ? 504 : 503, err.message);
         throw err;
       }
     });
 
-  const scoreIds = async (ids: string[]) => {
+  /** `charge` takes the ids from the token's budget once every party is there to be asked. */
+  const scoreIds = async (ids: string[], charge: () => void) => {
     for (const p of net.parties.list) indexOf(p);
+    charge();
     const points = await net.psi.blindIds(ids);
     const parts = await Promise.all(net.parties.list.map((p) => partOf(p, ids, points)));
     const positions = parts.map((r) => r.positions);
@@ -121,45 +129,74 @@ export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle>
   let inFlight = 0;
   let requests = 0;
   const authorized = bearerCheck(cfg.httpToken);
-  const http = httpServer({ requestTimeoutMs: Math.max(HTTP_REQUEST_TIMEOUT_MS, 2 * cfg.requestTimeoutMs) }, (req, res) => {
+  const budget = new IdBudget(cfg.maxIdsPerMinute);
+  const warnings = new WarningLimiter(log);
+  const http = httpServer({
+    requestTimeoutMs: Math.max(HTTP_REQUEST_TIMEOUT_MS, 2 * cfg.requestTimeoutMs),
+    maxConnections: cfg.maxConnections,
+    refusal: `${cfg.maxConnections} connections are open (--max-connections); retry later`,
+    onRefused: (remote) => warnings.warn('http connection refused', log, { remote, maxConnections: cfg.maxConnections }, 'HTTP connection over --max-connections refused'),
+  }, (req, res) => {
     const id = ++requests;
     const t0 = performance.now();
-    const answer = (status: number, body: object) => {
+    /** The ids the request carries (0 until its body is read), and whether they went to the parties. */
+    let ids = 0;
+    let charged = false;
+    const answer = (status: number, body: object, retryAfterSeconds?: number) => {
       const text = JSON.stringify(body);
-      res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...(status === 429 || status === 503 ? { 'retry-after': '1' } : {}) });
+      const retry = retryAfterSeconds ?? (status === 429 || status === 503 ? 1 : undefined);
+      res.writeHead(status, { 'content-type': 'application/json', 'content-length': Buffer.byteLength(text), ...(retry !== undefined ? { 'retry-after': String(retry) } : {}) });
       res.end(text);
       const ms = Math.round((performance.now() - t0) * 10) / 10;
-      log[status < 400 ? 'info' : 'warn']({ request: id, method: req.method, path: req.url, status, ms, ids: (body as { results?: unknown[] }).results?.length }, 'score request');
+      const fields = { request: id, method: req.method, path: loggedPath(req.url), status, ms, ids };
+      if (req.url === '/healthz') log.debug(fields, 'health check');
+      else if (status === 200) log.info(fields, 'score request');
+      else if (charged) log.warn(fields, 'score request');
+      // Refused before any id reached a party: anyone can send these as fast as they like.
+      else warnings.warn(`score request ${status}`, log, fields, 'score request', { ids });
     };
     if (req.url === '/healthz' && req.method === 'GET') {
-      answer(200, { status: 'ok', modelJob: d.jobId, parties: Object.fromEntries(net.parties.list.map((p) => [p.id, ready(p) ? 'ready' : p.connected ? 'joining' : 'away'])) });
-      return;
+      // Liveness for anyone; the model's job and the parties' ids only with the token.
+      if (!authorized(req)) return answer(200, { status: 'ok' });
+      return answer(200, { status: 'ok', modelJob: d.jobId, parties: Object.fromEntries(net.parties.list.map((p) => [p.id, ready(p) ? 'ready' : p.connected ? 'joining' : 'away'])) });
     }
-    handle(req)
-      .then(async (ids) => {
-        if (inFlight >= cfg.maxConcurrent) throw new RequestError(429, `${cfg.maxConcurrent} requests are in flight (--max-concurrent); retry later`);
-        inFlight++;
-        try {
-          answer(200, await scoreIds(ids));
-        } finally {
-          inFlight--;
-        }
-      })
+    let slot = false;
+    handle(req, () => (slot = true), (n) => (ids = n))
+      .then(async (given) => answer(200, await scoreIds(given, () => chargeIds(req, given.length, () => (charged = true)))))
       .catch((err: unknown) => {
-        if (err instanceof RequestError) answer(err.status, { error: err.message });
+        if (err instanceof HttpError) answer(err.status, { error: err.message }, err.retryAfterSeconds);
         else {
           log.error({ request: id, err: (err as Error).message }, 'internal error scoring a request');
           answer(500, { error: 'internal error' });
         }
+      })
+      .finally(() => {
+        if (slot) inFlight--;
       });
   });
 
-  /** Method, path, token, size and shape of a request: its ids, or a RequestError. */
-  async function handle(req: IncomingMessage): Promise<string[]> {
+  /** Take a request's ids from its token's budget, or refuse it (429) saying when to retry. */
+  function chargeIds(req: IncomingMessage, n: number, charged: () => void): void {
+    const taken = budget.take(cfg.httpToken === undefined ? '' : (req.headers.authorization ?? ''), n);
+    if (!taken.ok) throw new RequestError(429, `more than --max-ids-per-minute ${cfg.maxIdsPerMinute} ids; retry in ${taken.retryAfterSeconds} s`, taken.retryAfterSeconds);
+    charged();
+  }
+
+  /**
+   * Method, path, token, a slot among the requests in flight (before the body is read), size
+   * and shape of a request: its ids, or a RequestError. `counted` hears how many ids it holds.
+   */
+  async function handle(req: IncomingMessage, slotTaken: () => void, counted: (n: number) => void): Promise<string[]> {
     if (req.url !== '/score') throw new RequestError(404, 'not found: POST /score with {"ids": [...]}');
     if (req.method !== 'POST') throw new RequestError(405, 'use POST /score');
     if (!authorized(req)) throw new RequestError(401, 'missing or wrong bearer token');
-    const body = await readBody(req, cfg.maxBodyBytes);
+    if (inFlight >= cfg.maxConcurrent) throw new RequestError(429, `${cfg.maxConcurrent} requests are in flight (--max-concurrent); retry later`);
+    inFlight++;
+    slotTaken();
+    const raw = await readBody(req, cfg.maxBodyBytes, '--max-body-bytes');
+    // Not decoded with U+FFFD for a bad byte: "a\xff" would then be scored as the id "a\uFFFD".
+    if (!isUtf8(raw)) throw new RequestError(400, 'the body is not UTF-8');
+    const body = raw.toString('utf8');
     let parsed: unknown;
     try {
       parsed = JSON.parse(body);
@@ -167,8 +204,10 @@ export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle>
       throw new RequestError(400, 'the body is not JSON');
     }
     const ids = (parsed as { ids?: unknown })?.ids;
+    if (Array.isArray(ids)) counted(ids.length);
     if (!Array.isArray(ids) || ids.length === 0) throw new RequestError(400, 'expected {"ids": ["id", ...]} with at least one id');
-    if (ids.length > cfg.maxRequestIds) throw new RequestError(413, `${ids.length} ids, more than --max-request-ids ${cfg.maxRequestIds}`);
+    const most = Math.min(cfg.maxRequestIds, cfg.maxIdsPerMinute);
+    if (ids.length > most) throw new RequestError(413, `${ids.length} ids, more than ${most === cfg.maxRequestIds ? '--max-request-ids' : '--max-ids-per-minute'} ${most}`);
     if (ids.some((v) => typeof v !== 'string' || v.length === 0 || v.length > MAX_ID_CHARS)) throw new RequestError(400, `every id must be a non-empty string of at most ${MAX_ID_CHARS} characters`);
     const bad = requestIdsProblem(ids as string[]);
     if (bad !== undefined) throw new RequestError(400, bad);
@@ -184,30 +223,9 @@ export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle>
     if (closed) return;
     closed = true;
     await closeHttp(http);
+    warnings.flush();
     await net.close('the coordinator stopped serving');
     resolveDone();
   };
   return { port, httpPort, done, close };
-}
-
-function readBody(req: IncomingMessage, limit: number): Promise<string> {
-  return new Promise((resolve, reject) => {
-    const declared = Number(req.headers['content-length']);
-    if (declared > limit) {
-      req.resume();
-      reject(new RequestError(413, `the body is ${declared} bytes, more than --max-body-bytes ${limit}`));
-      return;
-    }
-    const chunks: Buffer[] = [];
-    let size = 0;
-    req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > limit) {
-        req.destroy();
-        reject(new RequestError(413, `the body is more than --max-body-bytes ${limit}`));
-      } else chunks.push(c);
-    });
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-    req.on('error', reject);
-  });
 }
