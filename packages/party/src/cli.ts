@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
 import { type MissingStrategy, ConfigError, DEFAULT_MISSING_TOKENS, FILE_FORMATS, ID_ENCODING_OPTION, ID_MODES, MISSING_STRATEGIES } from '@admm-share/core';
-import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, requireInteger, requirePositive, runService } from '@admm-share/runtime';
+import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, readTokenFile, requireInteger, requirePositive, runService } from '@admm-share/runtime';
 import { HEARTBEAT_TIMEOUT_MS, MECHANISMS, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS, ROLES } from '@admm-share/protocol';
 import { MAX_LABEL_FACTOR, MAX_LABEL_SETS_PER_JOB, type PartyConfig, type ScoringConfig, start, startScoring } from './party.js';
 import { DEFAULT_BX } from './privacy/mechanism.js';
@@ -24,9 +24,7 @@ function readTls(ca?: string, cert?: string, key?: string): ClientTls | undefine
 function readToken(file: string | undefined, token: string | undefined): string | undefined {
   if (file !== undefined && token !== undefined) throw new ConfigError('give --token-file or --token, not both');
   if (file === undefined) return token;
-  const text = readFlagFile('token-file', file).trim();
-  if (text === '') throw new ConfigError(`--token-file ${file} is empty`);
-  return text;
+  return readTokenFile('token-file', file);
 }
 
 /** The flags of the connection and the party's identity, shared by training and prediction, checked. */

@@ -2,7 +2,7 @@
 // refusals, and a coordinator and parties that accept what it wrote.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, readFileSync, readdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { syntheticDataset } from '@admm-share/core';
 import { writeVerticalSplit } from '../split.js';
@@ -144,4 +144,22 @@ test('credentials: a coordinator and its parties accept the files (--credentials
   assert.equal((await impostor.exit).code, 69);
   assert.match(impostor.stderr(), /bad or missing credential/);
   wrong.kill();
+});
+
+test("credentials: a party's --token-file holds a strong secret in a private file, or the party stops with exit 64 naming the file and the fix", async (t) => {
+  const dir = tempDir(t);
+  const cases: [string, number, RegExp][] = [
+    ['x'.repeat(16), 0o600, /--token-file .*weak\.token: the token has fewer than 8 different characters/],
+    ['short', 0o600, /--token-file .*weak\.token: the token must have at least 16 characters/],
+    ['abcdefgh12345678', 0o644, /--token-file .*weak\.token: other users can read or change it \(mode 644\); make it private: chmod 600 /],
+  ];
+  for (const [secret, mode, re] of cases) {
+    const file = join(dir, 'weak.token');
+    rmSync(file, { force: true });
+    writeFileSync(file, secret, { mode });
+    const p = run(BIN.party, ['--coordinator', 'ws://127.0.0.1:9', '--id', 'bank', '--data', join(dir, 'none.libsvm'), '--model', join(dir, 'm.json'), '--mechanism', 'none', '--token-file', file]);
+    assert.equal((await p.exit).code, 64, p.stderr());
+    assert.match(p.stderr(), re);
+    assert.doesNotMatch(p.stderr(), STACK_LINE);
+  }
 });

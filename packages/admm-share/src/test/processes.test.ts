@@ -306,7 +306,7 @@ test('with credentials, a hello must prove the party\'s secret: wrong, missing o
   assert.doesNotMatch(wrong.reason + missing.reason, new RegExp(Object.values(secrets).join('|')), 'no secret in a close reason');
   const parties = files.parties.map((f, m) => {
     const tokenFile = join(dir, `${f.id}.token`);
-    writeFileSync(tokenFile, secrets[f.id]);
+    writeFileSync(tokenFile, secrets[f.id], { mode: 0o600 });
     return run(BIN.party, ['--coordinator', `ws://127.0.0.1:${port}`, '--id', f.id, '--data', f.train, '--test', f.test!, '--ids', 'first', '--model', join(out, `model-${f.id}.json`), '--mechanism', 'none', '--token-file', tokenFile]);
   });
   for (const p of [coord, ...parties]) assert.equal((await p.exit).code, 0, p.stderr());

@@ -6,8 +6,8 @@
  * says nothing it did not know (it learns its aligned rows from setup anyway).
  */
 import { createHash } from 'node:crypto';
-import { readFileSync } from 'node:fs';
-import { ConfigError, DataError, readIdFile, refuseDuplicates } from '@admm-share/core';
+import { statSync } from 'node:fs';
+import { type TextEncoding, ConfigError, DataError, READ_CHUNK_BYTES, readChunks, readIdFile, refuseDuplicates } from '@admm-share/core';
 import type { AlignedSet } from './alignment.js';
 
 /** --holdout-seed when none is given (docs/commands.md). */
@@ -85,18 +85,20 @@ export function chooseTestRows(selection: TestSelection, alignedIds: readonly st
 /**
  * The ids of a --test-ids file: a CSV file with a header naming the id column (--id-column),
  * or one id per line. A first line that holds a comma or is the id column's name is a CSV
- * header. A repeated id is an error (DataError, naming both lines), as in any file of ids.
+ * header. A repeated id is an error (DataError, naming both lines), as in any file of ids, and
+ * so is a byte that is not UTF-8 unless the file is read as Latin-1 (--id-encoding).
  */
-export function readTestIds(file: string, idColumn: string): string[] {
-  let text: string;
+export function readTestIds(file: string, idColumn: string, encoding: TextEncoding = 'utf8'): string[] {
   try {
-    text = readFileSync(file, 'utf8');
+    statSync(file);
   } catch (err) {
     throw new ConfigError(`--test-ids ${file}: ${(err as Error).message}`);
   }
-  const lines = text.split(/\r?\n/);
+  const chunks: Buffer[] = [];
+  readChunks(file, READ_CHUNK_BYTES, (c) => chunks.push(c), encoding);
+  const lines = Buffer.concat(chunks).toString('utf8').split(/\r?\n/);
   const first = lines.find((l) => l.trim() !== '')?.trim() ?? '';
-  if (first.includes(',') || first === idColumn) return readIdFile(file, { format: 'csv', idColumn }).ids;
+  if (first.includes(',') || first === idColumn) return readIdFile(file, { format: 'csv', idColumn, encoding }).ids;
   const ids: string[] = [];
   const at: number[] = [];
   lines.forEach((l, i) => {

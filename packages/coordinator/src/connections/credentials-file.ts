@@ -6,7 +6,7 @@
  */
 import { readJsonFile, z } from '@admm-share/core';
 import { nameSchema } from '../output/fields.js';
-import { MIN_SECRET_CHARS, MIN_SECRET_DISTINCT, requirePrivateMode } from './http.js';
+import { MIN_SECRET_CHARS, MIN_SECRET_DISTINCT, requirePrivateMode } from '@admm-share/runtime';
 
 export const credentialsSchema = z.record(
   nameSchema,

@@ -106,7 +106,7 @@ class Coordinator {
     this.testLabels = config.testLabels ? loadLabels(config.testLabels, config.loss, config.labelOptions) : undefined;
     this.labelsDigest = labelsDigest(this.labels, this.testLabels);
     this.evaluationLabels = config.testSelection ? this.labels : this.testLabels;
-    this.testIds = config.testSelection?.method === 'test-ids' ? readTestIds(config.testSelection.file, config.labelOptions.idColumn ?? 'id') : undefined;
+    this.testIds = config.testSelection?.method === 'test-ids' ? readTestIds(config.testSelection.file, config.labelOptions.idColumn ?? 'id', config.labelOptions.encoding) : undefined;
     this.resumeFrom = config.resume ? readResumable(config, this.labelsDigest, this.labels.ids.length) : undefined;
     this.cfg = this.resumeFrom ? { ...config, jobId: this.resumeFrom.jobId } : config;
     this.resumedSelection = this.resumeFrom?.samples.testFrom ? reselect(config, this.resumeFrom.samples, this.labels, this.testIds) : undefined;

@@ -3,7 +3,8 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { HttpError, IdBudget, LOGGED_PATH_CHARS, Pacer, loggedPath } from '../connections/http-limits.js';
-import { isLoopback, weakSecret } from '../connections/http.js';
+import { weakSecret } from '@admm-share/runtime';
+import { isLoopback } from '../connections/http.js';
 
 test('IdBudget: a burst of a minute\'s ids, then the even refill; tokens apart; Retry-After is the wait for the missing ids', () => {
   const b = new IdBudget(600); // 10 ids a second

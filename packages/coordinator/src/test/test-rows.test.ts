@@ -67,6 +67,11 @@ test('--test-ids: listed aligned ids are test rows, the others counted; none ali
   writeFileSync(twice, 'a\nb\na\n');
   assert.throws(() => readTestIds(twice, 'id'), (e: Error) => e instanceof DataError && /twice\.txt:3: duplicate sample id 'a' \(first seen on line 1\)/.test(e.message));
   assert.throws(() => readTestIds(join(dir, 'missing.txt'), 'id'), (e: Error) => e instanceof ConfigError && /--test-ids .*missing\.txt/.test(e.message));
+  // "Müller" in Latin-1: not UTF-8, refused on its line unless read as Latin-1.
+  const latin1 = join(dir, 'latin1.txt');
+  writeFileSync(latin1, Buffer.concat([Buffer.from('a\nM'), Buffer.of(0xfc), Buffer.from('ller\n')]));
+  assert.throws(() => readTestIds(latin1, 'id'), (e: Error) => e instanceof DataError && /latin1\.txt:2: .*not valid UTF-8/.test(e.message));
+  assert.deepEqual(readTestIds(latin1, 'id', 'latin1'), ['a', 'Müller']);
 });
 
 test("splitAligned: the rows marked are the test set, the others the training set, each party's positions with them, in order", () => {

@@ -3,7 +3,7 @@
 export { type IdMode, ID_MODES, LABEL_ID_MODES, refuseDuplicates, requestIdsProblem } from './ids.js';
 export { type PackedIds, packIds, selectIds, sliceIds } from './packed-ids.js';
 export { type BlockTable, type FeatureTable, type FileFormat, type ReadOptions, FILE_FORMATS, detectFormat } from './table.js';
-export { ID_ENCODING_OPTION, READ_CHUNK_BYTES, TEXT_ENCODINGS, type TextEncoding } from './lines.js';
+export { ID_ENCODING_OPTION, READ_CHUNK_BYTES, TEXT_ENCODINGS, type TextEncoding, readChunks } from './lines.js';
 export { MAX_ABS_VALUE, parseDataNumber } from './numbers.js';
 export { readFeatureBlock, readFeatureFile } from './features.js';
 export { MAX_FEATURES, formatLibsvmWithIds, readLibsvm } from './libsvm.js';
