@@ -10,7 +10,7 @@
 //   a handshake that hangs: the connection is accepted and nothing is ever answered.
 import { type Server, type Socket, createConnection, createServer } from 'node:net';
 import { decode } from '@admm-share/protocol';
-import { FrameStream } from './ws-frames.js';
+import { FrameStream, seenMessage } from './ws-frames.js';
 
 /** What the relay saw of one message from the coordinator. */
 export interface Seen {
@@ -71,14 +71,9 @@ export async function faultRelay(target: number): Promise<FaultRelay> {
     const frames = new FrameStream(
       (bytes) => (down ? link.toClient.push(bytes) : link.client.write(bytes)),
       (payload) => {
-        let msg: unknown;
-        try {
-          msg = decode(payload);
-        } catch {
-          return true;
-        }
-        const m = (typeof msg === 'object' && msg !== null ? msg : {}) as { type?: unknown; round?: unknown };
-        const seen: Seen = { conn, party: link.party, type: String(m.type), ...(typeof m.round === 'number' ? { round: m.round } : {}) };
+        const message = seenMessage(payload);
+        if (!message) return true;
+        const seen: Seen = { conn, party: link.party, ...message };
         const hook = hooks.find((h) => h.pred(seen));
         if (hook) {
           hooks.splice(hooks.indexOf(hook), 1);

@@ -8,8 +8,7 @@
 // The frames are split by ws-frames.ts, which restart-race.test.ts's relay also uses (it
 // decodes the parties' frames too).
 import { type Server, type Socket, createConnection, createServer } from 'node:net';
-import { decode } from '@admm-share/protocol';
-import { FrameStream } from './ws-frames.js';
+import { FrameStream, seenMessage } from './ws-frames.js';
 
 /** What the relay saw of one message from the coordinator. */
 export interface Down {
@@ -54,14 +53,9 @@ export async function gate(target: number): Promise<Gate> {
     const down = new FrameStream(
       (bytes) => client.write(bytes),
       (payload) => {
-        let msg: unknown;
-        try {
-          msg = decode(payload);
-        } catch {
-          return true;
-        }
-        const m = (typeof msg === 'object' && msg !== null ? msg : {}) as { type?: unknown; round?: unknown };
-        const seen: Down = { conn, type: String(m.type), ...(typeof m.round === 'number' ? { round: m.round } : {}) };
+        const message = seenMessage(payload);
+        if (!message) return true;
+        const seen: Down = { conn, ...message };
         const hook = hooks.find((h) => h.pred(seen));
         if (!hook) return true;
         hooks.splice(hooks.indexOf(hook), 1);

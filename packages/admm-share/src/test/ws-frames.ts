@@ -2,7 +2,8 @@
 // into frames after the HTTP upgrade, forwards the bytes, and shows each complete binary
 // message (masked client frames unmasked, fragments reassembled) to a hook that runs before
 // the bytes that complete the message are forwarded and may leave that frame out. Used by
-// gate.ts (the coordinator's side only) and restart-race.test.ts (both directions).
+// gate.ts (the coordinator's side only), faults-relay.ts and restart-race.test.ts (both directions).
+import { decode } from '@admm-share/protocol';
 
 /**
  * What `onMessage` returns: `false` leaves the frame that completes the message out of the
@@ -71,4 +72,16 @@ export class FrameStream {
     if (keep) this.forward(this.buf.subarray(0, n));
     this.buf = this.buf.subarray(n);
   }
+}
+
+/** A frame's message as a relay's hooks see it: its type and round, or undefined if it is not MessagePack. */
+export function seenMessage(payload: Uint8Array): { type: string; round?: number } | undefined {
+  let msg: unknown;
+  try {
+    msg = decode(payload);
+  } catch {
+    return undefined;
+  }
+  const m = (typeof msg === 'object' && msg !== null ? msg : {}) as { type?: unknown; round?: unknown };
+  return { type: String(m.type), ...(typeof m.round === 'number' ? { round: m.round } : {}) };
 }
