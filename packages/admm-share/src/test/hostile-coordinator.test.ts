@@ -201,6 +201,18 @@ test('during training too: a rejoin answered with 4014 is retried, and the party
   assert.equal(JSON.parse(readFileSync(model, 'utf8')).hyperParameters.rounds, 2);
 });
 
+test("a coordinator that names another job than the party's --job is refused by the party itself (4007), before any id is blinded", async (t) => {
+  const dir = tempDir(t);
+  const files = setup(dir);
+  const fake = await fakeCoordinator(t, rounds(1));
+  const p = party(files, fake.port, join(dir, 'model.json'), ['--job', 'pinned-job']);
+  assert.equal((await p.exit).code, 69, p.stderr());
+  assert.match(p.stderr(), /this party joins only job 'pinned-job' \(--job\), the coordinator runs 'hostile-coordinator'/);
+  assert.equal((await fake.closed).code, CloseCodes.wrongJob.code);
+  assert.equal(fake.received.filter((m) => m.type === 'ids').length, 0, 'no ids sent');
+  assert.equal(existsSync(join(dir, 'model.json')), false);
+});
+
 test('a coordinator that stays busy: the party gives up after --connect-timeout with exit 69, saying so', async (t) => {
   const dir = tempDir(t);
   const files = setup(dir);

@@ -3,6 +3,7 @@
 // with the party's key of its canonical JSON (prev included). An entry edited, removed from
 // the middle or reordered, and a MAC recomputed without the key, all fail verifyChain.
 import { createHmac, timingSafeEqual } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { dirname } from 'node:path';
 import { DataError, z } from '@admm-share/core';
 import { DIGEST_RE } from '@admm-share/protocol';
@@ -59,6 +60,17 @@ export function ledgerKey(path: string, ledgerExists: boolean, what: string): Bu
   if (!key)
     throw new DataError(path, undefined, `${what}: its entries are sealed with the party's key ${partyKeyPath(dir)}, which is missing; restore that file (a ledger that cannot be checked is not trusted)`);
   return key;
+}
+
+/**
+ * A ledger of an old, unsigned format is converted only where no signed ledger can have been
+ * written yet (no party key in its folder): written over a signed one, it would set any state
+ * without the key (a second draw, a budget reset).
+ */
+export function refuseUnsignedOverSigned(path: string, what: string, format: string): void {
+  const dir = dirname(path);
+  if (existsSync(partyKeyPath(dir)))
+    throw new DataError(path, undefined, `${what}: format ${format} (unsigned) in a folder whose files are signed with ${partyKeyPath(dir)}: an old ledger is converted only before the first signed one; restore the signed ledger`);
 }
 
 /** Check the chain of a ledger read from `path`: order, links and MACs. */

@@ -9,7 +9,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { DataError, accountEpsilon, expectedValue, parseJsonText, parseWith, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
 import { type PrivacyInfo, DIGEST_RE, NAME_RE, ProtocolError, validatePartyMessage } from '@admm-share/protocol';
 import { BUDGET_RTOL, reportedSpent } from './budget.js';
-import { canonical, chainFields, ledgerKey, seal, verifyChain } from './chain.js';
+import { canonical, chainFields, ledgerKey, refuseUnsignedOverSigned, seal, verifyChain } from './chain.js';
 
 /** The ledger file's format tag. */
 export const LEDGER_FORMAT = 'admm-share-ledger/4';
@@ -155,6 +155,7 @@ export class LedgerBook {
     const value = readJsonFile(z.unknown(), path, 'privacy ledger');
     if (typeof value === 'object' && value !== null && (value as { format?: unknown }).format === OLD_LEDGER_FORMAT) {
       // Read once and converted: the old ledger's one job becomes the first entry of the chain.
+      refuseUnsignedOverSigned(path, 'privacy ledger', OLD_LEDGER_FORMAT);
       const { format: _, release, ...old } = parseWith(oldLedgerFile, value, path, 'privacy ledger');
       const book = new LedgerBook(path, undefined, []);
       book.entries.push(seal(book.sealKey, [], { ...old, release: release && { offset: 0, ...release }, preparation: old.preparation ?? null }));
@@ -191,12 +192,24 @@ export class LedgerBook {
     return end;
   }
 
-  /** Book a job's new state: a new entry at the end of the chain, the whole file written atomically. */
+  /**
+   * Book a job's new state: a new entry at the end of the chain, the whole file written
+   * atomically. The file is read again first: one another process (a second job on the same
+   * --model) wrote since this one read it is refused rather than overwritten, which would drop
+   * that job's entries and let the release file be written over.
+   */
   append(state: Ledger): void {
+    this.refuseOtherWriter();
     const was = this.job(state.jobId);
     if (was && state.releases < was.releases) throw new Error(`internal: job ${state.jobId}'s ledger would go from ${was.releases} releases back to ${state.releases}`);
     this.entries.push(seal(this.sealKey, this.entries, state));
     this.write();
+  }
+
+  private refuseOtherWriter(): void {
+    const onDisk = existsSync(this.path) ? parseWith(ledgerFile, readJsonFile(z.unknown(), this.path, 'privacy ledger'), this.path, 'privacy ledger').entries : [];
+    if (onDisk.length !== this.entries.length || onDisk.at(-1)?.mac !== this.entries.at(-1)?.mac)
+      throw new DataError(this.path, undefined, `privacy ledger: another process booked into it since this party read it (${onDisk.length} entries, this party knew ${this.entries.length}); run one job at a time with one --model`);
   }
 
   private write(): void {

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { accountEpsilon, parseWith, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
 import { NAME_RE } from '@admm-share/protocol';
 import { BUDGET_RTOL, reportedSpent } from './budget.js';
-import { chainFields, ledgerKey, seal, verifyChain } from './chain.js';
+import { chainFields, ledgerKey, refuseUnsignedOverSigned, seal, verifyChain } from './chain.js';
 
 export const SCORING_LEDGER_FORMAT = 'admm-share-scoring-ledger/2';
 /** The format before the chain: one entry per job, by job id; converted on first read. */
@@ -75,6 +75,7 @@ export class ScoringLedger {
     if (!existsSync(path)) return new ScoringLedger(path, undefined, []);
     const value = readJsonFile(z.unknown(), path, WHAT);
     if (typeof value === 'object' && value !== null && (value as { format?: unknown }).format === OLD_SCORING_LEDGER_FORMAT) {
+      refuseUnsignedOverSigned(path, WHAT, OLD_SCORING_LEDGER_FORMAT);
       const { jobs } = parseWith(oldScoringLedgerFile, value, path, WHAT);
       const ledger = new ScoringLedger(path, undefined, []);
       for (const [jobId, j] of Object.entries(jobs)) {

@@ -70,6 +70,9 @@ function onWelcome(s: SessionState, env: SessionEnv, msg: Welcome): Outcome {
   expectPhase(s, 'welcome');
   checkVersion(msg.protocolVersion);
   if (s.jobId !== undefined && msg.jobId !== s.jobId) throw new ProtocolError('wrongJob', `rejoining job '${s.jobId}', the coordinator runs '${msg.jobId}'`);
+  // --job is this party's own rule, not only the coordinator's: a coordinator that names another
+  // job would otherwise get a new job's release, budget and label set from it.
+  if (env.jobId !== null && msg.jobId !== env.jobId) throw new ProtocolError('wrongJob', `this party joins only job '${env.jobId}' (--job), the coordinator runs '${msg.jobId}'`);
   const rejoin = s.model !== undefined;
   // The first welcome of the process (a reconnection during the intersection is not a rejoin, but not the first either).
   const first = s.jobId === undefined;

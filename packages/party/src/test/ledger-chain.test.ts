@@ -132,8 +132,14 @@ test('an old single-job ledger is read once and converted into the first entry o
   assert.deepEqual(converted.entries[0].release, release);
   assert.ok(existsSync(partyKeyPath(dir)), 'a key made for it');
   LedgerBook.open(ledger);
+  // Once a signed ledger may exist (the key does), an old unsigned one written over it is refused.
+  const signed = readFileSync(ledger);
+  writeFileSync(ledger, JSON.stringify({ format: 'admm-share-ledger/3', ...state, jobId: 'decoy', release: { rows: 1000, sha256: release.sha256 } }));
+  assert.throws(() => LedgerBook.open(ledger), isData(ledger, /format admm-share-ledger\/3 \(unsigned\) in a folder whose files are signed with .*party\.key/));
+  writeFileSync(ledger, signed);
 
-  const scoring = join(dir, 'model.scoring-ledger.json');
+  const scoringDir = tempDir(t, 'old-scoring-');
+  const scoring = join(scoringDir, 'model.scoring-ledger.json');
   const s = new ScoringPrivacy({ epsilon: 1, delta: 1e-5, requests: 3 }, 1);
   const old = { epsilon: 1, delta: 1e-5, sigma: s.sigma, sensitivity: 2, requests: 3, releases: 2, epsilonSpent: s.spentAfter(2) };
   writeFileSync(scoring, JSON.stringify({ format: 'admm-share-scoring-ledger/1', jobs: { 'p-1': old } }));
@@ -141,6 +147,21 @@ test('an old single-job ledger is read once and converted into the first entry o
   s.release(new Float64Array(1), scoring, 'p-1');
   assert.throws(() => s.release(new Float64Array(1), scoring, 'p-1'), /scoring budget spent/);
   assert.deepEqual(readJson(scoring).entries.map((e: { releases: number }) => e.releases), [2, 3]);
+  writeFileSync(scoring, JSON.stringify({ format: 'admm-share-scoring-ledger/1', jobs: {} }));
+  assert.throws(() => ScoringLedger.open(scoring), isData(scoring, /format admm-share-scoring-ledger\/1 \(unsigned\)/));
+});
+
+test("two processes on one ledger: the second to book finds the first one's entry and is refused, instead of writing over it", (t) => {
+  const dir = tempDir(t, 'two-');
+  const ledger = join(dir, 'model.ledger.json');
+  const p = new Privacy(cfg);
+  p.calibrate(job);
+  p.scoreRelease(Float64Array.from([1, 2]), Uint32Array.from([0, 1]), ledger, 'job-a');
+  const { seq: _s, prev: _p, mac: _m, ...state } = readJson(ledger).entries[0];
+  const [first, second] = [LedgerBook.open(ledger), LedgerBook.open(ledger)];
+  first.append({ ...state, jobId: 'job-b' });
+  assert.throws(() => second.append({ ...state, jobId: 'job-c' }), isData(ledger, /another process booked into it since this party read it \(2 entries, this party knew 1\)/));
+  assert.deepEqual(readJson(ledger).entries.map((e: { jobId: string }) => e.jobId), ['job-a', 'job-b']);
 });
 
 test('the scoring ledger: a count edited back is refused by its MAC, one resealed with the key by its history', (t) => {
