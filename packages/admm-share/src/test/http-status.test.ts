@@ -31,6 +31,19 @@ function silentStream(port: number): Promise<{ s: Socket; status: string }> {
   });
 }
 
+/** The status line of a raw request `line` (nothing more is read). */
+function rawStatus(port: number, line: string): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const s = connect(port, '127.0.0.1');
+    s.on('error', reject);
+    s.once('data', (d: Buffer) => {
+      s.destroy();
+      resolve(d.toString('latin1').split('\r\n')[0]);
+    });
+    s.once('connect', () => s.write(`${line}\r\nhost: x\r\n\r\n`));
+  });
+}
+
 test('the status API is paged (GET /api/status); event streams that never read release their slots after --http-event-seconds while the job trains', async (t) => {
   const dir = tempDir(t);
   const s = syntheticDataset({ trainRows: 200, testRows: 20, seed: 'http-status' });
@@ -91,6 +104,14 @@ test('the status API is paged (GET /api/status); event streams that never read r
   assert.equal(late.status, 'HTTP/1.1 200 OK');
   assert.ok((await get('?limit=1')).body!.round > roundBefore, 'the job trains on');
   for (const c of [...silent, late]) c.s.destroy();
+
+  // Unauthenticated request targets that are not URLs (an absolute form with a broken 12 KB
+  // host): 400, and a few short warnings rather than an error line each with the whole target.
+  const logged = coord.stdout().length;
+  for (let i = 0; i < 50; i++) assert.equal(await rawStatus(httpPort, `GET http://[${'A'.repeat(12_000)} HTTP/1.1`), 'HTTP/1.1 400 Bad Request');
+  assert.equal(coord.records.filter((r) => r.msg === 'internal error answering an HTTP request').length, 0);
+  const lines = coord.stdout().slice(logged).split('\n').filter((l) => /bad request target|HTTP request target/.test(l));
+  assert.ok(lines.length <= 11 && lines.every((l) => l.length < 600), `${lines.length} log lines for 50 bad targets: ${lines.slice(0, 2).join('\n')}`);
 
   // The parties would wait for the coordinator to come back; the job is not what is tested.
   for (const p of parties) p.kill();

@@ -32,7 +32,7 @@ import type { Logger } from 'pino';
 import type { HttpConfig, Phase } from '../config.js';
 import { bearerCheck, closeHttp, httpServer, isLoopback, listenHttp, tokenCheck } from '../connections/http.js';
 import { WarningLimiter } from '../connections/warnings.js';
-import { HttpError, Pacer } from '../connections/http-limits.js';
+import { HttpError, Pacer, loggedPath } from '../connections/http-limits.js';
 import { HTTP_REQUEST_TIMEOUT_MS } from '../connections/server.js';
 import type { Monitor } from './monitor.js';
 
@@ -115,7 +115,8 @@ export async function startStatusServer(cfg: HttpConfig, monitor: Monitor, log: 
     onRefused: (remote) => warnings.warn('http connection refused', log, { remote, maxConnections: MAX_HTTP_CONNECTIONS }, 'HTTP connection over the cap refused'),
   }, (req, res) => {
     route(req, res).catch((err: unknown) => {
-      log.error({ path: req.url, err: (err as Error).message }, 'internal error answering an HTTP request');
+      // The path as logged everywhere: cut short, without its query (a ?token= is a secret).
+      log.error({ path: loggedPath((req.url ?? '').split('?')[0]), err: (err as Error).message }, 'internal error answering an HTTP request');
       if (!res.headersSent) text(res, 500, 'internal error\n');
       else res.destroy();
     });
@@ -123,7 +124,15 @@ export async function startStatusServer(cfg: HttpConfig, monitor: Monitor, log: 
   server.on('clientError', (_err, socket) => socket.destroy());
 
   async function route(req: IncomingMessage, res: ServerResponse): Promise<void> {
-    const url = new URL(req.url ?? '/', 'http://x');
+    // A request target that is not a path (an absolute URL that does not parse) is the client's
+    // error, answered 400 without a log line of its own: anyone can send these.
+    let url: URL;
+    try {
+      url = new URL(req.url ?? '/', 'http://x');
+    } catch {
+      warnings.warn('bad request target', log, { path: loggedPath((req.url ?? '').split('?')[0]) }, 'HTTP request target that is not a URL');
+      return text(res, 400, 'bad request target\n');
+    }
     const path = url.pathname;
     if (req.method !== 'GET' && req.method !== 'HEAD') return text(res, 405, 'only GET\n', { allow: 'GET, HEAD' });
     if (path === '/healthz') return text(res, 200, 'ok');
@@ -266,7 +275,11 @@ class EventStream {
     if (unsent > EVENT_UNSENT_BYTES || stalled) {
       this.dropped({ unsent, stalledMs: c.stalledSince === undefined ? 0 : Math.round(now - c.stalledSince) }, 'event-stream client not reading; dropped');
       c.res.destroy();
-    } else if (now - c.openedAt >= this.maxAgeMs) c.res.end();
+    } else if (now - c.openedAt >= this.maxAgeMs) {
+      // Ended with output still unsent, a stream would hold its slot until that is read: cut it.
+      if (unsent > 0) c.res.destroy();
+      else c.res.end();
+    }
   }
 
   private stop(): void {
