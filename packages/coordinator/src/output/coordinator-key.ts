@@ -21,11 +21,17 @@ export function signingKey(dir: string, file: string): Buffer {
   return existingKeyFile(join(dir, COORDINATOR_KEY_FILE), file);
 }
 
+/** The key the private set intersection's secrets derive from: apart from coordinator.key, which goes with a run folder copied for scoring. */
+export const PSI_KEY_FILE = 'psi.key';
+
 /**
- * A secret of one job, the same whenever the coordinator runs that job from `dir` again (a
- * restart, --resume): HMAC of the job id under the coordinator's key, created with `dir` if need be.
+ * The intersection's secret of one job, the same whenever the coordinator runs that job from
+ * `dir` again (a restart, --resume): HMAC of the job id under `psi.key` (created with `dir` if
+ * need be). Whoever holds psi.key can test candidate ids against every label point a party ever
+ * received from this folder's jobs, so it is as secret as the label ids and never needed to
+ * score (docs/privacy.md, 11.3).
  */
 export function jobSecret(dir: string, jobId: string): Buffer {
   mkdirSync(dir, { recursive: true });
-  return createHmac('sha256', coordinatorKey(dir)).update(`admm-share job ${jobId}`).digest();
+  return createHmac('sha256', keyFile(join(dir, PSI_KEY_FILE))).update(`admm-share job ${jobId}`).digest();
 }
