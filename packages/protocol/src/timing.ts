@@ -19,9 +19,11 @@ export const HEARTBEAT_TIMEOUT_MS = 3 * HEARTBEAT_MS;
 export const MIN_HEARTBEAT_MS = 100;
 /**
  * Default ms the coordinator holds the job for a party that lost its connection
- * (--rejoin-timeout), and a party keeps trying to rejoin (--reconnect-timeout).
+ * (--rejoin-timeout), and a party keeps trying to rejoin (--reconnect-timeout): 75 s, so that
+ * any network outage of up to a minute is survived although the first attempt after it may
+ * come 12.5 s late (docs/operations.md, "Reconnecting and outages").
  */
-export const REJOIN_TIMEOUT_MS = 60_000;
+export const REJOIN_TIMEOUT_MS = 75_000;
 /**
  * Ms a party waits for the close handshake after `done` before it drops the socket; the
  * coordinator waits twice as long (CLOSE_GRACE_MS) for every party to close first.
