@@ -30,10 +30,10 @@ import {
   validatePartyMessage,
 } from '@admm-share/protocol';
 import { closeAndDrop } from './drop.js';
+import type { Traffic } from '../bytes.js';
 
 /** A party's refusal of one lookup (its caps on the ids it answers): that request fails, the party stays. */
 export class LookupRefused extends PeerError {}
-import type { Traffic } from '../bytes.js';
 
 /** Unsent bytes a party may leave queued (it is not reading), in messages of at least SLOW_READER_UNIT bytes. */
 const MAX_QUEUED_MESSAGES = 4;

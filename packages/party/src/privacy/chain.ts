@@ -73,6 +73,38 @@ export function refuseUnsignedOverSigned(path: string, what: string, format: str
     throw new DataError(path, undefined, `${what}: format ${format} (unsigned) in a folder whose files are signed with ${partyKeyPath(dir)}: an old ledger is converted only before the first signed one; restore the signed ledger`);
 }
 
+/**
+ * A ledger's entries in memory, as both ledgers keep them: the latest state of a job, and a
+ * job's new state sealed at the end of the chain (the key made with the first entry of a new
+ * ledger). A job's count of releases never goes back.
+ */
+export class Chain<S extends { jobId: string; releases: number }> {
+  constructor(
+    private readonly path: string,
+    private readonly what: string,
+    private key: Buffer | undefined,
+    readonly entries: (S & Chained)[] = [],
+  ) {}
+
+  /** The latest state of job `jobId`, if the ledger has any. */
+  latest(jobId: string): Omit<S & Chained, keyof Chained> | undefined {
+    for (let i = this.entries.length - 1; i >= 0; i--)
+      if (this.entries[i].jobId === jobId) {
+        const { seq: _s, prev: _p, mac: _m, ...state } = this.entries[i];
+        return state;
+      }
+    return undefined;
+  }
+
+  /** `state` sealed as the next entry (the caller writes the file). */
+  push(state: S): void {
+    const was = this.latest(state.jobId);
+    if (was && state.releases < was.releases) throw new Error(`internal: job ${state.jobId}'s ${this.what} would go from ${was.releases} releases back to ${state.releases}`);
+    this.key ??= ledgerKey(this.path, false, this.what);
+    this.entries.push(seal(this.key, this.entries, state));
+  }
+}
+
 /** Check the chain of a ledger read from `path`: order, links and MACs. */
 export function verifyChain(path: string, what: string, key: Buffer, entries: readonly (Chained & object)[]): void {
   let prev = CHAIN_START;

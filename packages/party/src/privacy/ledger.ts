@@ -9,7 +9,7 @@ import { existsSync, readFileSync, statSync } from 'node:fs';
 import { DataError, accountEpsilon, expectedValue, parseJsonText, parseWith, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
 import { type PrivacyInfo, DIGEST_RE, NAME_RE, ProtocolError, validatePartyMessage } from '@admm-share/protocol';
 import { BUDGET_RTOL, reportedSpent } from './budget.js';
-import { canonical, chainFields, ledgerKey, refuseUnsignedOverSigned, seal, verifyChain } from './chain.js';
+import { Chain, canonical, chainFields, ledgerKey, refuseUnsignedOverSigned, verifyChain } from './chain.js';
 
 /** The ledger file's format tag. */
 export const LEDGER_FORMAT = 'admm-share-ledger/4';
@@ -117,6 +117,18 @@ type LedgerEntry = z.output<typeof entry>;
 /** One job's state: what the latest entry of that job records. */
 export type Ledger = Omit<LedgerEntry, 'seq' | 'prev' | 'mac'>;
 
+const WHAT = 'privacy ledger';
+
+/**
+ * Which version of the file is on disk, without reading it: every write is a new file renamed
+ * into place (writeFileAtomic), so another process's write changes its inode, size or time.
+ */
+function fileVersion(path: string): string {
+  if (!existsSync(path)) return 'none';
+  const s = statSync(path, { bigint: true });
+  return `${s.ino}:${s.size}:${s.mtimeNs}`;
+}
+
 /** Bytes of one release in the release file: its row numbers and values, as doubles. */
 const releaseBytes = (rows: number) => 2 * rows * 8;
 
@@ -138,83 +150,70 @@ export function parseLedger(path: string, text: string): LedgerFile {
  * refused, naming both files.
  */
 export class LedgerBook {
+  /** The file as this process last read or wrote it (fileVersion): another writer changes it. */
+  private version: string;
+
   private constructor(
     readonly path: string,
-    /** The party's key: read to check an existing ledger, created with the first entry of a new one. */
-    private key: Buffer | undefined,
-    private readonly entries: LedgerEntry[],
-  ) {}
+    private readonly chain: Chain<Ledger>,
+  ) {
+    this.version = fileVersion(path);
+  }
 
   static open(path: string): LedgerBook {
-    const exists = existsSync(path);
-    if (!exists) {
-      const book = new LedgerBook(path, undefined, []);
+    if (!existsSync(path)) {
+      const book = new LedgerBook(path, new Chain(path, WHAT, undefined));
       book.checkReleaseFile(false);
       return book;
     }
-    const value = readJsonFile(z.unknown(), path, 'privacy ledger');
+    const value = readJsonFile(z.unknown(), path, WHAT);
     if (typeof value === 'object' && value !== null && (value as { format?: unknown }).format === OLD_LEDGER_FORMAT) {
       // Read once and converted: the old ledger's one job becomes the first entry of the chain.
-      refuseUnsignedOverSigned(path, 'privacy ledger', OLD_LEDGER_FORMAT);
-      const { format: _, release, ...old } = parseWith(oldLedgerFile, value, path, 'privacy ledger');
-      const book = new LedgerBook(path, undefined, []);
-      book.entries.push(seal(book.sealKey, [], { ...old, release: release && { offset: 0, ...release }, preparation: old.preparation ?? null }));
+      refuseUnsignedOverSigned(path, WHAT, OLD_LEDGER_FORMAT);
+      const { format: _, release, ...old } = parseWith(oldLedgerFile, value, path, WHAT);
+      const book = new LedgerBook(path, new Chain(path, WHAT, undefined));
+      book.chain.push({ ...old, release: release && { offset: 0, ...release }, preparation: old.preparation ?? null });
       book.checkReleaseFile(true);
       book.write();
       return book;
     }
-    const { entries } = parseWith(ledgerFile, value, path, 'privacy ledger');
-    const key = ledgerKey(path, true, 'privacy ledger');
-    verifyChain(path, 'privacy ledger', key, entries);
-    const book = new LedgerBook(path, key, entries);
+    const { entries } = parseWith(ledgerFile, value, path, WHAT);
+    const key = ledgerKey(path, true, WHAT);
+    verifyChain(path, WHAT, key, entries);
+    const book = new LedgerBook(path, new Chain(path, WHAT, key, entries));
     book.checkReleaseFile(true);
     return book;
   }
 
-  private get sealKey(): Buffer {
-    this.key ??= ledgerKey(this.path, false, 'privacy ledger');
-    return this.key;
-  }
-
   /** The latest state of job `jobId`, if the ledger has any. */
   job(jobId: string): Ledger | undefined {
-    let e: LedgerEntry | undefined;
-    for (let i = this.entries.length - 1; i >= 0 && !e; i--) if (this.entries[i].jobId === jobId) e = this.entries[i];
-    if (!e) return undefined;
-    const { seq: _s, prev: _p, mac: _m, ...state } = e;
-    return state;
+    return this.chain.latest(jobId);
   }
 
   /** Where the next release goes in the release file: after every release the ledger records. */
   get releaseEnd(): number {
     let end = 0;
-    for (const e of this.entries) if (e.release) end = Math.max(end, e.release.offset + releaseBytes(e.release.rows));
+    for (const e of this.chain.entries) if (e.release) end = Math.max(end, e.release.offset + releaseBytes(e.release.rows));
     return end;
   }
 
   /**
    * Book a job's new state: a new entry at the end of the chain, the whole file written
-   * atomically. The file is read again first: one another process (a second job on the same
-   * --model) wrote since this one read it is refused rather than overwritten, which would drop
-   * that job's entries and let the release file be written over.
+   * atomically. A file another process (a second job on the same --model) wrote since this one
+   * read it is refused rather than overwritten, which would drop that job's entries and let the
+   * release file be written over.
    */
   append(state: Ledger): void {
-    this.refuseOtherWriter();
-    const was = this.job(state.jobId);
-    if (was && state.releases < was.releases) throw new Error(`internal: job ${state.jobId}'s ledger would go from ${was.releases} releases back to ${state.releases}`);
-    this.entries.push(seal(this.sealKey, this.entries, state));
+    if (fileVersion(this.path) !== this.version)
+      throw new DataError(this.path, undefined, `${WHAT}: another process wrote it since this party read it; run one job at a time with one --model`);
+    this.chain.push(state);
     this.write();
   }
 
-  private refuseOtherWriter(): void {
-    const onDisk = existsSync(this.path) ? parseWith(ledgerFile, readJsonFile(z.unknown(), this.path, 'privacy ledger'), this.path, 'privacy ledger').entries : [];
-    if (onDisk.length !== this.entries.length || onDisk.at(-1)?.mac !== this.entries.at(-1)?.mac)
-      throw new DataError(this.path, undefined, `privacy ledger: another process booked into it since this party read it (${onDisk.length} entries, this party knew ${this.entries.length}); run one job at a time with one --model`);
-  }
-
   private write(): void {
-    const file: LedgerFile = { format: LEDGER_FORMAT, entries: this.entries };
+    const file: LedgerFile = { format: LEDGER_FORMAT, entries: this.chain.entries };
     writeFileAtomic(this.path, JSON.stringify(file) + '\n', 0o600);
+    this.version = fileVersion(this.path);
   }
 
   private checkReleaseFile(ledgerExists: boolean): void {

@@ -7,7 +7,7 @@ import { existsSync } from 'node:fs';
 import { accountEpsilon, parseWith, readJsonFile, writeFileAtomic, z } from '@admm-share/core';
 import { NAME_RE } from '@admm-share/protocol';
 import { BUDGET_RTOL, reportedSpent } from './budget.js';
-import { chainFields, ledgerKey, refuseUnsignedOverSigned, seal, verifyChain } from './chain.js';
+import { Chain, chainFields, ledgerKey, refuseUnsignedOverSigned, verifyChain } from './chain.js';
 
 export const SCORING_LEDGER_FORMAT = 'admm-share-scoring-ledger/2';
 /** The format before the chain: one entry per job, by job id; converted on first read. */
@@ -63,24 +63,23 @@ const oldScoringLedgerFile = z.looseObject({
   ),
 });
 
-/** Every prediction job's history of a party's noised scores; opened (and checked) once per process. */
+/** Every prediction job's history of a party's noised scores, read (and checked) before each booking. */
 export class ScoringLedger {
   private constructor(
     readonly path: string,
-    private key: Buffer | undefined,
-    private readonly entries: ScoringEntry[],
+    private readonly chain: Chain<ScoringJob>,
   ) {}
 
   static open(path: string): ScoringLedger {
-    if (!existsSync(path)) return new ScoringLedger(path, undefined, []);
+    if (!existsSync(path)) return new ScoringLedger(path, new Chain(path, WHAT, undefined));
     const value = readJsonFile(z.unknown(), path, WHAT);
     if (typeof value === 'object' && value !== null && (value as { format?: unknown }).format === OLD_SCORING_LEDGER_FORMAT) {
       refuseUnsignedOverSigned(path, WHAT, OLD_SCORING_LEDGER_FORMAT);
       const { jobs } = parseWith(oldScoringLedgerFile, value, path, WHAT);
-      const ledger = new ScoringLedger(path, undefined, []);
+      const ledger = new ScoringLedger(path, new Chain(path, WHAT, undefined));
       for (const [jobId, j] of Object.entries(jobs)) {
         const { epsilon, delta, sigma, sensitivity, requests, releases, epsilonSpent } = j;
-        ledger.push({ jobId, epsilon, delta, sigma, sensitivity, requests, releases, epsilonSpent });
+        ledger.chain.push({ jobId, epsilon, delta, sigma, sensitivity, requests, releases, epsilonSpent });
       }
       ledger.write();
       return ledger;
@@ -88,33 +87,22 @@ export class ScoringLedger {
     const { entries } = parseWith(scoringLedgerFile, value, path, WHAT);
     const key = ledgerKey(path, true, WHAT);
     verifyChain(path, WHAT, key, entries);
-    return new ScoringLedger(path, key, entries);
+    return new ScoringLedger(path, new Chain(path, WHAT, key, entries));
   }
 
   /** The latest state of job `jobId`, if any. */
   job(jobId: string): ScoringJob | undefined {
-    for (let i = this.entries.length - 1; i >= 0; i--) {
-      const { seq: _s, prev: _p, mac: _m, ...state } = this.entries[i];
-      if (state.jobId === jobId) return state;
-    }
-    return undefined;
+    return this.chain.latest(jobId);
   }
 
   /** Book a request: a new entry at the end of the chain, the file written atomically before the scores are sent. */
   append(state: ScoringJob): void {
-    const was = this.job(state.jobId);
-    if (was && state.releases < was.releases) throw new Error(`internal: job ${state.jobId}'s scoring ledger would go from ${was.releases} releases back to ${state.releases}`);
-    this.push(state);
+    this.chain.push(state);
     this.write();
   }
 
-  private push(state: ScoringJob): void {
-    this.key ??= ledgerKey(this.path, false, WHAT);
-    this.entries.push(seal(this.key, this.entries, state));
-  }
-
   private write(): void {
-    const file: z.input<typeof scoringLedgerFile> = { format: SCORING_LEDGER_FORMAT, entries: this.entries };
+    const file: z.input<typeof scoringLedgerFile> = { format: SCORING_LEDGER_FORMAT, entries: this.chain.entries };
     writeFileAtomic(this.path, JSON.stringify(file) + '\n', 0o600);
   }
 }
