@@ -12,5 +12,6 @@ export { type LabelTable, binaryLabels, formatLabelsCsv, labelKey, numericLabels
 export { type ClassWeightSpec, CLASS_WEIGHT_SYNTAX, describeClassWeights, parseClassWeight, resolveClassWeights } from './class-weights.js';
 export { writeFileAtomic, writeFileAtomicAsync } from './atomic-write.js';
 export { KEY_BYTES, existingKeyFile, keyFile, keyedDigest, sameDigest } from './key-file.js';
+export { readSignedJson, signedJson } from './signed-json.js';
 export * from './json-file.js';
 export * from './spill.js';

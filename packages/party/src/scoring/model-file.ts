@@ -5,10 +5,10 @@
 // mac (HMAC-SHA256 under party.key, beside the model, mode 0600) also refuses an edit by anyone
 // who cannot read that key. A model copied elsewhere to score with takes its party.key along.
 import { mkdirSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { type Preparation, DataError, existingKeyFile, expectedValue, jsonDigest, keyedDigest, parseWith, preparationSchema, readJsonFile, sameDigest, writeFileAtomic, z } from '@admm-share/core';
+import { dirname } from 'node:path';
+import { type Preparation, DataError, expectedValue, jsonDigest, parseWith, preparationSchema, readSignedJson, signedJson, writeFileAtomic, z } from '@admm-share/core';
 import { type Done, type ModelRef, type Role, type SampleSet, DIGEST_RE, LOSSES, NAME_RE, ROLES } from '@admm-share/protocol';
-import { PARTY_KEY_FILE, partyKey } from '../privacy/party-key.js';
+import { PARTY_KEY_FILE, partyKey, partyKeyPath } from '../privacy/party-key.js';
 import type { Privacy } from '../privacy/privacy.js';
 
 /** The model the job ended with, for the model file. */
@@ -26,9 +26,6 @@ export interface FinalModel {
 
 /** The model file's format tag; readPartyModel reads this version only. */
 export const MODEL_FORMAT = 'admm-share-party-model/4';
-
-/** The format before the mac: its digest can be recomputed by whoever edits it, so it is refused. */
-const UNSIGNED_FORMAT = 'admm-share-party-model/3';
 
 /** model-p1.json -> model-p1.privacy.json */
 export function privacyReportPath(model: string): string {
@@ -63,11 +60,6 @@ export interface ModelFileInput {
 const formatField = z.literal(MODEL_FORMAT, { error: expectedValue(`'${MODEL_FORMAT}' (a model written by this version of admm-party)`) });
 const digestField = z.string({ error: expectedValue('64 hex characters') }).regex(DIGEST_RE, { error: expectedValue('64 hex characters') });
 
-/** HMAC-SHA256 under party.key of the file's JSON without this field (the digest included). */
-function macOf(key: Buffer, signedPart: Record<string, unknown>): string {
-  return keyedDigest(key, 'admm-share party model\0', JSON.stringify(signedPart));
-}
-
 /**
  * What a party model holds (format admm-share-party-model/4). The fields that decide how a new
  * row is scored are `preparation`, `preprocessing`, `coefficients`, `intercept` and `scoreClip`:
@@ -100,9 +92,8 @@ const modelBody = z.looseObject(
 
 const partyModelFile = modelBody
   .extend({
-    /** SHA-256 (hex) of the file's JSON without this field and mac. */
+    /** SHA-256 (hex) of the file's JSON without this field and mac (the HMAC over both, checked by readSignedJson). */
     digest: digestField,
-    mac: digestField,
   })
   .superRefine((m, ctx) => {
     const d = m.features;
@@ -113,12 +104,6 @@ const partyModelFile = modelBody
 
 /** A party model, as read back (readPartyModel). */
 export type PartyModel = z.output<typeof partyModelFile>;
-
-/** The fields read before the digests are checked: the format, and the digests' own form. */
-const envelope = z.looseObject({ format: formatField, digest: digestField, mac: digestField });
-
-/** The file's text as it arrives: a JSON object, its fields as written (the digest is over them in this order). */
-const jsonObject = z.custom<Record<string, unknown>>((v) => typeof v === 'object' && v !== null && !Array.isArray(v), { error: 'expected a JSON object' });
 
 /** Write the model file, then the privacy report; a reader never sees half of either. */
 export function writeModelFiles(m: ModelFileInput & { role: Role }): void {
@@ -145,8 +130,7 @@ export function writeModelFiles(m: ModelFileInput & { role: Role }): void {
     createdAt: new Date().toISOString(),
   };
   mkdirSync(dirname(m.path), { recursive: true });
-  const withDigest = { ...body, digest: jsonDigest(body) };
-  writeFileAtomic(m.path, JSON.stringify({ ...withDigest, mac: macOf(partyKey(dirname(m.path)), withDigest) }, null, 2) + '\n');
+  writeFileAtomic(m.path, JSON.stringify(signedJson(partyKey(dirname(m.path)), { ...body, digest: jsonDigest(body) }), null, 2) + '\n');
   const testScores = m.testScores && {
     rows: m.testScores.rows,
     from: m.testScores.from === 'train' ? 'rows the coordinator held out of the training file' : 'the test file',
@@ -166,16 +150,15 @@ export function modelRef(m: PartyModel): ModelRef {
  * hand, truncated or from an older format is refused with a DataError naming the file and the field).
  */
 export function readPartyModel(path: string): PartyModel {
-  const raw = readJsonFile(jsonObject, path, 'party model');
-  if (raw.format === UNSIGNED_FORMAT)
-    throw new DataError(path, undefined, `party model: format '${UNSIGNED_FORMAT}' has no keyed digest, so an edit to it cannot be detected; train the model again with this version of admm-party (it signs the model with the ${PARTY_KEY_FILE} of its folder)`);
-  // As before the schema: the format, then the digests, then the fields, so that a hand edit
-  // which breaks a field is reported as an edit, not as that field.
-  const { digest, mac } = parseWith(envelope, raw, path, 'party model');
-  const { digest: _, mac: __, ...body } = raw;
-  if (jsonDigest(body) !== digest) throw new DataError(path, undefined, 'party model: its content does not match its digest (the file was changed after training)');
-  const key = existingKeyFile(join(dirname(path), PARTY_KEY_FILE), path);
-  if (!sameDigest(mac, macOf(key, { ...body, digest })))
-    throw new DataError(path, undefined, `party model: its content does not match its keyed digest (the file was changed after training, or the ${PARTY_KEY_FILE} beside it is not the one it was signed with)`);
-  return parseWith(partyModelFile, raw, path, 'party model');
+  // The format, then the digests, then the fields, so that a hand edit which breaks a field is
+  // reported as an edit, not as that field.
+  const signed = readSignedJson(path, partyKeyPath(dirname(path)), {
+    what: 'party model',
+    format: MODEL_FORMAT,
+    older: `train the model again with this version of admm-party (it signs the model with the ${PARTY_KEY_FILE} of its folder)`,
+    unkeyed: ({ digest, ...body }) => {
+      if (typeof digest !== 'string' || jsonDigest(body) !== digest) throw new DataError(path, undefined, 'party model: its content does not match its digest (the file was changed after training)');
+    },
+  });
+  return parseWith(partyModelFile, signed, path, 'party model');
 }

@@ -54,7 +54,7 @@ test('a model file is read in the order format, digest, mac, fields: a hand edit
   // What writeModelFiles writes: the digest of the body, and the HMAC of both under party.key.
   const sealed = (b: object, k = key) => {
     const withDigest = { ...b, digest: jsonDigest(b) };
-    return { ...withDigest, mac: keyedDigest(k, 'admm-share party model\0', JSON.stringify(withDigest)) };
+    return { ...withDigest, mac: keyedDigest(k, JSON.stringify(withDigest)) };
   };
   const write = (name: string, o: object, folder = dir) => {
     const path = join(folder, name);
@@ -78,7 +78,9 @@ test('a model file is read in the order format, digest, mac, fields: a hand edit
   const unsigned = write('unsigned.json', { ...body, format: 'admm-share-party-model/3', digest: jsonDigest({ ...body, format: 'admm-share-party-model/3' }) });
   assert.throws(() => readPartyModel(unsigned), (e: Error) => e.message.startsWith(`${unsigned}: party model: format 'admm-share-party-model/3' has no keyed digest, so an edit to it cannot be detected; train the model again`));
   const older = write('older.json', { ...sealed(body), format: 'admm-share-party-model/1' });
-  assert.throws(() => readPartyModel(older), (e: Error) => e.message.startsWith(`${older}: party model: format: expected '${MODEL_FORMAT}'`));
+  assert.throws(() => readPartyModel(older), (e: Error) => e.message.startsWith(`${older}: party model: format 'admm-share-party-model/1' has no keyed digest`));
+  const other = write('other.json', { ...sealed(body), format: 'admm-share-job/2' });
+  assert.throws(() => readPartyModel(other), (e: Error) => e.message.startsWith(`${other}: party model: format: expected '${MODEL_FORMAT}', got "admm-share-job/2"`));
   const broken = { ...body, coefficients: [1, 'two', 0.5] };
   const resealed = write('resealed.json', sealed(broken));
   assert.throws(() => readPartyModel(resealed), (e: Error) => e.message.startsWith(`${resealed}: party model: coefficients[1]: expected a finite number, got "two"`));
