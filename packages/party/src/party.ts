@@ -336,7 +336,6 @@ function run(config: RunConfig, env: SessionEnv, rowsScaled: number, preparation
       case 'reply':
         break;
       case 'answered':
-      case 'joined':
         link.markAnswered();
         break;
       case 'later':

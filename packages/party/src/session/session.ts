@@ -80,7 +80,7 @@ function onWelcome(s: SessionState, env: SessionEnv, msg: Welcome): Outcome {
   s.phase = 'setup';
   env.log.info({ jobId: msg.jobId, rejoin }, 'joined job');
   // The party is in the job from here on: a broken connection is retried (link.markAnswered).
-  if (env.scoring) return { kind: 'joined', messages: [] };
+  if (env.scoring) return { kind: 'answered', messages: [] };
   if (env.privacy.enabled && first) env.privacy.restoreLedger(env.ledgerPath, msg.jobId);
   return { kind: 'answered', messages: [] };
 }

@@ -157,5 +157,5 @@ function ready(s: SessionState, env: SessionEnv, msg: Setup, model: Model, testX
   // generation (RoundGarbage), and add to their peak: 13-20 MB more in the first rounds of a
   // million-row run.
   collectGarbage();
-  return { kind: 'joined', messages: [{ type: 'ready', jobId: s.jobId!, privacy: info }] };
+  return reply({ type: 'ready', jobId: s.jobId!, privacy: info });
 }

@@ -127,10 +127,8 @@ export interface SessionEnv {
 export type Outcome =
   /** `encoded`: messages already encoded, or made a piece at a time (the intersection's answer, encodeIdsSource), sent after `messages`. */
   | { kind: 'reply'; messages: PartyMessage[]; encoded?: ByteSource[] }
-  /** welcome: the coordinator answered; the connect timeout no longer applies. */
+  /** welcome: the party is in the job; the connect timeout no longer applies, and from now on a broken connection is retried. */
   | { kind: 'answered'; messages: PartyMessage[] }
-  /** setup: the party is in the job; from now on a broken connection is retried. */
-  | { kind: 'joined'; messages: PartyMessage[] }
   /** done: write this model, then close. */
   | { kind: 'done'; done: Done; model: FinalModel }
   /** The answer takes a while (a worker thread, or work done in pieces); act on the outcome when it comes. */

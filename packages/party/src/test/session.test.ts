@@ -80,7 +80,7 @@ function joinJob(s: SessionState, e: SessionEnv): void {
   assert.equal(replies(feed(s, e, { type: 'challenge', protocolVersion: PROTOCOL_VERSION, nonce: new Uint8Array(32).fill(1) }))[0].type, 'hello');
   assert.equal(feed(s, e, { type: 'welcome', protocolVersion: PROTOCOL_VERSION, jobId: JOB }).kind, 'answered');
   const setup: CoordinatorMessage = { type: 'setup', jobId: JOB, trainRows: TRAIN_ROWS, testRows: new Uint32Array(0), testFrom: 'test', lambda: LAMBDA, loss: 'logistic', rounds: 20, rho: RHO, parties: 2, algorithm: 'admm', role: 'passive', labels: new Float64Array(0), labelFlip: 0 };
-  assert.equal(feed(s, e, setup).kind, 'joined');
+  assert.deepEqual(replies(feed(s, e, setup)).map((m) => m.type), ['ready']);
 }
 
 /** The broadcast of each round: arbitrary, but fixed (the x-update is defined for any c). */
@@ -353,7 +353,7 @@ test("setup.testFrom 'train': the held-out rows of the training file are scored 
   };
   const e = env();
   const s = newSession();
-  assert.equal(setup(e, s).kind, 'joined');
+  assert.deepEqual(replies(setup(e, s)).map((m) => m.type), ['ready']);
   assert.equal(xOf(s).n, N, 'the block holds the training rows only');
   round(s, e, 1, broadcasts(1)[1]);
   const [reply] = replies(feed(s, e, { type: 'evaluate', jobId: JOB, round: 1 }));
@@ -373,6 +373,6 @@ test("setup.testFrom 'train': the held-out rows of the training file are scored 
   const privacy: PrivacyConfig = { mechanism: 'gaussian-share', epsilon: 8, delta: 1e-5, bx: 2, seed: 'session-noise' };
   assert.throws(() => setup(env({ privacy }), newSession()), (err: Error) => err instanceof ConfigError && /holds out 5 of this party's rows as test rows .*pass --release-test-scores/.test(err.message));
   const { log, lines } = capture();
-  assert.equal(setup({ ...env({ privacy, log }), releaseTestScores: true }, newSession()).kind, 'joined');
+  assert.deepEqual(replies(setup({ ...env({ privacy, log }), releaseTestScores: true }, newSession())).map((m) => m.type), ['ready']);
   assert.ok(lines.some((l) => l.level === 40 && /held-out test rows are scored without noise .*not covered by the privacy guarantee/.test(String(l.msg))));
 });

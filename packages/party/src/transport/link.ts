@@ -288,8 +288,7 @@ export class CoordinatorLink {
       clearTimeout(this.connectTimer);
     };
     const retry = (why: string, cause: RetryCause) => {
-      handled = true;
-      clearTimeout(this.connectTimer);
+      this.retireCurrent();
       this.dropped(why, cause);
     };
     this.state = 'connecting';
