@@ -48,9 +48,6 @@ export interface ServeHandle {
   close(): Promise<void>;
 }
 
-/** A failed request: its HTTP status and what went wrong, in words. */
-class RequestError extends HttpError {}
-
 /** Longest id accepted in a request. */
 const MAX_ID_CHARS = 256;
 
@@ -79,7 +76,7 @@ export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle>
   const ready = (p: PartyConnection) => p.connected && indexes.get(p.id)?.generation === p.generation;
   const indexOf = (p: PartyConnection) => {
     const entry = indexes.get(p.id);
-    if (!p.connected || entry?.generation !== p.generation) throw new RequestError(503, `party ${p.id} is not connected (a party reconnects by itself; retry later)`);
+    if (!p.connected || entry?.generation !== p.generation) throw new HttpError(503, `party ${p.id} is not connected (a party reconnects by itself; retry later)`);
     return entry.index;
   };
 
@@ -96,8 +93,8 @@ export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle>
       } catch (err) {
         // A party over its caps refuses this request (429: its budget is of ids a day); one that
         // breaks the protocol is closed by its connection, which fails the request.
-        if (err instanceof LookupRefused) throw new RequestError(429, err.message);
-        if (err instanceof PeerError) throw new RequestError(p.connected ? 504 : 503, err.message);
+        if (err instanceof LookupRefused) throw new HttpError(429, err.message);
+        if (err instanceof PeerError) throw new HttpError(p.connected ? 504 : 503, err.message);
         throw err;
       }
     });
@@ -113,7 +110,7 @@ export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle>
     try {
       lacking = planRows(names, positions, ids, cfg.missing, 'the request').lacking;
     } catch (err) {
-      if (err instanceof DataError) throw new RequestError(422, err.message.replace(/^the request: /, ''));
+      if (err instanceof DataError) throw new HttpError(422, err.message.replace(/^the request: /, ''));
       throw err;
     }
     const scores = combineScores(d, spreadParts(names, positions, parts.map((r) => r.scores)), ids.length);
@@ -178,39 +175,39 @@ export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle>
   /** Take a request's ids from its token's budget, or refuse it (429) saying when to retry. */
   function chargeIds(req: IncomingMessage, n: number, charged: () => void): void {
     const taken = budget.take(cfg.httpToken === undefined ? '' : (req.headers.authorization ?? ''), n);
-    if (!taken.ok) throw new RequestError(429, `more than --max-ids-per-minute ${cfg.maxIdsPerMinute} ids; retry in ${taken.retryAfterSeconds} s`, taken.retryAfterSeconds);
+    if (!taken.ok) throw new HttpError(429, `more than --max-ids-per-minute ${cfg.maxIdsPerMinute} ids; retry in ${taken.retryAfterSeconds} s`, taken.retryAfterSeconds);
     charged();
   }
 
   /**
    * Method, path, token, a slot among the requests in flight (before the body is read), size
-   * and shape of a request: its ids, or a RequestError. `counted` hears how many ids it holds.
+   * and shape of a request: its ids, or a HttpError. `counted` hears how many ids it holds.
    */
   async function handle(req: IncomingMessage, slotTaken: () => void, counted: (n: number) => void): Promise<string[]> {
-    if (req.url !== '/score') throw new RequestError(404, 'not found: POST /score with {"ids": [...]}');
-    if (req.method !== 'POST') throw new RequestError(405, 'use POST /score');
-    if (!authorized(req)) throw new RequestError(401, 'missing or wrong bearer token');
-    if (inFlight >= cfg.maxConcurrent) throw new RequestError(429, `${cfg.maxConcurrent} requests are in flight (--max-concurrent); retry later`);
+    if (req.url !== '/score') throw new HttpError(404, 'not found: POST /score with {"ids": [...]}');
+    if (req.method !== 'POST') throw new HttpError(405, 'use POST /score');
+    if (!authorized(req)) throw new HttpError(401, 'missing or wrong bearer token');
+    if (inFlight >= cfg.maxConcurrent) throw new HttpError(429, `${cfg.maxConcurrent} requests are in flight (--max-concurrent); retry later`);
     inFlight++;
     slotTaken();
     const raw = await readBody(req, cfg.maxBodyBytes, '--max-body-bytes');
     // Not decoded with U+FFFD for a bad byte: "a\xff" would then be scored as the id "a\uFFFD".
-    if (!isUtf8(raw)) throw new RequestError(400, 'the body is not UTF-8');
+    if (!isUtf8(raw)) throw new HttpError(400, 'the body is not UTF-8');
     const body = raw.toString('utf8');
     let parsed: unknown;
     try {
       parsed = JSON.parse(body);
     } catch {
-      throw new RequestError(400, 'the body is not JSON');
+      throw new HttpError(400, 'the body is not JSON');
     }
     const ids = (parsed as { ids?: unknown })?.ids;
     if (Array.isArray(ids)) counted(ids.length);
-    if (!Array.isArray(ids) || ids.length === 0) throw new RequestError(400, 'expected {"ids": ["id", ...]} with at least one id');
+    if (!Array.isArray(ids) || ids.length === 0) throw new HttpError(400, 'expected {"ids": ["id", ...]} with at least one id');
     const most = Math.min(cfg.maxRequestIds, cfg.maxIdsPerMinute);
-    if (ids.length > most) throw new RequestError(413, `${ids.length} ids, more than ${most === cfg.maxRequestIds ? '--max-request-ids' : '--max-ids-per-minute'} ${most}`);
-    if (ids.some((v) => typeof v !== 'string' || v.length === 0 || v.length > MAX_ID_CHARS)) throw new RequestError(400, `every id must be a non-empty string of at most ${MAX_ID_CHARS} characters`);
+    if (ids.length > most) throw new HttpError(413, `${ids.length} ids, more than ${most === cfg.maxRequestIds ? '--max-request-ids' : '--max-ids-per-minute'} ${most}`);
+    if (ids.some((v) => typeof v !== 'string' || v.length === 0 || v.length > MAX_ID_CHARS)) throw new HttpError(400, `every id must be a non-empty string of at most ${MAX_ID_CHARS} characters`);
     const bad = requestIdsProblem(ids as string[]);
-    if (bad !== undefined) throw new RequestError(400, bad);
+    if (bad !== undefined) throw new HttpError(400, bad);
     return ids as string[];
   }
 
