@@ -28,7 +28,7 @@ function readTls(cert?: string, key?: string, clientCa?: string): ServerTls | un
   return { cert: readFlagFile('tls-cert', cert), key: readFlagFile('tls-key', key), ...(clientCa ? { clientCa: readFlagFile('tls-client-ca', clientCa) } : {}) };
 }
 
-/** The bearer token in --http-token-file (connections/http.ts checks the token and the file's mode). */
+/** The bearer token in --http-token-file (runtime's readTokenFile checks the token and the file's mode). */
 function readHttpToken(file: string | undefined): string | undefined {
   return file === undefined ? undefined : readTokenFile('http-token-file', file);
 }
