@@ -5,7 +5,7 @@
  */
 import type { AccountantName, AlgorithmName, LossName, MechanismName, Role, SampleSet, StopReason } from './names.js';
 
-export const PROTOCOL_VERSION = 13;
+export const PROTOCOL_VERSION = 14;
 
 /** Bytes of a point of the private set intersection: an X25519 u-coordinate (RFC 7748), as core's POINT_BYTES. */
 export const POINT_BYTES = 32;
@@ -60,7 +60,16 @@ export interface Challenge {
   protocolVersion: number;
   /** NONCE_BYTES random bytes, new for every connection. */
   nonce: Uint8Array;
+  /**
+   * With --psi-cache: the name (PSI_CACHE_ID_RE) of this coordinator's caches of the private set
+   * intersection, the same for every job it runs from that folder. A party that keeps caches
+   * looks for its cache with this coordinator under that name (docs/privacy.md, 11.7).
+   */
+  psiCache?: string;
 }
+
+/** A PSI cache's name or id: 128 random bits, as hex. */
+export const PSI_CACHE_ID_RE = /^[0-9a-f]{32}$/;
 
 /** Bytes of a hello proof (HMAC-SHA256). */
 export const PROOF_BYTES = 32;
@@ -85,6 +94,11 @@ export interface Hello {
   noise: boolean;
   /** A prediction job: the trained model the party scores with (null when training). */
   model: ModelRef | null;
+  /**
+   * Only for a coordinator that named its PSI caches (challenge.psiCache) and a party with
+   * --psi-cache: the id of the party's usable cache with it, or null (none yet, or not usable).
+   */
+  psiCache?: string | null;
 }
 
 /** Bytes of a model digest (SHA-256), sent as 64 hex characters. */
@@ -122,6 +136,13 @@ export interface Psi {
   at: number;
   /** POINT_BYTES per label id: H(id)^a, shuffled. */
   points: Uint8Array;
+  /**
+   * Only with PSI caches on both sides (hello.psiCache): the cache this intersection uses, and
+   * whether it is the one the party named (warm: a and b are the cache's keys, and `points` are
+   * only the label ids the party has not blinded before, possibly none) or a new one the party
+   * starts with a new key b (every label id is sent).
+   */
+  cache?: { id: string; warm: boolean };
 }
 
 /** The party's half of the private set intersection of one set, the answer to `psi`. */

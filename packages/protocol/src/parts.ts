@@ -54,10 +54,14 @@ export function* inParts<T extends PartedMessage>(msg: T): Generator<Part | T> {
  * PSI_PART_POINTS points each (views, not copies), in order; one message for a set of at most
  * that many, or none.
  */
-export function* psiInParts(jobId: string, set: SampleSet, points: Uint8Array): Generator<Psi> {
+export function* psiInParts(jobId: string, set: SampleSet, points: Uint8Array, cache?: Psi['cache']): Generator<Psi> {
   const total = points.length / POINT_BYTES;
-  for (let at = 0; at < total || at === 0; at += PSI_PART_POINTS)
-    yield { type: 'psi', jobId, set, total, at, points: points.subarray(at * POINT_BYTES, Math.min(total, at + PSI_PART_POINTS) * POINT_BYTES) };
+  for (let at = 0; at < total || at === 0; at += PSI_PART_POINTS) {
+    const part: Psi = { type: 'psi', jobId, set, total, at, points: points.subarray(at * POINT_BYTES, Math.min(total, at + PSI_PART_POINTS) * POINT_BYTES) };
+    // Every part names the cache: the party checks that they agree.
+    if (cache) part.cache = cache;
+    yield part;
+  }
 }
 
 /**

@@ -1,6 +1,6 @@
 // The checks of every message the coordinator sends, as a party receives it.
 import { ProtocolError } from './errors.js';
-import { type Classes, type ClassWeights, type CoordinatorMessage, type Done, MAX_SHARE_MAGNITUDE, NAME_RE, NONCE_BYTES, POINT_BYTES, PSI_PART_POINTS } from './messages.js';
+import { type Challenge, type Classes, type ClassWeights, type CoordinatorMessage, type Done, MAX_SHARE_MAGNITUDE, NAME_RE, NONCE_BYTES, POINT_BYTES, PSI_CACHE_ID_RE, PSI_PART_POINTS } from './messages.js';
 import { ALGORITHMS, LOSSES, type LossName, ROLES, SAMPLE_SETS, type SampleSet, STOP_REASONS, type StopReason } from './names.js';
 import { invalid, asObject, describe, exactKeys, str, oneOf, count, finite, vector, vectorOrParts, part, bool, bytes, pointList, rowIndex, job, round, typeOf, type ValidationContext, ECHO_CHARS } from './validate-fields.js';
 
@@ -26,30 +26,34 @@ export function validateCoordinatorMessage(value: unknown, ctx: ValidationContex
       return { type, jobId, round: r, rho, c, previousShare, share };
     }
     case 'challenge': {
-      exactKeys(o, type, ['type', 'protocolVersion', 'nonce']);
+      exactKeys(o, type, 'psiCache' in o ? ['type', 'protocolVersion', 'nonce', 'psiCache'] : ['type', 'protocolVersion', 'nonce']);
       const nonce = bytes(o, type, 'nonce');
       if (nonce.length !== NONCE_BYTES) invalid(`challenge.nonce: ${nonce.length} bytes, expected ${NONCE_BYTES}`);
-      return { type, protocolVersion: count(o, type, 'protocolVersion'), nonce };
+      const challenge: Challenge = { type, protocolVersion: count(o, type, 'protocolVersion'), nonce };
+      if ('psiCache' in o) challenge.psiCache = str(o, type, 'psiCache', PSI_CACHE_ID_RE);
+      return challenge;
     }
     case 'welcome': {
       exactKeys(o, type, ['type', 'protocolVersion', 'jobId']);
       return { type, protocolVersion: count(o, type, 'protocolVersion'), jobId: job(o, type, ctx) };
     }
     case 'psi': {
-      exactKeys(o, type, ['type', 'jobId', 'set', 'total', 'at', 'points']);
+      exactKeys(o, type, 'cache' in o ? ['type', 'jobId', 'set', 'total', 'at', 'points', 'cache'] : ['type', 'jobId', 'set', 'total', 'at', 'points']);
       const jobId = job(o, type, ctx);
       const set: SampleSet = oneOf(o, type, 'set', SAMPLE_SETS);
       const total = count(o, type, 'total');
       const at = count(o, type, 'at');
       const points = pointList(o, type, 'points', undefined, () => '');
       const n = points.length / POINT_BYTES;
-      if (total === 0 && !ctx.emptyPsi) invalid(`psi.points: no ${set} label ids`);
+      const cache = 'cache' in o ? psiCacheUse(o.cache) : undefined;
+      // A warm cache sends only the label ids the party has not blinded before: maybe none.
+      if (total === 0 && !ctx.emptyPsi && !cache?.warm) invalid(`psi.points: no ${set} label ids`);
       if (ctx.maxLabelIds !== undefined && total > ctx.maxLabelIds)
         invalid(`psi.total: ${total} ${set} label ids, more than this party accepts (${ctx.maxLabelIds}, admm-party --max-label-factor)`);
       if (n > PSI_PART_POINTS) invalid(`psi.points: ${n} points in one message, more than ${PSI_PART_POINTS}`);
       if (n === 0 && total > 0) invalid(`psi.points: empty, in a set of ${total} label ids`);
       if (at + n > total) invalid(`psi.points: label ids ${at} to ${at + n - 1}, but the set has ${total}`);
-      return { type, jobId, set, total, at, points };
+      return cache ? { type, jobId, set, total, at, points, cache } : { type, jobId, set, total, at, points };
     }
     case 'setup': {
       const keys = ['type', 'jobId', 'trainRows', 'testRows', 'testFrom', 'lambda', 'loss', 'rounds', 'rho', 'parties', 'algorithm', 'role', 'labels', 'labelFlip'];
@@ -201,4 +205,10 @@ function heldOut(trainRows: Uint32Array, testRows: Uint32Array): void {
     else if (a[i] > b[j]) j++;
     else invalid(`setup.testRows[${testRows.indexOf(b[j])}] = ${b[j]} is also a training row (testFrom 'train': test rows are held out of training)`);
   }
+}
+
+function psiCacheUse(value: unknown): { id: string; warm: boolean } {
+  const c = asObject(value);
+  exactKeys(c, 'psi.cache', ['id', 'warm']);
+  return { id: str(c, 'psi.cache', 'id', PSI_CACHE_ID_RE), warm: bool(c, 'psi.cache', 'warm') };
 }

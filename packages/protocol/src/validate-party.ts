@@ -1,6 +1,6 @@
 // The checks of every message a party sends, as the coordinator receives it.
 import { ProtocolError } from './errors.js';
-import { DIGEST_RE, MAX_PENALTY_SQ, MAX_REFUSAL_CHARS, MAX_SHARE_MAGNITUDE, type ModelRef, NAME_RE, type PartyMessage, PROOF_BYTES, type PrivacyInfo, type SolverStats } from './messages.js';
+import { DIGEST_RE, type Hello, MAX_PENALTY_SQ, MAX_REFUSAL_CHARS, MAX_SHARE_MAGNITUDE, type ModelRef, NAME_RE, type PartyMessage, PROOF_BYTES, PSI_CACHE_ID_RE, type PrivacyInfo, type SolverStats } from './messages.js';
 import { ACCOUNTANT_NAMES, MECHANISMS, SAMPLE_SETS, type SampleSet } from './names.js';
 import { invalid, asObject, exactKeys, str, oneOf, count, finite, vector, vectorOrParts, part, bool, bytes, pointList, job, round, typeOf, type ValidationContext, ECHO_CHARS } from './validate-fields.js';
 
@@ -27,11 +27,12 @@ export function validatePartyMessage(value: unknown, ctx: ValidationContext = {}
   const type = typeOf(o);
   switch (type) {
     case 'hello': {
-      exactKeys(o, type, ['type', 'protocolVersion', 'partyId', 'jobId', 'features', 'trainRows', 'testRows', 'proof', 'noise', 'model']);
+      const keys = ['type', 'protocolVersion', 'partyId', 'jobId', 'features', 'trainRows', 'testRows', 'proof', 'noise', 'model'];
+      exactKeys(o, type, 'psiCache' in o ? [...keys, 'psiCache'] : keys);
       const jobId = o.jobId === null ? null : str(o, type, 'jobId', NAME_RE);
       const proof = o.proof === null ? null : bytes(o, type, 'proof');
       if (proof && proof.length !== PROOF_BYTES) invalid(`hello.proof: ${proof.length} bytes, expected ${PROOF_BYTES}`);
-      return {
+      const hello: Hello = {
         type,
         proof,
         protocolVersion: count(o, type, 'protocolVersion'),
@@ -43,6 +44,8 @@ export function validatePartyMessage(value: unknown, ctx: ValidationContext = {}
         noise: bool(o, type, 'noise'),
         model: o.model === null ? null : modelRef(o.model),
       };
+      if ('psiCache' in o) hello.psiCache = o.psiCache === null ? null : str(o, type, 'psiCache', PSI_CACHE_ID_RE);
+      return hello;
     }
     case 'found': {
       const refusal = 'refused' in o;
