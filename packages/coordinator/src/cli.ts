@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { join, resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
 import { CLASS_WEIGHT_SYNTAX, ConfigError, DEFAULT_LAMBDA, FILE_FORMATS, ID_ENCODING_OPTION, LABEL_ID_MODES, LABEL_PRIVACY_LAMBDA, parseClassWeight } from '@admm-share/core';
-import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, readTokenFile, requireInteger, requireNonNegative, requirePositive, runService } from '@admm-share/runtime';
+import { LOG_LEVELS, type LogLevel, commandLine, psiCacheFlags, psiCacheOptions, readFlagFile, readTokenFile, requireInteger, requireNonNegative, requirePositive, runService } from '@admm-share/runtime';
 import { ALGORITHMS, HEARTBEAT_MS, LOSSES, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS, VARIANTS } from '@admm-share/protocol';
 import type { Logger } from 'pino';
 import { type CoordinatorConfig, start } from './job/coordinator.js';
@@ -34,7 +34,7 @@ function readHttpToken(file: string | undefined): string | undefined {
 }
 
 export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLevel } {
-  const a = commandLine(argv, TOOL, 'ADMM_COORDINATOR')
+  const a = psiCacheOptions(commandLine(argv, TOOL, 'ADMM_COORDINATOR'), 'party')
     .usage('$0 --labels FILE --parties ID,ID,... [options]\n\nRun the ADMM sharing coordinator: holds the labels, aligns samples, runs the z and dual updates.')
     .option('labels', { type: 'string', demandOption: true, describe: 'training labels with sample ids (CSV with id,label columns, or LIBSVM)' })
     .option('test-labels', { type: 'string', describe: 'test labels; parties then send test-set scores for evaluation' })
@@ -149,6 +149,7 @@ export function parseArgs(argv: string[]): CoordinatorConfig & { logLevel: LogLe
     heartbeatMs: requireInteger('heartbeat', a.heartbeat, MIN_HEARTBEAT_MS),
     rejoinTimeoutMs: requireInteger('rejoin-timeout', a['rejoin-timeout'], 0),
     maxRowsFactor: requirePositive('max-rows-factor', a['max-rows-factor']),
+    psiCache: psiCacheFlags(a),
     credentials: a.credentials === undefined ? undefined : readCredentials(a.credentials),
     checkpoint: checkpointPolicy(a['checkpoint-every'], a['checkpoint-seconds']),
     resume: a.resume,
@@ -185,7 +186,7 @@ async function startAndReport(config: CoordinatorConfig, logger: Logger) {
 
 /** The flags `predict` and `serve` share: the model, the network, the parties' credentials, what to do with ids a party lacks. */
 function scoringCommand(argv: string[], name: string, usage: string) {
-  return commandLine(argv, `${TOOL} ${name}`, 'ADMM_COORDINATOR')
+  return psiCacheOptions(commandLine(argv, `${TOOL} ${name}`, 'ADMM_COORDINATOR'), 'party')
     .usage(usage)
     .option('model', { type: 'string', demandOption: true, describe: 'the trained job\'s description: job.json in the training run\'s --out' })
     .option('job', { type: 'string', describe: 'this prediction job\'s id (default: random); a party\'s scoring budget is per job' })
@@ -217,6 +218,7 @@ function scoringNet(a: ScoringArgs, requestTimeout: number) {
     helloTimeoutMs: requireInteger('hello-timeout', a['hello-timeout'], 1),
     requestTimeoutMs: requireInteger('request-timeout', requestTimeout, 1),
     heartbeatMs: requireInteger('heartbeat', a.heartbeat, MIN_HEARTBEAT_MS),
+    psiCache: psiCacheFlags(a),
     logLevel: a['log-level'],
   };
 }

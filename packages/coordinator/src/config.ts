@@ -10,6 +10,7 @@ import type { LabelOptions } from './job/labels.js';
 import type { TestSelection } from './alignment/test-rows.js';
 import type { ServerTls } from './connections/server.js';
 import type { LocalBaseline } from './output/local-baseline.js';
+import type { PsiCacheFlags } from '@admm-share/runtime';
 
 export type { LocalBaseline } from './output/local-baseline.js';
 export type { ServerTls } from './connections/server.js';
@@ -110,4 +111,6 @@ export interface CoordinatorConfig {
   tls?: ServerTls;
   /** The job's HTTP port (dashboard, metrics, health); none: no HTTP server. */
   http?: HttpConfig;
+  /** --psi-cache: keep the intersection's keys and points per party between jobs (alignment/psi-caches.ts). */
+  psiCache?: PsiCacheFlags;
 }

@@ -34,3 +34,4 @@ export * from './prepare/index.js';
 // psi/: private set intersection (the curve operations, and the team that spreads them over threads).
 export * from './psi/psi.js';
 export * from './psi/psi-team.js';
+export * from './psi/cached-points.js';

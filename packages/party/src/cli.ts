@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import { hideBin } from 'yargs/helpers';
 import { type MissingStrategy, ConfigError, DEFAULT_MISSING_TOKENS, FILE_FORMATS, ID_ENCODING_OPTION, ID_MODES, MISSING_STRATEGIES } from '@admm-share/core';
-import { LOG_LEVELS, type LogLevel, commandLine, readFlagFile, readTokenFile, requireInteger, requirePositive, runService } from '@admm-share/runtime';
+import { LOG_LEVELS, type LogLevel, commandLine, psiCacheFlags, psiCacheOptions, readFlagFile, readTokenFile, requireInteger, requirePositive, runService } from '@admm-share/runtime';
 import { HEARTBEAT_TIMEOUT_MS, MECHANISMS, MIN_HEARTBEAT_MS, NAME_RE, REJOIN_TIMEOUT_MS, ROLES } from '@admm-share/protocol';
 import { MAX_LABEL_FACTOR, MAX_LABEL_SETS_PER_JOB, type PartyConfig, type ScoringConfig, start, startScoring } from './party.js';
 import { DEFAULT_BX } from './privacy/mechanism.js';
@@ -62,7 +62,7 @@ function linkFlags(a: LinkArgs) {
 }
 
 export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } {
-  const a = commandLine(argv, TOOL, 'ADMM_PARTY')
+  const a = psiCacheOptions(commandLine(argv, TOOL, 'ADMM_PARTY'), 'coordinator')
     .usage('$0 --coordinator ws://HOST:PORT --id ID --data FILE [options]\n\nRun one party: its feature block and its part of the model stay in this process.')
     .option('coordinator', { type: 'string', demandOption: true, describe: 'coordinator URL, ws://host:port' })
     .option('id', { type: 'string', demandOption: true, describe: 'this party\'s id, as listed in the coordinator\'s --parties' })
@@ -170,6 +170,7 @@ export function parseArgs(argv: string[]): PartyConfig & { logLevel: LogLevel } 
     threads: parseThreads(a.threads),
     ...(a['max-probe-ids-per-day'] !== undefined ? { maxProbeIdsPerDay: requireInteger('max-probe-ids-per-day', a['max-probe-ids-per-day'], 0) } : {}),
     maxLabelSetsPerJob: requireInteger('max-label-sets-per-job', a['max-label-sets-per-job'], 1),
+    psiCache: psiCacheFlags(a),
   };
 }
 
@@ -211,7 +212,7 @@ function prepareFlags(a: {
 
 /** `admm-party predict`: score new rows with this party's trained model (a batch prediction job, or online scoring). */
 export function parsePredictArgs(argv: string[]): ScoringConfig & { logLevel: LogLevel } {
-  const a = commandLine(argv, `${TOOL} predict`, 'ADMM_PARTY')
+  const a = psiCacheOptions(commandLine(argv, `${TOOL} predict`, 'ADMM_PARTY'), 'coordinator')
     .usage(
       '$0 --coordinator ws://HOST:PORT --id ID --model FILE --data FILE (--epsilon E | --mechanism none) [options]\n\nScore new rows with this party\'s trained model: only this party\'s part of each score leaves the process. The coordinator (admm-coordinator predict or serve) ends the job.',
     )
@@ -251,6 +252,7 @@ export function parsePredictArgs(argv: string[]): ScoringConfig & { logLevel: Lo
     model: resolve(a.model),
     data: resolve(a.data),
     read: { format: a.format, ids: a['id-mode'], idColumn: a['id-column'], encoding: a['id-encoding'] },
+    psiCache: psiCacheFlags(a),
     ...(a['max-probe-ids-per-day'] !== undefined ? { maxProbeIdsPerDay: requireInteger('max-probe-ids-per-day', a['max-probe-ids-per-day'], 0) } : {}),
     ...(a['max-lookup-ids-per-connection'] !== undefined ? { maxLookupIdsPerConnection: requireInteger('max-lookup-ids-per-connection', a['max-lookup-ids-per-connection'], 0) } : {}),
     privacy:

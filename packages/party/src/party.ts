@@ -6,7 +6,7 @@ import { dirname } from 'node:path';
 import type { Logger } from 'pino';
 import { type BlockTable, type Preparation, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiTeam, SpilledCsr, denseToCsr, detectFormat, isDense, originalUnits, osNoise, packIds, readFeatureBlock, readFeatureFile, seededNoise } from '@admm-share/core';
 import { type CloseKind, type Role, ProtocolError, SCORING_RETRIABLE_CLOSE_CODES, assertNever } from '@admm-share/protocol';
-import { Progress, peakMemoryBytes } from '@admm-share/runtime';
+import { type PsiCacheFlags, Progress, peakMemoryBytes } from '@admm-share/runtime';
 import { collectGarbage, collectYoungGarbage } from './session/gc.js';
 import { CoordinatorLink, maxPayloadFor } from './transport/link.js';
 import type { ClientTls } from './transport/tls.js';
@@ -17,6 +17,7 @@ import { type PrivacyConfig, DEFAULT_BX, normaliseCsrRows, normaliseDenseRows, v
 import { Privacy } from './privacy/privacy.js';
 import { type ProbeKind, ProbeBudget, probeBudgetPath } from './intersection/probe-budget.js';
 import { PartyPsi } from './intersection/psi.js';
+import { PartyPsiCaches } from './intersection/psi-caches.js';
 import { type ScoringPrivacyConfig, type ScoringRows, DEFAULT_SCORE_CLIP, Scorer, ScoringPrivacy, scoringLedgerPath } from './scoring/scoring.js';
 import { handle } from './session/session.js';
 import { type Outcome, type SessionEnv, type SessionRows, connectionLost, connectionOpened, newSession, validationContext } from './session/state.js';
@@ -71,6 +72,8 @@ export interface PartyConfig {
   maxProbeIdsPerDay?: number;
   /** Different label sets answered per job and set (default MAX_LABEL_SETS_PER_JOB). */
   maxLabelSetsPerJob?: number;
+  /** --psi-cache: keep the intersection's key and points per coordinator (intersection/psi-caches.ts). */
+  psiCache?: PsiCacheFlags;
 }
 
 /**
@@ -111,7 +114,7 @@ export const MAX_LABEL_FACTOR = 10;
 const SLACK_LABEL_IDS = 1024;
 
 /** admm-party predict: score new rows with a trained model, in a batch job or online. */
-export interface ScoringConfig extends Pick<PartyConfig, 'coordinator' | 'partyId' | 'jobId' | 'read' | 'connectTimeoutMs' | 'reconnectTimeoutMs' | 'heartbeatTimeoutMs' | 'token' | 'tls' | 'maxLabelFactor' | 'maxProbeIdsPerDay'> {
+export interface ScoringConfig extends Pick<PartyConfig, 'coordinator' | 'partyId' | 'jobId' | 'read' | 'connectTimeoutMs' | 'reconnectTimeoutMs' | 'heartbeatTimeoutMs' | 'token' | 'tls' | 'maxLabelFactor' | 'maxProbeIdsPerDay' | 'psiCache'> {
   /** Ids the coordinator may look up per connection (default: the rows and 1024). */
   maxLookupIdsPerConnection?: number;
   /** The model file this party wrote in training. */
@@ -198,11 +201,13 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
     maxLabelIds: Math.ceil((config.maxLabelFactor ?? MAX_LABEL_FACTOR) * Math.max(train.ids.length, test?.ids.length ?? 0)) + SLACK_LABEL_IDS,
     probe: probeBudget(config.coordinator, ledgerPath(config.model), 'training', train.ids.length + (test?.ids.length ?? 0), { perDay: config.maxProbeIdsPerDay, setsPerJob: config.maxLabelSetsPerJob }),
     threads: config.threads ?? 'auto',
+    ...(config.psiCache ? { psiCaches: new PartyPsiCaches(config.psiCache, log) } : {}),
     log,
   };
   // The file's matrix is spilled and its strings are packed: what the reader built is garbage.
   collectGarbage();
-  psi.prepare('train');
+  // With a cache, the key is known only once the coordinator's psi says which cache it uses.
+  if (!config.psiCache) psi.prepare('train');
   return run(config, env, rowsScaled, loaded.preparation);
 }
 
@@ -242,6 +247,7 @@ export function startScoring(config: ScoringConfig, deps: { logger: Logger }): P
     probe: probeBudget(config.coordinator, ledgerPath(config.model), 'scoring', data.ids.length, { perDay: config.maxProbeIdsPerDay, perConnection: config.maxLookupIdsPerConnection }),
     scoring: { scorer, ledger: scoringLedgerPath(config.model) },
     threads: 0, // scoring has no x-update
+    ...(config.psiCache ? { psiCaches: new PartyPsiCaches(config.psiCache, log) } : {}),
     log,
   };
   return run(config, env, 0, null);

@@ -14,23 +14,58 @@
  * every party exactly the points it sent before, so a party can refuse any other label set for
  * that job as a probe of its customers (docs/privacy.md, 11.6). Without one (a prediction
  * batch, a test) both are fresh from the CSPRNG.
+ *
+ * With PSI caches on both sides (--psi-cache, psi-caches.ts) the key a is the party's cache's,
+ * the label ids whose H(id)^(ab) the party answered before are not sent again, and the party's
+ * points blinded before are not blinded again (docs/privacy.md, 11.7).
  */
 import { createHmac } from 'node:crypto';
-import { type PsiTeam, type PsiProgress, POINT_BYTES, PointError, keyedStream, newPsiKey, pointKeys, randomPermutation } from '@admm-share/core';
-import { type Ids, type SampleSet, ProtocolError } from '@admm-share/protocol';
+import {
+  type PsiCache,
+  type PsiTeam,
+  type PsiProgress,
+  ByteTable,
+  POINT_BYTES,
+  PointError,
+  cachedPoints,
+  keyedStream,
+  newPsiKey,
+  pickRows,
+  randomPermutation,
+} from '@admm-share/core';
+import { type Ids, type Psi, type SampleSet, ProtocolError } from '@admm-share/protocol';
 import { AlignmentError } from './alignment.js';
+import type { PartyCache } from './psi-caches.js';
+
+/** Bytes of a cache's digest of an id (PsiCache.digests). */
+const DIGEST_BYTES = 16;
 
 interface LabelSet {
-  /** H(x)^a for the label ids, in the shuffled order sent. */
+  /** The points sent: H(x)^a for the label ids sent, in the shuffled order sent. */
   points: Uint8Array;
   /** order[j]: the label row at position j of `points`. */
   order: Uint32Array;
+  /** With a cache: each label row's digest, and H(x)^(ab) of the rows the party answered before (the others zero). */
+  cached?: { digests: Uint8Array; ab: Uint8Array };
 }
 
+/** Ids the coordinator blinded (label ids and parties' points) and ids whose points came from a cache. */
+export interface PsiCounts {
+  blinded: number;
+  reused: number;
+}
+
+/** An index of one party's list: H(id)^(ab) -> position. */
+export type PartyIndex = ByteTable;
+
 export class LabelPsi {
+  /** Without a cache: the same label points for every party. */
   private readonly sets = new Map<SampleSet, Promise<LabelSet>>();
+  /** Per party with a cache: its cache and its label points. */
+  private readonly partners = new Map<string, PartyCache & { sets: Map<SampleSet, Promise<LabelSet>> }>();
   /** Label ids per set (0: the coordinator has no such set). */
   readonly counts: { train: number; test: number };
+  readonly work: PsiCounts = { blinded: 0, reused: 0 };
 
   constructor(
     private readonly pool: PsiTeam,
@@ -49,32 +84,91 @@ export class LabelPsi {
     return this.keyA;
   }
 
-  private order(set: SampleSet, n: number): Uint32Array {
-    const secret = this.source.jobSecret;
-    return secret ? randomPermutation(n, keyedStream(derived(secret(), `order ${set}`))) : randomPermutation(n);
+  private keyOf(party: string): Uint8Array {
+    return this.partners.get(party)?.cache.key ?? this.key;
   }
 
-  /** The `psi` points of a set: computed on first use, then the same for every party and rejoin. */
+  private order(what: string, n: number): Uint32Array {
+    const secret = this.source.jobSecret;
+    return secret ? randomPermutation(n, keyedStream(derived(secret(), `order ${what}`))) : randomPermutation(n);
+  }
+
+  /**
+   * From now on, intersect with `party` through this cache (a new one: what was sent to it
+   * before is forgotten), or with none (the job's key, the same points as every such party).
+   */
+  useCache(party: string, c: PartyCache | undefined): void {
+    if (!c) this.partners.delete(party);
+    else if (this.partners.get(party)?.cache !== c.cache) this.partners.set(party, { ...c, sets: new Map() });
+  }
+
+  /** The `psi` points of a set for every party without a cache (computed on first use, then the same for every rejoin). */
   points(set: SampleSet): Promise<Uint8Array> {
     return this.labelSet(set).then((s) => s.points);
+  }
+
+  /** The `psi` points of a set for `party`, and the cache they use: the same for every rejoin. */
+  async psi(party: string, set: SampleSet): Promise<{ points: Uint8Array; cache?: Psi['cache'] }> {
+    const partner = this.partners.get(party);
+    if (!partner) return { points: (await this.labelSet(set)).points };
+    let s = partner.sets.get(set);
+    if (!s) {
+      s = this.cachedLabelSet(party, partner.cache, set);
+      partner.sets.set(set, s);
+    }
+    return { points: (await s).points, cache: { id: partner.cache.id, warm: partner.warm } };
+  }
+
+  /** The number of label points a party's answer holds for a set. */
+  async sent(party: string, set: SampleSet): Promise<number> {
+    return (await this.psi(party, set)).points.length / POINT_BYTES;
+  }
+
+  private labelIds(set: SampleSet): readonly string[] {
+    const ids = this.ids[set];
+    if (!ids) throw new Error(`internal: no ${set} labels to align`);
+    return ids;
   }
 
   private labelSet(set: SampleSet): Promise<LabelSet> {
     let s = this.sets.get(set);
     if (!s) {
-      const ids = this.ids[set];
-      if (!ids) throw new Error(`internal: no ${set} labels to align`);
+      const ids = this.labelIds(set);
       s = (async () => {
         const order = this.order(set, ids.length);
-        const hashed = await this.pool.hash(
+        const points = await this.hashAndBlind(
           Array.from(order, (r) => ids[r]),
-          this.progress(set, 'hashing label ids'),
+          this.key,
+          set,
         );
-        return { points: await this.pool.blind(hashed, this.key, false, this.progress(set, 'blinding label ids')), order };
+        return { points, order };
       })();
       this.sets.set(set, s);
     }
     return s;
+  }
+
+  /** Only the label ids whose H(x)^(ab) this party's cache lacks are sent, in an order of their own. */
+  private async cachedLabelSet(party: string, cache: PsiCache, set: SampleSet): Promise<LabelSet> {
+    const ids = this.labelIds(set);
+    const digests = cache.digests(ids);
+    const ab = new Uint8Array(ids.length * POINT_BYTES);
+    const missing = cache.table('own').lookup(digests, ab);
+    this.work.reused += ids.length - missing.length;
+    const shuffle = this.order(`${set} ${party}`, missing.length);
+    const order = Uint32Array.from(shuffle, (j) => missing[j]);
+    const points = await this.hashAndBlind(
+      Array.from(order, (r) => ids[r]),
+      cache.key,
+      set,
+    );
+    return { points, order, cached: { digests, ab } };
+  }
+
+  private async hashAndBlind(ids: string[], key: Uint8Array, set: SampleSet): Promise<Uint8Array> {
+    this.work.blinded += ids.length;
+    const hashed = await this.pool.hash(ids, this.progress(set, 'hashing label ids'));
+    return this.pool.blind(hashed, key, false, this.progress(set, 'blinding label ids'));
   }
 
   /**
@@ -83,41 +177,91 @@ export class LabelPsi {
    * each request's ids up in it). Every point the party sent is checked first: a point that
    * is not one is the party's fault (ProtocolError, close 4003), and so is a duplicated id.
    */
-  async match(party: string, msg: Ids, progress: PsiProgress): Promise<{ positions: Int32Array; index: Map<string, number> }> {
+  async match(party: string, msg: Ids, progress: PsiProgress): Promise<{ positions: Int32Array; index: PartyIndex }> {
     const { set } = msg;
-    const labels = await this.labelSet(set);
-    const blinded = await refusing('ids.points', this.pool.blind(msg.points, this.key, true, progress));
+    const partner = this.partners.get(party);
+    const labels = await (partner?.sets.get(set) ?? this.labelSet(set));
+    const key = this.keyOf(party);
+    const blind = (points: Uint8Array) => refusing('ids.points', this.pool.blind(points, key, true, progress));
+    let blinded: Uint8Array;
+    if (partner) {
+      const got = await cachedPoints(partner.cache.table('peer'), msg.points, POINT_BYTES, (missing) => blind(pickRows(msg.points, POINT_BYTES, missing)));
+      this.work.blinded += got.computed;
+      this.work.reused += msg.points.length / POINT_BYTES - got.computed;
+      blinded = got.points;
+    } else {
+      this.work.blinded += msg.points.length / POINT_BYTES;
+      blinded = await blind(msg.points);
+    }
     await refusing('ids.labelPoints', this.pool.check(msg.labelPoints));
-    const index = new Map<string, number>();
-    pointKeys(blinded).forEach((k, i) => {
-      if (index.has(k)) throw new AlignmentError(party, `the ${set} ids contain a duplicate`);
-      index.set(k, i);
-    });
-    const positions = new Int32Array(labels.order.length).fill(-1);
-    const used = new Uint8Array(blinded.length / POINT_BYTES);
-    pointKeys(msg.labelPoints).forEach((k, j) => {
-      const i = index.get(k);
-      if (i === undefined) return;
+    const n = blinded.length / POINT_BYTES;
+    const index = new ByteTable(POINT_BYTES, n);
+    for (let i = 0; i < n; i++) if (index.set(blinded, i * POINT_BYTES, i) !== -1) throw new AlignmentError(party, `the ${set} ids contain a duplicate`);
+    const positions = new Int32Array(this.counts[set]).fill(-1);
+    const used = new Uint8Array(n);
+    const place = (row: number, points: Uint8Array, off: number) => {
+      const i = index.get(points, off);
+      if (i < 0) return;
       if (used[i]) throw new ProtocolError('invalid', `ids.labelPoints: two label points match the party's ${set} id ${i}`);
       used[i] = 1;
-      positions[labels.order[j]] = i;
-    });
+      positions[row] = i;
+    };
+    labels.order.forEach((row, j) => place(row, msg.labelPoints, j * POINT_BYTES));
+    if (partner && labels.cached) {
+      // The rows not sent: their H(x)^(ab) from the cache; the answers join it.
+      const sent = new Uint8Array(positions.length);
+      for (const row of labels.order) sent[row] = 1;
+      for (let row = 0; row < positions.length; row++) if (!sent[row]) place(row, labels.cached.ab, row * POINT_BYTES);
+      partner.cache.table('own').add(labels.cached.digests, msg.labelPoints, labels.order);
+    }
     return { positions, index };
   }
 
-  /** Online scoring: the ids of one request hashed onto the curve and blinded with a, in their order (a `lookup`). */
-  async blindIds(ids: readonly string[]): Promise<Uint8Array> {
-    return this.pool.blind(await this.pool.hash(ids), this.key, false);
+  /**
+   * Writes the cache used with `party` (after its intersection), and frees its tables when
+   * nothing more will be looked up in them (a training job: a rejoin reads them again).
+   */
+  saveCache(party: string, release: boolean): number {
+    const cache = this.partners.get(party)?.cache;
+    if (!cache) return 0;
+    const bytes = cache.save();
+    if (release) cache.release();
+    return bytes;
   }
 
   /**
-   * A party's `found` answer: for each id of the request, its position in the party's list (by
-   * `index`), or -1. The points are only compared with the index, never blinded with the key,
-   * so they need no check: one that is not a point, or not the right one, matches nothing or
-   * another of the party's own rows, as a party could claim by its scores anyway.
+   * Online scoring: the positions in `party`'s list (its `index`) of one request's ids, or -1.
+   * Ids the party's cache has H(id)^(ab) of are looked up at once; the others are hashed,
+   * blinded with a and sent to the party (`ask`, a `lookup`; nothing is sent when there are
+   * none), whose answer is compared with the index and kept in the cache's memory.
    */
-  lookup(index: ReadonlyMap<string, number>, found: Uint8Array): Int32Array {
-    return Int32Array.from(pointKeys(found), (k) => index.get(k) ?? -1);
+  async lookup(party: string, index: PartyIndex, ids: readonly string[], ask: (points: Uint8Array) => Promise<Uint8Array>): Promise<Int32Array> {
+    const partner = this.partners.get(party);
+    const positions = new Int32Array(ids.length).fill(-1);
+    if (!partner) {
+      const found = await ask(await this.blindIds(ids, this.key));
+      for (let i = 0; i < ids.length; i++) positions[i] = index.get(found, i * POINT_BYTES);
+      return positions;
+    }
+    const cache = partner.cache;
+    const digests = cache.digests(ids);
+    const got = await cachedPoints(cache.table('own'), digests, DIGEST_BYTES, async (missing) =>
+      ask(
+        await this.blindIds(
+          Array.from(missing, (i) => ids[i]),
+          cache.key,
+        ),
+      ),
+    );
+    this.work.reused += ids.length - got.computed;
+    for (let i = 0; i < ids.length; i++) positions[i] = index.get(got.points, i * POINT_BYTES);
+    return positions;
+  }
+
+  /** Ids hashed onto the curve and blinded with `key`, in their order. */
+  private async blindIds(ids: readonly string[], key: Uint8Array): Promise<Uint8Array> {
+    this.work.blinded += ids.length;
+    return this.pool.blind(await this.pool.hash(ids), key, false);
   }
 }
 

@@ -65,6 +65,8 @@ export interface AdmissionOptions {
   onHello(ws: WebSocket, hello: Hello, nonce: Uint8Array, log: Logger): void;
   /** A connection was refused with this close code (the job's monitor counts them). */
   onRefused?(code: number, kind: CloseKind): void;
+  /** --psi-cache: the caches' name, sent in every challenge. */
+  psiCache?: string;
 }
 
 /** A connection that has not said hello yet. */
@@ -130,7 +132,8 @@ export class Admission {
     };
     socket.on('data', countBytes);
     const nonce = randomBytes(NONCE_BYTES);
-    const challenge = encode({ type: 'challenge', protocolVersion: PROTOCOL_VERSION, nonce });
+    const psiCache = this.opts.psiCache;
+    const challenge = encode({ type: 'challenge', protocolVersion: PROTOCOL_VERSION, nonce, ...(psiCache === undefined ? {} : { psiCache }) });
     traffic.out += challenge.length;
     ws.send(challenge);
     const onMessage = (data: RawData, isBinary: boolean) => {
@@ -176,9 +179,9 @@ export class Admission {
  * through admission, and the warnings unauthenticated peers can cause rate-limited.
  */
 export function listenForParties(
-  opts: Omit<ServerOptions, 'warnings' | 'onConnection'> & Pick<AdmissionOptions, 'helloTimeoutMs' | 'traffic' | 'onHello' | 'onRefused'>,
+  opts: Omit<ServerOptions, 'warnings' | 'onConnection'> & Pick<AdmissionOptions, 'helloTimeoutMs' | 'traffic' | 'onHello' | 'onRefused' | 'psiCache'>,
 ): Promise<Server> {
   const warnings = new WarningLimiter(opts.log);
-  const admission = new Admission({ helloTimeoutMs: opts.helloTimeoutMs, log: opts.log, traffic: opts.traffic, warnings, onHello: opts.onHello, onRefused: opts.onRefused });
+  const admission = new Admission({ helloTimeoutMs: opts.helloTimeoutMs, log: opts.log, traffic: opts.traffic, warnings, onHello: opts.onHello, onRefused: opts.onRefused, psiCache: opts.psiCache });
   return listen({ ...opts, warnings, onConnection: (ws, socket, remote) => admission.accept(ws, socket, remote) });
 }

@@ -19,13 +19,15 @@ import {
   type ValidationContext,
   CloseCodes,
   PROTOCOL_VERSION,
+  POINT_BYTES,
   ProtocolError,
   encode,
   psiInParts,
 } from '@admm-share/protocol';
 import { type AuthPolicy, admitHello } from './auth.js';
 import { AlignmentError, rowsFor } from '../alignment/alignment.js';
-import type { LabelPsi } from '../alignment/psi.js';
+import type { LabelPsi, PartyIndex } from '../alignment/psi.js';
+import type { CoordinatorPsiCaches } from '../alignment/psi-caches.js';
 import type { Traffic } from '../bytes.js';
 import { type ConnectionDeps, type PartyMessageType, type Reply, PartyConnection, encodeShared } from './party-connection.js';
 
@@ -60,8 +62,10 @@ export interface PartiesOptions {
   traffic: Traffic;
   /** The job cannot go on. */
   onFailure(err: Error): void;
-  /** Online scoring: a party's ids, as H(id)^(ab) -> position, once intersected on its current connection. */
-  onIndex?(p: PartyConnection, index: Map<string, number>): void;
+  /** --psi-cache: the coordinator's caches of the intersection, one per party. */
+  psiCaches?: CoordinatorPsiCaches;
+  /** Online scoring: a party's ids, as H(id)^(ab) -> position, once intersected on its current connection (the PSI caches' tables then stay in memory for the lookups). */
+  onIndex?(p: PartyConnection, index: PartyIndex): void;
   /** Each answered request (the job's monitor). */
   onReply?: ConnectionDeps['onReply'];
 }
@@ -120,6 +124,9 @@ export class Parties {
     p.features = hello.features;
     p.noise = hello.noise;
     p.fileRows = { train: hello.trainRows, test: hello.testRows };
+    // Both sides keep caches: the one the party named, or a new one (a party that named none keeps none).
+    const caches = this.opts.psiCaches;
+    this.opts.psi.useCache(p.id, caches && hello.psiCache !== undefined ? caches.forParty(p.id, hello.psiCache) : undefined);
     p.attach(ws);
     p.send({ type: 'welcome', protocolVersion: PROTOCOL_VERSION, jobId: this.opts.policy.jobId });
     if (kind === 'join') {
@@ -217,15 +224,18 @@ export class Parties {
     const generation = p.generation;
     const current = () => p.generation === generation && p.connected;
     const matched: Matched = {};
+    // Read when an answer comes: a set's count is in place before its psi is sent.
+    const labelIds = { train: 0, test: 0 };
     const work = async () => {
       for (const set of sets) {
-        const points = await psi.points(set);
-        if (current()) p.sendEach(psiInParts(policy.jobId, set, points));
+        const { points, cache } = await psi.psi(p.id, set);
+        labelIds[set] = points.length / POINT_BYTES;
+        if (current()) p.sendEach(psiInParts(policy.jobId, set, points, cache));
       }
     };
     const received = new Set<SampleSet>();
     const next = () =>
-      p.expect(['ids'], { jobId: policy.jobId, declaredRows: p.fileRows, labelIds: psi.counts }, (msg) => {
+      p.expect(['ids'], { jobId: policy.jobId, declaredRows: p.fileRows, labelIds }, (msg) => {
         if (!sets.includes(msg.set)) throw new ProtocolError('unexpected', `${msg.set} ids, but no ${msg.set} set was asked for`);
         if (received.has(msg.set)) throw new ProtocolError('unexpected', `${msg.set} ids sent twice`);
         received.add(msg.set);
@@ -233,7 +243,9 @@ export class Parties {
         this.match(p, msg, ({ positions, index }) => {
           if (current()) this.opts.onIndex?.(p, index);
           matched[msg.set] = positions;
-          if (sets.every((s) => matched[s]) && current()) done(matched);
+          if (!sets.every((s) => matched[s])) return;
+          psi.saveCache(p.id, !this.opts.onIndex);
+          if (current()) done(matched);
         });
       });
     next();
@@ -241,7 +253,7 @@ export class Parties {
   }
 
   /** Match one answer off the main thread; a fault of the party closes its connection and fails the job. */
-  private match(p: PartyConnection, msg: Ids, deliver: (m: { positions: Int32Array; index: Map<string, number> }) => void): void {
+  private match(p: PartyConnection, msg: Ids, deliver: (m: { positions: Int32Array; index: PartyIndex }) => void): void {
     const generation = p.generation;
     this.opts.psi
       .match(p.id, msg, this.opts.progress(p.id, msg.set))

@@ -6,8 +6,9 @@
 import type { Logger } from 'pino';
 import { ConfigError, PeerError, PsiTeam } from '@admm-share/core';
 import type { SampleSet } from '@admm-share/protocol';
-import { Progress } from '@admm-share/runtime';
+import { type PsiCacheFlags, Progress } from '@admm-share/runtime';
 import { LabelPsi } from '../alignment/psi.js';
+import { CoordinatorPsiCaches } from '../alignment/psi-caches.js';
 import { listenForParties } from './admission.js';
 import type { AuthPolicy } from './auth.js';
 import { Parties, type PartiesOptions } from './parties.js';
@@ -29,12 +30,14 @@ export function checkCredentials(parties: readonly string[], credentials: Readon
   } else log.warn('no credentials configured: anyone who can reach this port can join as a listed party (pass --credentials)');
 }
 
-export interface PartyPortOptions extends Omit<PartiesOptions, 'policy' | 'psi' | 'progress'> {
+export interface PartyPortOptions extends Omit<PartiesOptions, 'policy' | 'psi' | 'progress' | 'psiCaches'> {
   policy: Omit<AuthPolicy, 'parties'>;
   /** The ids the coordinator puts into the intersection, per set. */
   psiIds: { train: readonly string[]; test: readonly string[] | undefined };
   /** The job's secret the intersection's key and orders are derived from (alignment/psi.ts); none: fresh ones. */
   psiSecret?: () => Uint8Array;
+  /** --psi-cache: keep the intersection's keys and points per party (alignment/psi-caches.ts). */
+  psiCache?: PsiCacheFlags;
   /** How the progress lines name the hashing of a set of the coordinator's ids, and one party's intersection. */
   progressNames: { psi(set: SampleSet, what: string): string; party(party: string, set: SampleSet): string };
 }
@@ -52,16 +55,19 @@ export interface ListenOptions {
 
 export class PartyPort {
   readonly psi: LabelPsi;
+  private readonly psiCaches: CoordinatorPsiCaches | undefined;
   readonly parties: Parties;
   private server: Server | undefined;
 
   constructor(private readonly opts: PartyPortOptions) {
     const progress = new Progress();
     this.psi = new LabelPsi(new PsiTeam(), opts.psiIds, (set, what) => progress.counter(opts.progressNames.psi(set, what)), { jobSecret: opts.psiSecret });
+    this.psiCaches = opts.psiCache ? new CoordinatorPsiCaches(opts.psiCache, opts.log) : undefined;
     this.parties = new Parties({
       ...opts,
       policy: { parties: opts.ids, ...opts.policy },
       psi: this.psi,
+      psiCaches: this.psiCaches,
       progress: (party, set) => progress.counter(opts.progressNames.party(party, set)),
     });
   }
@@ -74,6 +80,7 @@ export class PartyPort {
       log,
       traffic,
       onHello: (ws, hello, nonce, connLog) => this.parties.onHello(ws, hello, nonce, connLog),
+      psiCache: this.psiCaches?.name,
       onError: (err) => onFailure(new PeerError(`server error: ${err.message}`)),
     });
     return this.server.port;

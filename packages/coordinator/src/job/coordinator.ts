@@ -129,6 +129,7 @@ class Coordinator {
       policy: { credentials: cfg.credentials, jobId: cfg.jobId, maxRows: this.maxRows },
       psiIds: { train: this.labels.ids, test: this.testLabels?.ids },
       psiSecret: () => jobSecret(cfg.out, cfg.jobId),
+      psiCache: cfg.psiCache,
       progressNames: { psi: (set, what) => `${set} ${what}`, party: (party, set) => `${party} ${set} ids` },
       rejoinTimeoutMs: cfg.rejoinTimeoutMs,
       roundTimeoutMs: cfg.roundTimeoutMs,
@@ -154,7 +155,8 @@ class Coordinator {
     // The label side of the intersection starts now, while the parties connect.
     this.alignment.started = performance.now();
     if (cfg.http && this.monitor) this.status = await startStatusServer(cfg.http, this.monitor, log);
-    for (const set of ['train', 'test'] as const) if (partyPort.psi.counts[set] > 0) partyPort.psi.points(set).catch((err: Error) => this.fail(err));
+    // (With PSI caches each party gets points of its own key, made when it joins.)
+    if (!cfg.psiCache) for (const set of ['train', 'test'] as const) if (partyPort.psi.counts[set] > 0) partyPort.psi.points(set).catch((err: Error) => this.fail(err));
     let port: number;
     try {
       port = await partyPort.listen({ host: cfg.host, port: cfg.port, tls: cfg.tls, maxPayload, helloTimeoutMs: cfg.helloTimeoutMs, onRefused: (code, kind) => this.monitor?.refused(code, kind) });

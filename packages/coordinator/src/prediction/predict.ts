@@ -18,6 +18,8 @@ import type { PartyConnection } from '../connections/party-connection.js';
 import { PartyPort, checkCredentials, maxRowsFor } from '../connections/party-port.js';
 import type { ServerTls } from '../connections/server.js';
 import type { LabelOptions } from '../job/labels.js';
+import type { PartyIndex } from '../alignment/psi.js';
+import type { PsiCacheFlags } from '@admm-share/runtime';
 import { type JobDescription, combineScores, modelMismatch, readJobFile } from '../output/job-file.js';
 import { nameSchema as name } from '../output/fields.js';
 import { idColumnName } from '../output/model-report.js';
@@ -43,6 +45,8 @@ export interface ScoringNetConfig {
   heartbeatMs: number;
   /** A party may declare at most this many rows (batch: times the ids to score, plus slack). */
   maxRows: number;
+  /** --psi-cache: keep the intersection's keys and points per party between jobs. */
+  psiCache?: PsiCacheFlags;
 }
 
 export interface PredictConfig extends Omit<ScoringNetConfig, 'maxRows'> {
@@ -88,7 +92,7 @@ export class ScoringNet {
     readonly cfg: ScoringNetConfig,
     readonly log: Logger,
     ids: readonly string[],
-    opts: { onIndex?: (p: PartyConnection, index: Map<string, number>) => void; onFailure: (err: Error) => void },
+    opts: { onIndex?: (p: PartyConnection, index: PartyIndex) => void; onFailure: (err: Error) => void },
   ) {
     this.description = readJobFile(cfg.model);
     const d = this.description;
@@ -99,6 +103,7 @@ export class ScoringNet {
       ids: parties,
       policy: { credentials: cfg.credentials, jobId: cfg.jobId, maxRows: cfg.maxRows, modelMismatch: (hello) => modelMismatch(d, hello.partyId, hello.features, hello.model) },
       psiIds: { train: ids, test: undefined },
+      psiCache: cfg.psiCache,
       progressNames: { psi: (_set, what) => `ids to score: ${what}`, party: (party) => `${party} ids` },
       // Never used: a party that drops before the job ends may join again.
       rejoinTimeoutMs: 0,
@@ -258,7 +263,7 @@ export async function predict(cfg: PredictConfig, log: Logger): Promise<PredictS
   const y = labelled && labelsFor(labelled, d);
   try {
     const guard = <T>(p: Promise<T>) => Promise.race([p, failed]);
-    void net.psi.points('train').catch((err: Error) => fail(err));
+    if (!cfg.psiCache) void net.psi.points('train').catch((err: Error) => fail(err));
     await net.listen(ids.length);
     const matched = await guard(net.parties.allJoined());
     const alignment = (performance.now() - started) / 1000;

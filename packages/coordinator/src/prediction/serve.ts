@@ -17,7 +17,8 @@ import { isUtf8 } from 'node:buffer';
 import type { IncomingMessage } from 'node:http';
 import type { Logger } from 'pino';
 import { DataError, PeerError, requestIdsProblem } from '@admm-share/core';
-import { encode } from '@admm-share/protocol';
+import { POINT_BYTES, encode } from '@admm-share/protocol';
+import type { PartyIndex } from '../alignment/psi.js';
 import { type PartyConnection, LookupRefused } from '../connections/party-connection.js';
 import { type ScoringNetConfig, ScoringNet, planRows, probability, spreadParts } from './predict.js';
 import { combineScores } from '../output/job-file.js';
@@ -53,7 +54,7 @@ const MAX_ID_CHARS = 256;
 
 export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle> {
   /** Each party's ids (H(id)^(ab) -> position) on its current connection. */
-  const indexes = new Map<string, { generation: number; index: Map<string, number> }>();
+  const indexes = new Map<string, { generation: number; index: PartyIndex }>();
   let resolveDone!: () => void;
   const done = new Promise<void>((res) => (resolveDone = res));
   const net = new ScoringNet(cfg, log, [], {
@@ -81,13 +82,14 @@ export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle>
   };
 
   /** One party's part of a request: its positions of the ids (-1: not held) and its scores of the rows it holds. */
-  const partOf = (p: PartyConnection, ids: readonly string[], points: Uint8Array) =>
+  const partOf = (p: PartyConnection, ids: readonly string[]) =>
     queued(p, async () => {
       const index = indexOf(p);
       const jobId = cfg.jobId;
       try {
-        const found = await p.request(encode({ type: 'lookup', jobId, points }), ['found'], { jobId, lookupIds: ids.length });
-        const positions = net.psi.lookup(index, found.points);
+        // Ids whose points the PSI cache holds are not asked for again.
+        const ask = async (points: Uint8Array) => (await p.request(encode({ type: 'lookup', jobId, points }), ['found'], { jobId, lookupIds: points.length / POINT_BYTES })).points;
+        const positions = await net.psi.lookup(p.id, index, ids, ask);
         const held = Uint32Array.from(positions.filter((v) => v >= 0));
         return { positions, ...(await net.score(p, held)) };
       } catch (err) {
@@ -103,8 +105,7 @@ export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle>
   const scoreIds = async (ids: string[], charge: () => void) => {
     for (const p of net.parties.list) indexOf(p);
     charge();
-    const points = await net.psi.blindIds(ids);
-    const parts = await Promise.all(net.parties.list.map((p) => partOf(p, ids, points)));
+    const parts = await Promise.all(net.parties.list.map((p) => partOf(p, ids)));
     const positions = parts.map((r) => r.positions);
     let lacking: string[][];
     try {

@@ -10,9 +10,13 @@
  * The points kept for a repeat (32 bytes an id: 64 MB for both lists of a million-row party)
  * wait in a temporary file rather than in memory, through the set-up and every round
  * (SpilledBytes).
+ *
+ * With a PSI cache (--psi-cache, psi-caches.ts) the key b is the cache's, kept between jobs, and
+ * the party's own points come from the cache where it blinded the same id before: only new ids
+ * are hashed and blinded (docs/privacy.md, 11.7).
  */
 import { createHash } from 'node:crypto';
-import { type PackedIds, type PsiTeam, type PsiProgress, PointError, SpilledBytes, newPsiKey, randomPermutation, selectIds } from '@admm-share/core';
+import { type PackedIds, type PsiCache, type PsiTeam, type PsiProgress, PointError, SpilledBytes, cachedPoints, newPsiKey, randomPermutation, selectIds } from '@admm-share/core';
 import { ProtocolError, type SampleSet } from '@admm-share/protocol';
 
 interface OwnSet {
@@ -21,9 +25,22 @@ interface OwnSet {
   points: Promise<SpilledBytes>;
 }
 
+/** What the last intersection of a set cost: ids hashed and blinded, and ids whose points came from the cache. */
+export interface OwnCost {
+  blinded: number;
+  reused: number;
+}
+
+/** Bytes of a cache's digest of an id (PsiCache.digests). */
+const DIGEST_BYTES = 16;
+
 export class PartyPsi {
-  private readonly key = newPsiKey();
+  /** This process's key, or the cache's (useCache). */
+  private key = newPsiKey();
+  private cache: PsiCache | undefined;
   private readonly own = new Map<SampleSet, OwnSet>();
+  /** Per set, what its own points cost (once computed). */
+  readonly costs = new Map<SampleSet, OwnCost>();
   /** The last label set blinded, per set, by its digest. */
   private readonly answered = new Map<SampleSet, { digest: string; points: Promise<SpilledBytes> }>();
 
@@ -54,6 +71,19 @@ export class PartyPsi {
       if (err instanceof PointError) throw new ProtocolError('invalid', `psi.points: ${err.message}`);
       throw err;
     }
+  }
+
+  /**
+   * Intersect with the key of `cache` from now on (its own points from the cache where it has
+   * them), or, with none, with this process's own key: a change of key forgets the points and
+   * answers made with the other.
+   */
+  useCache(cache: PsiCache | undefined): void {
+    if (cache === this.cache) return;
+    this.cache = cache;
+    this.key = cache?.key ?? newPsiKey();
+    this.own.clear();
+    this.answered.clear();
   }
 
   /**
@@ -91,9 +121,24 @@ export class PartyPsi {
       const ids = this.ids[set];
       if (!ids) throw new ProtocolError('unexpected', `psi for the ${set} set, but this party has no ${set} set`);
       const order = randomPermutation(ids.length);
+      const { key, cache } = this;
+      const blind = async (shuffled: PackedIds) => {
+        const hashed = await this.pool.hash(shuffled, this.progress(set, 'hashing ids'));
+        return this.pool.blind(hashed, key, false, this.progress(set, 'blinding ids'), true);
+      };
       const points = (async () => {
-        const hashed = await this.pool.hash(selectIds(ids, order), this.progress(set, 'hashing ids'));
-        return new SpilledBytes(await this.pool.blind(hashed, this.key, false, this.progress(set, 'blinding ids'), true));
+        const shuffled = selectIds(ids, order);
+        if (!cache) {
+          this.costs.set(set, { blinded: ids.length, reused: 0 });
+          return new SpilledBytes(await blind(shuffled));
+        }
+        const digests = cache.digests(shuffled);
+        const got = await cachedPoints(cache.table('own'), digests, DIGEST_BYTES, (missing) => blind(selectIds(shuffled, missing)));
+        cache.save();
+        // The table (48 bytes an id) is read again, and checked, if another set needs it.
+        cache.release();
+        this.costs.set(set, { blinded: got.computed, reused: ids.length - got.computed });
+        return new SpilledBytes(got.points);
       })();
       own = { order, points };
       this.own.set(set, own);

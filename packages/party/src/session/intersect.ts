@@ -25,15 +25,17 @@ export function onPsi(s: SessionState, env: SessionEnv, msg: Psi): Outcome {
   // Some of the reads and messages the points came in are old enough to outlive a
   // young-generation collection.
   collectGarbage();
-  const labelIds = points.length / POINT_BYTES;
+  const labelIds = points.points.length / POINT_BYTES;
   const t0 = performance.now();
   const connection = s.connection;
   // Not `msg` in the closure: its points (32 bytes an id) are garbage once blinded again.
   const { set, jobId } = msg;
-  const digest = createHash('sha256').update(points).digest('hex');
+  env.psi.useCache(psiCache(s, env, points.cache));
+  const digest = createHash('sha256').update(points.points).digest('hex');
   const probe = chargeLabelSet(env, jobId, set, digest, labelIds);
-  const work = env.psi.answer(set, points, digest).then((answer): Outcome => {
-    env.log.info({ set, labelIds, ids: answer.points.length / POINT_BYTES, seconds: (performance.now() - t0) / 1000, ...probe }, 'ids intersected (ECDH PSI)');
+  const work = env.psi.answer(set, points.points, digest).then((answer): Outcome => {
+    const cost = env.psi.costs.get(set);
+    env.log.info({ set, labelIds, ids: answer.points.length / POINT_BYTES, seconds: (performance.now() - t0) / 1000, ...cost, ...(points.cache ? { cache: points.cache.id, warm: points.cache.warm } : {}), ...probe }, 'ids intersected (ECDH PSI)');
     if (s.connection !== connection) return reply();
     // Read from their temporary files a frame at a time, as the message is sent.
     const encoded = encodeIdsSource({ jobId, set }, answer.points, answer.labelPoints);
@@ -58,11 +60,19 @@ function chargeLabelSet(env: SessionEnv, jobId: string, set: SampleSet, digest: 
   }
 }
 
+/** The cache a `psi` names (undefined: none, this process's own key). */
+function psiCache(s: SessionState, env: SessionEnv, cache: Psi['cache']) {
+  if (!cache) return undefined;
+  if (!env.psiCaches) throw new ProtocolError('unexpected', 'psi.cache: this party keeps no PSI cache (no --psi-cache)');
+  return env.psiCaches.use(s.psiCache.name, s.psiCache.announced, cache);
+}
+
 /**
  * A set's label points once its last `psi` has come (undefined before): the points of a whole
- * set in one message as they are, else its messages' points put in order into one array.
+ * set in one message as they are, else its messages' points put in order into one array; and
+ * the cache they name (every part must name the same).
  */
-function psiPoints(s: SessionState, msg: Psi): Uint8Array | undefined {
+function psiPoints(s: SessionState, msg: Psi): { points: Uint8Array; cache: Psi['cache'] } | undefined {
   const n = msg.points.length / POINT_BYTES;
   let parts = s.psiParts;
   if (msg.at === 0) {
@@ -70,15 +80,16 @@ function psiPoints(s: SessionState, msg: Psi): Uint8Array | undefined {
     if (s.psiSets.has(msg.set)) throw new ProtocolError('unexpected', `psi for the ${msg.set} set twice on one connection`);
     if (n === msg.total) {
       s.psiSets.add(msg.set);
-      return msg.points;
+      return { points: msg.points, cache: msg.cache };
     }
-    parts = s.psiParts = { set: msg.set, total: msg.total, next: 0, points: new Uint8Array(msg.total * POINT_BYTES) };
+    parts = s.psiParts = { set: msg.set, total: msg.total, next: 0, points: new Uint8Array(msg.total * POINT_BYTES), cache: msg.cache };
   } else if (!parts || parts.set !== msg.set || parts.total !== msg.total || msg.at !== parts.next)
     throw new ProtocolError('invalid', `psi.at: label ids from ${msg.at} of ${msg.total} (${msg.set}), expected ${parts ? `${parts.next} of ${parts.total} (${parts.set})` : 'a first psi, at 0'}`);
+  else if (parts.cache?.id !== msg.cache?.id || parts.cache?.warm !== msg.cache?.warm) throw new ProtocolError('invalid', `psi.cache: the parts of the ${msg.set} set name different caches`);
   parts.points.set(msg.points, msg.at * POINT_BYTES);
   parts.next = msg.at + n;
   if (parts.next < parts.total) return undefined;
   s.psiParts = undefined;
   s.psiSets.add(msg.set);
-  return parts.points;
+  return { points: parts.points, cache: parts.cache };
 }

@@ -52,6 +52,8 @@ function onChallenge(s: SessionState, env: SessionEnv, msg: Challenge): Outcome 
   checkVersion(msg.protocolVersion);
   s.phase = 'welcome';
   const jobId = s.jobId ?? env.jobId;
+  const psiCache = env.psiCaches?.announce(msg.psiCache);
+  s.psiCache = { name: msg.psiCache, announced: psiCache };
   return reply({
     type: 'hello',
     protocolVersion: PROTOCOL_VERSION,
@@ -63,6 +65,7 @@ function onChallenge(s: SessionState, env: SessionEnv, msg: Challenge): Outcome 
     noise: env.scoring ? env.scoring.scorer.privacy !== undefined : env.privacy.enabled,
     model: env.scoring ? modelRef(env.scoring.scorer.model) : null,
     proof: env.token === undefined ? null : helloProof(env.token, msg.nonce, env.partyId, jobId),
+    ...(psiCache === undefined ? {} : { psiCache }),
   });
 }
 

@@ -2,9 +2,10 @@
 // outcome a handler returns, and the small checks the handlers share.
 import type { Logger } from 'pino';
 import { type ClassWeights, type Csr, type Dense, type FeatureTable, type LossName, type PackedIds, DenseRows, SpilledCsr } from '@admm-share/core';
-import { type ByteSource, type Done, type PartyMessage, type Role, type SampleSet, type ValidationContext, PROTOCOL_VERSION, ProtocolError, firstOutside } from '@admm-share/protocol';
+import { type ByteSource, type Done, type PartyMessage, type Psi, type Role, type SampleSet, type ValidationContext, PROTOCOL_VERSION, ProtocolError, firstOutside } from '@admm-share/protocol';
 import type { ProbeBudget } from '../intersection/probe-budget.js';
 import type { PartyPsi } from '../intersection/psi.js';
+import type { PartyPsiCaches } from '../intersection/psi-caches.js';
 import type { Privacy } from '../privacy/privacy.js';
 import type { ActiveFit, PassiveModel } from '../privacy/release.js';
 import type { FinalModel } from '../scoring/model-file.js';
@@ -55,7 +56,9 @@ export interface SessionState {
   /** The sets whose `psi` this connection has answered: a second one for a set is refused. */
   psiSets: Set<SampleSet>;
   /** The label points of a set whose `psi` messages are still coming (psiPoints). */
-  psiParts: { set: SampleSet; total: number; next: number; points: Uint8Array } | undefined;
+  psiParts: { set: SampleSet; total: number; next: number; points: Uint8Array; cache: Psi['cache'] } | undefined;
+  /** This connection's PSI caches: the coordinator's name for them (challenge) and the id this party named in its hello (psi-caches.ts). */
+  psiCache: { name: string | undefined; announced: string | null | undefined };
   /** Scoring: `score` requests answered so far. */
   scored: number;
   /** Scoring: `lookup` requests received so far (answered or refused). */
@@ -67,7 +70,7 @@ export interface SessionState {
 }
 
 export function newSession(): SessionState {
-  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, testFrom: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined, psiSets: new Set(), psiParts: undefined, scored: 0, lookups: 0, factoring: undefined, garbage: new RoundGarbage() };
+  return { phase: 'connecting', jobId: undefined, model: undefined, testX: undefined, testFrom: undefined, round: 0, current: false, previous: undefined, connection: 0, fitWork: undefined, psiSets: new Set(), psiParts: undefined, psiCache: { name: undefined, announced: undefined }, scored: 0, lookups: 0, factoring: undefined, garbage: new RoundGarbage() };
 }
 
 /**
@@ -108,7 +111,9 @@ export interface SessionEnv {
   /** Where the privacy ledger is kept between restarts. */
   ledgerPath: string;
   /** This party's side of the private set intersection (its key and order last as long as the process). */
-  psi: Pick<PartyPsi, 'answer' | 'fileRows' | 'blindAgain'>;
+  psi: Pick<PartyPsi, 'answer' | 'fileRows' | 'blindAgain' | 'useCache' | 'costs'>;
+  /** --psi-cache: this party's caches of the intersection, one per coordinator. */
+  psiCaches?: PartyPsiCaches;
   /**
    * Scoring new rows with a trained model (admm-party predict) instead of training: the model
    * and the new rows (`train` is then the file of new rows), and the scoring ledger's path.
@@ -140,6 +145,7 @@ export function connectionOpened(s: SessionState): void {
   s.connection++;
   s.psiSets.clear();
   s.psiParts = undefined;
+  s.psiCache = { name: undefined, announced: undefined };
 }
 
 /** The connection broke: nothing is expected until a new one opens. */
