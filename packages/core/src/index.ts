@@ -34,4 +34,7 @@ export * from './prepare/index.js';
 // psi/: private set intersection (the curve operations, and the team that spreads them over threads).
 export * from './psi/psi.js';
 export * from './psi/psi-team.js';
+// The PSI cache (--psi-cache): per partner, a kept key and the points already blinded, on typed-array tables.
+export * from './psi/byte-table.js';
+export * from './psi/psi-cache.js';
 export * from './psi/cached-points.js';

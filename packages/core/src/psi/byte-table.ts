@@ -1,0 +1,176 @@
+// A hash table from fixed-width byte keys to small integers, on typed arrays only: the PSI
+// cache holds millions of 16- or 32-byte keys, where a JS Map of strings would cost a string
+// and a map entry per key (about 100 bytes) and its hashing is not keyed.
+//
+// Keys may be chosen by a hostile peer (the points a party sends the coordinator), so the slot
+// of a key comes from a hash drawn at random per table: Dietzfelbinger's vector multiply-add-
+// shift over the key's bytes, h(x) = ((a_0 + sum_j a_{j+1} x_j) mod 2^32) >> (32 - l), with the
+// a_j uniform 32-bit words from the OS CSPRNG. For 8-bit x_j and 32-bit arithmetic it is
+// strongly universal for l <= 25 output bits (Thorup, "High speed hashing for integers and
+// strings", 2015, section 3.4: w̄ >= w + l - 1), so any two keys share a slot with probability
+// 2^-l whatever the peer chose. The cheaper sum over 32-bit words with odd multipliers is not:
+// keys that differ by 2^31 in two words collide under every choice of multipliers (2^31 a +
+// 2^31 b = 0 mod 2^32 for odd a, b), and keys that differ only in the top k bits of each word
+// fall into at most 2^k slots, which a peer can fill with a million points.
+import { randomFillSync } from 'node:crypto';
+
+/** Output bits of the hash that stay strongly universal over bytes in 32-bit arithmetic. */
+const MAX_SLOT_BITS = 25;
+const MIN_SLOT_BITS = 4;
+/** Values are kept in an Int32Array, with -1 meaning absent. */
+const MAX_VALUE = 2 ** 31 - 1;
+
+/** Bits of the smallest power-of-two slot count that holds `n` keys at load at most 1/2. */
+function slotBits(n: number): number {
+  let bits = MIN_SLOT_BITS;
+  while (2 ** bits < 2 * n) bits++;
+  if (bits > MAX_SLOT_BITS) throw new RangeError(`ByteTable: ${n} keys is more than the ${2 ** (MAX_SLOT_BITS - 1)} its hash spreads evenly`);
+  return bits;
+}
+
+/** Open addressing (linear probing) from fixed-width byte keys to uint32 values below 2^31. */
+export class ByteTable {
+  readonly keyBytes: number;
+  /** a_0 (added) and a_1..a_keyBytes (one per byte of the key). */
+  readonly #mul: Int32Array;
+  /** Entry index + 1 per slot, 0 for an empty slot; a power of two in length. */
+  #slots: Int32Array;
+  #shift: number;
+  /** The keys in the order they were added, keyBytes each; room for #capacity. */
+  #keys: Uint8Array;
+  /** Values by entry; absent while every value set equals its entry's index (the point caches), which saves 4 bytes a key. */
+  #values: Int32Array | undefined;
+  #capacity: number;
+  #size = 0;
+
+  constructor(keyBytes: number, expected = 0) {
+    if (!Number.isInteger(keyBytes) || keyBytes < 1 || keyBytes > 256) throw new RangeError(`ByteTable: key width ${keyBytes} is not an integer from 1 to 256`);
+    this.keyBytes = keyBytes;
+    this.#mul = randomFillSync(new Int32Array(keyBytes + 1));
+    this.#capacity = Math.max(8, Math.ceil(expected));
+    this.#keys = new Uint8Array(this.#capacity * keyBytes);
+    const bits = slotBits(this.#capacity);
+    this.#slots = new Int32Array(2 ** bits);
+    this.#shift = 32 - bits;
+  }
+
+  get size(): number {
+    return this.#size;
+  }
+
+  /** Value of the key at keys[off .. off+keyBytes), or -1. */
+  get(keys: Uint8Array, off: number): number {
+    this.#check(keys, off);
+    const e = this.#slots[this.#find(keys, off)];
+    return e === 0 ? -1 : this.#valueOf(e - 1);
+  }
+
+  /** Sets it; returns the previous value or -1. */
+  set(keys: Uint8Array, off: number, value: number): number {
+    if (!Number.isInteger(value) || value < 0 || value > MAX_VALUE) throw new RangeError(`ByteTable: value ${value} is not an integer from 0 to 2^31 - 1`);
+    this.#check(keys, off);
+    let s = this.#find(keys, off);
+    const found = this.#slots[s];
+    if (found !== 0) {
+      const previous = this.#valueOf(found - 1);
+      this.#setValue(found - 1, value);
+      return previous;
+    }
+    const e = this.#size;
+    if (e === this.#capacity) this.#grow(Math.ceil(this.#capacity * 1.5));
+    if (2 * (e + 1) > this.#slots.length) {
+      this.#rehash(slotBits(e + 1));
+      s = this.#find(keys, off);
+    }
+    const kb = this.keyBytes;
+    for (let j = 0; j < kb; j++) this.#keys[e * kb + j] = keys[off + j];
+    this.#slots[s] = e + 1;
+    this.#size = e + 1;
+    this.#setValue(e, value);
+    return -1;
+  }
+
+  /** Makes room for `n` keys in all, so that adding up to that many allocates nothing more. */
+  reserve(n: number): void {
+    if (n > this.#capacity) this.#grow(Math.max(n, Math.ceil(this.#capacity * 1.125)));
+    if (2 * n > this.#slots.length) this.#rehash(slotBits(n));
+  }
+
+  /** The keys in the order they were first set, keyBytes each: a view, valid until the next set or reserve. */
+  keys(): Uint8Array {
+    return this.#keys.subarray(0, this.#size * this.keyBytes);
+  }
+
+  /** Slots looked at to find the key at keys[off..] (or its absence): 1 unless keys share slots. */
+  probes(keys: Uint8Array, off: number): number {
+    const mask = this.#slots.length - 1;
+    const end = this.#find(keys, off);
+    return ((end - this.#hash(keys, off)) & mask) + 1;
+  }
+
+  #check(keys: Uint8Array, off: number): void {
+    if (!(Number.isInteger(off) && off >= 0 && off + this.keyBytes <= keys.length)) throw new RangeError(`ByteTable: a key at ${off} runs past the ${keys.length} bytes given`);
+  }
+
+  #hash(keys: Uint8Array, off: number): number {
+    const mul = this.#mul;
+    let h = mul[0];
+    for (let j = 0; j < this.keyBytes; j++) h = (h + Math.imul(mul[j + 1], keys[off + j])) | 0;
+    return h >>> this.#shift;
+  }
+
+  /** The slot that holds the key, or the empty slot where it would go. */
+  #find(keys: Uint8Array, off: number): number {
+    const slots = this.#slots;
+    const mask = slots.length - 1;
+    const kb = this.keyBytes;
+    const stored = this.#keys;
+    let s = this.#hash(keys, off);
+    for (;;) {
+      const e = slots[s];
+      if (e === 0) return s;
+      const base = (e - 1) * kb;
+      let j = 0;
+      while (j < kb && stored[base + j] === keys[off + j]) j++;
+      if (j === kb) return s;
+      s = (s + 1) & mask;
+    }
+  }
+
+  #valueOf(e: number): number {
+    return this.#values === undefined ? e : this.#values[e];
+  }
+
+  #setValue(e: number, value: number): void {
+    if (this.#values === undefined) {
+      if (value === e) return;
+      this.#values = new Int32Array(this.#capacity);
+      for (let i = 0; i < this.#size; i++) this.#values[i] = i;
+    }
+    this.#values[e] = value;
+  }
+
+  #grow(capacity: number): void {
+    const keys = new Uint8Array(capacity * this.keyBytes);
+    keys.set(this.keys());
+    this.#keys = keys;
+    if (this.#values !== undefined) {
+      const values = new Int32Array(capacity);
+      values.set(this.#values.subarray(0, this.#size));
+      this.#values = values;
+    }
+    this.#capacity = capacity;
+  }
+
+  #rehash(bits: number): void {
+    const slots = new Int32Array(2 ** bits);
+    this.#slots = slots;
+    this.#shift = 32 - bits;
+    const mask = slots.length - 1;
+    for (let e = 0; e < this.#size; e++) {
+      let s = this.#hash(this.#keys, e * this.keyBytes);
+      while (slots[s] !== 0) s = (s + 1) & mask;
+      slots[s] = e + 1;
+    }
+  }
+}
