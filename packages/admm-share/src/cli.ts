@@ -104,7 +104,8 @@ async function main(): Promise<void> {
           .option('dashboard', { type: 'boolean', default: false, describe: "serve the coordinator's live dashboard and metrics on 127.0.0.1 and print its address" })
           .option('dashboard-port', { type: 'number', default: 0, describe: 'the dashboard\'s port (0: a free one)' })
           .option('dashboard-linger', { type: 'number', default: 0, describe: 'seconds the dashboard stays up after the job ends' })
-          .option('party-threads', { type: 'number', describe: "each party's --threads for a large dense block (default: the cores shared out among the processes, 0 on 2 cores)" }),
+          .option('party-threads', { type: 'number', describe: "each party's --threads for a large dense block (default: the cores shared out among the processes, 0 on 2 cores)" })
+          .option('psi-cache', { type: 'string', describe: "keep every process's private set intersection cache under this folder (coordinator/, party-ID/): a later run on the same ids blinds only new ones (docs/privacy.md 11.7)" }),
       async (a) => {
         if (!a.dashboard && (a['dashboard-linger'] !== 0 || a['dashboard-port'] !== 0)) throw new ConfigError('--dashboard-port and --dashboard-linger need --dashboard');
         await simulate({
@@ -139,6 +140,7 @@ async function main(): Promise<void> {
           ...(a.dashboard
             ? { dashboard: { port: requireInteger('dashboard-port', a['dashboard-port'], 0), lingerSeconds: requireNonNegative('dashboard-linger', a['dashboard-linger']) } }
             : {}),
+          ...(a['psi-cache'] !== undefined ? { psiCache: resolve(a['psi-cache']) } : {}),
         });
       },
     )
@@ -178,9 +180,11 @@ async function main(): Promise<void> {
           .option('epsilon', { type: 'number', describe: "noise each passive party's scores with this budget for the prediction job (default: no noise)" })
           .option('delta', { type: 'number', default: 1e-5 })
           .option('seed', { type: 'string', describe: 'seed the noise (PREDICTABLE: reproducible experiments only)' })
-          .option('id-encoding', ID_ENCODING_OPTION),
+          .option('id-encoding', ID_ENCODING_OPTION)
+          .option('psi-cache', { type: 'string', describe: "keep every process's private set intersection cache under this folder (coordinator/, party-ID/): a later run on the same ids blinds only new ones (docs/privacy.md 11.7)" }),
       async (a) => {
         await predictRun({
+          ...(a['psi-cache'] !== undefined ? { psiCache: resolve(a['psi-cache']) } : {}),
           run: a.run,
           data: a.data,
           labels: a.labels,

@@ -39,6 +39,14 @@ export interface LaunchOptions {
   partyThreads?: number;
   /** The coordinator's --class-weight, as given (the labels simulate writes are -1 and 1). */
   classWeight?: string;
+  /** Every process's --psi-cache, in a folder of its own under this one (psiCacheArgs). */
+  psiCache?: string;
+}
+
+/** --psi-cache for the coordinator (`coordinator`) or a party, under the folder `dir` that simulate and predict are given. */
+export function psiCacheArgs(dir: string | undefined, process: 'coordinator' | { party: string }): string[] {
+  if (dir === undefined) return [];
+  return ['--psi-cache', join(dir, process === 'coordinator' ? 'coordinator' : `party-${process.party}`)];
 }
 
 /**
@@ -155,6 +163,7 @@ export function coordinatorArgs(opts: LaunchOptions, job: Job): string[] {
     ...(opts.classWeight !== undefined ? ['--class-weight', opts.classWeight] : []),
     ...(opts.dashboard ? ['--http-port', String(opts.dashboard.port), '--http-linger', String(opts.dashboard.lingerSeconds)] : []),
     ...(opts.dashboard?.localBaseline ? ['--local-baseline', opts.dashboard.localBaseline] : []),
+    ...psiCacheArgs(opts.psiCache, 'coordinator'),
   ];
 }
 
@@ -176,6 +185,7 @@ export function partyArgs(opts: LaunchOptions, job: Job, p: PartyFiles, m: numbe
     ...(opts.intercept && m === 0 ? ['--intercept'] : []),
     ...(opts.prepare ? ['--prepare'] : []),
     '--threads', String(opts.partyThreads ?? sharedMachineThreads(job.files.parties.length)),
+    ...psiCacheArgs(opts.psiCache, { party: p.id }),
     ...privacyArgs(opts.privacy, p.id, opts.activeParty),
   ];
 }

@@ -8,7 +8,7 @@ import { join, resolve } from 'node:path';
 import { type TextEncoding, ConfigError, binaryLabels, csrSelectRows, csrSliceColumns, formatLabelsCsv, formatLibsvmWithIds, randomPermutation, readLibsvm, writeFileAtomic } from '@admm-share/core';
 import { JOB_FILE, type PredictSummary, type MissingPolicy, predictLine, readJobFile, readPredictSummary } from '@admm-share/coordinator';
 import { type Child, killAll } from './processes.js';
-import { runProcesses } from './launch.js';
+import { psiCacheArgs, runProcesses } from './launch.js';
 import { SimulationError } from './errors.js';
 
 export interface PredictRunOptions {
@@ -28,6 +28,8 @@ export interface PredictRunOptions {
   seed?: string;
   /** The text encoding of `data` (--id-encoding; default utf8). */
   idEncoding?: TextEncoding;
+  /** Every process's --psi-cache under this folder (launch.ts psiCacheArgs). */
+  psiCache?: string;
 }
 
 /** The line `predict` prints about the parties' privacy (no noise unless asked). */
@@ -78,7 +80,7 @@ export async function predictRun(opts: PredictRunOptions, out: NodeJS.WriteStrea
   try {
     await runProcesses(
       {
-        args: ['predict', '--model', join(run, JOB_FILE), opts.labels ? '--labels' : '--ids', rowsFile, '--out', outFile, '--port', '0', '--credentials', join(run, 'data', 'credentials.json'), '--missing', opts.missing],
+        args: ['predict', '--model', join(run, JOB_FILE), opts.labels ? '--labels' : '--ids', rowsFile, '--out', outFile, '--port', '0', '--credentials', join(run, 'data', 'credentials.json'), '--missing', opts.missing, ...psiCacheArgs(opts.psiCache, 'coordinator')],
         log: join(logs, 'coordinator.log'),
       },
       (port) =>
@@ -93,6 +95,7 @@ export async function predictRun(opts: PredictRunOptions, out: NodeJS.WriteStrea
             '--data', file,
             '--ids', 'first',
             '--token-file', join(run, 'data', `${party.id}.token`),
+            ...psiCacheArgs(opts.psiCache, { party: party.id }),
             ...(opts.epsilon !== undefined && party.role === 'passive'
               ? ['--epsilon', String(opts.epsilon), '--delta', String(opts.delta), ...(opts.seed !== undefined ? ['--seed', `${opts.seed}/${party.id}`] : [])]
               : ['--mechanism', 'none']),

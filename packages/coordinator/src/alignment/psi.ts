@@ -102,6 +102,11 @@ export class LabelPsi {
     else if (this.partners.get(party)?.cache !== c.cache) this.partners.set(party, { ...c, sets: new Map() });
   }
 
+  /** What the summary says of the intersection's work (output/summary.ts alignmentWork). */
+  report(): { ids: PsiCounts; caches: Record<string, { id: string; warm: boolean }> } {
+    return { ids: { ...this.work }, caches: Object.fromEntries([...this.partners].map(([party, c]) => [party, { id: c.cache.id, warm: c.warm }])) };
+  }
+
   /** The `psi` points of a set for every party without a cache (computed on first use, then the same for every rejoin). */
   points(set: SampleSet): Promise<Uint8Array> {
     return this.labelSet(set).then((s) => s.points);

@@ -222,7 +222,7 @@ class Coordinator {
     };
     await this.guard(parties.finish(done, CLOSE_GRACE_MS));
     const built = buildSummary({ cfg, job, result, participation: joined, parties: parties.list, traffic: this.traffic, setupSeconds, totalSeconds: (performance.now() - this.started) / 1000,
-      alignment: { ...ALIGNMENT_METHOD, labelIds: this.port.psi.counts, seconds: this.resumeFrom ? null : this.alignment.seconds },
+      alignment: { ...ALIGNMENT_METHOD, labelIds: this.port.psi.counts, seconds: this.resumeFrom ? null : this.alignment.seconds, ...this.port.psi.report() },
       classes: this.labels.classes ?? null,
     });
     const report = reportOf(job, built, this.evaluationLabels?.ids, cfg.testSelection ? cfg.labels : cfg.testLabels, cfg.labelOptions);

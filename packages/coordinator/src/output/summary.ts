@@ -26,6 +26,17 @@ export const RESEARCH_MODE =
 
 export const ALIGNMENT_METHOD = { method: 'ecdh-psi', group: 'X25519 (Curve25519)', hashToCurve: 'SHA-512, Elligator 2 twice, added (RFC 9380 random-oracle form), as a Montgomery u-coordinate' } as const;
 
+/**
+ * The coordinator's work in an intersection: ids it hashed and blinded (its ids, once per key,
+ * and every party's points) and ids whose points came from a PSI cache; per party with a cache
+ * (--psi-cache on both sides), the cache's id and whether it was warm. Absent from files of
+ * versions before the caches.
+ */
+export const alignmentWork = {
+  ids: z.strictObject({ blinded: z.int().min(0), reused: z.int().min(0) }).optional(),
+  caches: z.record(z.string(), z.strictObject({ id: z.string(), warm: z.boolean() })).optional(),
+};
+
 /** How rows were aligned: always the private set intersection (docs/privacy.md, section 11). */
 export const alignmentReportSchema = z.strictObject({
   method: z.literal(ALIGNMENT_METHOD.method),
@@ -35,6 +46,7 @@ export const alignmentReportSchema = z.strictObject({
   labelIds: z.strictObject({ train: z.int().min(0), test: z.int().min(0) }),
   /** From the coordinator's start until every party's ids were intersected; null for a resumed job (the parties were aligned as they rejoined). */
   seconds: z.number().min(0).nullable(),
+  ...alignmentWork,
 });
 export type AlignmentReport = z.output<typeof alignmentReportSchema>;
 

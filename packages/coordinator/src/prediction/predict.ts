@@ -24,6 +24,7 @@ import { type JobDescription, combineScores, modelMismatch, readJobFile } from '
 import { nameSchema as name } from '../output/fields.js';
 import { idColumnName } from '../output/model-report.js';
 import { testMetrics, testMetricsSchema } from '../output/test-metrics.js';
+import { alignmentWork } from '../output/summary.js';
 
 /** What to do with an id that a party does not hold: refuse the job (or request), or score it without that party's part. */
 export const MISSING_POLICIES = ['error', 'partial'] as const;
@@ -72,6 +73,8 @@ export const predictSummarySchema = z.strictObject({
   /** Each party's scoring budget spent (0 without noise). */
   epsilonSpent: z.record(name, z.number().min(0)),
   seconds: z.strictObject({ total: z.number().min(0), alignment: z.number().min(0) }),
+  /** The coordinator's work in the intersection (as in a training summary). */
+  alignment: z.strictObject(alignmentWork).optional(),
   files: z.strictObject({ predictions: z.string() }),
 });
 export type PredictSummary = z.output<typeof predictSummarySchema>;
@@ -282,6 +285,7 @@ export async function predict(cfg: PredictConfig, log: Logger): Promise<PredictS
       metrics: y ? testMetrics(d.loss, scores, y) : null,
       epsilonSpent: Object.fromEntries(names.map((party, m) => [party, parts[m].epsilonSpent])),
       seconds: { total: (performance.now() - started) / 1000, alignment },
+      alignment: net.psi.report(),
       files: { predictions: cfg.out },
     };
     writeFileAtomic(summaryPath(cfg.out), JSON.stringify(summary, null, 2) + '\n');
