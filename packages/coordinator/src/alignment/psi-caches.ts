@@ -9,10 +9,8 @@
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { Logger } from 'pino';
 import { DataError, PsiCache, writeFileAtomic } from '@admm-share/core';
 import { PSI_CACHE_ID_RE } from '@admm-share/protocol';
-import type { PsiCacheFlags } from '@admm-share/runtime';
 
 /** The cache an intersection with one party uses. */
 export interface PartyCache {
@@ -21,14 +19,27 @@ export interface PartyCache {
   warm: boolean;
 }
 
+/** runtime's PsiCacheFlags: the folder, --psi-rotate (applied once per process) and --psi-max-age. */
+export interface PsiCacheOptions {
+  dir: string;
+  rotate: boolean;
+  maxAgeDays: number;
+}
+
+/** Where the caches' decisions are said (the coordinator's logger). */
+export interface CacheLog {
+  info(fields: object, msg: string): void;
+  warn(fields: object, msg: string): void;
+}
+
 export class CoordinatorPsiCaches {
   /** The name of this folder's caches (challenge.psiCache). */
   readonly name: string;
   private readonly opened = new Map<string, PsiCache | undefined>();
 
   constructor(
-    private readonly opts: PsiCacheFlags,
-    private readonly log: Logger,
+    private readonly opts: PsiCacheOptions,
+    private readonly log: CacheLog,
   ) {
     mkdirSync(join(opts.dir, 'parties'), { recursive: true, mode: 0o700 });
     this.name = cacheName(join(opts.dir, 'name'));

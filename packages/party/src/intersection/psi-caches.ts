@@ -7,16 +7,20 @@
  * too old) is logged with its reason, and the intersection is a full one with a new cache.
  */
 import { join } from 'node:path';
-import type { Logger } from 'pino';
 import { PsiCache } from '@admm-share/core';
 import { ProtocolError } from '@admm-share/protocol';
 
+/** runtime's PsiCacheFlags: the folder, --psi-rotate (applied once per process) and --psi-max-age. */
 export interface PsiCacheOptions {
   dir: string;
-  /** Start a new key and cache with every coordinator, once (--psi-rotate). */
   rotate: boolean;
-  /** A cache older than this many days is replaced (--psi-max-age). */
   maxAgeDays: number;
+}
+
+/** Where the caches' decisions are said (the party's logger). */
+export interface CacheLog {
+  info(fields: object, msg: string): void;
+  warn(fields: object, msg: string): void;
 }
 
 export class PartyPsiCaches {
@@ -25,13 +29,13 @@ export class PartyPsiCaches {
 
   constructor(
     private readonly opts: PsiCacheOptions,
-    private readonly log: Logger,
+    private readonly log: CacheLog,
   ) {}
 
   /** The hello's psiCache for a coordinator that names its caches `name` (absent: it keeps none). */
   announce(name: string | undefined): string | null | undefined {
     if (name === undefined) {
-      this.log.info('psi cache: the coordinator keeps no PSI cache (no --psi-cache there): a full intersection with a key of this process');
+      this.log.info({}, 'psi cache: the coordinator keeps no PSI cache (no --psi-cache there): a full intersection with a key of this process');
       return undefined;
     }
     if (!this.opened.has(name)) {
