@@ -100,7 +100,7 @@ export class ByteTable {
       return previous;
     }
     const e = this.#size;
-    if (e === this.#capacity) this.#grow(Math.ceil(this.#capacity * 1.5));
+    if (e === this.#capacity) this.#grow(Math.max(8, Math.ceil(this.#capacity * 1.5)));
     if (2 * (e + 1) > this.#slots.length) {
       this.#rehash(slotBits(e + 1));
       s = this.#find(keys, off);

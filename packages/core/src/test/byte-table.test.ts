@@ -130,4 +130,8 @@ test('ByteTable.adopt: the keys given become the table (key e -> e) without a co
   twice.copyWithin(4 * 16, 1 * 16, 2 * 16);
   assert.throws(() => ByteTable.adopt(16, twice), /key 4 repeats key 1/);
   assert.throws(() => ByteTable.adopt(16, keys.subarray(1)), /whole number/);
+  // An empty table adopted (an empty file's) grows from nothing.
+  const empty = ByteTable.adopt(16, new Uint8Array(0));
+  for (let i = 0; i < 20; i++) assert.equal(empty.set(keys, i * 16, i + 5), -1);
+  for (let i = 0; i < 20; i++) assert.equal(empty.get(keys, i * 16), i + 5);
 });

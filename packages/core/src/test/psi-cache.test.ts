@@ -239,6 +239,12 @@ test('PsiCache: create replaces a cache whole; files a crashed create left behin
   assert.equal(back.id, id);
   assert.equal(back.partner, 'telecom');
   assert.equal(back.table('own').size, 0);
+  const digest = back.digests(['first']);
+  back.table('own').add(digest, new Uint8Array(32).fill(9));
+  back.save();
+  const out = new Uint8Array(32);
+  assert.deepEqual(opened(openBoth(a.dir)).table('own').lookup(digest, out), new Uint32Array(0));
+  assert.ok(out.every((x) => x === 9));
   assert.notDeepEqual(back.key, a.cache.key);
   assert.deepEqual(back.key, b.key);
   assert.throws(() => PsiCache.create(a.dir, { tables: BOTH, id: 'F'.repeat(32) }), /not 32 hex digits/);
