@@ -11,8 +11,9 @@ function atomicTemp(path: string): string {
 /**
  * Write a file so that readers see either the old content or the whole new one:
  * write a temporary file in the same directory, fsync it, rename it over the target.
+ * `data` may come in chunks, written one after the other (a large file need not be copied whole first).
  */
-export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 0o644): void {
+export function writeFileAtomic(path: string, data: string | Uint8Array | readonly Uint8Array[], mode = 0o644): void {
   const tmp = atomicTemp(path);
   let fd: number | undefined;
   // A temporary file left behind by a crashed process (same pid) would keep its old mode if
@@ -24,7 +25,7 @@ export function writeFileAtomic(path: string, data: string | Uint8Array, mode = 
   }
   try {
     fd = openSync(tmp, 'wx', mode);
-    writeSync(fd, typeof data === 'string' ? Buffer.from(data, 'utf8') : data);
+    for (const chunk of typeof data === 'string' ? [Buffer.from(data, 'utf8')] : data instanceof Uint8Array ? [data] : data) writeSync(fd, chunk);
     fsyncSync(fd);
     closeSync(fd);
     fd = undefined;

@@ -54,6 +54,29 @@ export class ByteTable {
     this.#shift = 32 - bits;
   }
 
+  /**
+   * A table of the keys in `keys` (keyBytes each), key e with value e, over `keys` itself as its
+   * storage (not copied: a table read from a file costs no second copy of its keys while it is
+   * built). A key that appears twice is refused.
+   */
+  static adopt(keyBytes: number, keys: Uint8Array): ByteTable {
+    const n = keys.length / keyBytes;
+    if (!Number.isInteger(n)) throw new RangeError(`ByteTable: ${keys.length} bytes is not a whole number of ${keyBytes}-byte keys`);
+    const table = new ByteTable(keyBytes);
+    const bits = slotBits(n);
+    table.#keys = keys;
+    table.#capacity = n;
+    table.#slots = new Int32Array(2 ** bits);
+    table.#shift = 32 - bits;
+    for (let e = 0; e < n; e++) {
+      const s = table.#find(keys, e * keyBytes);
+      if (table.#slots[s] !== 0) throw new RangeError(`ByteTable: key ${e} repeats key ${table.#slots[s] - 1}`);
+      table.#slots[s] = e + 1;
+      table.#size = e + 1;
+    }
+    return table;
+  }
+
   get size(): number {
     return this.#size;
   }
@@ -77,7 +100,7 @@ export class ByteTable {
       return previous;
     }
     const e = this.#size;
-    if (e === this.#capacity) this.#grow(Math.ceil(this.#capacity * 1.5));
+    if (e === this.#capacity) this.#grow(Math.max(8, Math.ceil(this.#capacity * 1.5)));
     if (2 * (e + 1) > this.#slots.length) {
       this.#rehash(slotBits(e + 1));
       s = this.#find(keys, off);

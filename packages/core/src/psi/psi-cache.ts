@@ -56,7 +56,7 @@ const TABLE_KEY_BYTES: Readonly<Record<CacheTableName, 16 | 32>> = { own: PSI_DI
 /** One table of points: keyBytes-wide keys -> 32-byte points (POINT_BYTES). */
 export class PointCache {
   readonly keyBytes: 16 | 32;
-  readonly #index: ByteTable;
+  #index: ByteTable;
   /** Point of entry e at e*32; room for #capacity entries. */
   #points: Uint8Array;
   #capacity: number;
@@ -68,6 +68,16 @@ export class PointCache {
     this.#index = new ByteTable(keyBytes, expected);
     this.#capacity = Math.max(8, Math.ceil(expected));
     this.#points = new Uint8Array(this.#capacity * POINT_BYTES);
+  }
+
+  /** A table of key e -> point e over these arrays, adopted rather than copied (see ByteTable.adopt); a repeated key is refused. */
+  static adopt(keyBytes: 16 | 32, keys: Uint8Array, points: Uint8Array): PointCache {
+    const table = new PointCache(keyBytes);
+    table.#index = ByteTable.adopt(keyBytes, keys);
+    if (points.length !== table.size * POINT_BYTES) throw new RangeError(`PointCache.adopt: ${points.length} bytes of points for ${table.size} keys`);
+    table.#points = points;
+    table.#capacity = table.size;
+    return table;
   }
 
   get size(): number {
@@ -166,8 +176,11 @@ function metaMac(macKey: Uint8Array, m: Omit<Meta, 'mac'>): string {
   return createHmac('sha256', macKey).update('admm-share psi cache meta\0').update(fields).digest('hex');
 }
 
-function tableMac(macKey: Uint8Array, id: string, name: CacheTableName, body: Uint8Array): Buffer {
-  return createHmac('sha256', macKey).update(`admm-share psi cache table\0${id}\0${name}\0`).update(body).digest();
+/** The MAC of a table's file: its bytes (`parts`, one after the other) bound to the cache id and the table's name. */
+function tableMac(macKey: Uint8Array, id: string, name: CacheTableName, ...parts: Uint8Array[]): Buffer {
+  const h = createHmac('sha256', macKey).update(`admm-share psi cache table\0${id}\0${name}\0`);
+  for (const p of parts) h.update(p);
+  return h.digest();
 }
 
 /** The bytes of a file of the cache; any failure to read it is a refusal naming it. */
@@ -214,27 +227,23 @@ function readTable(path: string, name: CacheTableName, id: string, macKey: Uint8
   const body = buf.subarray(0, expected - MAC_BYTES);
   if (!timingSafeEqual(tableMac(macKey, id, name, body), buf.subarray(expected - MAC_BYTES)))
     throw refuse(`bad MAC: edited, or from another cache or another table (the MAC binds its content and order to cache ${id} and table '${name}')`);
-  const table = new PointCache(kb, count);
   const keysEnd = HEADER_BYTES + count * kb;
-  table.add(buf.subarray(HEADER_BYTES, keysEnd), buf.subarray(keysEnd, expected - MAC_BYTES));
-  table.changed = false;
-  return table;
+  try {
+    return PointCache.adopt(kb, buf.subarray(HEADER_BYTES, keysEnd), buf.subarray(keysEnd, expected - MAC_BYTES));
+  } catch (err) {
+    throw refuse(`${(err as Error).message} (a file this program did not write)`);
+  }
 }
 
-function tableBytes(table: PointCache, name: CacheTableName, id: string, macKey: Uint8Array): Buffer {
+/** The file of a table, in chunks (header, keys, points, MAC): its arrays are written as they are, not copied into one. */
+function tableChunks(table: PointCache, name: CacheTableName, id: string, macKey: Uint8Array): Uint8Array[] {
   const { keys, points } = table.entries();
   const header = Buffer.alloc(HEADER_BYTES);
   header.write(TABLE_MAGIC, 0, 'latin1');
   header.writeUInt16LE(TABLE_FORMAT, 8);
   header.writeUInt16LE(table.keyBytes, 10);
   header.writeUInt32LE(table.size, 12);
-  const out = Buffer.allocUnsafeSlow(HEADER_BYTES + keys.length + points.length + MAC_BYTES);
-  header.copy(out, 0);
-  out.set(keys, HEADER_BYTES);
-  out.set(points, HEADER_BYTES + keys.length);
-  const bodyEnd = out.length - MAC_BYTES;
-  tableMac(macKey, id, name, out.subarray(0, bodyEnd)).copy(out, bodyEnd);
-  return out;
+  return [header, keys, points, tableMac(macKey, id, name, header, keys, points)];
 }
 
 export class PsiCache {
@@ -378,10 +387,10 @@ export class PsiCache {
     let written = 0;
     for (const [name, table] of this.#loaded) {
       if (!table.changed) continue;
-      const data = tableBytes(table, name, this.id, this.#macKey);
-      writeFileAtomic(this.#tablePath(name), data, 0o600);
+      const chunks = tableChunks(table, name, this.id, this.#macKey);
+      writeFileAtomic(this.#tablePath(name), chunks, 0o600);
       table.changed = false;
-      written += data.length;
+      written += chunks.reduce((sum, c) => sum + c.length, 0);
     }
     return written;
   }

@@ -115,3 +115,23 @@ test('ByteTable: keys that differ only in the top bits of their 32-bit words (al
   assert.ok(probes / n < 3, `mean probes ${probes / n}`);
   assert.ok(worst < 100, `longest probe ${worst}`);
 });
+
+test('ByteTable.adopt: the keys given become the table (key e -> e) without a copy, grow on the next set, and a repeated key is refused', () => {
+  const keys = randomKeys(seeded('adopt'), 1000, 16);
+  const table = ByteTable.adopt(16, keys);
+  assert.equal(table.size, 1000);
+  assert.equal(table.keys().buffer, keys.buffer);
+  for (let i = 0; i < 1000; i++) assert.equal(table.get(keys, i * 16), i);
+  const extra = randomKeys(seeded('adopt-extra'), 1, 16);
+  assert.equal(table.set(extra, 0, 1000), -1);
+  assert.equal(table.get(extra, 0), 1000);
+  assert.equal(table.get(keys, 999 * 16), 999);
+  const twice = keys.slice(0, 5 * 16);
+  twice.copyWithin(4 * 16, 1 * 16, 2 * 16);
+  assert.throws(() => ByteTable.adopt(16, twice), /key 4 repeats key 1/);
+  assert.throws(() => ByteTable.adopt(16, keys.subarray(1)), /whole number/);
+  // An empty table adopted (an empty file's) grows from nothing.
+  const empty = ByteTable.adopt(16, new Uint8Array(0));
+  for (let i = 0; i < 20; i++) assert.equal(empty.set(keys, i * 16, i + 5), -1);
+  for (let i = 0; i < 20; i++) assert.equal(empty.get(keys, i * 16), i + 5);
+});
