@@ -11,7 +11,11 @@
 // memory (VmHWM) and CPU time a round (both sampled from /proc while the job runs), and the same
 // rounds computed in one process without the network (the product's RidgeXUpdate and
 // AdmmStep), as a ratio, with that process's CPU time a round.
-//   npm run bench -- --scale [--scale-rows 1000000] [--rounds 20]
+//   npm run bench -- --scale [--scale-rows 1000000] [--rounds 20] [--psi-warm]
+// --psi-warm: the run keeps PSI caches (simulate --psi-cache), and a second run follows on the
+// same rows plus 1 % new ones (new ids) with the caches warm: its alignment seconds, the ids
+// the coordinator blinded and reused, and every process's peak memory, with the caches' size on
+// disk.
 // --case gisette | spam: a built-in data set through `admm-share simulate` (gisette-shaped:
 // 6000 rows x 5000 dense features, 2000 | 2000 | 1000; spam: 2048 | 4096 | 1024 sparse hashed
 // features): per-round median and p90, set-up seconds, each party's factorisation form and
@@ -21,7 +25,7 @@
 // 2 cores; docs/scaling.md, "Threads").
 //   npm run bench -- --case gisette [--rounds 20] [--party-threads 1]
 import { spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, statSync } from 'node:fs';
 import { availableParallelism, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { parseArgs } from 'node:util';
@@ -35,6 +39,7 @@ const { values } = parseArgs({
     'scale-rows': { type: 'string', default: '1000000' },
     case: { type: 'string' },
     'party-threads': { type: 'string' },
+    'psi-warm': { type: 'boolean', default: false },
   },
 });
 const root = new URL('..', import.meta.url).pathname;
@@ -205,33 +210,61 @@ async function scale(rows, rounds) {
   await writeRows(data, rows, 11);
   console.log(`${rows.toLocaleString('en')} rows x 4 parties of 100 sparse features (~6 non-zeros per party and row), ${rounds} rounds, lambda 1e-4, node ${process.version}; data ready in ${((performance.now() - t0) / 1000).toFixed(1)} s (${data})`);
   const out = mkdtempSync(join(tmpdir(), 'admm-bench-scale-'));
+  const caches = values['psi-warm'] ? join(out, 'psi-caches') : undefined;
   try {
-    const child = spawn(process.execPath, [cli, 'simulate', '--data', data, '--split', '100,100,100,100', '--rounds', String(rounds), '--out', out, '--no-baselines'], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let stderr = '';
-    child.stderr.on('data', (d) => (stderr += d));
-    child.stdout.resume();
-    const exited = new Promise((res) => child.on('close', res));
-    const { peaks, samples } = await watchProcesses(child.pid, exited, out);
-    if ((await exited) !== 0) throw new Error(`simulate failed: ${stderr.slice(-2000)}`);
-    const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
-    const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
-    const warm = Math.min(2, trace.length - 1);
-    const ms = trace.slice(warm).map((t) => t.roundSeconds * 1000);
-    // Bytes of one round (the last line also counts the final evaluation).
-    const last = trace[Math.max(0, trace.length - 2)].bytes;
-    const perRound = (b) => (b / 2 ** 20).toFixed(1);
-    const net = quantile(ms, 0.5);
-    console.log(`over the network: median ${net.toFixed(1)} ms/round, p90 ${quantile(ms, 0.9).toFixed(1)} ms (after ${warm} warm-up rounds); setup ${summary.seconds.setup.toFixed(1)} s; alignment (PSI) ${summary.alignment.seconds?.toFixed(1)} s; ${perRound(last.toCoordinator)} MiB to / ${perRound(last.fromCoordinator)} MiB from the coordinator per round`);
-    console.log(`peak resident memory: ${[...peaks].sort().map(([role, b]) => `${role} ${memory(b)}`).join(', ')}`);
-    console.log(cpuLine(cpuPerRound(samples, warm)));
-
+    const { summary, net, warm } = await scaleRun(data, rounds, join(out, 'run'), caches);
     // The same rounds in one process: the product's update code, no network.
     const { blocks, y } = await libsvmBlocks(data, [100, 100, 100, 100]);
     await oneProcess(blocks, y, 1e-4, summary.rho.initial, rounds, warm, net);
+    if (caches) {
+      // The same rows and 1 % new ones after them: the generator is sequential, so the first
+      // `rows` rows (and their ids, their row numbers) are those of the first run.
+      const more = join(dir, `train-${rows}-plus-1pct.libsvm`);
+      await writeRows(more, Math.round(rows * 1.01), 11);
+      console.log(`second job, caches warm: the same ${rows.toLocaleString('en')} rows and ${Math.round(rows * 0.01).toLocaleString('en')} new ones`);
+      await scaleRun(more, rounds, join(out, 'warm'), caches);
+      const ids = Math.round(rows * 1.01);
+      const perMillion = (b) => `${((b / ids) * 1e6 / 2 ** 20).toFixed(0)} MiB per 1e6 ids`;
+      console.log(`PSI caches on disk: party-1's ${memory(folderBytes(join(caches, 'party-party-1')))} (${perMillion(folderBytes(join(caches, 'party-party-1')))}), the coordinator's ${memory(folderBytes(join(caches, 'coordinator')))} for 4 parties (${perMillion(folderBytes(join(caches, 'coordinator')) / 4)} a party)`);
+    }
   } finally {
     rmSync(out, { recursive: true, force: true });
   }
 }
+
+/** One simulate run of the scale case: prints its figures, returns what the one-process comparison needs. */
+async function scaleRun(data, rounds, out, caches) {
+  const args = [cli, 'simulate', '--data', data, '--split', '100,100,100,100', '--rounds', String(rounds), '--out', out, '--no-baselines', ...(caches ? ['--psi-cache', caches] : [])];
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'] });
+  let stderr = '';
+  child.stderr.on('data', (d) => (stderr += d));
+  child.stdout.resume();
+  const exited = new Promise((res) => child.on('close', res));
+  mkdirSync(out, { recursive: true });
+  const { peaks, samples } = await watchProcesses(child.pid, exited, out);
+  if ((await exited) !== 0) throw new Error(`simulate failed: ${stderr.slice(-2000)}`);
+  const trace = readFileSync(join(out, 'trace.jsonl'), 'utf8').trim().split('\n').map((l) => JSON.parse(l));
+  const summary = JSON.parse(readFileSync(join(out, 'summary.json'), 'utf8'));
+  const warm = Math.min(2, trace.length - 1);
+  const ms = trace.slice(warm).map((t) => t.roundSeconds * 1000);
+  // Bytes of one round (the last line also counts the final evaluation).
+  const last = trace[Math.max(0, trace.length - 2)].bytes;
+  const perRound = (b) => (b / 2 ** 20).toFixed(1);
+  const net = quantile(ms, 0.5);
+  const work = summary.alignment.ids ? `; the coordinator blinded ${summary.alignment.ids.blinded.toLocaleString('en')} ids and reused ${summary.alignment.ids.reused.toLocaleString('en')} from its caches` : '';
+  console.log(`over the network: median ${net.toFixed(1)} ms/round, p90 ${quantile(ms, 0.9).toFixed(1)} ms (after ${warm} warm-up rounds); setup ${summary.seconds.setup.toFixed(1)} s; alignment (PSI) ${summary.alignment.seconds?.toFixed(1)} s${work}; ${perRound(last.toCoordinator)} MiB to / ${perRound(last.fromCoordinator)} MiB from the coordinator per round`);
+  console.log(`peak resident memory: ${[...peaks].sort().map(([role, b]) => `${role} ${memory(b)}`).join(', ')}`);
+  console.log(cpuLine(cpuPerRound(samples, warm)));
+  return { summary, net, warm };
+}
+
+/** Bytes of the files under a folder. */
+function folderBytes(dir) {
+  let total = 0;
+  for (const e of readdirSync(dir, { withFileTypes: true })) total += e.isDirectory() ? folderBytes(join(dir, e.name)) : statSync(join(dir, e.name)).size;
+  return total;
+}
+
 /** A built-in data set through simulate (real processes), then the same rounds in one process. */
 async function builtIn(name, rounds) {
   const out = mkdtempSync(join(tmpdir(), `admm-bench-${name}-`));

@@ -50,8 +50,8 @@ export class CoordinatorPsiCaches {
     const dir = join(this.opts.dir, 'parties', party);
     if (!this.opened.has(party)) {
       // Rotation and age apply once per process: a rejoin keeps the cache just made.
-      const { cache, why } = PsiCache.open(dir, { tables: ['own', 'peer'], maxAgeDays: this.opts.maxAgeDays, rotate: this.opts.rotate });
-      if (!cache) this.log.warn({ party, cache: dir }, `psi cache: not used (${why})`);
+      const { cache, why, first } = PsiCache.open(dir, { tables: ['own', 'peer'], maxAgeDays: this.opts.maxAgeDays, rotate: this.opts.rotate });
+      if (!cache) this.log[first ? 'info' : 'warn']({ party, cache: dir }, `psi cache: not used (${why})`);
       this.opened.set(party, cache);
     }
     const mine = this.opened.get(party);

@@ -152,6 +152,8 @@ export interface OpenedCache {
   cache?: PsiCache;
   /** Why there is no usable cache (absent, rotated, too old, corrupt: which file and what) */
   why?: string;
+  /** There was none yet (not a fault: said, not warned). */
+  first?: boolean;
 }
 
 const metaSchema = z.strictObject({
@@ -286,14 +288,14 @@ export class PsiCache {
     try {
       if (!statSync(dir).isDirectory()) throw new DataError(dir, undefined, 'not a folder (--psi-cache names a folder)');
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { why: `${dir}: no cache yet (first use)` };
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { why: `${dir}: no cache yet (first use)`, first: true };
       throw err;
     }
     const metaPath = join(dir, PSI_CACHE_META);
     try {
       statSync(metaPath);
     } catch (err) {
-      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { why: `${metaPath}: absent, no cache yet (first use)` };
+      if ((err as NodeJS.ErrnoException).code === 'ENOENT') return { why: `${metaPath}: absent, no cache yet (first use)`, first: true };
     }
     try {
       const meta = readJsonFile(metaSchema, metaPath, 'PSI cache meta');

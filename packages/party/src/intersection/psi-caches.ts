@@ -40,8 +40,8 @@ export class PartyPsiCaches {
     }
     if (!this.opened.has(name)) {
       // Rotation and age are applied once per process: a reconnection keeps the cache just made.
-      const { cache, why } = PsiCache.open(this.folder(name), { tables: ['own'], maxAgeDays: this.opts.maxAgeDays, rotate: this.opts.rotate });
-      if (!cache) this.log.warn({ cache: this.folder(name) }, `psi cache: not used (${why}): a full intersection starts a new one`);
+      const { cache, why, first } = PsiCache.open(this.folder(name), { tables: ['own'], maxAgeDays: this.opts.maxAgeDays, rotate: this.opts.rotate });
+      if (!cache) this.log[first ? 'info' : 'warn']({ cache: this.folder(name) }, `psi cache: not used (${why}): a full intersection starts a new one`);
       this.opened.set(name, cache);
     }
     return this.opened.get(name)?.id ?? null;
