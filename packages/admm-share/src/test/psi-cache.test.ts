@@ -2,7 +2,8 @@
 // on the same ids aligns from the caches (nothing blinded) and trains the same model as a run
 // without caches; damaged caches (an edited party table, swapped entries in the coordinator's
 // table, a key readable by others, a party's cache copied from another party) are each refused
-// by name and the job falls back to a full intersection with the same model.
+// by name and the job falls back to a full intersection with the same model; and online scoring
+// with the training's caches answers ids seen in training without a lookup at the parties.
 import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { chmodSync, cpSync, readFileSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
@@ -92,4 +93,47 @@ test('damaged caches are refused by name and the job falls back to a full inters
   assert.match(r.log('party-2'), /psi cache: not used \([^"]*\.key[^"]*mode 0644/);
   assert.match(r.log('coordinator'), new RegExp(`party party-3: the party holds cache ${ids['party-1'].id}, this coordinator ${ids['party-3'].id}`));
   assert.equal(r.objective, await reference);
+});
+
+test('online scoring with the training caches scores ids seen in training without a lookup at the parties, with the scores of a service without caches', async () => {
+  // (The caches are those of the last run above.)
+  const runDir = join(dir, 'damaged');
+  const token = join(dir, 'token');
+  writeFileSync(token, 'psi-cache-serve-token-0123456789\n', { mode: 0o600 });
+  const serve = async (cached: boolean) => {
+    const c = run(BIN.coordinator, ['serve', '--model', join(runDir, 'job.json'), '--port', '0', '--http-port', '0', '--http-token-file', token, '--credentials', join(runDir, 'data', 'credentials.json'), ...(cached ? ['--psi-cache', join(caches, 'coordinator')] : [])]);
+    const { port } = (await c.waitFor((r) => r.msg === 'listening')) as { port: number };
+    const { httpPort } = (await c.waitFor((r) => r.msg === 'serving POST /score')) as { httpPort: number };
+    const parties = PARTIES.map((id) =>
+      run(BIN.party, ['predict', '--coordinator', `ws://127.0.0.1:${port}`, '--id', id, '--model', join(runDir, `model-${id}.json`), '--data', join(runDir, 'data', `${id}.test.libsvm`), '--ids', 'first', '--token-file', join(runDir, 'data', `${id}.token`), '--mechanism', 'none', ...(cached ? ['--psi-cache', join(caches, `party-${id}`)] : [])]),
+    );
+    for (const p of parties) await p.waitFor((r) => r.msg === 'ids intersected (ECDH PSI)');
+    await Promise.all(PARTIES.map((id) => c.waitFor((r) => r.msg === 'party ready to score' && r.party === id)));
+    const score = async (ids: string[]) => {
+      const res = await fetch(`http://127.0.0.1:${httpPort}/score`, { method: 'POST', headers: { authorization: 'Bearer psi-cache-serve-token-0123456789', 'content-type': 'application/json' }, body: JSON.stringify({ ids }) });
+      return { status: res.status, body: (await res.json()) as { results?: { id: string; score: number }[]; error?: string } };
+    };
+    return { c, parties, score };
+  };
+  const ids = readFileSync(join(runDir, 'data', 'labels.test.csv'), 'utf8').trim().split('\n').slice(1, 21).map((l) => l.split(',')[0]);
+  const plain = await serve(false);
+  const expected = await plain.score(ids);
+  assert.equal(expected.status, 200, JSON.stringify(expected.body));
+  plain.c.child.kill('SIGTERM');
+  for (const p of [plain.c, ...plain.parties]) await p.exit;
+
+  const cached = await serve(true);
+  const got = await cached.score(ids);
+  assert.equal(got.status, 200, JSON.stringify(got.body));
+  assert.deepEqual(got.body.results, expected.body.results);
+  // An id no one holds is not in the caches: it is looked up at every party.
+  const unknown = await cached.score(['no-such-customer']);
+  assert.equal(unknown.status, 422, JSON.stringify(unknown.body));
+  cached.c.child.kill('SIGTERM');
+  for (const p of [cached.c, ...cached.parties]) await p.exit;
+  for (const p of cached.parties) {
+    const looked = p.stdout().split('\n').filter((l) => l.includes('ids looked up'));
+    assert.equal(looked.length, 1, p.stdout());
+    assert.match(looked[0], /"ids":1[,}]/);
+  }
 });
