@@ -130,6 +130,7 @@ class Coordinator {
       psiIds: { train: this.labels.ids, test: this.testLabels?.ids },
       psiSecret: () => jobSecret(cfg.out, cfg.jobId),
       progressNames: { psi: (set, what) => `${set} ${what}`, party: (party, set) => `${party} ${set} ids` },
+      watch: (step) => this.monitor?.alignment.step(step),
       rejoinTimeoutMs: cfg.rejoinTimeoutMs,
       roundTimeoutMs: cfg.roundTimeoutMs,
       heartbeatMs: cfg.heartbeatMs,
@@ -251,6 +252,7 @@ class Coordinator {
     const matched = await this.guard(parties.allJoined());
     const setupStart = performance.now();
     this.alignment.seconds = (setupStart - this.alignment.started) / 1000;
+    this.monitor?.alignment.aligned(this.alignment.seconds);
     this.phase = 'setup';
     const skip = evaluationSkipReason(this.testLabels, parties.list);
     if (skip) log.warn({ parties: skip.parties }, skip.reason);
