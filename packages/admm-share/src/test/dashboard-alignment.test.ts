@@ -1,7 +1,7 @@
 // The alignment on the job's HTTP port, over real processes: at a million rows the private set
 // intersection is most of a job's time, so /api/status, /metrics and the page show it step by
 // step while it runs. A coordinator and two parties align N generated ids (enough for each step
-// to take several chunks of 4,096, about ten seconds on two cores); the test polls the status
+// to take several chunks of 4,096, a few seconds on two cores); the test polls the status
 // API and watches the page in headless Chromium meanwhile. It must see a step part done (done <
 // total, with an estimate of the time left), the metrics at that moment, a progress bar on the
 // page; and at the end every step done with the ids each side holds (N, known from the data, not
@@ -18,8 +18,12 @@ import { BIN, killAll, run, tempDir } from './procs.js';
 
 after(killAll);
 
-/** Ids on every side: four chunks of the intersection's threads per step. */
-const N = 16_384;
+/**
+ * Ids on every side: five chunks of 4,096 per step. Two threads report the first two chunks
+ * together and the last alone, so a step is part done for two chunks' time (about 0.4 s or
+ * more), longer than the page's 250 ms between updates.
+ */
+const N = 20_480;
 
 interface Step {
   step: string;
@@ -124,6 +128,7 @@ test(`the alignment of ${N} ids on the job's HTTP port: /api/status and /metrics
   const during = seen.filter((st) => st.alignment?.phase === 'aligning');
   assert.ok(during.length >= 3, `${during.length} status answers while aligning`);
   const parts = during.flatMap((st) => st.alignment.steps.filter(running));
+  t.diagnostic(`alignment ${summary.alignment.seconds.toFixed(1)} s; ${during.length} status answers while aligning, ${parts.length} steps seen part done`);
   assert.ok(parts.some((x) => x.party !== null), `no party's step seen part done: ${JSON.stringify(during.at(-1)?.alignment)}`);
   assert.ok(parts.every((x) => x.total === N && x.etaSeconds !== null && x.etaSeconds > 0), JSON.stringify(parts.slice(0, 3)));
   assert.ok(midway, 'the metrics were scraped while a party was part done');
