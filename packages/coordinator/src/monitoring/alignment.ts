@@ -21,7 +21,7 @@ export interface AlignmentStep {
   total: number | null;
   /** Since the step was asked for (its time waiting for the threads included); fixed once it is done. */
   seconds: number;
-  /** Seconds left at the step's rate so far; 0 once done, null before it has a rate. */
+  /** Seconds left at the step's rate since its work began; 0 once done, null before its first report. */
   etaSeconds: number | null;
 }
 
@@ -51,8 +51,12 @@ interface Tracked {
   createdAt: number;
   done: number;
   total: number | null;
-  /** The first report of work done, and the last: the rate is measured between them (time queued behind other steps is not work). */
-  first?: { at: number; done: number };
+  /**
+   * When its work began, as known at its first report: the steps share the coordinator's one
+   * team of threads and run one after the other, so a step asked for while another ran began
+   * when that one ended. Its rate is measured from there (time queued is not work).
+   */
+  workFrom?: number;
   lastAt: number;
   endedAt?: number;
 }
@@ -83,11 +87,11 @@ export class AlignmentProgress {
     this.steps.set(key, t);
     return (done, total) => {
       const at = this.now();
+      t.workFrom ??= Math.max(createdAt, ...[...this.steps.values()].map((o) => (o !== t && o.endedAt !== undefined && o.endedAt <= at ? o.endedAt : -Infinity)));
       t.done = done;
       t.total = total;
       t.lastAt = at;
       if (done >= total) t.endedAt ??= at;
-      else if (!t.first && done > 0) t.first = { at, done };
     };
   }
 
@@ -123,11 +127,9 @@ export class AlignmentProgress {
   }
 }
 
-/** Seconds left at the rate since the step's first report (or, with one report, since it was asked for). */
+/** Seconds left at the step's rate since its work began. */
 function eta(t: Tracked): number | null {
   if (t.total === null || t.done <= 0) return null;
   if (t.done >= t.total) return 0;
-  const [from, done] = t.first && t.done > t.first.done ? [t.first.at, t.done - t.first.done] : [t.createdAt, t.done];
-  const perItem = (t.lastAt - from) / 1000 / done;
-  return perItem * (t.total - t.done);
+  return (((t.lastAt - (t.workFrom ?? t.createdAt)) / 1000) * (t.total - t.done)) / t.done;
 }

@@ -1,5 +1,5 @@
 // The alignment's progress as the status port shows it (monitoring/alignment.ts), on a clock
-// the test moves: the estimate of the time left is measured from a step's first report (time
+// the test moves: the estimate of the time left is measured from when a step's work began (time
 // queued behind another step is not its rate), a finished step's clock stops, a rejoining
 // party's step starts again, and the phase and seconds follow the job.
 import { test } from 'node:test';
@@ -17,26 +17,33 @@ function clocked(resumed = false) {
   return { a, at: (t: number) => (ms = t) };
 }
 
-test('a step: no total or estimate before its first report; then the rate since that report; 0 left and a stopped clock once done', () => {
+test('a step: no total or estimate before its first report; then the rate since its work began (after the step it queued behind); 0 left and a stopped clock once done', () => {
   const { a, at } = clocked();
-  const report = a.step({ set: 'train', what: 'blinding label ids', party: null });
+  const hashing = a.step({ set: 'train', what: 'hashing label ids', party: null });
+  const report = a.step({ set: 'train', what: 'intersecting ids', party: 'p1' });
   at(3000);
-  assert.deepEqual(a.status(PARTIES).steps, [{ step: 'blinding label ids', party: null, set: 'train', done: 0, total: null, seconds: 3, etaSeconds: null }]);
-  // Queued 3 s, then 1,000 ids by 4 s: one report, so the rate is from the step's start (4 ms an id).
+  hashing(500, 500);
+  assert.deepEqual(a.status(PARTIES).steps[1], { step: 'intersecting ids', party: 'p1', set: 'train', done: 0, total: null, seconds: 3, etaSeconds: null });
+  // Queued until the hashing ended at 3 s; 1,000 ids by 4 s: 1 ms an id, 9,000 left.
   at(4000);
   report(1000, 10_000);
-  assert.equal(a.status(PARTIES).steps[0].etaSeconds, 9000 * 0.004);
-  // 3,000 more by 5 s: 3,000 ids a second since the first report, 6,000 left.
+  assert.equal(a.status(PARTIES).steps[1].etaSeconds, 9);
+  // 4,000 by 5 s: 2,000 ids a second since 3 s, 6,000 left.
   at(5000);
   report(4000, 10_000);
   at(5500);
-  const mid = a.status(PARTIES).steps[0];
-  assert.deepEqual([mid.done, mid.total, mid.seconds, mid.etaSeconds], [4000, 10_000, 5.5, 2]);
+  const mid = a.status(PARTIES).steps[1];
+  assert.deepEqual([mid.done, mid.total, mid.seconds, mid.etaSeconds], [4000, 10_000, 5.5, 3]);
   at(7000);
   report(10_000, 10_000);
   at(60_000);
-  const end = a.status(PARTIES).steps[0];
+  const end = a.status(PARTIES).steps[1];
   assert.deepEqual([end.done, end.seconds, end.etaSeconds], [10_000, 7, 0]);
+  // A step asked for after the last one ended is timed from when it was asked for.
+  const late = a.step({ set: 'train', what: 'intersecting ids', party: 'p2' });
+  at(62_000);
+  late(100, 400);
+  assert.equal(a.status(PARTIES).steps[2].etaSeconds, 6);
 });
 
 test('phase and seconds: aligning (so far, waiting for the parties without a step), then done with the seconds given; failed stops the clock; a resumed job has none', () => {
