@@ -1,7 +1,8 @@
 /**
  * What the job's HTTP port shows (status-server.ts): the job's status for the dashboard and
  * its JSON API, and the Prometheus metrics. It is fed by hooks that cost a few field updates
- * per round (a trace line, each party's answer) and reads everything else (the phase, each
+ * per round (a trace line, each party's answer) or per chunk of the alignment's ids
+ * (alignment.ts), and reads everything else (the phase, each
  * party's state, bytes and rejoins, the traffic) when asked; the Prometheus metrics are
  * metrics.ts. Only job-level numbers are kept:
  * the objective, residuals and test metrics of each round, per party its answer times, bytes
@@ -253,7 +254,7 @@ export class Monitor {
     return phase === 'failed' || phase === 'done' ? 'gone' : 'waiting';
   }
 
-  private alignmentStatus() {
+  private alignmentStatus(): AlignmentStatus {
     return this.alignment.status(this.parties.map((p) => ({ id: p.id, joined: p.status !== 'absent' })));
   }
 
