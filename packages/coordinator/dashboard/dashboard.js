@@ -240,7 +240,7 @@
         el('td', x.party ?? 'coordinator (label ids)', x.party ? 'mono' : ''),
         el('td', x.set),
         cell,
-        el('td', `${x.done} / ${x.total ?? '?'}`, 'num'),
+        el('td', `${x.done} / ${x.total ?? '…'}`, 'num'),
         el('td', duration(x.seconds), 'num'),
         el('td', finished(x) ? 'done' : x.etaSeconds === null ? '–' : `about ${duration(x.etaSeconds)}`, 'num'),
       );
