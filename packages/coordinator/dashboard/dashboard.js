@@ -206,7 +206,11 @@
   function renderAlignment(s) {
     const a = s.alignment;
     const section = $('alignment');
-    section.classList.toggle('hidden', !a || (a.steps.length === 0 && a.phase !== 'aligning'));
+    const finished = (x) => x.total !== null && x.done >= x.total;
+    // While the alignment runs every step is shown; after it only a rejoining party's unfinished
+    // ones (its duration is then in the job's line).
+    const shown = !a ? [] : a.phase === 'aligning' ? a.steps : a.steps.filter((x) => !finished(x));
+    section.classList.toggle('hidden', !a || (a.phase !== 'aligning' && a.phase !== 'failed' && shown.length === 0));
     if (!a) return;
     section.dataset.phase = a.phase;
     $('alignment-line').textContent = {
@@ -218,9 +222,6 @@
     const waiting = a.waitingFor || [];
     $('alignment-waiting').classList.toggle('hidden', waiting.length === 0);
     $('alignment-waiting').textContent = `Waiting for the ids of ${waiting.map((w) => `${w.party} (${w.joined ? 'joined: it hashes and blinds its own ids first' : 'not joined yet'})`).join(', ')}.`;
-    // While the alignment runs every step is shown; after it only a rejoining party's unfinished ones.
-    const finished = (x) => x.total !== null && x.done >= x.total;
-    const shown = a.phase === 'aligning' ? a.steps : a.steps.filter((x) => !finished(x));
     $('alignment-steps').classList.toggle('hidden', shown.length === 0);
     $('alignment-steps').tBodies[0].replaceChildren(...shown.map((x) => {
       const tr = el('tr');
