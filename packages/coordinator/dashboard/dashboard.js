@@ -180,6 +180,7 @@
       j.testRows ? `${j.testRows} test rows` : null,
       `${s.parties.length} parties`,
       j.activeParty ? `active party ${j.activeParty}` : null,
+      s.alignment && s.alignment.phase === 'done' ? `ids aligned in ${duration(s.alignment.seconds)}` : null,
       `started ${new Date(j.startedAt).toLocaleString()}`,
     ];
     $('job-line').textContent = facts.filter(Boolean).join(' · ');
@@ -196,8 +197,56 @@
     error.classList.toggle('hidden', !s.error);
     error.textContent = s.error ? `The job failed: ${s.error}` : '';
 
+    renderAlignment(s);
     renderParties(s);
     renderResult(s);
+  }
+
+  // The private set intersection: most of a large job's time, before any round.
+  function renderAlignment(s) {
+    const a = s.alignment;
+    const section = $('alignment');
+    const finished = (x) => x.total !== null && x.done >= x.total;
+    // While the alignment runs every step is shown; after it only a rejoining party's unfinished
+    // ones (its duration is then in the job's line).
+    const shown = !a ? [] : a.phase === 'aligning' ? a.steps : a.steps.filter((x) => !finished(x));
+    section.classList.toggle('hidden', !a || (a.phase !== 'aligning' && a.phase !== 'failed' && shown.length === 0));
+    if (!a) return;
+    section.dataset.phase = a.phase;
+    $('alignment-line').textContent = {
+      aligning: `running for ${duration(a.seconds)}`,
+      done: `done in ${duration(a.seconds)}`,
+      failed: `stopped after ${duration(a.seconds)}`,
+      resumed: 'none before training: the job resumed from its checkpoint',
+    }[a.phase];
+    const waiting = a.waitingFor || [];
+    $('alignment-waiting').classList.toggle('hidden', waiting.length === 0);
+    $('alignment-waiting').textContent = `Waiting for the ids of ${waiting.map((w) => `${w.party} (${w.joined ? 'joined: it hashes and blinds its own ids first' : 'not joined yet'})`).join(', ')}.`;
+    $('alignment-steps').classList.toggle('hidden', shown.length === 0);
+    $('alignment-steps').tBodies[0].replaceChildren(...shown.map((x) => {
+      const tr = el('tr');
+      tr.dataset.step = x.step;
+      tr.dataset.party = x.party ?? '';
+      tr.dataset.set = x.set;
+      const bar = el('progress');
+      // Without a total yet the bar is indeterminate (a step waiting for the threads).
+      if (x.total !== null) {
+        bar.max = Math.max(1, x.total);
+        bar.value = x.done;
+      }
+      const cell = el('td');
+      cell.append(bar);
+      tr.append(
+        el('td', x.step),
+        el('td', x.party ?? 'coordinator (label ids)', x.party ? 'mono' : ''),
+        el('td', x.set),
+        cell,
+        el('td', `${x.done} / ${x.total ?? '…'}`, 'num'),
+        el('td', duration(x.seconds), 'num'),
+        el('td', finished(x) ? 'done' : x.etaSeconds === null ? '–' : `about ${duration(x.etaSeconds)}`, 'num'),
+      );
+      return tr;
+    }));
   }
 
   function renderParties(s) {

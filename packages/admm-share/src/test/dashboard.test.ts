@@ -8,50 +8,16 @@
 // CI=true a missing browser fails them instead (.ci/run installs it, so CI never skips quietly).
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
-import { execFileSync } from 'node:child_process';
-import { accessSync, constants, mkdirSync, readFileSync } from 'node:fs';
+import { mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
-import puppeteer, { type Browser, type Page } from 'puppeteer-core';
+import puppeteer, { type Browser } from 'puppeteer-core';
 import { readTrace } from '@admm-share/coordinator';
 import { DASHBOARD_LINE, SIMULATION_FILE, readSimulation } from '../simulate.js';
+import { ARTIFACTS, CHROMIUM_ARGS, chromiumPath, pageProblems, skipBrowser } from './browser.js';
 import { BIN, type Proc, STACK_LINE, killAll, run, tempDir } from './procs.js';
 import { README, fencedCommands } from './readme-blocks.js';
 
 after(killAll);
-
-/** Test artifacts (git-ignored): the screenshot CI keeps. */
-const ARTIFACTS = fileURLToPath(new URL('../../../../test-artifacts/', import.meta.url));
-
-/**
- * Chromium: $CHROMIUM_PATH, else `chromium` on the PATH (Debian's package; .ci/run installs it).
- * A CHROMIUM_PATH that names no executable is a mistake to report (the tests fail), not a
- * reason to skip.
- */
-function findChromium(): { path: string } | { missing: string } | { wrong: string } {
-  const given = process.env.CHROMIUM_PATH;
-  if (given) {
-    try {
-      accessSync(given, constants.X_OK);
-      return { path: given };
-    } catch {
-      return { wrong: `CHROMIUM_PATH=${given} is not an executable file` };
-    }
-  }
-  try {
-    return { path: execFileSync('sh', ['-c', 'command -v chromium'], { encoding: 'utf8' }).trim() };
-  } catch {
-    return { missing: "Chromium not found: the browser tests need it. Install Debian's chromium package (apt-get install chromium; .ci/run does) or set CHROMIUM_PATH" };
-  }
-}
-const chromium = findChromium();
-/** Under CI the browser tests run or fail; elsewhere a machine without Chromium skips them. */
-const skipBrowser = 'missing' in chromium && process.env.CI !== 'true' ? chromium.missing : false;
-function chromiumPath(): string {
-  if ('wrong' in chromium) throw new Error(chromium.wrong);
-  if ('missing' in chromium) throw new Error(`${chromium.missing} (CI=true: a missing browser fails)`);
-  return chromium.path;
-}
 
 /** Resolves with the first match of `re` on the process's stdout (rejects if it exits first). */
 function stdoutMatch(p: Proc, re: RegExp): Promise<RegExpMatchArray> {
@@ -84,20 +50,6 @@ const RECORDER = `
   });
 `;
 
-/**
- * What goes wrong in the page: console errors and warnings and uncaught errors, as a list the
- * test expects empty. Chromium's advice to set willReadFrequently follows the test's own
- * second canvas readback (seriesPixels), not anything the page does.
- */
-function pageProblems(page: Page): string[] {
-  const problems: string[] = [];
-  page.on('console', (m) => {
-    if ((m.type() === 'error' || m.type() === 'warn') && !m.text().includes('willReadFrequently')) problems.push(`console ${m.type()}: ${m.text()}`);
-  });
-  page.on('pageerror', (e) => problems.push(`page error: ${(e as Error).message}`));
-  return problems;
-}
-
 /** Pixels of the canvas in `#id` drawn in the colour r,g,b (the series' stroke), counted in the page. */
 const seriesPixels = (id: string, [r, g, b]: [number, number, number]) => `(() => {
   const c = document.querySelector('#${id} canvas');
@@ -113,7 +65,7 @@ test('simulate --dashboard in headless Chromium: the round counter rises, the ob
   let browser: Browser | undefined;
   t.after(() => browser?.close());
   // Launched first, so that the page is open before training starts.
-  browser = await puppeteer.launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  browser = await puppeteer.launch({ executablePath, headless: true, args: CHROMIUM_ARGS });
   const page = await browser.newPage();
   await page.setViewport({ width: 1280, height: 1400 });
   const problems = pageProblems(page);
@@ -272,7 +224,7 @@ test('a one-shot private job with label privacy: the page and the API show each 
     assert.equal(sample(`admm_epsilon_spent{party="${party}"}`), spent[party]);
   }
 
-  const browser = await puppeteer.launch({ executablePath, headless: true, args: ['--no-sandbox', '--disable-gpu', '--disable-dev-shm-usage'] });
+  const browser = await puppeteer.launch({ executablePath, headless: true, args: CHROMIUM_ARGS });
   t.after(() => browser.close());
   const page = await browser.newPage();
   const problems = pageProblems(page);

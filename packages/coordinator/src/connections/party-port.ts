@@ -4,7 +4,7 @@
  * of the private set intersection, the registry of parties, and listening with admission.
  */
 import type { Logger } from 'pino';
-import { ConfigError, PeerError, PsiTeam } from '@admm-share/core';
+import { ConfigError, PeerError, type PsiProgress, PsiTeam } from '@admm-share/core';
 import type { SampleSet } from '@admm-share/protocol';
 import { type PsiCacheFlags, Progress } from '@admm-share/runtime';
 import { LabelPsi } from '../alignment/psi.js';
@@ -40,6 +40,15 @@ export interface PartyPortOptions extends Omit<PartiesOptions, 'policy' | 'psi' 
   psiCache?: PsiCacheFlags;
   /** How the progress lines name the hashing of a set of the coordinator's ids, and one party's intersection. */
   progressNames: { psi(set: SampleSet, what: string): string; party(party: string, set: SampleSet): string };
+  /** Where else each step's progress goes, beside the terminal's bar (the job's monitor: monitoring/alignment.ts). */
+  watch?(step: PsiStep): PsiProgress | undefined;
+}
+
+/** A step of the intersection: the coordinator's label ids (`party` null) or one party's ids, of one set. */
+export interface PsiStep {
+  set: SampleSet;
+  what: string;
+  party: string | null;
 }
 
 export interface ListenOptions {
@@ -61,14 +70,23 @@ export class PartyPort {
 
   constructor(private readonly opts: PartyPortOptions) {
     const progress = new Progress();
-    this.psi = new LabelPsi(new PsiTeam(), opts.psiIds, (set, what) => progress.counter(opts.progressNames.psi(set, what)), { jobSecret: opts.psiSecret });
+    const counter = (label: string, step: PsiStep): PsiProgress => {
+      const bar = progress.counter(label);
+      const watched = opts.watch?.(step);
+      if (!watched) return bar;
+      return (done, total) => {
+        bar(done, total);
+        watched(done, total);
+      };
+    };
+    this.psi = new LabelPsi(new PsiTeam(), opts.psiIds, (set, what) => counter(opts.progressNames.psi(set, what), { set, what, party: null }), { jobSecret: opts.psiSecret });
     this.psiCaches = opts.psiCache ? new CoordinatorPsiCaches(opts.psiCache, opts.log) : undefined;
     this.parties = new Parties({
       ...opts,
       policy: { parties: opts.ids, ...opts.policy },
       psi: this.psi,
       psiCaches: this.psiCaches,
-      progress: (party, set) => progress.counter(opts.progressNames.party(party, set)),
+      progress: (party, set) => counter(opts.progressNames.party(party, set), { set, what: 'intersecting ids', party }),
     });
   }
 

@@ -131,6 +131,7 @@ class Coordinator {
       psiSecret: () => jobSecret(cfg.out, cfg.jobId),
       psiCache: cfg.psiCache,
       progressNames: { psi: (set, what) => `${set} ${what}`, party: (party, set) => `${party} ${set} ids` },
+      watch: (step) => this.monitor?.alignment.step(step),
       rejoinTimeoutMs: cfg.rejoinTimeoutMs,
       roundTimeoutMs: cfg.roundTimeoutMs,
       heartbeatMs: cfg.heartbeatMs,
@@ -253,6 +254,7 @@ class Coordinator {
     const matched = await this.guard(parties.allJoined());
     const setupStart = performance.now();
     this.alignment.seconds = (setupStart - this.alignment.started) / 1000;
+    this.monitor?.alignment.aligned(this.alignment.seconds);
     this.phase = 'setup';
     const skip = evaluationSkipReason(this.testLabels, parties.list);
     if (skip) log.warn({ parties: skip.parties }, skip.reason);

@@ -8,6 +8,7 @@ import type { CoordinatorConfig, Phase } from '../config.js';
 import type { PartyConnection } from '../connections/party-connection.js';
 import type { TestMetrics } from '../output/test-metrics.js';
 import type { TraceLine } from '../output/trace.js';
+import type { AlignmentStatus } from './alignment.js';
 
 /** How a party stands, as the dashboard and the metrics say it. */
 export const PARTY_STATES = ['waiting', 'connected', 'rejoining', 'gone'] as const;
@@ -18,6 +19,7 @@ const PHASES: readonly Phase[] = ['starting', 'waiting', 'setup', 'training', 'f
 /** What the metrics read from the monitor when scraped. */
 export interface MetricReads {
   phase(): Phase;
+  alignment(): AlignmentStatus;
   algorithm(): string;
   stateOf(p: PartyConnection): PartyState;
   epsilonSpent(m: number): number;
@@ -160,8 +162,51 @@ export class JobMetrics {
         for (const p of parties) if (p.privacy?.epsilon != null) this.set({ party: p.id }, p.privacy.epsilon);
       },
     });
+    this.alignmentGauges(reads, registers);
     if (cfg.labelPrivacy)
       new Gauge({ name: 'admm_label_epsilon', help: 'Label differential privacy at the coordinator (--label-epsilon)', registers }).set(cfg.labelPrivacy.epsilon);
+  }
+
+  /**
+   * The intersection's steps, read when scraped: ids done and the total per step, party
+   * (empty: the coordinator's label ids) and set, the time left, and the alignment's seconds.
+   */
+  private alignmentGauges(reads: MetricReads, registers: Registry[]): void {
+    const labelNames = ['step', 'party', 'set'] as const;
+    const labels = (s: AlignmentStatus['steps'][number]) => ({ step: s.step, party: s.party ?? '', set: s.set });
+    const perStep = (name: string, help: string, value: (s: AlignmentStatus['steps'][number]) => number | null) =>
+      new Gauge({
+        name,
+        help,
+        labelNames,
+        registers,
+        collect() {
+          this.reset();
+          for (const s of reads.alignment().steps) {
+            const v = value(s);
+            if (v !== null) this.set(labels(s), v);
+          }
+        },
+      });
+    perStep('admm_alignment_ids_done', 'Ids done by each step of the private set intersection (party empty: the coordinator\'s label ids)', (s) => s.done);
+    perStep('admm_alignment_ids_total', 'Ids each step of the private set intersection has to do, once it has reported', (s) => s.total);
+    perStep('admm_alignment_eta_seconds', 'Estimated seconds left in each running step of the private set intersection (0 once done)', (s) => s.etaSeconds);
+    new Gauge({
+      name: 'admm_alignment_seconds',
+      help: 'Seconds of the private set intersection: so far while it runs, its total once every party is aligned',
+      registers,
+      collect() {
+        this.set(reads.alignment().seconds ?? 0);
+      },
+    });
+    new Gauge({
+      name: 'admm_alignment_running',
+      help: 'Whether the private set intersection is running (1) or over (0: done, failed, or a resumed job)',
+      registers,
+      collect() {
+        this.set(reads.alignment().phase === 'aligning' ? 1 : 0);
+      },
+    });
   }
 
   /** A round's trace line: the round gauges. */

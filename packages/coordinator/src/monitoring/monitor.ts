@@ -1,7 +1,8 @@
 /**
  * What the job's HTTP port shows (status-server.ts): the job's status for the dashboard and
  * its JSON API, and the Prometheus metrics. It is fed by hooks that cost a few field updates
- * per round (a trace line, each party's answer) and reads everything else (the phase, each
+ * per round (a trace line, each party's answer) or per chunk of the alignment's ids
+ * (alignment.ts), and reads everything else (the phase, each
  * party's state, bytes and rejoins, the traffic) when asked; the Prometheus metrics are
  * metrics.ts. Only job-level numbers are kept:
  * the objective, residuals and test metrics of each round, per party its answer times, bytes
@@ -12,9 +13,11 @@ import type { CoordinatorConfig, Phase } from '../config.js';
 import type { Traffic } from '../bytes.js';
 import type { PartyConnection } from '../connections/party-connection.js';
 import type { Summary, TestMetrics, TraceLine } from '../output/summary.js';
+import { AlignmentProgress, type AlignmentStatus } from './alignment.js';
 import { JobMetrics, type PartyState } from './metrics.js';
 
 export { PARTY_STATES, type PartyState } from './metrics.js';
+export type { AlignmentPhase, AlignmentStatus, AlignmentStep } from './alignment.js';
 
 /** Answers to a training request (an ADMM round, an SGD step or epoch, a one-shot release or fit): their latency is a party's round time. */
 const ROUND_REPLIES: ReadonlySet<PartyMessage['type']> = new Set(['share', 'exhausted', 'batchScores', 'released', 'fitted']);
@@ -89,6 +92,8 @@ export interface JobStatus {
   };
   phase: Phase;
   elapsedSeconds: number;
+  /** The private set intersection's progress, step by step, and its seconds (alignment.ts). */
+  alignment: AlignmentStatus;
   round: number;
   latest: RoundPoint | null;
   /** The last evaluation on the test set. */
@@ -116,6 +121,8 @@ interface LastReply {
 export class Monitor {
   /** The Prometheus metrics of the job (metrics.ts), read by GET /metrics. */
   readonly metrics: JobMetrics;
+  /** The intersection's steps, fed by the parties' port (PartyPortOptions.watch). */
+  readonly alignment: AlignmentProgress;
   private readonly history: RoundPoint[] = [];
   /**
    * Each kept point as JSON, made when first asked for (never on the training path) and kept
@@ -145,8 +152,10 @@ export class Monitor {
     this.info = { algorithm: cfg.algorithm, rows: NaN, testRows: NaN, maxRounds: cfg.maxRounds };
     this.lastReply = parties.map(() => undefined);
     this.epsilonSpent = parties.map(() => 0);
+    this.alignment = new AlignmentProgress(cfg.resume);
     this.metrics = new JobMetrics(cfg, parties, traffic, {
       phase,
+      alignment: () => this.alignmentStatus(),
       algorithm: () => this.info.algorithm,
       stateOf: (p) => this.stateOf(p),
       epsilonSpent: (m) => this.epsilonSpent[m],
@@ -227,6 +236,7 @@ export class Monitor {
   }
 
   failed(message: string): void {
+    this.alignment.failed();
     this.error ??= message;
     this.endedAt ??= performance.now();
   }
@@ -242,6 +252,10 @@ export class Monitor {
     if (p.status === 'away') return phase === 'failed' ? 'gone' : 'rejoining';
     if (p.status === 'closed') return 'gone';
     return phase === 'failed' || phase === 'done' ? 'gone' : 'waiting';
+  }
+
+  private alignmentStatus(): AlignmentStatus {
+    return this.alignment.status(this.parties.map((p) => ({ id: p.id, joined: p.status !== 'absent' })));
   }
 
   /** The rounds kept for the charts (a copy). */
@@ -305,6 +319,7 @@ export class Monitor {
       },
       phase: this.phase(),
       elapsedSeconds: ((this.endedAt ?? performance.now()) - this.t0) / 1000,
+      alignment: this.alignmentStatus(),
       round: this.lastRound,
       latest: this.history.at(-1) ?? null,
       test: this.lastTest,

@@ -252,7 +252,9 @@ class EventStream {
       this.sentRound = rounds.last;
     }
     const status = this.monitor.status();
-    const state = JSON.stringify({ ...status, elapsedSeconds: 0 });
+    // The clocks alone (the job's, the alignment's) are not a change: they are sent every STATE_REFRESH_MS.
+    const a = status.alignment;
+    const state = JSON.stringify({ ...status, elapsedSeconds: 0, alignment: { ...a, seconds: 0, steps: a.steps.map((x) => ({ ...x, seconds: 0, etaSeconds: null })) } });
     const now = performance.now();
     if (last || state !== this.sentState || now - this.sentAt >= STATE_REFRESH_MS) {
       out += event('state', status);
