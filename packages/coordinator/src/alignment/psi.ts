@@ -194,6 +194,8 @@ export class LabelPsi {
       this.work.blinded += got.computed;
       this.work.reused += msg.points.length / POINT_BYTES - got.computed;
       blinded = got.points;
+      // The progress counted only the points blinded: all are in place now.
+      progress(blinded.length / POINT_BYTES, blinded.length / POINT_BYTES);
     } else {
       this.work.blinded += msg.points.length / POINT_BYTES;
       blinded = await blind(msg.points);
