@@ -162,12 +162,43 @@ export class LabelPsi {
     this.work.reused += ids.length - missing.length;
     const shuffle = this.order(`${set} ${party}`, missing.length);
     const order = Uint32Array.from(shuffle, (j) => missing[j]);
-    const points = await this.hashAndBlind(
-      Array.from(order, (r) => ids[r]),
-      cache.key,
-      set,
-    );
+    const hashed = await this.hashedRows(set, order);
+    this.work.blinded += order.length;
+    const points = await this.pool.blind(hashed, cache.key, false, this.progress(set, 'blinding label ids'), true);
     return { points, order, cached: { digests, ab } };
+  }
+
+  /** Per set, H(x) of the label rows hashed so far (for parties with a cache, each blinding them with its own key). */
+  private readonly hashed = new Map<SampleSet, { points: Uint8Array; done: Uint8Array; last: Promise<unknown> }>();
+
+  /**
+   * H(x) of these label rows, in this order: each row hashed once for every party with a cache
+   * (the runs queue one after the other, so two parties never hash the same row twice).
+   */
+  private hashedRows(set: SampleSet, rows: Uint32Array): Promise<Uint8Array> {
+    const ids = this.labelIds(set);
+    let h = this.hashed.get(set);
+    if (!h) {
+      h = { points: new Uint8Array(ids.length * POINT_BYTES), done: new Uint8Array(ids.length), last: Promise.resolve() };
+      this.hashed.set(set, h);
+    }
+    const state = h;
+    const run = state.last.then(async () => {
+      const todo = rows.filter((r) => !state.done[r]);
+      if (todo.length > 0) {
+        const fresh = await this.pool.hash(
+          Array.from(todo, (r) => ids[r]),
+          this.progress(set, 'hashing label ids'),
+        );
+        todo.forEach((r, j) => {
+          state.points.set(fresh.subarray(j * POINT_BYTES, (j + 1) * POINT_BYTES), r * POINT_BYTES);
+          state.done[r] = 1;
+        });
+      }
+      return pickRows(state.points, POINT_BYTES, rows);
+    });
+    state.last = run.catch(() => undefined);
+    return run;
   }
 
   private async hashAndBlind(ids: string[], key: Uint8Array, set: SampleSet): Promise<Uint8Array> {

@@ -21,8 +21,10 @@ export async function cachedPoints(table: PointCache, keys: Uint8Array, keyBytes
   const missing = table.lookup(keys, points);
   if (missing.length === 0) return { points, computed: 0 };
   const fresh = await compute(missing);
-  for (let j = 0; j < missing.length; j++) points.set(fresh.subarray(j * POINT_BYTES, (j + 1) * POINT_BYTES), missing[j] * POINT_BYTES);
   table.add(keys, fresh, missing);
+  // None cached (a first intersection): the computed points are all of them, in order.
+  if (missing.length === points.length / POINT_BYTES) return { points: fresh, computed: missing.length };
+  for (let j = 0; j < missing.length; j++) points.set(fresh.subarray(j * POINT_BYTES, (j + 1) * POINT_BYTES), missing[j] * POINT_BYTES);
   return { points, computed: missing.length };
 }
 
