@@ -124,11 +124,6 @@ export class LabelPsi {
     return { points: (await s).points, cache: { id: partner.cache.id, warm: partner.warm } };
   }
 
-  /** The number of label points a party's answer holds for a set. */
-  async sent(party: string, set: SampleSet): Promise<number> {
-    return (await this.psi(party, set)).points.length / POINT_BYTES;
-  }
-
   private labelIds(set: SampleSet): readonly string[] {
     const ids = this.ids[set];
     if (!ids) throw new Error(`internal: no ${set} labels to align`);
@@ -268,20 +263,26 @@ export class LabelPsi {
   }
 
   /**
-   * Online scoring: the positions in `party`'s list (its `index`) of one request's ids, or -1.
-   * Ids the party's cache has H(id)^(ab) of are looked up at once; the others are hashed,
-   * blinded with a and sent to the party (`ask`, a `lookup`; nothing is sent when there are
-   * none), whose answer is compared with the index and kept in the cache's memory.
+   * Online scoring: one request's ids, to be looked up at each party; the points under the job's
+   * key are made once, for every party without a cache.
    */
-  async lookup(party: string, index: PartyIndex, ids: readonly string[], ask: (points: Uint8Array) => Promise<Uint8Array>): Promise<Int32Array> {
-    const partner = this.partners.get(party);
-    const positions = new Int32Array(ids.length).fill(-1);
-    if (!partner) {
-      const found = await ask(await this.blindIds(ids, this.key));
-      for (let i = 0; i < ids.length; i++) positions[i] = index.get(found, i * POINT_BYTES);
-      return positions;
-    }
-    const cache = partner.cache;
+  lookups(ids: readonly string[]): (party: string, index: PartyIndex, ask: (points: Uint8Array) => Promise<Uint8Array>) => Promise<Int32Array> {
+    let shared: Promise<Uint8Array> | undefined;
+    return (party, index, ask) => {
+      const partner = this.partners.get(party);
+      if (partner) return this.cachedLookup(partner.cache, index, ids, ask);
+      shared ??= this.blindIds(ids, this.key);
+      return shared.then(ask).then((found) => Int32Array.from(ids, (_, i) => index.get(found, i * POINT_BYTES)));
+    };
+  }
+
+  /**
+   * The positions in a party's list (its `index`) of one request's ids, or -1: ids whose
+   * H(id)^(ab) its cache holds are looked up at once; the others are hashed, blinded with a and
+   * sent to the party (`ask`, a `lookup`; nothing is sent when there are none), and its answer
+   * joins the cache.
+   */
+  private async cachedLookup(cache: PsiCache, index: PartyIndex, ids: readonly string[], ask: (points: Uint8Array) => Promise<Uint8Array>): Promise<Int32Array> {
     const digests = cache.digests(ids);
     const got = await cachedPoints(cache.table('own'), digests, DIGEST_BYTES, async (missing) =>
       ask(
@@ -292,8 +293,7 @@ export class LabelPsi {
       ),
     );
     this.work.reused += ids.length - got.computed;
-    for (let i = 0; i < ids.length; i++) positions[i] = index.get(got.points, i * POINT_BYTES);
-    return positions;
+    return Int32Array.from(ids, (_, i) => index.get(got.points, i * POINT_BYTES));
   }
 
   /** Ids hashed onto the curve and blinded with `key`, in their order. */

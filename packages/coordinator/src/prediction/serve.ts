@@ -82,14 +82,14 @@ export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle>
   };
 
   /** One party's part of a request: its positions of the ids (-1: not held) and its scores of the rows it holds. */
-  const partOf = (p: PartyConnection, ids: readonly string[]) =>
+  const partOf = (p: PartyConnection, lookup: ReturnType<typeof net.psi.lookups>) =>
     queued(p, async () => {
       const index = indexOf(p);
       const jobId = cfg.jobId;
       try {
         // Ids whose points the PSI cache holds are not asked for again.
         const ask = async (points: Uint8Array) => (await p.request(encode({ type: 'lookup', jobId, points }), ['found'], { jobId, lookupIds: points.length / POINT_BYTES })).points;
-        const positions = await net.psi.lookup(p.id, index, ids, ask);
+        const positions = await lookup(p.id, index, ask);
         const held = Uint32Array.from(positions.filter((v) => v >= 0));
         return { positions, ...(await net.score(p, held)) };
       } catch (err) {
@@ -105,7 +105,8 @@ export async function serve(cfg: ServeConfig, log: Logger): Promise<ServeHandle>
   const scoreIds = async (ids: string[], charge: () => void) => {
     for (const p of net.parties.list) indexOf(p);
     charge();
-    const parts = await Promise.all(net.parties.list.map((p) => partOf(p, ids)));
+    const lookup = net.psi.lookups(ids);
+    const parts = await Promise.all(net.parties.list.map((p) => partOf(p, lookup)));
     const positions = parts.map((r) => r.positions);
     let lacking: string[][];
     try {
