@@ -53,6 +53,7 @@ export async function simulate(opts: SimulateOptions, out: NodeJS.WriteStream = 
   out.write(describeData(data));
   out.write(describePrivacy(opts.privacy, job.files.parties.map((p) => p.id), opts.activeParty, opts.algorithm));
   out.write(describeLabelPrivacy(opts));
+  if (opts.psiCache) out.write(`psi caches: every process keeps its intersection's keys and blinded ids under ${opts.psiCache} (a later run on the same ids blinds only new ones; docs/privacy.md 11.7)\n`);
 
   const children = new Set<Child>();
   const cleanup = () => killAll(children);
