@@ -7,9 +7,9 @@
  * only when both hold the same one, and otherwise starts a new one and says why.
  */
 import { randomBytes } from 'node:crypto';
-import { existsSync, mkdirSync, readFileSync } from 'node:fs';
+import { accessSync, constants, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { DataError, PsiCache, writeFileAtomic } from '@admm-share/core';
+import { ConfigError, DataError, PsiCache, writeFileAtomic } from '@admm-share/core';
 import { PSI_CACHE_ID_RE } from '@admm-share/protocol';
 
 /** The cache an intersection with one party uses. */
@@ -41,12 +41,31 @@ export class CoordinatorPsiCaches {
     private readonly opts: PsiCacheOptions,
     private readonly log: CacheLog,
   ) {
-    mkdirSync(join(opts.dir, 'parties'), { recursive: true, mode: 0o700 });
-    this.name = cacheName(join(opts.dir, 'name'));
+    try {
+      mkdirSync(join(opts.dir, 'parties'), { recursive: true, mode: 0o700 });
+      accessSync(join(opts.dir, 'parties'), constants.W_OK);
+      this.name = cacheName(join(opts.dir, 'name'));
+    } catch (err) {
+      if (err instanceof DataError) throw err;
+      throw new ConfigError(`--psi-cache ${opts.dir}: cannot keep caches there (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    }
   }
 
-  /** The cache for `party`, whose hello named `announced` (null: none usable). */
-  forParty(party: string, announced: string | null): PartyCache {
+  /**
+   * The cache for `party`, whose hello named `announced` (null: none usable); undefined when
+   * its folder cannot be read or written (logged; the party is then aligned without a cache).
+   */
+  forParty(party: string, announced: string | null): PartyCache | undefined {
+    try {
+      return this.cacheFor(party, announced);
+    } catch (err) {
+      if (!(err as NodeJS.ErrnoException).code) throw err;
+      this.log.warn({ party, err: (err as Error).message }, 'psi cache: the folder cannot be used: no cache with this party');
+      return undefined;
+    }
+  }
+
+  private cacheFor(party: string, announced: string | null): PartyCache {
     const dir = join(this.opts.dir, 'parties', party);
     if (!this.opened.has(party)) {
       // Rotation and age apply once per process: a rejoin keeps the cache just made.

@@ -25,6 +25,7 @@ import {
   type PsiTeam,
   type PsiProgress,
   ByteTable,
+  PointCache,
   POINT_BYTES,
   PointError,
   cachedPoints,
@@ -61,8 +62,12 @@ export type PartyIndex = ByteTable;
 export class LabelPsi {
   /** Without a cache: the same label points for every party. */
   private readonly sets = new Map<SampleSet, Promise<LabelSet>>();
-  /** Per party with a cache: its cache and its label points. */
-  private readonly partners = new Map<string, PartyCache & { sets: Map<SampleSet, Promise<LabelSet>> }>();
+  /**
+   * Per party with a cache: its cache, its label points, whether the cache was too full to keep
+   * new points, and the answers to online lookups (kept in memory only: a lookup's answer is not
+   * checked, so it never joins a cache that later jobs align from).
+   */
+  private readonly partners = new Map<string, PartyCache & { sets: Map<SampleSet, Promise<LabelSet>>; full: boolean; lookedUp: PointCache }>();
   /** Label ids per set (0: the coordinator has no such set). */
   readonly counts: { train: number; test: number };
   readonly work: PsiCounts = { blinded: 0, reused: 0 };
@@ -98,13 +103,20 @@ export class LabelPsi {
    * before is forgotten), or with none (the job's key, the same points as every such party).
    */
   useCache(party: string, c: PartyCache | undefined): void {
+    const partner = this.partners.get(party);
     if (!c) this.partners.delete(party);
-    else if (this.partners.get(party)?.cache !== c.cache) this.partners.set(party, { ...c, sets: new Map() });
+    else if (partner?.cache === c.cache) partner.warm = c.warm;
+    else this.partners.set(party, { ...c, sets: new Map(), full: false, lookedUp: new PointCache(DIGEST_BYTES) });
   }
 
   /** What the summary says of the intersection's work (output/summary.ts alignmentWork). */
-  report(): { ids: PsiCounts; caches: Record<string, { id: string; warm: boolean }> } {
-    return { ids: { ...this.work }, caches: Object.fromEntries([...this.partners].map(([party, c]) => [party, { id: c.cache.id, warm: c.warm }])) };
+  report(): { ids: PsiCounts; caches: Record<string, { id: string; warm: boolean; full?: true }> } {
+    return { ids: { ...this.work }, caches: Object.fromEntries([...this.partners].map(([party, c]) => [party, { id: c.cache.id, warm: c.warm, ...(c.full ? { full: true as const } : {}) }])) };
+  }
+
+  /** Whether the cache used with `party` was too full to keep the points new in this job. */
+  cacheFull(party: string): boolean {
+    return this.partners.get(party)?.full ?? false;
   }
 
   /** The `psi` points of a set for every party without a cache (computed on first use, then the same for every rejoin). */
@@ -219,6 +231,7 @@ export class LabelPsi {
       const got = await cachedPoints(partner.cache.table('peer'), msg.points, POINT_BYTES, (missing) => blind(pickRows(msg.points, POINT_BYTES, missing)));
       this.work.blinded += got.computed;
       this.work.reused += msg.points.length / POINT_BYTES - got.computed;
+      if (got.full) partner.full = true;
       blinded = got.points;
       // The progress counted only the points blinded: all are in place now.
       progress(blinded.length / POINT_BYTES, blinded.length / POINT_BYTES);
@@ -245,7 +258,7 @@ export class LabelPsi {
       const sent = new Uint8Array(positions.length);
       for (const row of labels.order) sent[row] = 1;
       for (let row = 0; row < positions.length; row++) if (!sent[row]) place(row, labels.cached.ab, row * POINT_BYTES);
-      partner.cache.table('own').add(labels.cached.digests, msg.labelPoints, labels.order);
+      if (!partner.cache.table('own').add(labels.cached.digests, msg.labelPoints, labels.order)) partner.full = true;
     }
     return { positions, index };
   }
@@ -270,7 +283,7 @@ export class LabelPsi {
     let shared: Promise<Uint8Array> | undefined;
     return (party, index, ask) => {
       const partner = this.partners.get(party);
-      if (partner) return this.cachedLookup(partner.cache, index, ids, ask);
+      if (partner) return this.cachedLookup(partner.cache, partner.lookedUp, index, ids, ask);
       shared ??= this.blindIds(ids, this.key);
       return shared.then(ask).then((found) => Int32Array.from(ids, (_, i) => index.get(found, i * POINT_BYTES)));
     };
@@ -278,22 +291,26 @@ export class LabelPsi {
 
   /**
    * The positions in a party's list (its `index`) of one request's ids, or -1: ids whose
-   * H(id)^(ab) its cache holds are looked up at once; the others are hashed, blinded with a and
-   * sent to the party (`ask`, a `lookup`; nothing is sent when there are none), and its answer
-   * joins the cache.
+   * H(id)^(ab) its cache holds (from its intersections), or this process looked up before, are
+   * found at once; the others are hashed, blinded with a and sent to the party (`ask`, a
+   * `lookup`; nothing is sent when there are none), and its answer is kept in `lookedUp`.
    */
-  private async cachedLookup(cache: PsiCache, index: PartyIndex, ids: readonly string[], ask: (points: Uint8Array) => Promise<Uint8Array>): Promise<Int32Array> {
+  private async cachedLookup(cache: PsiCache, lookedUp: PointCache, index: PartyIndex, ids: readonly string[], ask: (points: Uint8Array) => Promise<Uint8Array>): Promise<Int32Array> {
     const digests = cache.digests(ids);
-    const got = await cachedPoints(cache.table('own'), digests, DIGEST_BYTES, async (missing) =>
-      ask(
-        await this.blindIds(
-          Array.from(missing, (i) => ids[i]),
-          cache.key,
+    const known = await cachedPoints(cache.table('own'), digests, DIGEST_BYTES, async (missing) => {
+      const more = await cachedPoints(lookedUp, pickRows(digests, DIGEST_BYTES, missing), DIGEST_BYTES, async (asked) =>
+        ask(
+          await this.blindIds(
+            Array.from(asked, (j) => ids[missing[j]]),
+            cache.key,
+          ),
         ),
-      ),
-    );
-    this.work.reused += ids.length - got.computed;
-    return Int32Array.from(ids, (_, i) => index.get(got.points, i * POINT_BYTES));
+      );
+      return more.points;
+      // (Not kept in the cache's table, which later jobs align from.)
+    }, false);
+    this.work.reused += ids.length - known.computed;
+    return Int32Array.from(ids, (_, i) => index.get(known.points, i * POINT_BYTES));
   }
 
   /** Ids hashed onto the curve and blinded with `key`, in their order. */

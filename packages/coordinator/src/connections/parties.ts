@@ -245,6 +245,7 @@ export class Parties {
           matched[msg.set] = positions;
           if (!sets.every((s) => matched[s])) return;
           psi.saveCache(p.id, !this.opts.onIndex);
+          if (psi.cacheFull(p.id)) this.opts.log.warn({ party: p.id }, 'psi cache: full, the new points are not kept (--psi-rotate starts a new cache)');
           if (current()) done(matched);
         });
       });

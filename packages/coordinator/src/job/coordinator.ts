@@ -129,7 +129,9 @@ class Coordinator {
       policy: { credentials: cfg.credentials, jobId: cfg.jobId, maxRows: this.maxRows },
       psiIds: { train: this.labels.ids, test: this.testLabels?.ids },
       psiSecret: () => jobSecret(cfg.out, cfg.jobId),
-      psiCache: cfg.psiCache,
+      // A resumed job keeps the caches its parties were aligned with: rotating, or ageing out,
+      // mid-job would send them label points under a new key, which they refuse (docs/privacy.md 11.7).
+      psiCache: cfg.psiCache && cfg.resume ? { ...cfg.psiCache, rotate: false, maxAgeDays: Infinity } : cfg.psiCache,
       progressNames: { psi: (set, what) => `${set} ${what}`, party: (party, set) => `${party} ${set} ids` },
       watch: (step) => this.monitor?.alignment.step(step),
       rejoinTimeoutMs: cfg.rejoinTimeoutMs,

@@ -29,12 +29,12 @@ export const ALIGNMENT_METHOD = { method: 'ecdh-psi', group: 'X25519 (Curve25519
 /**
  * The coordinator's work in an intersection: ids it hashed and blinded (its ids, once per key,
  * and every party's points) and ids whose points came from a PSI cache; per party with a cache
- * (--psi-cache on both sides), the cache's id and whether it was warm. Absent from files of
- * versions before the caches.
+ * (--psi-cache on both sides), the cache's id, whether it was warm, and whether it was too full
+ * to keep this job's new points. Absent from files of versions before the caches.
  */
 export const alignmentWork = {
   ids: z.strictObject({ blinded: z.int().min(0), reused: z.int().min(0) }).optional(),
-  caches: z.record(z.string(), z.strictObject({ id: z.string(), warm: z.boolean() })).optional(),
+  caches: z.record(z.string(), z.strictObject({ id: z.string(), warm: z.boolean(), full: z.literal(true).optional() })).optional(),
 };
 
 /** How rows were aligned: always the private set intersection (docs/privacy.md, section 11). */

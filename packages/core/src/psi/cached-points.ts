@@ -5,27 +5,28 @@
 import type { PointCache } from './psi-cache.js';
 import { POINT_BYTES } from './psi.js';
 
-/** The points of some keys, and how many of them were computed (not in the cache). */
+/** The points of some keys, how many of them were computed (not in the cache), and whether those could not join it (full). */
 export interface CachedPoints {
   points: Uint8Array;
   computed: number;
+  full: boolean;
 }
 
 /**
  * Every key's point (keyBytes a key): cached ones from `table`, the others from `compute`
  * (given the indices of the keys that have none, it returns their points in that order),
- * which are then added to the table.
+ * which are then added to the table (unless `keep` is false).
  */
-export async function cachedPoints(table: PointCache, keys: Uint8Array, keyBytes: number, compute: (missing: Uint32Array) => Promise<Uint8Array>): Promise<CachedPoints> {
+export async function cachedPoints(table: PointCache, keys: Uint8Array, keyBytes: number, compute: (missing: Uint32Array) => Promise<Uint8Array>, keep = true): Promise<CachedPoints> {
   const points = new Uint8Array((keys.length / keyBytes) * POINT_BYTES);
   const missing = table.lookup(keys, points);
-  if (missing.length === 0) return { points, computed: 0 };
+  if (missing.length === 0) return { points, computed: 0, full: false };
   const fresh = await compute(missing);
-  table.add(keys, fresh, missing);
+  const full = keep && !table.add(keys, fresh, missing);
   // None cached (a first intersection): the computed points are all of them, in order.
-  if (missing.length === points.length / POINT_BYTES) return { points: fresh, computed: missing.length };
+  if (missing.length === points.length / POINT_BYTES) return { points: fresh, computed: missing.length, full };
   for (let j = 0; j < missing.length; j++) points.set(fresh.subarray(j * POINT_BYTES, (j + 1) * POINT_BYTES), missing[j] * POINT_BYTES);
-  return { points, computed: missing.length };
+  return { points, computed: missing.length, full };
 }
 
 /** The rows `which` of `bytes` (width bytes each), in that order. */

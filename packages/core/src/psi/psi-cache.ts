@@ -53,6 +53,13 @@ export type CacheTableName = 'own' | 'peer';
 /** Key width of each table: an id's digest, or the point the partner sent. */
 const TABLE_KEY_BYTES: Readonly<Record<CacheTableName, 16 | 32>> = { own: PSI_DIGEST_BYTES, peer: POINT_BYTES };
 
+/**
+ * The most entries a table keeps: 2^23, below what ByteTable's hash spreads (2^24 keys), about
+ * 400 MB of a party's table on disk and 540 MB in memory. Every job adds the ids it has not seen;
+ * rotation (--psi-rotate, --psi-max-age) starts anew.
+ */
+export const PSI_CACHE_MAX_ENTRIES = 1 << 23;
+
 /** One table of points: keyBytes-wide keys -> 32-byte points (POINT_BYTES). */
 export class PointCache {
   readonly keyBytes: 16 | 32;
@@ -105,12 +112,18 @@ export class PointCache {
     return misses.slice(0, m);
   }
 
-  /** Adds (or replaces) points: key i of `keys` gets points[j*32..] for the j-th index of `which` (all keys in order when `which` is absent). Marks the table changed. */
-  add(keys: Uint8Array, points: Uint8Array, which?: Uint32Array): void {
+  /**
+   * Adds (or replaces) points: key i of `keys` gets points[j*32..] for the j-th index of `which`
+   * (all keys in order when `which` is absent). Marks the table changed. Returns false, adding
+   * nothing, when the table would hold more than PSI_CACHE_MAX_ENTRIES (a full cache is used
+   * as it is until it is rotated).
+   */
+  add(keys: Uint8Array, points: Uint8Array, which?: Uint32Array): boolean {
     const n = this.#count(keys);
     const m = which === undefined ? n : which.length;
     if (points.length !== m * POINT_BYTES) throw new RangeError(`PointCache.add: ${points.length} bytes of points for ${m} keys`);
     const index = this.#index;
+    if (index.size + m > PSI_CACHE_MAX_ENTRIES) return false;
     index.reserve(index.size + m);
     if (index.size + m > this.#capacity) this.#grow(Math.max(index.size + m, Math.ceil(this.#capacity * 1.125)));
     const kb = this.keyBytes;
@@ -128,6 +141,7 @@ export class PointCache {
       for (let b = 0; b < POINT_BYTES; b++) own[to + b] = points[from + b];
     }
     if (m > 0) this.changed = true;
+    return true;
   }
 
   /** The keys and their points in the order first added (views, valid until the next add). */

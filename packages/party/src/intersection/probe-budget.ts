@@ -98,15 +98,18 @@ export class ProbeBudget {
    * A `psi`'s label set, before any blinding: a set this party answered for the job already
    * is free; a new one is charged, or refused (ProbeRefused) if it is a different set beyond
    * --max-label-sets-per-job, not of the first set's size, or beyond the day's budget.
+   * `ownNewKey`: the set comes under a new PSI cache this party had to start because it could
+   * not use its own (psi-caches.ts): one set more than the limit, of any size, is allowed, since
+   * only the party can cause it (the day's budget still applies).
    */
-  labelSet(jobId: string, set: SampleSet, digest: string, ids: number): { charged: boolean; sets: number; today: number; cap: number } {
+  labelSet(jobId: string, set: SampleSet, digest: string, ids: number, ownNewKey = false): { charged: boolean; sets: number; today: number; cap: number } {
     const f = this.load();
     const spent = this.spent(f);
     const cap = this.limits.idsPerDay;
     const job = f.jobs.find((j) => j.coordinator === this.coordinator && j.jobId === jobId && j.set === set);
     if (job?.digests.includes(digest)) return { charged: false, sets: job.digests.length, today: spent[this.kind], cap };
     const fields = { jobId, set, labelIds: ids, setsAnswered: job?.digests.length ?? 0, answeredToday: spent[this.kind], cap };
-    if (job) {
+    if (job && !(ownNewKey && job.digests.length <= this.limits.labelSetsPerJob)) {
       const after = `job ${jobId}: a different ${set} label set of ${ids} ids after ${job.digests.length} of ${job.labelIds} ids`;
       if (ids !== job.labelIds) throw new ProbeRefused(`${after}; a rejoin resends the same set, and a restarted coordinator the same ids`, fields);
       if (job.digests.length >= this.limits.labelSetsPerJob)

@@ -5,9 +5,14 @@
  * hello; the coordinator's psi says whether the intersection uses it (warm) or a new one it
  * names, which replaces it. Anything that makes a cache unusable (absent, corrupt, rotated,
  * too old) is logged with its reason, and the intersection is a full one with a new cache.
+ *
+ * One coordinator name per process: a coordinator that presents another name on a later
+ * connection gets no cache at all (the process's own key), so that it cannot make the party
+ * hash and blind all its ids anew at every connection.
  */
+import { accessSync, constants, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { PsiCache } from '@admm-share/core';
+import { ConfigError, PsiCache } from '@admm-share/core';
 import { ProtocolError } from '@admm-share/protocol';
 
 /** runtime's PsiCacheFlags: the folder, --psi-rotate (applied once per process) and --psi-max-age. */
@@ -24,27 +29,46 @@ export interface CacheLog {
 }
 
 export class PartyPsiCaches {
-  /** Per coordinator cache name: the cache opened (or made), or undefined when none is usable yet. */
-  private readonly opened = new Map<string, PsiCache | undefined>();
+  /** The coordinator's cache name this process uses, and its cache (undefined: none usable yet). */
+  private current: { name: string; cache: PsiCache | undefined } | undefined;
+  /** This party could not use the cache it had (corrupt, rotated, too old): a new key is its own doing. */
+  private lost = false;
 
   constructor(
     private readonly opts: PsiCacheOptions,
     private readonly log: CacheLog,
-  ) {}
+  ) {
+    try {
+      mkdirSync(opts.dir, { recursive: true, mode: 0o700 });
+      accessSync(opts.dir, constants.W_OK);
+    } catch (err) {
+      throw new ConfigError(`--psi-cache ${opts.dir}: cannot write there (${(err as NodeJS.ErrnoException).code ?? (err as Error).message})`);
+    }
+  }
 
-  /** The hello's psiCache for a coordinator that names its caches `name` (absent: it keeps none). */
+  /** The hello's psiCache for a coordinator that names its caches `name` (absent: none, the process's own key). */
   announce(name: string | undefined): string | null | undefined {
     if (name === undefined) {
       this.log.info({}, 'psi cache: the coordinator keeps no PSI cache (no --psi-cache there): a full intersection with a key of this process');
       return undefined;
     }
-    if (!this.opened.has(name)) {
+    if (this.current && this.current.name !== name) {
+      this.log.warn({ name, was: this.current.name }, 'psi cache: the coordinator names another cache than on its first connection: none is used with it in this process');
+      return undefined;
+    }
+    if (!this.current) {
       // Rotation and age are applied once per process: a reconnection keeps the cache just made.
       const { cache, why, first } = PsiCache.open(this.folder(name), { tables: ['own'], maxAgeDays: this.opts.maxAgeDays, rotate: this.opts.rotate });
       if (!cache) this.log[first ? 'info' : 'warn']({ cache: this.folder(name) }, `psi cache: not used (${why}): a full intersection starts a new one`);
-      this.opened.set(name, cache);
+      this.lost = !cache && !first;
+      this.current = { name, cache };
     }
-    return this.opened.get(name)?.id ?? null;
+    return this.current.cache?.id ?? null;
+  }
+
+  /** Whether this party could not use its own cache in this process: a new label set under a new key is then its own doing (probe-budget.ts). */
+  get ownCacheLost(): boolean {
+    return this.lost;
   }
 
   /**
@@ -52,16 +76,16 @@ export class PartyPsiCaches {
    * fault); new, made now with that id and a new key, replacing whatever this party had.
    */
   use(name: string | undefined, announced: string | null | undefined, c: { id: string; warm: boolean }): PsiCache {
-    if (name === undefined || announced === undefined) throw new ProtocolError('unexpected', 'psi.cache: this party named no PSI cache in its hello');
-    const current = this.opened.get(name);
+    const current = this.current;
+    if (name === undefined || announced === undefined || current?.name !== name) throw new ProtocolError('unexpected', 'psi.cache: this party named no PSI cache in its hello');
     if (c.warm) {
-      if (!current || current.id !== c.id || announced !== c.id) throw new ProtocolError('invalid', `psi.cache: warm cache ${c.id}, but this party named ${announced ?? 'none'}`);
-      return current;
+      if (!current.cache || current.cache.id !== c.id || announced !== c.id) throw new ProtocolError('invalid', `psi.cache: warm cache ${c.id}, but this party named ${announced ?? 'none'}`);
+      return current.cache;
     }
-    if (current?.id === c.id) return current;
+    if (current.cache?.id === c.id) return current.cache;
     const made = PsiCache.create(this.folder(name), { tables: ['own'], id: c.id });
-    this.log.info({ cache: made.dir, id: made.id }, `psi cache: a new cache with this coordinator${current ? ` (replacing ${current.id}, which it does not have)` : ''}`);
-    this.opened.set(name, made);
+    this.log.info({ cache: made.dir, id: made.id }, `psi cache: a new cache with this coordinator${current.cache ? ` (replacing ${current.cache.id}, which it does not have)` : ''}`);
+    current.cache = made;
     return made;
   }
 

@@ -25,18 +25,21 @@ interface OwnSet {
   points: Promise<SpilledBytes>;
 }
 
-/** What the last intersection of a set cost: ids hashed and blinded, and ids whose points came from the cache. */
+/** What the last intersection of a set cost: ids hashed and blinded, ids whose points came from the cache, and whether the cache was too full to keep the new ones. */
 export interface OwnCost {
   blinded: number;
   reused: number;
+  cacheFull?: true;
 }
 
 /** Bytes of a cache's digest of an id (PsiCache.digests). */
 const DIGEST_BYTES = 16;
 
 export class PartyPsi {
-  /** This process's key, or the cache's (useCache). */
-  private key = newPsiKey();
+  /** This process's own key, used with a coordinator that keeps no cache. */
+  private readonly processKey = newPsiKey();
+  /** The key in use: this process's, or the cache's (useCache). */
+  private key = this.processKey;
   private cache: PsiCache | undefined;
   private readonly own = new Map<SampleSet, OwnSet>();
   /** Per set, what its own points cost (once computed). */
@@ -81,9 +84,17 @@ export class PartyPsi {
   useCache(cache: PsiCache | undefined): void {
     if (cache === this.cache) return;
     this.cache = cache;
-    this.key = cache?.key ?? newPsiKey();
+    this.key = cache?.key ?? this.processKey;
     this.own.clear();
     this.answered.clear();
+  }
+
+  /**
+   * The intersection is over (the set-up, or a first request to score, has come): the cache's
+   * table (48 bytes an id) is freed, after every set's points joined it.
+   */
+  settle(): void {
+    this.cache?.release();
   }
 
   /**
@@ -135,9 +146,7 @@ export class PartyPsi {
         const digests = cache.digests(shuffled);
         const got = await cachedPoints(cache.table('own'), digests, DIGEST_BYTES, (missing) => blind(selectIds(shuffled, missing)));
         cache.save();
-        // The table (48 bytes an id) is read again, and checked, if another set needs it.
-        cache.release();
-        this.costs.set(set, { blinded: got.computed, reused: ids.length - got.computed });
+        this.costs.set(set, { blinded: got.computed, reused: ids.length - got.computed, ...(got.full ? { cacheFull: true as const } : {}) });
         return new SpilledBytes(got.points);
       })();
       own = { order, points };

@@ -32,9 +32,12 @@ export function onPsi(s: SessionState, env: SessionEnv, msg: Psi): Outcome {
   const { set, jobId } = msg;
   env.psi.useCache(psiCache(s, env, points.cache));
   const digest = createHash('sha256').update(points.points).digest('hex');
-  const probe = chargeLabelSet(env, jobId, set, digest, labelIds);
+  // A new cache after this party lost its own (corrupt, rotated, too old) is a new key of its own doing: one more set for the job is allowed.
+  const ownNewKey = points.cache?.warm === false && env.psiCaches?.ownCacheLost === true;
+  const probe = chargeLabelSet(env, jobId, set, digest, labelIds, ownNewKey);
   const work = env.psi.answer(set, points.points, digest).then((answer): Outcome => {
     const cost = env.psi.costs.get(set);
+    if (cost?.cacheFull) env.log.warn({ set }, 'psi cache: full, the new ids are not kept (--psi-rotate starts a new cache)');
     env.log.info({ set, labelIds, ids: answer.points.length / POINT_BYTES, seconds: (performance.now() - t0) / 1000, ...cost, ...(points.cache ? { cache: points.cache.id, warm: points.cache.warm } : {}), ...probe }, 'ids intersected (ECDH PSI)');
     if (s.connection !== connection) return reply();
     // Read from their temporary files a frame at a time, as the message is sent.
@@ -48,10 +51,10 @@ export function onPsi(s: SessionState, env: SessionEnv, msg: Psi): Outcome {
  * The label set checked against this party's probe budget before any blinding (a set answered
  * for this job already is free): a refusal is logged and closes the connection (4004).
  */
-function chargeLabelSet(env: SessionEnv, jobId: string, set: SampleSet, digest: string, labelIds: number): { labelSets: number; probeIdsToday: number; probeIdsCap: number } | undefined {
+function chargeLabelSet(env: SessionEnv, jobId: string, set: SampleSet, digest: string, labelIds: number, ownNewKey: boolean): { labelSets: number; probeIdsToday: number; probeIdsCap: number } | undefined {
   if (!env.probe || labelIds === 0) return undefined;
   try {
-    const c = env.probe.labelSet(jobId, set, digest, labelIds);
+    const c = env.probe.labelSet(jobId, set, digest, labelIds, ownNewKey);
     return { labelSets: c.sets, probeIdsToday: c.today, probeIdsCap: c.cap };
   } catch (err) {
     if (!(err instanceof ProbeRefused)) throw err;

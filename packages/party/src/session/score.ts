@@ -43,6 +43,7 @@ export function onScore(s: SessionState, env: SessionEnv, msg: Score): Outcome {
   expectPhase(s, 'setup');
   const { scorer, ledger } = scoringEnv(env, 'score');
   if (!s.psiSets.has('train')) throw new ProtocolError('unexpected', 'score before psi');
+  env.psi.settle();
   const rows = env.psi.fileRows('train', msg.rows);
   const scores = scorer.score(rows, ledger, s.jobId!);
   refuseNonFinite(() => 'score: the scores overflowed', scores);

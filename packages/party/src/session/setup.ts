@@ -46,6 +46,7 @@ function testSource(env: SessionEnv, msg: Setup): SessionRows['X'] | undefined {
 
 export function onSetup(s: SessionState, env: SessionEnv, msg: Setup): Outcome {
   expectPhase(s, 'setup');
+  env.psi.settle();
   // The intersection's messages and points are garbage by now; the rows selected come next.
   collectGarbage();
   const { privacy } = env;
