@@ -1,12 +1,13 @@
 // The party's side of the private set intersection, with the coordinator's side done here by
 // hand (hash, blind with a key a, match): the positions the party's answer yields map back,
 // through fileRows, to the rows of the party's file that hold those ids; a repeat is the same
-// answer, a new coordinator key still gives the same rows, and bad label points are refused.
+// answer, a new coordinator key still gives the same rows, and bad label points are refused;
+// with a PSI cache, both sets' points are kept and reused by a later process.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
-import { PsiTeam, type SpilledBytes, blindPoints, hashToPoints, newPsiKey, packIds, pointKeys } from '@admm-share/core';
+import { PsiCache, PsiTeam, type SpilledBytes, blindPoints, hashToPoints, newPsiKey, packIds, pointKeys } from '@admm-share/core';
 import { ProtocolError } from '@admm-share/protocol';
-import { readAll } from '@admm-share/core/test-support';
+import { readAll, tempDir } from '@admm-share/core/test-support';
 import { PartyPsi } from '../intersection/psi.js';
 
 const quiet = () => () => undefined;
@@ -51,4 +52,31 @@ test('a repeated psi gets the same answer; a label point off the curve, or a set
   await assert.rejects(psi.answer('test', labels), (err: unknown) => err instanceof ProtocolError && /psi for the test set, but this party has no test set/.test(err.message));
   assert.throws(() => psi.fileRows('test', Uint32Array.of(0)), /never asked to intersect its test ids/);
   assert.deepEqual(psi.fileRows('test', new Uint32Array(0)), new Uint32Array(0));
+});
+
+test('with a cache, the points of both sets answered at once are all kept, and a later process blinds none of them again', async (t) => {
+  const dir = tempDir(t);
+  const train = Array.from({ length: 300 }, (_, i) => `t-${i}`);
+  const test_ = Array.from({ length: 200 }, (_, i) => `s-${i}`);
+  const ids = { train: packIds(train), test: packIds(test_) };
+  const labels = blindPoints(hashToPoints(['t-1', 's-2']), newPsiKey());
+  const cache = PsiCache.create(dir, { tables: ['own'], id: 'c'.repeat(32) });
+  const psi = new PartyPsi(new PsiTeam(), ids, quiet);
+  psi.useCache(cache);
+  // Both sets' points are computed side by side, into one table.
+  const [a, b] = await Promise.all([psi.answer('train', labels.slice()), psi.answer('test', labels.slice())]);
+  psi.settle();
+  assert.deepEqual(psi.costs.get('train'), { blinded: 300, reused: 0 });
+  assert.deepEqual(psi.costs.get('test'), { blinded: 200, reused: 0 });
+  const { cache: reopened } = PsiCache.open(dir, { tables: ['own'], maxAgeDays: 1 });
+  assert.equal(reopened?.table('own').size, 500);
+  const later = new PartyPsi(new PsiTeam(), ids, quiet);
+  later.useCache(reopened);
+  const [c, d] = await Promise.all([later.answer('train', labels.slice()), later.answer('test', labels.slice())]);
+  assert.deepEqual(later.costs.get('train'), { blinded: 0, reused: 300 });
+  assert.deepEqual(later.costs.get('test'), { blinded: 0, reused: 200 });
+  // The same points (in each process's own order): the same key.
+  const sorted = (x: SpilledBytes) => pointKeys(readAll(x)).sort();
+  assert.deepEqual(sorted(c.points), sorted(a.points));
+  assert.deepEqual(sorted(d.points), sorted(b.points));
 });
