@@ -1,7 +1,7 @@
 // The probe budget's file on its own (intersection/probe-budget.ts), with the day set by the
 // test: counts start again on a new UTC day while the label sets of each job are kept, two
 // processes on one file add up, every malformed file is refused naming it, and only the most
-// recent jobs are remembered.
+// recent jobs are remembered; a party that lost its own PSI cache may answer one set more.
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { readFileSync, statSync, writeFileSync } from 'node:fs';
@@ -81,4 +81,14 @@ test('only the 64 most recent jobs are remembered: the file stays small', (t) =>
   assert.equal(jobs[0].jobId, 'job-6');
   // A forgotten job's set counts as new again.
   assert.equal(b.labelSet('job-0', 'train', digest(0), 1).charged, true);
+});
+
+test("a new set under a PSI cache the party had to start itself is allowed once beyond the limit, of any size; the day's budget still applies", (t) => {
+  const b = new ProbeBudget(join(tempDir(t), 'b.json'), URL_A, 'training', { ...LIMITS, labelSetsPerJob: 1 }, () => '2026-11-28');
+  // A warm first set: only the label ids new to the cache.
+  b.labelSet('j', 'train', digest(1), 5);
+  assert.throws(() => b.labelSet('j', 'train', digest(2), 40), /a different train label set of 40 ids after 1 of 5 ids/);
+  assert.deepEqual(b.labelSet('j', 'train', digest(2), 40, true), { charged: true, sets: 2, today: 45, cap: 100 });
+  assert.throws(() => b.labelSet('j', 'train', digest(3), 40, true), /a different train label set of 40 ids after 2 of 5 ids/);
+  assert.throws(() => b.labelSet('k', 'train', digest(4), 5).charged && b.labelSet('k', 'train', digest(5), 60, true), /candidate ids were answered today/);
 });
