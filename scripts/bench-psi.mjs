@@ -22,6 +22,13 @@ import { PartyPsi } from '@admm-share/party';
 const { values } = parseArgs({ options: { sizes: { type: 'string', default: '100000,1000000' } } });
 const quiet = () => () => undefined;
 const seconds = (t0) => (performance.now() - t0) / 1000;
+/** Seconds of `fn`: wall and CPU (every thread of this process: the worker threads are in it). */
+async function timed(fn) {
+  const [t0, c0] = [performance.now(), process.cpuUsage()];
+  const value = await fn();
+  const c = process.cpuUsage(c0);
+  return { value, wall: seconds(t0), cpu: (c.user + c.system) / 1e6 };
+}
 const pool = new PsiTeam();
 const cores = availableParallelism();
 
@@ -55,11 +62,15 @@ console.log(
 );
 
 /**
- * Seconds the primitives alone take for n ids over every core: each thread hashes
- * (SHA-512 of a tag and the id, one map) if `hash`, then does `x25519` scalar multiplications
- * per id, over its share of the ids; the slowest thread's loop, without its start.
+ * What the primitives alone take for n ids over every core (wall and CPU seconds, threads'
+ * start included as a side's are): each thread hashes (SHA-512 of a tag and the id, one map)
+ * if `hash`, then does `x25519` scalar multiplications per id, over its share of the ids.
  */
-async function floor(n, hash, x25519) {
+function floor(n, hash, x25519) {
+  return timed(() => floorRun(n, hash, x25519));
+}
+
+async function floorRun(n, hash, x25519) {
   const code = `
     const { parentPort, workerData: { path, from, to, hash, x25519 } } = require('node:worker_threads');
     const sodium = require(path);
@@ -69,7 +80,6 @@ async function floor(n, hash, x25519) {
     const digest = Buffer.alloc(64), key = Buffer.alloc(32, 7);
     const points = [Buffer.alloc(32), Buffer.alloc(32), Buffer.alloc(32)];
     sodium.crypto_scalarmult_base(points[0], key);
-    const t0 = performance.now();
     for (let i = from; i < to; i++) {
       if (hash) {
         const len = msg.write('customer-' + i, tag.length);
@@ -79,15 +89,14 @@ async function floor(n, hash, x25519) {
       }
       for (let k = 0; k < x25519; k++) sodium.crypto_scalarmult(points[k + 1], key, points[k]);
     }
-    parentPort.postMessage(performance.now() - t0);`;
+    parentPort.postMessage(0);`;
   const share = Math.ceil(n / cores);
-  const times = await Promise.all(
+  await Promise.all(
     Array.from({ length: cores }, (_, t) => {
       const w = new Worker(code, { eval: true, workerData: { path: sodiumPath, from: t * share, to: Math.min(n, (t + 1) * share), hash, x25519 } });
       return new Promise((resolve, reject) => w.once('message', resolve).once('error', reject)).finally(() => w.terminate());
     }),
   );
-  return Math.max(...times) / 1000;
 }
 
 console.log(`ECDH PSI over X25519, ${cores} cores, one party, every id in the intersection`);
@@ -96,38 +105,35 @@ for (const n of values.sizes.split(',').map(Number)) {
   const labels = Array.from({ length: n }, (_, i) => `customer-${i}`);
   const own = Array.from({ length: n }, (_, i) => `customer-${n - 1 - i}`);
   const labelFloor = await floor(n, true, 1);
-  let t0 = performance.now();
   const coordinator = new LabelPsi(pool, { train: labels, test: undefined }, quiet);
-  const points = await coordinator.points('train');
-  const label = seconds(t0);
+  const label = await timed(() => coordinator.points('train'));
   const partyFloor = await floor(n, true, 2);
-  t0 = performance.now();
   // Resident memory (this process and its worker threads) sampled while the party answers.
   const rss0 = process.memoryUsage().rss;
   let rssPeak = rss0;
   const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 50);
-  const answer = await new PartyPsi(pool, { train: packIds(own), test: undefined }, quiet).answer('train', points);
+  const party = await timed(() => new PartyPsi(pool, { train: packIds(own), test: undefined }, quiet).answer('train', label.value));
   clearInterval(sampler);
-  const party = seconds(t0);
   // The answer as the party sends it, read back from its temporary files.
   const whole = (b) => {
     const into = new Uint8Array(b.length);
     b.readAt(0, into);
     return into;
   };
-  const msg = { type: 'ids', jobId: 'bench', set: 'train', points: whole(answer.points), labelPoints: whole(answer.labelPoints) };
+  const msg = { type: 'ids', jobId: 'bench', set: 'train', points: whole(party.value.points), labelPoints: whole(party.value.labelPoints) };
   const matchFloor = await floor(n, false, 1);
-  t0 = performance.now();
-  const { positions } = await coordinator.match('party', msg, () => undefined);
-  const match = seconds(t0);
-  if (positions.some((p) => p < 0)) throw new Error('an id did not match');
+  const match = await timed(() => coordinator.match('party', msg, () => undefined));
+  if (match.value.positions.some((p) => p < 0)) throw new Error('an id did not match');
   const side = (s) => Math.round(n / s).toLocaleString('en');
+  const row = (name, a, b, c) => `${name.padEnd(10)} ${a.toFixed(1).padStart(10)} s ${b.toFixed(1).padStart(20)} s ${c.toFixed(1).padStart(14)} s      `;
   console.log(
-    `${n.toExponential(0).padEnd(10)} ${label.toFixed(1).padStart(10)} s ${party.toFixed(1).padStart(20)} s ${match.toFixed(1).padStart(14)} s      ` +
-      `party ${side(party)}, coordinator ${side(label + match)}; party's answer: resident memory up to ${((rssPeak - rss0) / 2 ** 20).toFixed(0)} MB above its start`,
+    row(n.toExponential(0), label.wall, party.wall, match.wall) +
+      `party ${side(party.wall)}, coordinator ${side(label.wall + match.wall)}; party's answer: resident memory up to ${((rssPeak - rss0) / 2 ** 20).toFixed(0)} MB above its start`,
   );
-  console.log(
-    `${'floor'.padEnd(10)} ${labelFloor.toFixed(1).padStart(10)} s ${partyFloor.toFixed(1).padStart(20)} s ${matchFloor.toFixed(1).padStart(14)} s      ` +
-      `party ${(party / partyFloor).toFixed(2)}x its floor, coordinator ${((label + match) / (labelFloor + matchFloor)).toFixed(2)}x (label points ${(label / labelFloor).toFixed(2)}x, match ${(match / matchFloor).toFixed(2)}x)`,
-  );
+  const ratios = (k) =>
+    `party ${(party[k] / partyFloor[k]).toFixed(2)}x its floor, coordinator ${((label[k] + match[k]) / (labelFloor[k] + matchFloor[k])).toFixed(2)}x ` +
+    `(label points ${(label[k] / labelFloor[k]).toFixed(2)}x, match ${(match[k] / matchFloor[k]).toFixed(2)}x)`;
+  console.log(row('floor', labelFloor.wall, partyFloor.wall, matchFloor.wall) + ratios('wall'));
+  // CPU seconds of the same runs: the per-id overhead, whatever else the machine runs meanwhile.
+  console.log(row('CPU', label.cpu, party.cpu, match.cpu) + `of a floor of ${labelFloor.cpu.toFixed(1)}, ${partyFloor.cpu.toFixed(1)} and ${matchFloor.cpu.toFixed(1)} s: ` + ratios('cpu'));
 }

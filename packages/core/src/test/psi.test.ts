@@ -5,6 +5,7 @@
 // ones), on the calling thread and across worker threads alike. The hash itself and the twist
 // are in psi-hash.test.ts and psi-twist.test.ts.
 import { test } from 'node:test';
+import { randomFillSync } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { ed25519, x25519 } from '@noble/curves/ed25519.js';
 import { type PackedIds, POINT_BYTES, PointError, PsiTeam, blindPoints, checkPoints, hashToPoints, newPsiKey, packIds, pointKeys, randomPermutation, selectIds, sliceIds } from '../index.js';
@@ -173,6 +174,22 @@ test('the PSI team gives the calling thread\'s results across worker threads, an
   assert.deepEqual(order, ['a', 'bad', 'b'], events.join(', '));
   // The chain of runs ends in nothing: a finished run's array is not held until the next one.
   assert.equal(await (pool as unknown as { last: Promise<unknown> }).last, undefined);
+});
+
+test('the PSI team checks on the calling thread in slices, naming a bad point by its index in the whole set', async () => {
+  // Random bytes with the top bit cleared: canonical points but for a chance of 2^-250 (the check reads only the bytes).
+  const points = randomFillSync(new Uint8Array(70000 * 32));
+  for (let i = 31; i < points.length; i += 32) points[i] &= 0x7f;
+  const pool = new PsiTeam({ threads: 2, inlineBelow: 0 });
+  const progress: number[] = [];
+  await pool.check(points, (done) => progress.push(done));
+  assert.deepEqual(progress, [65536, 70000]);
+  points.fill(0, 69000 * 32, 69001 * 32);
+  await assert.rejects(pool.check(points), (err: unknown) => err instanceof PointError && err.index === 69000 && /identity/.test(err.message));
+  await assert.rejects(pool.check(points.subarray(0, 33)), /points are 32 bytes each/);
+  // The team goes on after a failed check, and its threads, parked between runs, take the next one.
+  assert.deepEqual(await pool.hash(ids(9000)), hashToPoints(ids(9000)));
+  assert.deepEqual(await pool.hash(ids(9000, 'again-')), hashToPoints(ids(9000, 'again-')));
 });
 
 test("the PSI team's afterChunk runs on the calling thread after each chunk's result is in place, before its progress", async () => {
