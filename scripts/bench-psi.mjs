@@ -3,14 +3,18 @@
 // work for one party whose n ids all match n label ids, with the real classes the processes
 // run (LabelPsi at the coordinator, PartyPsi at a party) over every core, one side at a time
 // (as on two machines). Prints seconds and ids per second per side, how far resident memory
-// rose while the party answered, and each side's floor: what libsodium's own primitives cost
-// for the same ids on the same cores (per id and side: SHA-512 of the id, two Elligator maps
-// and an Edwards addition to hash it onto the group, and two X25519 to blind it and the other
-// side's point), with the ratio of the measured time to it; asserts nothing.
+// rose while the party answered, and each side's floor: libsodium's own primitives for the
+// same ids over the same cores, run just before the side itself (so that both see the same
+// load on a shared machine), and the ratio of the side's time to it. The floor per id: at a
+// party SHA-512, one Elligator map and two X25519 (its own id and a label id); at the
+// coordinator SHA-512, one map and one X25519 per label id, and one X25519 per party id. It
+// leaves out what any implementation adds (the Edwards-to-Montgomery conversion, the point
+// checks, the threads' messages), which is what the ratio measures. Asserts nothing.
 //   npm run bench:psi [-- --sizes 100000,1000000]
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
+import { Worker } from 'node:worker_threads';
 import { PsiTeam, packIds } from '@admm-share/core';
 import { LabelPsi } from '@admm-share/coordinator';
 import { PartyPsi } from '@admm-share/party';
@@ -18,6 +22,13 @@ import { PartyPsi } from '@admm-share/party';
 const { values } = parseArgs({ options: { sizes: { type: 'string', default: '100000,1000000' } } });
 const quiet = () => () => undefined;
 const seconds = (t0) => (performance.now() - t0) / 1000;
+/** Seconds of `fn`: wall and CPU (every thread of this process: the worker threads are in it). */
+async function timed(fn) {
+  const [t0, c0] = [performance.now(), process.cpuUsage()];
+  const value = await fn();
+  const c = process.cpuUsage(c0);
+  return { value, wall: seconds(t0), cpu: (c.user + c.system) / 1e6 };
+}
 const pool = new PsiTeam();
 const cores = availableParallelism();
 
@@ -33,56 +44,96 @@ function microseconds(op, reps = 4000) {
 }
 
 // libsodium through the core package's own dependency.
-const sodium = createRequire(new URL('../packages/core/package.json', import.meta.url))('sodium-native');
+const sodiumPath = createRequire(new URL('../packages/core/package.json', import.meta.url)).resolve('sodium-native');
+const sodium = createRequire(import.meta.url)(sodiumPath);
 const bytes = (n, fill) => Buffer.alloc(n, fill);
-const [scalar, uniform, edwards, other, out, digest] = [bytes(32, 7), bytes(32, 9), bytes(32), bytes(32), bytes(32), bytes(64)];
-sodium.crypto_core_ed25519_from_uniform(edwards, uniform);
-sodium.crypto_core_ed25519_from_uniform(other, bytes(32, 3));
+const [scalar, uniform, out, digest] = [bytes(32, 7), bytes(32, 9), bytes(32), bytes(64)];
 const montgomery = bytes(32);
 sodium.crypto_scalarmult_base(montgomery, scalar);
 const cost = {
   sha512: microseconds((i) => sodium.crypto_hash_sha512(digest, Buffer.from(`customer-${i}`))),
   map: microseconds(() => sodium.crypto_core_ed25519_from_uniform(out, uniform)),
-  add: microseconds(() => sodium.crypto_core_ed25519_add(out, edwards, other)),
   x25519: microseconds(() => sodium.crypto_scalarmult(out, scalar, montgomery)),
 };
-const perId = cost.sha512 + 2 * cost.map + cost.add + 2 * cost.x25519;
 console.log(
-  `libsodium here, one thread: SHA-512 ${cost.sha512.toFixed(1)} us, Elligator map ${cost.map.toFixed(1)} us, Edwards add ${cost.add.toFixed(1)} us, X25519 ${cost.x25519.toFixed(1)} us; ` +
-    `floor per id and side ${perId.toFixed(0)} us, ${((1e6 * perId) / 1e6 / cores).toFixed(1)} s for 1e6 ids on ${cores} cores`,
+  `libsodium here, one thread: SHA-512 ${cost.sha512.toFixed(1)} us, Elligator map ${cost.map.toFixed(1)} us, X25519 ${cost.x25519.toFixed(1)} us; ` +
+    `floor per id: a party ${(cost.sha512 + cost.map + 2 * cost.x25519).toFixed(0)} us, ${((cost.sha512 + cost.map + 2 * cost.x25519) / cores).toFixed(1)} s for 1e6 ids on ${cores} cores; ` +
+    `the coordinator ${(cost.sha512 + cost.map + cost.x25519).toFixed(0)} us per label id and ${cost.x25519.toFixed(0)} us per party id`,
 );
+
+/**
+ * What the primitives alone take for n ids over every core (wall and CPU seconds, threads'
+ * start included as a side's are): each thread hashes (SHA-512 of a tag and the id, one map)
+ * if `hash`, then does `x25519` scalar multiplications per id, over its share of the ids.
+ */
+function floor(n, hash, x25519) {
+  return timed(() => floorRun(n, hash, x25519));
+}
+
+async function floorRun(n, hash, x25519) {
+  const code = `
+    const { parentPort, workerData: { path, from, to, hash, x25519 } } = require('node:worker_threads');
+    const sodium = require(path);
+    const tag = Buffer.from('admm-share psi v2 X25519 ELL2 single-map SHA-512\\0', 'latin1');
+    const msg = Buffer.alloc(tag.length + 64);
+    tag.copy(msg);
+    const digest = Buffer.alloc(64), key = Buffer.alloc(32, 7);
+    const points = [Buffer.alloc(32), Buffer.alloc(32), Buffer.alloc(32)];
+    sodium.crypto_scalarmult_base(points[0], key);
+    for (let i = from; i < to; i++) {
+      if (hash) {
+        const len = msg.write('customer-' + i, tag.length);
+        sodium.crypto_hash_sha512(digest, msg.subarray(0, tag.length + len));
+        // Read as a u-coordinate the map's output is as good an input as any: X25519 takes constant time.
+        sodium.crypto_core_ed25519_from_uniform(points[0], digest.subarray(0, 32));
+      }
+      for (let k = 0; k < x25519; k++) sodium.crypto_scalarmult(points[k + 1], key, points[k]);
+    }
+    parentPort.postMessage(0);`;
+  const share = Math.ceil(n / cores);
+  await Promise.all(
+    Array.from({ length: cores }, (_, t) => {
+      const w = new Worker(code, { eval: true, workerData: { path: sodiumPath, from: t * share, to: Math.min(n, (t + 1) * share), hash, x25519 } });
+      return new Promise((resolve, reject) => w.once('message', resolve).once('error', reject)).finally(() => w.terminate());
+    }),
+  );
+}
+
 console.log(`ECDH PSI over X25519, ${cores} cores, one party, every id in the intersection`);
 console.log('ids        coordinator: label points   party: answer   coordinator: match   per side (ids/s)');
 for (const n of values.sizes.split(',').map(Number)) {
   const labels = Array.from({ length: n }, (_, i) => `customer-${i}`);
   const own = Array.from({ length: n }, (_, i) => `customer-${n - 1 - i}`);
-  let t0 = performance.now();
+  const labelFloor = await floor(n, true, 1);
   const coordinator = new LabelPsi(pool, { train: labels, test: undefined }, quiet);
-  const points = await coordinator.points('train');
-  const label = seconds(t0);
-  t0 = performance.now();
+  const label = await timed(() => coordinator.points('train'));
+  const partyFloor = await floor(n, true, 2);
   // Resident memory (this process and its worker threads) sampled while the party answers.
   const rss0 = process.memoryUsage().rss;
   let rssPeak = rss0;
   const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 50);
-  const answer = await new PartyPsi(pool, { train: packIds(own), test: undefined }, quiet).answer('train', points);
+  const party = await timed(() => new PartyPsi(pool, { train: packIds(own), test: undefined }, quiet).answer('train', label.value));
   clearInterval(sampler);
-  const party = seconds(t0);
-  t0 = performance.now();
   // The answer as the party sends it, read back from its temporary files.
   const whole = (b) => {
     const into = new Uint8Array(b.length);
     b.readAt(0, into);
     return into;
   };
-  const { positions } = await coordinator.match('party', { type: 'ids', jobId: 'bench', set: 'train', points: whole(answer.points), labelPoints: whole(answer.labelPoints) }, () => undefined);
-  const match = seconds(t0);
-  if (positions.some((p) => p < 0)) throw new Error('an id did not match');
+  const msg = { type: 'ids', jobId: 'bench', set: 'train', points: whole(party.value.points), labelPoints: whole(party.value.labelPoints) };
+  const matchFloor = await floor(n, false, 1);
+  const match = await timed(() => coordinator.match('party', msg, () => undefined));
+  if (match.value.positions.some((p) => p < 0)) throw new Error('an id did not match');
   const side = (s) => Math.round(n / s).toLocaleString('en');
-  const floor = (n * perId) / 1e6 / cores;
+  const row = (name, a, b, c) => `${name.padEnd(10)} ${a.toFixed(1).padStart(10)} s ${b.toFixed(1).padStart(20)} s ${c.toFixed(1).padStart(14)} s      `;
   console.log(
-    `${n.toExponential(0).padEnd(10)} ${label.toFixed(1).padStart(10)} s ${party.toFixed(1).padStart(20)} s ${match.toFixed(1).padStart(14)} s      ` +
-      `party ${side(party)}, coordinator ${side(label + match)}; party's answer: resident memory up to ${((rssPeak - rss0) / 2 ** 20).toFixed(0)} MB above its start`,
+    row(n.toExponential(0), label.wall, party.wall, match.wall) +
+      `party ${side(party.wall)}, coordinator ${side(label.wall + match.wall)}; party's answer: resident memory up to ${((rssPeak - rss0) / 2 ** 20).toFixed(0)} MB above its start`,
   );
-  console.log(`${''.padEnd(10)} floor of each side ${floor.toFixed(1)} s: party ${(party / floor).toFixed(2)}x, coordinator ${((label + match) / floor).toFixed(2)}x`);
+  const ratios = (k) =>
+    `party ${(party[k] / partyFloor[k]).toFixed(2)}x its floor, coordinator ${((label[k] + match[k]) / (labelFloor[k] + matchFloor[k])).toFixed(2)}x ` +
+    `(label points ${(label[k] / labelFloor[k]).toFixed(2)}x, match ${(match[k] / matchFloor[k]).toFixed(2)}x)`;
+  console.log(row('floor', labelFloor.wall, partyFloor.wall, matchFloor.wall) + ratios('wall'));
+  // CPU seconds of the same runs: the per-id overhead, whatever else the machine runs meanwhile.
+  console.log(row('CPU', label.cpu, party.cpu, match.cpu) + `of a floor of ${labelFloor.cpu.toFixed(1)}, ${partyFloor.cpu.toFixed(1)} and ${matchFloor.cpu.toFixed(1)} s: ` + ratios('cpu'));
 }

@@ -1,8 +1,10 @@
 // The private set intersection: what the coordinator sees of a party's ids (the party's and
 // the coordinator's real code, in one process, with the coordinator's key known to the test
 // so that it can compute everything a coordinator can), and hostile peers over real
-// processes: every new message (psi, ids) with the wrong length, a point off the curve, the
-// identity, or sent twice, is refused by name and the job stops with an error.
+// processes: every new message (psi, ids) with the wrong length, a point not canonically
+// encoded, the identity, or sent twice, is refused by name and the job stops with an error; a
+// point of Curve25519's twist is harmless (docs/privacy.md, section 11.4.2): it matches nothing,
+// and the alignment goes on without it.
 import { after, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { createHmac } from 'node:crypto';
@@ -11,7 +13,7 @@ import { WebSocket, WebSocketServer } from 'ws';
 import { POINT_BYTES, PsiTeam, blindPoints, hashToPoints, newPsiKey, packIds, pointKeys, syntheticDataset } from '@admm-share/core';
 import { LabelPsi } from '@admm-share/coordinator';
 import { PartyPsi } from '@admm-share/party';
-import { type Ids, type PartyMessage, CloseCodes, PROTOCOL_VERSION, decode, encode, encodeIdsSource, validateCoordinatorMessage, validatePartyMessage } from '@admm-share/protocol';
+import { type Ids, type PartyMessage, type Setup, CloseCodes, PROTOCOL_VERSION, decode, encode, encodeIdsSource, validateCoordinatorMessage, validatePartyMessage } from '@admm-share/protocol';
 import { readAll } from '@admm-share/core/test-support';
 import { writeVerticalSplit } from '../split.js';
 import { BIN, killAll, run, tempDir } from './procs.js';
@@ -84,7 +86,7 @@ function files(dir: string) {
 }
 
 /** A real coordinator, the real party-1, and `party-2` played by a socket that answers psi with `forge`. */
-async function hostileParty(t: { after(fn: () => void): void }, forge: (honest: Ids, ws: WebSocket) => void) {
+async function hostileParty(t: { after(fn: () => void): void }, forge: (honest: Ids, ws: WebSocket) => void, onSetup?: (msg: Setup, stop: () => void) => void) {
   const dir = tempDir(t);
   const { s, files: f } = files(dir);
   const out = join(dir, 'out');
@@ -99,21 +101,28 @@ async function hostileParty(t: { after(fn: () => void): void }, forge: (honest: 
     if (msg.type === 'challenge')
       ws.send(encode({ type: 'hello', protocolVersion: PROTOCOL_VERSION, partyId: 'party-2', jobId: null, features: 1, trainRows: s.train.ids.length, testRows: 0, proof: null, noise: false, model: null }));
     else if (msg.type === 'psi') forge(psiAnswer(s.train.ids, msg), ws);
+    else if (msg.type === 'setup')
+      onSetup?.(msg, () => {
+        coord.kill();
+        real.kill();
+      });
   });
   const exit = await coord.exit;
   await real.exit;
   return { exit, stderr: coord.stderr(), close: await closed };
 }
 
-const onCurveNot = (() => {
+const onTwist = (() => {
   // u = 2 is on the twist of Curve25519 (2^3 + 486662 * 4 + 2 is not a square mod 2^255 - 19).
   const b = new Uint8Array(POINT_BYTES);
   b[0] = 2;
   return b;
 })();
+/** A point whose top bit is set: X25519 would ignore the bit, so a second encoding of a point. */
+const topBitSet = (points: Uint8Array, at: number) => (points[at * POINT_BYTES + 31] |= 0x80);
 
 for (const [what, forge, expect] of [
-  ['a point of its ids off the curve', (m: Ids) => m.points.set(onCurveNot, 5 * POINT_BYTES), /party party-2: ids\.points: point 5 is not on Curve25519/],
+  ['a point of its ids not canonical', (m: Ids) => topBitSet(m.points, 5), /party party-2: ids\.points: point 5 is not canonical \(top bit set\)/],
   ['the identity among its label points', (m: Ids) => m.labelPoints.fill(0, 7 * POINT_BYTES, 8 * POINT_BYTES), /party party-2: ids\.labelPoints: point 7 is the identity/],
   ['points of the wrong length', (m: Ids) => (m.points = m.points.subarray(0, m.points.length - 3)), /party party-2: ids\.points: \d+ bytes is not a whole number of 32-byte points/],
   ['one id fewer than its hello declared', (m: Ids) => (m.points = m.points.subarray(0, m.points.length - POINT_BYTES)), /ids\.points: 119 train ids, the hello declared 120/],
@@ -139,8 +148,28 @@ test("a hostile party's ids sent twice (a replay): refused as unexpected, the jo
   assert.equal(r.close.code, CloseCodes.unexpected.code);
 });
 
+test("a hostile party's ids with a point of Curve25519's twist: accepted, it matches no label id, and the job is set up without that row", async (t) => {
+  let setup: Setup | undefined;
+  const r = await hostileParty(
+    t,
+    (honest, ws) => {
+      honest.points.set(onTwist, 5 * POINT_BYTES);
+      ws.send(encode(honest));
+    },
+    (msg, stop) => {
+      setup = msg;
+      stop();
+    },
+  );
+  assert.ok(setup, `no setup: ${r.stderr}`);
+  // All 120 ids are label ids and party-1's: every row but the one whose point was replaced.
+  assert.equal(setup.trainRows.length, 119);
+  assert.ok(!setup.trainRows.includes(5));
+  assert.doesNotMatch(r.stderr, /party-2: ids\.points/);
+});
+
 /** A coordinator written here: challenge, welcome, then what `psi` sends; records the party's close. */
-async function hostileCoordinator(t: { after(fn: () => void): void }, psi: (send: (m: unknown) => void, n: number) => void) {
+async function hostileCoordinator(t: { after(fn: () => void): void }, psi: (send: (m: unknown) => void, n: number) => void, onIds?: (msg: Ids) => void) {
   const dir = tempDir(t);
   const { files: f } = files(dir);
   const wss = new WebSocketServer({ port: 0, host: '127.0.0.1' });
@@ -158,6 +187,10 @@ async function hostileCoordinator(t: { after(fn: () => void): void }, psi: (send
       ws.on('message', (data: Buffer) => {
         const msg = validatePartyMessage(decode(data));
         received.push(msg.type);
+        if (msg.type === 'ids' && onIds) {
+          onIds(msg);
+          ws.close();
+        }
         if (msg.type === 'hello') {
           send({ type: 'welcome', protocolVersion: PROTOCOL_VERSION, jobId: 'psi-job' });
           psi(send, msg.trainRows);
@@ -174,11 +207,11 @@ async function hostileCoordinator(t: { after(fn: () => void): void }, psi: (send
 
 const labelPoints = () => psiLabels('psi-job', range(0, 50));
 for (const [what, psi, expect, code] of [
-  ['a label point off the curve', (send: (m: unknown) => void) => {
+  ['a label point not canonical', (send: (m: unknown) => void) => {
     const m = labelPoints();
-    m.points.set(onCurveNot, 3 * POINT_BYTES);
+    topBitSet(m.points, 3);
     send(m);
-  }, /psi\.points: point 3 is not on Curve25519/, CloseCodes.invalid.code],
+  }, /psi\.points: point 3 is not canonical \(top bit set\)/, CloseCodes.invalid.code],
   ['the identity as a label point', (send: (m: unknown) => void) => {
     const m = labelPoints();
     m.points.fill(0, 0, POINT_BYTES);
@@ -205,3 +238,21 @@ for (const [what, psi, expect, code] of [
     assert.ok(!r.received.includes('ids') || what.includes('twice'), `the party answered: ${r.received.join(', ')}`);
   });
 }
+
+test("a hostile coordinator's psi with a point of Curve25519's twist: the party blinds it like any other (to a point that matches none of its ids) and answers", async (t) => {
+  let answer: Ids | undefined;
+  const r = await hostileCoordinator(
+    t,
+    (send) => {
+      const m = labelPoints();
+      m.points.set(onTwist, 3 * POINT_BYTES);
+      send(m);
+    },
+    (msg) => (answer = msg),
+  );
+  assert.ok(answer, `no answer: ${r.stderr}`);
+  assert.equal(answer.labelPoints.length, 50 * POINT_BYTES);
+  const own = new Set(pointKeys(answer.points));
+  assert.ok(!own.has(pointKeys(answer.labelPoints.subarray(3 * POINT_BYTES, 4 * POINT_BYTES))[0]));
+  assert.doesNotMatch(r.stderr, /psi\.points: point 3/);
+});

@@ -24,7 +24,7 @@ export type PartySummary = z.output<typeof partySummarySchema>;
 export const RESEARCH_MODE =
   'RESEARCH MODE: per-round noisy ADMM (--algorithm admm with noise); it is known to be worse than going alone at realistic N (docs/privacy.md, section 8); the default with privacy is --algorithm one-shot';
 
-export const ALIGNMENT_METHOD = { method: 'ecdh-psi', group: 'X25519 (Curve25519)', hashToCurve: 'SHA-512, Elligator 2 twice, added (RFC 9380 random-oracle form), as a Montgomery u-coordinate' } as const;
+export const ALIGNMENT_METHOD = { method: 'ecdh-psi', group: 'X25519 (Curve25519)', hashToCurve: 'v2: SHA-512 (first 32 bytes), one Elligator 2 map with the cofactor cleared (a weak encoding, docs/privacy.md 11.4.1), as a Montgomery u-coordinate' } as const;
 
 /**
  * The coordinator's work in an intersection: ids it hashed and blinded (its ids, once per key,

@@ -1,8 +1,10 @@
 /**
  * The PSI group operations over all cores: a set is cut into chunks, each worker thread
  * takes the next chunk, and progress is reported as chunks finish. A small set is done on
- * the calling thread (starting threads would cost more than it saves). The team's threads
- * end when the work does, so a team holds nothing between calls.
+ * the calling thread (starting threads would cost more than it saves), and so is a check,
+ * which only compares bytes. The team's threads outlive a run by IDLE_MS, so that the runs
+ * of one alignment (a party hashes, blinds its ids, then the label points) share them, and
+ * then end: a team holds nothing for long between calls.
  */
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
@@ -28,6 +30,16 @@ const CHUNK = 4096;
  * ids the threads win (1.5 s against 2.0 s). `npm run bench:psi -- --sizes 6000,16000`.
  */
 const INLINE_BELOW = 2 * CHUNK;
+
+/**
+ * How long a thread waits for the next run before it ends. Starting the two threads of a run
+ * took 110-140 ms of CPU here (loading the module and libsodium), 6-9 % of a side's work for
+ * 1e5 ids when each of its two or three runs started its own.
+ */
+const IDLE_MS = 1000;
+
+/** Points checked per slice on the calling thread (about 3 ms each), the event loop served between slices. */
+const CHECK_SLICE = 65536;
 
 export type PsiTask =
   | { op: 'hash'; ids: string[] | PackedIds }
@@ -74,6 +86,9 @@ export class PsiTeam {
    * answers from several parties) are no faster, and each thread costs its memory.
    */
   private last: Promise<void> = Promise.resolve();
+  /** Threads left by the last run, unref'd (they keep no process alive), and the timer that ends them. */
+  private readonly idle: Worker[] = [];
+  private idleTimer: NodeJS.Timeout | undefined;
 
   constructor(opts: PsiTeamOptions = {}) {
     this.threads = Math.max(1, opts.threads ?? availableParallelism());
@@ -98,7 +113,46 @@ export class PsiTeam {
 
   /** Throws (rejects with) a PointError for the first invalid point. */
   async check(points: Uint8Array, progress?: PsiProgress): Promise<void> {
-    await this.run(points.length / POINT_BYTES, (a, b) => ({ op: 'check', points: points.slice(a * POINT_BYTES, b * POINT_BYTES) }), progress, 0);
+    const n = points.length / POINT_BYTES;
+    if (!Number.isInteger(n)) return checkPoints(points);
+    const result = this.last.then(async () => {
+      for (let from = 0; from < n; from += CHECK_SLICE) {
+        const to = Math.min(n, from + CHECK_SLICE);
+        try {
+          checkPoints(points.subarray(from * POINT_BYTES, to * POINT_BYTES));
+        } catch (err) {
+          throw err instanceof PointError ? new PointError(from + err.index, err.reason) : err;
+        }
+        progress?.(to, n);
+        if (to < n) await new Promise((resolve) => setImmediate(resolve));
+      }
+    });
+    this.last = result.catch(() => undefined);
+    return result;
+  }
+
+  private takeThread(): Worker {
+    const w = this.idle.pop();
+    if (w) {
+      w.removeAllListeners('error').removeAllListeners('exit').ref();
+      return w;
+    }
+    return new Worker(new URL('./psi-thread.js', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_MB } });
+  }
+
+  private parkThread(w: Worker): void {
+    w.unref();
+    // A parked thread that fails or ends is dropped, never handed a chunk it would not answer.
+    const drop = () => {
+      const i = this.idle.indexOf(w);
+      if (i >= 0) this.idle.splice(i, 1);
+    };
+    w.once('error', drop).once('exit', drop);
+    this.idle.push(w);
+    clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => {
+      for (const t of this.idle.splice(0)) void t.terminate();
+    }, IDLE_MS).unref();
   }
 
   /**
@@ -130,7 +184,9 @@ export class PsiTeam {
     let done = 0;
     let failed: Error | undefined;
     const worker = async () => {
-      const w = new Worker(new URL('./psi-thread.js', import.meta.url), { resourceLimits: { maxYoungGenerationSizeMb: WORKER_YOUNG_MB } });
+      const w = this.takeThread();
+      // A thread that answered (a result, a bad point, an exception it caught) can run again; one that failed cannot.
+      let healthy = true;
       try {
         while (next < n && !failed) {
           const from = next;
@@ -139,7 +195,10 @@ export class PsiTeam {
           const task = chunk(from, to);
           const answer = await new Promise<{ out?: Uint8Array; point?: { index: number; reason: string }; failure?: string }>((resolve, reject) => {
             w.once('message', resolve);
-            w.once('error', reject);
+            w.once('error', (err) => {
+              healthy = false;
+              reject(err);
+            });
             w.postMessage(task);
           }).finally(() => w.removeAllListeners('message').removeAllListeners('error'));
           if (answer.point) throw new PointError(from + answer.point.index, answer.point.reason);
@@ -152,7 +211,8 @@ export class PsiTeam {
       } catch (err) {
         failed ??= err as Error;
       } finally {
-        await w.terminate();
+        if (healthy) this.parkThread(w);
+        else await w.terminate();
       }
     };
     await Promise.all(Array.from({ length: Math.min(this.threads, Math.ceil(n / CHUNK)) }, worker));

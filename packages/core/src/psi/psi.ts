@@ -2,48 +2,52 @@
  * The group operations of ECDH private set intersection (docs/privacy.md, section 11), over
  * Curve25519 as X25519 (RFC 7748), with libsodium (sodium-native) doing the curve arithmetic.
  *
- * An id becomes a point H(id): SHA-512 of a domain tag and the id, whose two halves are each
- * mapped onto edwards25519 by Elligator 2 with the cofactor cleared and the two points added
- * (the random-oracle construction of RFC 9380, section 3), then written as its Montgomery
- * u-coordinate. A party blinds a point with its secret key k: X25519(k, u) = u([k'] P) with k'
- * the clamped key, a multiple of 8. Blinding commutes, X25519(a, X25519(b, u)) =
- * X25519(b, X25519(a, u)), which is what lets two sides compare ids that neither can test on
- * its own: without a key, H(id) blinded by it cannot be computed (decisional Diffie-Hellman).
+ * An id becomes a point H(id): the first 32 bytes of SHA-512 of a domain tag and the id,
+ * mapped onto edwards25519 by one Elligator 2 map with the cofactor cleared (libsodium's
+ * from_uniform: a point of the prime-order subgroup), then written as its Montgomery
+ * u-coordinate. One map, not RFC 9380's two added, is a weak encoding, and that is all the
+ * proof needs (docs/privacy.md, section 11.4.1). A party blinds a point with its secret key k:
+ * X25519(k, u) = u([k'] P) with k' the clamped key, a multiple of 8. Blinding commutes,
+ * X25519(a, X25519(b, u)) = X25519(b, X25519(a, u)), which is what lets two sides compare ids
+ * that neither can test on its own: without a key, H(id) blinded by it cannot be computed
+ * (decisional Diffie-Hellman).
  *
- * Every point received from a peer is checked before it is used: 32 bytes, canonical (below
- * p = 2^255 - 19, top bit clear), not one of the points of small order (the identity among
- * them), and on the curve rather than its twist: f(u) = u^3 + A u^2 + u must be a square.
- * The Jacobi symbol (f / p), by the binary algorithm, decides it (about 7 µs here, twenty
- * times less than Euler's criterion f^((p-1)/2) in BigInt). A few points are tested one by
- * one; many in a batch: the symbol of the product of f(u) over a random subset of the points
- * is -1 with probability 1/2 if any point is off the curve, so 64 random subsets miss one
- * with probability 2^-64, and a failing batch is searched point by point for the culprit.
+ * Every point received from a peer is checked on its bytes before it is used: 32 bytes,
+ * canonical (below p = 2^255 - 19, top bit clear), and not one of the points of small order
+ * (the identity among them). A point of the twist is not refused: X25519 with a clamped key
+ * takes it to the twist's subgroup of prime order about 2^253, where it never equals a
+ * blinded id and reveals nothing of the key (twist security; docs/privacy.md, section 11.4.2).
  */
-import { createCipheriv, createHash, randomFillSync } from 'node:crypto';
+import { createCipheriv, randomFillSync } from 'node:crypto';
 import sodium from 'sodium-native';
 import type { PackedIds } from '../io/packed-ids.js';
+import { edwardsToMontgomery } from './field25519.js';
 
 /** Bytes of a point (its u-coordinate, little-endian) and of a key. */
 export const POINT_BYTES = 32;
-/** Domain tag of the hash onto the curve: ids hashed for another purpose never collide with these. */
-const DST = 'admm-share psi v1 X25519 ELL2 SHA-512\0';
+/**
+ * Domain tag of the hash onto the curve: ids hashed for another purpose never collide with
+ * these, nor do the points of v1 (two maps added), which a v2 peer must never match.
+ */
+const DST = Buffer.from('admm-share psi v2 X25519 ELL2 single-map SHA-512\0', 'latin1');
 
-const P = (1n << 255n) - 19n;
-const A = 486662n;
-const MASK64 = (1n << 64n) - 1n;
+const hex = (h: string) => Uint8Array.from(Buffer.from(h, 'hex'));
 
 /**
- * u-coordinates of the points of order 1, 2, 4 and 8 on Curve25519 and its twist (in x-only
- * form the identity is u = 0): libsodium's list, which refuses them because X25519 of them is
- * all zero whatever the key.
+ * The canonical u-coordinates of the points of order 1, 2, 4 and 8 on Curve25519 and its twist
+ * (u = 0 is the identity in x-only form and the point of order 2; 1 and p - 1 are of order 4,
+ * one on the curve and one on the twist; the two of order 8 are on the curve, the twist having
+ * only 4-torsion): libsodium's list, which refuses them because X25519 of them is all zero
+ * whatever the key.
  */
-const SMALL_ORDER = new Set([
-  0n,
-  1n,
-  325606250916557431795983626356110631294008115727848805560023387167927233504n,
-  39382357235489614581723060781553021112529911719440698176882885853963445705823n,
-  P - 1n,
-]);
+const SMALL_ORDER: readonly [Uint8Array, string][] = [
+  // Their first bytes (0, 1, 0xe0, 0x5f, 0xec) are tested before the whole point, in checkPoints.
+  [new Uint8Array(32), 'is the identity (u = 0)'],
+  [hex('0100000000000000000000000000000000000000000000000000000000000000'), 'is of small order'],
+  [hex('e0eb7a7c3b41b8ae1656e3faf19fc46ada098deb9c32b1fd866205165f49b800'), 'is of small order'],
+  [hex('5f9c95bca3508c24b1d0b1559c83ef5b04445cc4581c8e86d8224eddd09f1157'), 'is of small order'],
+  [hex('ecffffffffffffffffffffffffffffffffffffffffffffffffffffffffffff7f'), 'is of small order'],
+];
 
 /** A point a peer sent that is not one: where it is and why. */
 export class PointError extends Error {
@@ -61,113 +65,75 @@ export function newPsiKey(): Uint8Array {
   return randomFillSync(new Uint8Array(POINT_BYTES));
 }
 
-function readU(b: Uint8Array, off: number): bigint {
-  const v = new DataView(b.buffer, b.byteOffset + off, POINT_BYTES);
-  return (v.getBigUint64(24, true) << 192n) | (v.getBigUint64(16, true) << 128n) | (v.getBigUint64(8, true) << 64n) | v.getBigUint64(0, true);
-}
+/** DST || id, written after the tag in a buffer kept between calls (grown for a long id). */
+let message = Buffer.alloc(DST.length + 256);
+DST.copy(message);
 
-function writeU(b: Uint8Array, off: number, u: bigint): void {
-  const v = new DataView(b.buffer, b.byteOffset + off, POINT_BYTES);
-  for (let j = 0; j < 4; j++) v.setBigUint64(8 * j, (u >> BigInt(64 * j)) & MASK64, true);
-}
-
-function modPow(b: bigint, e: bigint): bigint {
-  let r = 1n;
-  b %= P;
-  while (e > 0n) {
-    if (e & 1n) r = (r * b) % P;
-    b = (b * b) % P;
-    e >>= 1n;
+function withTag(id: string | Uint8Array): Buffer {
+  const room = typeof id === 'string' ? 3 * id.length : id.length;
+  if (DST.length + room > message.length) {
+    message = Buffer.alloc(DST.length + room);
+    DST.copy(message);
   }
-  return r;
+  const len = typeof id === 'string' ? message.write(id, DST.length, 'utf8') : (message.set(id, DST.length), id.length);
+  return message.subarray(0, DST.length + len);
 }
 
 /** H(id) for each id, as u-coordinates (POINT_BYTES each, in the order of `ids`). */
 export function hashToPoints(ids: readonly string[] | PackedIds): Uint8Array {
   const n = ids.length;
   const packed = Array.isArray(ids) ? undefined : (ids as PackedIds);
-  const edwards = new Uint8Array(POINT_BYTES);
-  const second = new Uint8Array(POINT_BYTES);
-  // Edwards y to Montgomery u = (1 + y) / (1 - y), with one inversion for the whole batch.
-  const num = new Array<bigint>(n);
-  const den = new Array<bigint>(n);
-  const prefix = new Array<bigint>(n);
-  let acc = 1n;
+  const digest = new Uint8Array(64);
+  const uniform = digest.subarray(0, 32);
+  const edwards = new Uint8Array(n * POINT_BYTES);
   for (let i = 0; i < n; i++) {
     const id = packed ? packed.bytes.subarray(packed.offsets[i], packed.offsets[i + 1]) : (ids as readonly string[])[i];
-    const h = createHash('sha512').update(DST).update(id).digest();
-    sodium.crypto_core_ed25519_from_uniform(edwards, h.subarray(0, 32));
-    sodium.crypto_core_ed25519_from_uniform(second, h.subarray(32, 64));
-    sodium.crypto_core_ed25519_add(edwards, edwards, second);
-    const y = readU(edwards, 0) & ((1n << 255n) - 1n);
-    num[i] = (1n + y) % P;
-    den[i] = (1n - y + P) % P;
-    // y = 1 is the identity, which the sum of two random points is with probability 2^-252.
-    if (den[i] === 0n) throw new Error(`id ${i} hashed to the identity`);
-    prefix[i] = acc;
-    acc = (acc * den[i]) % P;
+    sodium.crypto_hash_sha512(digest, withTag(id));
+    const at = i * POINT_BYTES;
+    sodium.crypto_core_ed25519_from_uniform(edwards.subarray(at, at + POINT_BYTES), uniform);
+    // y = 1 (the identity, u at infinity) only for the about 2^4 strings that map to a point of
+    // order dividing 8: probability 2^-251 per id.
+    if (edwards[at] === 1 && isZeroFrom(edwards, at + 1, at + POINT_BYTES)) throw new Error(`id ${i} hashed to the identity`);
   }
-  let inv = modPow(acc, P - 2n);
   const out = new Uint8Array(n * POINT_BYTES);
-  for (let i = n - 1; i >= 0; i--) {
-    writeU(out, i * POINT_BYTES, (((num[i] * inv) % P) * prefix[i]) % P);
-    inv = (inv * den[i]) % P;
-  }
+  edwardsToMontgomery(edwards, out, n);
   return out;
 }
 
+/** Bytes [from, to) are all 0 but for the top bit of the last (the sign of an Edwards x). */
+function isZeroFrom(b: Uint8Array, from: number, to: number): boolean {
+  for (let i = from; i < to - 1; i++) if (b[i] !== 0) return false;
+  return (b[to - 1] & 0x7f) === 0;
+}
+
+/** The 32 bytes at b[off..] equal `e`. */
+function equalAt(b: Uint8Array, off: number, e: Uint8Array): boolean {
+  for (let i = 0; i < POINT_BYTES; i++) if (b[off + i] !== e[i]) return false;
+  return true;
+}
+
+/** The canonical u at b[off..] (top bit clear) is p or above: 0x7fff...ff ed to ff. */
+function notBelowP(b: Uint8Array, off: number): boolean {
+  if (b[off + 31] !== 0x7f || b[off] < 0xed) return false;
+  for (let i = 1; i < 31; i++) if (b[off + i] !== 0xff) return false;
+  return true;
+}
+
 /**
- * Throws a PointError for the first point that is not a valid element: wrong encoding, small
- * order, or not on Curve25519 (see the module comment).
+ * Throws a PointError for the first point that is not a valid element: wrong encoding or small
+ * order, decided on the bytes (see the module comment for why the twist is not tested).
  */
 export function checkPoints(points: Uint8Array): void {
   if (points.length % POINT_BYTES !== 0) throw new PointError(0, `of ${points.length % POINT_BYTES} bytes: points are ${POINT_BYTES} bytes each`);
   const n = points.length / POINT_BYTES;
-  const f = new Array<bigint>(n);
   for (let i = 0; i < n; i++) {
-    if (points[i * POINT_BYTES + 31] & 0x80) throw new PointError(i, 'is not canonical (top bit set)');
-    const u = readU(points, i * POINT_BYTES);
-    if (u >= P) throw new PointError(i, 'is not canonical (not below 2^255 - 19)');
-    if (SMALL_ORDER.has(u)) throw new PointError(i, u === 0n ? 'is the identity (u = 0)' : 'is of small order');
-    f[i] = (((((u + A) * u) % P) + 1n) * u) % P;
+    const off = i * POINT_BYTES;
+    if (points[off + 31] & 0x80) throw new PointError(i, 'is not canonical (top bit set)');
+    if (notBelowP(points, off)) throw new PointError(i, 'is not canonical (not below 2^255 - 19)');
+    const first = points[off];
+    if (first <= 1 || first === 0xe0 || first === 0x5f || first === 0xec)
+      for (const [e, reason] of SMALL_ORDER) if (equalAt(points, off, e)) throw new PointError(i, reason);
   }
-  const onCurve = (lo: number, hi: number) => {
-    for (let i = lo; i < hi; i++) if (jacobi(f[i]) !== 1) throw new PointError(i, 'is not on Curve25519 (a point of its twist)');
-  };
-  if (n <= BATCH_FROM) return onCurve(0, n);
-  const bits = new Uint8Array((n + 7) >> 3);
-  for (let pass = 0; pass < 64; pass++) {
-    randomFillSync(bits);
-    let prod = 1n;
-    for (let i = 0; i < n; i++) if (bits[i >> 3] & (1 << (i & 7))) prod = (prod * f[i]) % P;
-    if (jacobi(prod) !== 1) onCurve(0, n);
-  }
-}
-
-/** Points checked one by one up to this many (a batch's 64 subset products cost more below). */
-const BATCH_FROM = 256;
-
-/**
- * The Jacobi symbol (a / P), which for the prime P is the Legendre symbol: 1 for a non-zero
- * square, -1 for a non-square, 0 for 0 (binary algorithm: halvings and reciprocity).
- */
-export function jacobi(a: bigint): number {
-  let n = P;
-  a %= n;
-  let t = 1;
-  while (a !== 0n) {
-    while ((a & 1n) === 0n) {
-      a >>= 1n;
-      const r = n & 7n;
-      if (r === 3n || r === 5n) t = -t;
-    }
-    const swap = a;
-    a = n;
-    n = swap;
-    if ((a & 3n) === 3n && (n & 3n) === 3n) t = -t;
-    a %= n;
-  }
-  return n === 1n ? t : 0;
 }
 
 /** X25519(key, u) for every point, in order; a point of small order throws a PointError. */

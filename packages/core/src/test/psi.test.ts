@@ -1,16 +1,17 @@
 // The PSI group operations, checked against an independent implementation of Curve25519
 // (@noble/curves) and plain BigInt arithmetic: X25519 agrees with noble's, blinding commutes,
 // every hashed id is a point of the prime-order subgroup, and every kind of bad point is
-// refused (wrong encoding, small order, the identity, a point of the twist hidden among
-// thousands of good ones), on the calling thread and across worker threads alike.
+// refused (wrong encoding, small order, the identity, one hidden among thousands of good
+// ones), on the calling thread and across worker threads alike. The hash itself and the twist
+// are in psi-hash.test.ts and psi-twist.test.ts.
 import { test } from 'node:test';
+import { randomFillSync } from 'node:crypto';
 import assert from 'node:assert/strict';
 import { ed25519, x25519 } from '@noble/curves/ed25519.js';
 import { type PackedIds, POINT_BYTES, PointError, PsiTeam, blindPoints, checkPoints, hashToPoints, newPsiKey, packIds, pointKeys, randomPermutation, selectIds, sliceIds } from '../index.js';
 import { seeded } from './support.js';
 
 const P = 2n ** 255n - 19n;
-const A = 486662n;
 
 function modPow(b: bigint, e: bigint): bigint {
   let r = 1n;
@@ -25,11 +26,6 @@ const le = (u: bigint): Uint8Array => {
   return out;
 };
 const fromLe = (b: Uint8Array): bigint => b.reduceRight((acc, x) => (acc << 8n) | BigInt(x), 0n);
-
-/** The first u >= start that is on the twist: u^3 + A u^2 + u is not a square mod p. */
-function twistPoint(start: bigint): bigint {
-  for (let u = start; ; u++) if (modPow((u * u * u + A * u * u + u) % P, (P - 1n) / 2n) === P - 1n) return u;
-}
 
 const ids = (n: number, prefix = 'id-') => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
 
@@ -116,14 +112,15 @@ test('checkPoints refuses non-canonical encodings, the identity and the points o
   checkPoints(good);
 });
 
-test('checkPoints finds one point of the twist among 5000 good ones, wherever it is', () => {
+test('checkPoints finds one bad point among 5000 good ones, wherever it is', () => {
   const good = hashToPoints(ids(5000));
-  const rand = seeded('twist');
-  for (const where of [0, 2500 + Math.floor(rand() * 2000), 4999]) {
-    const points = good.slice();
-    points.set(le(twistPoint(BigInt(9 + where))), 32 * where);
-    assert.throws(() => checkPoints(points), (err: unknown) => err instanceof PointError && err.index === where && /not on Curve25519 \(a point of its twist\)/.test(err.message));
-  }
+  const rand = seeded('bad point');
+  for (const where of [0, 2500 + Math.floor(rand() * 2000), 4999])
+    for (const [bad, re] of [[P, /not canonical \(not below/], [P - 1n, /small order/]] as const) {
+      const points = good.slice();
+      points.set(le(bad), 32 * where);
+      assert.throws(() => checkPoints(points), (err: unknown) => err instanceof PointError && err.index === where && re.test(err.message));
+    }
 });
 
 test('randomPermutation: a permutation, and each of the 6 orders of 3 items about equally often', () => {
@@ -160,11 +157,12 @@ test('the PSI team gives the calling thread\'s results across worker threads, an
   assert.equal(await pool.blind(inPlace, key, true, undefined, true), inPlace, 'in place: the same array');
   assert.deepEqual(inPlace, blindPoints(hashed, key));
   const bad = hashed.slice();
-  bad.set(le(twistPoint(12345n)), 32 * 9001);
+  bad.set(le(P + 3n), 32 * 9001);
   await assert.rejects(pool.blind(bad, key, true), (err: unknown) => err instanceof PointError && err.index === 9001);
   await assert.rejects(pool.check(bad), (err: unknown) => err instanceof PointError && err.index === 9001);
-  // Without the check (points this side computed itself), a point of the twist is blinded like any other.
-  assert.equal((await pool.blind(bad, key, false)).length, bad.length);
+  // Without the check (points this side computed itself), X25519 reads the non-canonical u as u - p, as RFC 7748 says.
+  const unchecked = await pool.blind(bad, key, false);
+  assert.deepEqual(unchecked.subarray(32 * 9001, 32 * 9002), x25519.scalarMult(key, le(3n)));
   // Runs asked for together go one after the other (a failed one does not stop the next).
   const events: string[] = [];
   const note = (name: string) => (done: number, total: number) => events.push(`${name} ${done === total ? 'end' : 'chunk'}`);
@@ -176,6 +174,22 @@ test('the PSI team gives the calling thread\'s results across worker threads, an
   assert.deepEqual(order, ['a', 'bad', 'b'], events.join(', '));
   // The chain of runs ends in nothing: a finished run's array is not held until the next one.
   assert.equal(await (pool as unknown as { last: Promise<unknown> }).last, undefined);
+});
+
+test('the PSI team checks on the calling thread in slices, naming a bad point by its index in the whole set', async () => {
+  // Random bytes with the top bit cleared: canonical points but for a chance of 2^-250 (the check reads only the bytes).
+  const points = randomFillSync(new Uint8Array(70000 * 32));
+  for (let i = 31; i < points.length; i += 32) points[i] &= 0x7f;
+  const pool = new PsiTeam({ threads: 2, inlineBelow: 0 });
+  const progress: number[] = [];
+  await pool.check(points, (done) => progress.push(done));
+  assert.deepEqual(progress, [65536, 70000]);
+  points.fill(0, 69000 * 32, 69001 * 32);
+  await assert.rejects(pool.check(points), (err: unknown) => err instanceof PointError && err.index === 69000 && /identity/.test(err.message));
+  await assert.rejects(pool.check(points.subarray(0, 33)), /points are 32 bytes each/);
+  // The team goes on after a failed check, and its threads, parked between runs, take the next one.
+  assert.deepEqual(await pool.hash(ids(9000)), hashToPoints(ids(9000)));
+  assert.deepEqual(await pool.hash(ids(9000, 'again-')), hashToPoints(ids(9000, 'again-')));
 });
 
 test("the PSI team's afterChunk runs on the calling thread after each chunk's result is in place, before its progress", async () => {
