@@ -124,13 +124,21 @@ for (const n of values.sizes.split(',').map(Number)) {
     coordinator = new LabelPsi(pool, { train: labels, test: undefined }, quiet);
     return coordinator.points('train');
   });
-  // Resident memory (this process and its worker threads) sampled while the party answers (it
-  // blinds the label points in place: each run gets its own copy).
-  const rss0 = process.memoryUsage().rss;
-  let rssPeak = rss0;
-  const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 50);
-  const [partyFloor, party] = await best(n, true, 2, () => new PartyPsi(pool, { train: packIds(own), test: undefined }, quiet).answer('train', label.value.slice()));
-  clearInterval(sampler);
+  // The party blinds the label points in place: each run gets its own copy, made beforehand.
+  const copies = Array.from({ length: Number(values.repeat) }, () => label.value.slice());
+  // Resident memory (this process and its worker threads) sampled while the party answers, the first time.
+  let rise;
+  const [partyFloor, party] = await best(n, true, 2, async () => {
+    const rss0 = process.memoryUsage().rss;
+    let rssPeak = rss0;
+    const sampler = rise === undefined ? setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 50) : undefined;
+    const answer = await new PartyPsi(pool, { train: packIds(own), test: undefined }, quiet).answer('train', copies.pop());
+    if (sampler) {
+      clearInterval(sampler);
+      rise = rssPeak - rss0;
+    }
+    return answer;
+  });
   // The answer as the party sends it, read back from its temporary files.
   const whole = (b) => {
     const into = new Uint8Array(b.length);
@@ -144,7 +152,7 @@ for (const n of values.sizes.split(',').map(Number)) {
   const row = (name, a, b, c) => `${name.padEnd(10)} ${a.toFixed(1).padStart(10)} s ${b.toFixed(1).padStart(20)} s ${c.toFixed(1).padStart(14)} s      `;
   console.log(
     row(n.toExponential(0), label.wall, party.wall, match.wall) +
-      `party ${side(party.wall)}, coordinator ${side(label.wall + match.wall)}; party's answer: resident memory up to ${((rssPeak - rss0) / 2 ** 20).toFixed(0)} MB above its start`,
+      `party ${side(party.wall)}, coordinator ${side(label.wall + match.wall)}; party's answer: resident memory up to ${(rise / 2 ** 20).toFixed(0)} MB above its start`,
   );
   const ratios = (k) =>
     `party ${(party[k] / partyFloor[k]).toFixed(2)}x its floor, coordinator ${((label[k] + match[k]) / (labelFloor[k] + matchFloor[k])).toFixed(2)}x ` +
