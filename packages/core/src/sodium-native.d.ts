@@ -7,5 +7,4 @@ declare module 'sodium-native' {
   export function crypto_core_ed25519_from_uniform(out: Uint8Array, r: Uint8Array): void;
   /** SHA-512 of `input` into the 64 bytes of `out`. */
   export function crypto_hash_sha512(out: Uint8Array, input: Uint8Array): void;
-  export function crypto_core_ed25519_add(out: Uint8Array, p: Uint8Array, q: Uint8Array): void;
 }

@@ -91,8 +91,8 @@ export function hashToPoints(ids: readonly string[] | PackedIds): Uint8Array {
     sodium.crypto_hash_sha512(digest, withTag(id));
     const at = i * POINT_BYTES;
     sodium.crypto_core_ed25519_from_uniform(edwards.subarray(at, at + POINT_BYTES), uniform);
-    // y = 1 (the identity, u at infinity) only for the about 2^4 strings that map to a point of
-    // order dividing 8: probability 2^-251 per id.
+    // y = 1 (the identity, u at infinity) only for the few dozen of the 2^256 strings whose
+    // map is a point of order dividing 8: probability below 2^-250 per id.
     if (edwards[at] === 1 && isZeroFrom(edwards, at + 1, at + POINT_BYTES)) throw new Error(`id ${i} hashed to the identity`);
   }
   const out = new Uint8Array(n * POINT_BYTES);
