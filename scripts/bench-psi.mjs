@@ -14,15 +14,23 @@
 // wall and least CPU time: on a machine shared with other work, a run that got fewer cores
 // than the other says nothing about the code.
 //   npm run bench:psi [-- --sizes 100000,1000000 --repeat 2]
+// --psi-warm: then, with PSI caches (docs/privacy.md 11.7) in a temporary folder, a first job
+// that fills them and a second on the same ids plus 1 % new ones on both sides, each side
+// opening its cache from disk as a new process would: each side's seconds, the whole second
+// alignment one side after the other, and the caches' size on disk.
+//   npm run bench:psi -- --sizes 1000000 --psi-warm
 import { createRequire } from 'node:module';
 import { availableParallelism } from 'node:os';
 import { parseArgs } from 'node:util';
 import { Worker } from 'node:worker_threads';
-import { PsiTeam, packIds } from '@admm-share/core';
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PsiCache, PsiTeam, packIds } from '@admm-share/core';
 import { LabelPsi } from '@admm-share/coordinator';
 import { PartyPsi } from '@admm-share/party';
 
-const { values } = parseArgs({ options: { sizes: { type: 'string', default: '100000,1000000' }, repeat: { type: 'string', default: '2' } } });
+const { values } = parseArgs({ options: { sizes: { type: 'string', default: '100000,1000000' }, repeat: { type: 'string', default: '2' }, 'psi-warm': { type: 'boolean', default: false } } });
 const quiet = () => () => undefined;
 const seconds = (t0) => (performance.now() - t0) / 1000;
 /** Seconds of `fn`: wall and CPU (every thread of this process: the worker threads are in it). */
@@ -161,3 +169,64 @@ for (const n of values.sizes.split(',').map(Number)) {
   // CPU seconds of the same runs: the per-id overhead, whatever else the machine runs meanwhile.
   console.log(row('CPU', label.cpu, party.cpu, match.cpu) + `of a floor of ${labelFloor.cpu.toFixed(1)}, ${partyFloor.cpu.toFixed(1)} and ${matchFloor.cpu.toFixed(1)} s: ` + ratios('cpu'));
 }
+
+/**
+ * One party's alignment through PSI caches: a first job fills them; a second, each side opening
+ * its cache from disk, on the same ids and `extra` new ones at both sides.
+ */
+async function warm(n, extra) {
+  const dir = mkdtempSync(join(tmpdir(), 'admm-bench-psi-cache-'));
+  try {
+    const [cDir, pDir] = [join(dir, 'coordinator'), join(dir, 'party')];
+    const id = 'b'.repeat(32);
+    const job = async (count, opened) => {
+      const labels = Array.from({ length: count }, (_, i) => `customer-${i}`);
+      const own = Array.from({ length: count }, (_, i) => `customer-${count - 1 - i}`);
+      const c = await timed(() => {
+        const cache = opened ? PsiCache.open(cDir, { tables: ['own', 'peer'], maxAgeDays: 1 }).cache : PsiCache.create(cDir, { tables: ['own', 'peer'], id });
+        const coordinator = new LabelPsi(pool, { train: labels, test: undefined }, quiet);
+        coordinator.useCache('party', { cache, warm: opened });
+        return coordinator.psi('party', 'train').then((psi) => ({ coordinator, psi }));
+      });
+      const rss0 = process.memoryUsage().rss;
+      let rssPeak = rss0;
+      const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, process.memoryUsage().rss)), 20);
+      const p = await timed(async () => {
+        const cache = opened ? PsiCache.open(pDir, { tables: ['own'], maxAgeDays: 1 }).cache : PsiCache.create(pDir, { tables: ['own'], id });
+        const psi = new PartyPsi(pool, { train: packIds(own), test: undefined }, quiet);
+        psi.useCache(cache);
+        const answer = await psi.answer('train', c.value.psi.points.slice());
+        psi.settle();
+        return { answer, cost: psi.costs.get('train') };
+      });
+      clearInterval(sampler);
+      const { coordinator } = c.value;
+      const m = await timed(async () => {
+        const whole = (b) => {
+          const into = new Uint8Array(b.length);
+          b.readAt(0, into);
+          return into;
+        };
+        const got = await coordinator.match('party', { type: 'ids', jobId: 'bench', set: 'train', points: whole(p.value.answer.points), labelPoints: whole(p.value.answer.labelPoints) }, () => undefined);
+        coordinator.saveCache('party', true);
+        return got;
+      });
+      if (m.value.positions.some((q) => q < 0)) throw new Error('an id did not match');
+      return { c, p, m, rise: rssPeak - rss0, work: coordinator.report().ids };
+    };
+    await job(n, false);
+    const w = await job(n + extra, true);
+    const total = w.c.wall + w.p.wall + w.m.wall;
+    console.log(
+      `PSI caches warm, ${n.toExponential(0)} ids known and ${extra.toLocaleString('en')} new at both sides: coordinator label points ${w.c.wall.toFixed(2)} s, party answer ${w.p.wall.toFixed(2)} s ` +
+        `(blinded ${w.p.value.cost.blinded.toLocaleString('en')}, reused ${w.p.value.cost.reused.toLocaleString('en')}; resident memory up to ${(w.rise / 2 ** 20).toFixed(0)} MB above its start), ` +
+        `coordinator match ${w.m.wall.toFixed(2)} s (the coordinator in all blinded ${w.work.blinded.toLocaleString("en")} ids and reused ${w.work.reused.toLocaleString("en")}); the alignment one side after another ${total.toFixed(2)} s; CPU ${(w.c.cpu + w.p.cpu + w.m.cpu).toFixed(1)} s`,
+    );
+    const size = (d) => PsiCache.open(d, { tables: d === cDir ? ['own', 'peer'] : ['own'], maxAgeDays: 1 }).cache.bytesOnDisk();
+    console.log(`caches on disk for ${(n + extra).toLocaleString('en')} ids: the party's ${(size(pDir) / 2 ** 20).toFixed(1)} MiB, the coordinator's for this party ${(size(cDir) / 2 ** 20).toFixed(1)} MiB`);
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}
+
+if (values['psi-warm']) for (const n of values.sizes.split(',').map(Number)) await warm(n, Math.round(n / 100));
