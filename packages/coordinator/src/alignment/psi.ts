@@ -106,7 +106,7 @@ export class LabelPsi {
     const partner = this.partners.get(party);
     if (!c) this.partners.delete(party);
     else if (partner?.cache === c.cache) partner.warm = c.warm;
-    else this.partners.set(party, { ...c, sets: new Map(), full: false, lookedUp: new PointCache(DIGEST_BYTES) });
+    else this.partners.set(party, { ...c, sets: new Map(), full: false, lookedUp: new PointCache(DIGEST_BYTES, 0, true) });
   }
 
   /** What the summary says of the intersection's work (output/summary.ts alignmentWork). */
@@ -163,7 +163,7 @@ export class LabelPsi {
   /** Only the label ids whose H(x)^(ab) this party's cache lacks are sent, in an order of their own. */
   private async cachedLabelSet(party: string, cache: PsiCache, set: SampleSet): Promise<LabelSet> {
     const ids = this.labelIds(set);
-    const digests = cache.digests(ids);
+    const digests = await cache.digestsOn(this.pool, ids);
     const ab = new Uint8Array(ids.length * POINT_BYTES);
     const missing = cache.table('own').lookup(digests, ab);
     this.work.reused += ids.length - missing.length;
@@ -241,7 +241,8 @@ export class LabelPsi {
     }
     await refusing('ids.labelPoints', this.pool.check(msg.labelPoints));
     const n = blinded.length / POINT_BYTES;
-    const index = new ByteTable(POINT_BYTES, n);
+    // Keyed: H(y)^(ab) is blinded with this side's key, which the party cannot steer.
+    const index = new ByteTable(POINT_BYTES, n, true);
     for (let i = 0; i < n; i++) if (index.set(blinded, i * POINT_BYTES, i) !== -1) throw new AlignmentError(party, `the ${set} ids contain a duplicate`);
     const positions = new Int32Array(this.counts[set]).fill(-1);
     const used = new Uint8Array(n);

@@ -244,9 +244,10 @@ export class Parties {
           if (current()) this.opts.onIndex?.(p, index);
           matched[msg.set] = positions;
           if (!sets.every((s) => matched[s])) return;
+          if (current()) done(matched);
+          // Written after the job has what it needs: not on the alignment's path.
           psi.saveCache(p.id, !this.opts.onIndex);
           if (psi.cacheFull(p.id)) this.opts.log.warn({ party: p.id }, 'psi cache: full, the new points are not kept (--psi-rotate starts a new cache)');
-          if (current()) done(matched);
         });
       });
     next();

@@ -29,9 +29,13 @@ export async function cachedPoints(table: PointCache, keys: Uint8Array, keyBytes
   return { points, computed: missing.length, full };
 }
 
-/** The rows `which` of `bytes` (width bytes each), in that order. */
+/** The rows `which` of `bytes` (width bytes each), in that order (a byte loop: no view made per row). */
 export function pickRows(bytes: Uint8Array, width: number, which: ArrayLike<number>): Uint8Array {
   const out = new Uint8Array(which.length * width);
-  for (let j = 0; j < which.length; j++) out.set(bytes.subarray(which[j] * width, (which[j] + 1) * width), j * width);
+  for (let j = 0; j < which.length; j++) {
+    const from = which[j] * width;
+    const to = j * width;
+    for (let b = 0; b < width; b++) out[to + b] = bytes[from + b];
+  }
   return out;
 }

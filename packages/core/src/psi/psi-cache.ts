@@ -34,6 +34,7 @@ import { readJsonFile, z } from '../io/json-file.js';
 import { type PackedIds, packIds } from '../io/packed-ids.js';
 import { ByteTable } from './byte-table.js';
 import { POINT_BYTES } from './psi.js';
+import type { PsiTeam } from './psi-team.js';
 
 /** A cache id as both sides name it: 16 random bytes in hex. */
 export const PSI_CACHE_ID = /^[0-9a-f]{32}$/;
@@ -52,6 +53,8 @@ const DAY_MS = 86_400_000;
 export type CacheTableName = 'own' | 'peer';
 /** Key width of each table: an id's digest, or the point the partner sent. */
 const TABLE_KEY_BYTES: Readonly<Record<CacheTableName, 16 | 32>> = { own: PSI_DIGEST_BYTES, peer: POINT_BYTES };
+/** Whether a table's keys are keyed outputs (ByteTable's `keyed`): the digests are, the peer's points are not. */
+const TABLE_KEYED: Readonly<Record<CacheTableName, boolean>> = { own: true, peer: false };
 
 /**
  * The most entries a table keeps: 2^23, below what ByteTable's hash spreads (2^24 keys), about
@@ -60,7 +63,21 @@ const TABLE_KEY_BYTES: Readonly<Record<CacheTableName, 16 | 32>> = { own: PSI_DI
  */
 export const PSI_CACHE_MAX_ENTRIES = 1 << 23;
 
-/** One table of points: keyBytes-wide keys -> 32-byte points (POINT_BYTES). */
+/** Keyed BLAKE2b-128 of each id's UTF-8 bytes, PSI_DIGEST_BYTES each, in order (PsiCache.digests). */
+export function digestIds(ids: readonly string[] | PackedIds, key: Uint8Array): Uint8Array {
+  const p = 'offsets' in ids ? ids : packIds(ids);
+  const out = new Uint8Array(p.length * PSI_DIGEST_BYTES);
+  const one = new Uint8Array(PSI_DIGEST_BYTES);
+  const { bytes, offsets } = p;
+  for (let i = 0; i < p.length; i++) {
+    sodium.crypto_generichash(one, bytes.subarray(offsets[i], offsets[i + 1]), key);
+    const to = i * PSI_DIGEST_BYTES;
+    for (let j = 0; j < PSI_DIGEST_BYTES; j++) out[to + j] = one[j];
+  }
+  return out;
+}
+
+/** One table of points: keyBytes-wide keys -> 32-byte points (POINT_BYTES); `keyed` as ByteTable's. */
 export class PointCache {
   readonly keyBytes: 16 | 32;
   #index: ByteTable;
@@ -70,17 +87,17 @@ export class PointCache {
   /** Added to since it was loaded or last written (PsiCache.save clears it). */
   changed = false;
 
-  constructor(keyBytes: 16 | 32, expected = 0) {
+  constructor(keyBytes: 16 | 32, expected = 0, keyed = false) {
     this.keyBytes = keyBytes;
-    this.#index = new ByteTable(keyBytes, expected);
+    this.#index = new ByteTable(keyBytes, expected, keyed);
     this.#capacity = Math.max(8, Math.ceil(expected));
     this.#points = new Uint8Array(this.#capacity * POINT_BYTES);
   }
 
   /** A table of key e -> point e over these arrays, adopted rather than copied (see ByteTable.adopt); a repeated key is refused. */
-  static adopt(keyBytes: 16 | 32, keys: Uint8Array, points: Uint8Array): PointCache {
-    const table = new PointCache(keyBytes);
-    table.#index = ByteTable.adopt(keyBytes, keys);
+  static adopt(keyBytes: 16 | 32, keys: Uint8Array, points: Uint8Array, keyed = false): PointCache {
+    const table = new PointCache(keyBytes, 0, keyed);
+    table.#index = ByteTable.adopt(keyBytes, keys, keyed);
     if (points.length !== table.size * POINT_BYTES) throw new RangeError(`PointCache.adopt: ${points.length} bytes of points for ${table.size} keys`);
     table.#points = points;
     table.#capacity = table.size;
@@ -245,7 +262,7 @@ function readTable(path: string, name: CacheTableName, id: string, macKey: Uint8
     throw refuse(`bad MAC: edited, or from another cache or another table (the MAC binds its content and order to cache ${id} and table '${name}')`);
   const keysEnd = HEADER_BYTES + count * kb;
   try {
-    return PointCache.adopt(kb, buf.subarray(HEADER_BYTES, keysEnd), buf.subarray(keysEnd, expected - MAC_BYTES));
+    return PointCache.adopt(kb, buf.subarray(HEADER_BYTES, keysEnd), buf.subarray(keysEnd, expected - MAC_BYTES), TABLE_KEYED[name]);
   } catch (err) {
     throw refuse(`${(err as Error).message} (a file this program did not write)`);
   }
@@ -354,7 +371,7 @@ export class PsiCache {
     writeFileAtomic(join(dir, `${fields.generation}.key`), key, 0o600);
     const cache = new PsiCache(dir, fields, key);
     for (const name of cache.tables) {
-      const table = new PointCache(TABLE_KEY_BYTES[name]);
+      const table = new PointCache(TABLE_KEY_BYTES[name], 0, TABLE_KEYED[name]);
       table.changed = true;
       cache.#loaded.set(name, table);
     }
@@ -385,17 +402,12 @@ export class PsiCache {
    * test whether it holds a given id.
    */
   digests(ids: readonly string[] | PackedIds): Uint8Array {
-    const p = 'offsets' in ids ? ids : packIds(ids);
-    const out = new Uint8Array(p.length * PSI_DIGEST_BYTES);
-    const one = new Uint8Array(PSI_DIGEST_BYTES);
-    const { bytes, offsets } = p;
-    const key = this.#digestKey;
-    for (let i = 0; i < p.length; i++) {
-      sodium.crypto_generichash(one, bytes.subarray(offsets[i], offsets[i + 1]), key);
-      const to = i * PSI_DIGEST_BYTES;
-      for (let j = 0; j < PSI_DIGEST_BYTES; j++) out[to + j] = one[j];
-    }
-    return out;
+    return digestIds(ids, this.#digestKey);
+  }
+
+  /** The same digests, computed on the team's threads (for many ids). */
+  digestsOn(team: PsiTeam, ids: readonly string[] | PackedIds): Promise<Uint8Array> {
+    return team.digest(ids, this.#digestKey);
   }
 
   /** Writes the tables that changed since open/create/save, each atomically (mode 0600) with its MAC. Returns bytes written. */

@@ -10,6 +10,7 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { type PackedIds, sliceIds } from '../io/packed-ids.js';
 import { POINT_BYTES, PointError, blindPoints, checkPoints, hashToPoints } from './psi.js';
+import { PSI_DIGEST_BYTES, digestIds } from './psi-cache.js';
 
 /**
  * Each worker thread's young generation, in MB. A chunk's garbage (its strings, hashes and
@@ -44,7 +45,8 @@ const CHECK_SLICE = 65536;
 export type PsiTask =
   | { op: 'hash'; ids: string[] | PackedIds }
   | { op: 'blind'; points: Uint8Array; key: Uint8Array; check: boolean }
-  | { op: 'check'; points: Uint8Array };
+  | { op: 'check'; points: Uint8Array }
+  | { op: 'digest'; ids: string[] | PackedIds; key: Uint8Array };
 
 export function runPsiTask(task: PsiTask): Uint8Array {
   switch (task.op) {
@@ -56,7 +58,14 @@ export function runPsiTask(task: PsiTask): Uint8Array {
     case 'check':
       checkPoints(task.points);
       return new Uint8Array(0);
+    case 'digest':
+      return digestIds(task.ids, task.key);
   }
+}
+
+/** Ids from..to-1, as a copy a worker thread can be sent. */
+function idSlice(ids: readonly string[] | PackedIds, from: number, to: number): string[] | PackedIds {
+  return Array.isArray(ids) ? ids.slice(from, to) : sliceIds(ids as PackedIds, from, to);
 }
 
 /** Called as chunks finish: items done of the total. */
@@ -98,8 +107,12 @@ export class PsiTeam {
 
   /** H(id) for every id, in order. */
   hash(ids: readonly string[] | PackedIds, progress?: PsiProgress): Promise<Uint8Array> {
-    const chunk = Array.isArray(ids) ? (a: number, b: number) => ids.slice(a, b) : (a: number, b: number) => sliceIds(ids as PackedIds, a, b);
-    return this.run(ids.length, (a, b) => ({ op: 'hash', ids: chunk(a, b) }), progress);
+    return this.run(ids.length, (a, b) => ({ op: 'hash', ids: idSlice(ids, a, b) }), progress);
+  }
+
+  /** A PSI cache's keyed digest of every id (psi-cache.ts digestIds), in order. */
+  digest(ids: readonly string[] | PackedIds, key: Uint8Array, progress?: PsiProgress): Promise<Uint8Array> {
+    return this.run(ids.length, (a, b) => ({ op: 'digest', ids: idSlice(ids, a, b), key }), progress, PSI_DIGEST_BYTES);
   }
 
   /**

@@ -66,6 +66,11 @@ export class PartyPsiCaches {
     return this.current.cache?.id ?? null;
   }
 
+  /** The cache this party named to a coordinator of this name (announce), if any. */
+  named(name: string | undefined): PsiCache | undefined {
+    return name !== undefined && this.current?.name === name ? this.current.cache : undefined;
+  }
+
   /** Whether this party could not use its own cache in this process: a new label set under a new key is then its own doing (probe-budget.ts). */
   get ownCacheLost(): boolean {
     return this.lost;

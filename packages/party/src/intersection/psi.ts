@@ -16,7 +16,7 @@
  * are hashed and blinded (docs/privacy.md, 11.7).
  */
 import { createHash } from 'node:crypto';
-import { type PackedIds, type PsiCache, type PsiTeam, type PsiProgress, PointError, SpilledBytes, cachedPoints, newPsiKey, randomPermutation, selectIds } from '@admm-share/core';
+import { type PackedIds, type PsiCache, type PsiTeam, type PsiProgress, POINT_BYTES, PointError, SpilledBytes, cachedPoints, newPsiKey, pickRows, randomPermutation, selectIds } from '@admm-share/core';
 import { ProtocolError, type SampleSet } from '@admm-share/protocol';
 
 interface OwnSet {
@@ -91,9 +91,11 @@ export class PartyPsi {
 
   /**
    * The intersection is over (the set-up, or a first request to score, has come): the cache's
-   * table (48 bytes an id) is freed, after every set's points joined it.
+   * table (48 bytes an id) is written, after every set's points joined it, and freed. (Not
+   * before the answer: a party stopped before this recomputes the same points next time.)
    */
   settle(): void {
+    // (release writes what was added first.)
     this.cache?.release();
   }
 
@@ -133,21 +135,20 @@ export class PartyPsi {
       if (!ids) throw new ProtocolError('unexpected', `psi for the ${set} set, but this party has no ${set} set`);
       const order = randomPermutation(ids.length);
       const { key, cache } = this;
-      const blind = async (shuffled: PackedIds) => {
-        const hashed = await this.pool.hash(shuffled, this.progress(set, 'hashing ids'));
+      const blind = async (some: PackedIds) => {
+        const hashed = await this.pool.hash(some, this.progress(set, 'hashing ids'));
         return this.pool.blind(hashed, key, false, this.progress(set, 'blinding ids'), true);
       };
       const points = (async () => {
-        const shuffled = selectIds(ids, order);
         if (!cache) {
           this.costs.set(set, { blinded: ids.length, reused: 0 });
-          return new SpilledBytes(await blind(shuffled));
+          return new SpilledBytes(await blind(selectIds(ids, order)));
         }
-        const digests = cache.digests(shuffled);
-        const got = await cachedPoints(cache.table('own'), digests, DIGEST_BYTES, (missing) => blind(selectIds(shuffled, missing)));
-        cache.save();
+        // In the file's order (digested and looked up without a shuffled copy of the ids), then shuffled.
+        const digests = await cache.digestsOn(this.pool, ids);
+        const got = await cachedPoints(cache.table('own'), digests, DIGEST_BYTES, (missing) => blind(selectIds(ids, missing)));
         this.costs.set(set, { blinded: got.computed, reused: ids.length - got.computed, ...(got.full ? { cacheFull: true as const } : {}) });
-        return new SpilledBytes(got.points);
+        return new SpilledBytes(pickRows(got.points, POINT_BYTES, order));
       })();
       own = { order, points };
       this.own.set(set, own);

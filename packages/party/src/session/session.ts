@@ -54,6 +54,13 @@ function onChallenge(s: SessionState, env: SessionEnv, msg: Challenge): Outcome 
   const jobId = s.jobId ?? env.jobId;
   const psiCache = env.psiCaches?.announce(msg.psiCache);
   s.psiCache = { name: msg.psiCache, announced: psiCache };
+  // The points of the cache named are most likely wanted (a warm psi): they are begun now, while
+  // the coordinator makes its label points.
+  const named = env.psiCaches?.named(msg.psiCache);
+  if (named) {
+    env.psi.useCache(named);
+    env.psi.prepare('train');
+  }
   return reply({
     type: 'hello',
     protocolVersion: PROTOCOL_VERSION,
