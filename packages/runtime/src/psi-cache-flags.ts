@@ -1,17 +1,14 @@
 // The flags of the PSI cache (docs/privacy.md 11.7), the same at a party and at the coordinator.
 import { resolve } from 'node:path';
 import type { Argv } from 'yargs';
+import type { PsiCacheSettings } from '@admm-share/core';
 import { requirePositive } from './cli-support.js';
 
 /** Days a PSI cache is used before a new key and cache replace it (--psi-max-age). */
 export const PSI_MAX_AGE_DAYS = 90;
 
-export interface PsiCacheFlags {
-  dir: string;
-  /** Start a new key and cache (--psi-rotate). */
-  rotate: boolean;
-  maxAgeDays: number;
-}
+/** The flags' settings (core's PsiCacheSettings). */
+export type PsiCacheFlags = PsiCacheSettings;
 
 /** Adds --psi-cache, --psi-rotate and --psi-max-age; `partner` names the other side. */
 export function psiCacheOptions<T>(y: Argv<T>, partner: string) {

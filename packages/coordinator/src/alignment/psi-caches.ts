@@ -9,7 +9,7 @@
 import { randomBytes } from 'node:crypto';
 import { accessSync, constants, existsSync, mkdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, DataError, PsiCache, writeFileAtomic } from '@admm-share/core';
+import { type PsiCacheLog, type PsiCacheSettings, ConfigError, DataError, PsiCache, writeFileAtomic } from '@admm-share/core';
 import { PSI_CACHE_ID_RE } from '@admm-share/protocol';
 
 /** The cache an intersection with one party uses. */
@@ -19,27 +19,14 @@ export interface PartyCache {
   warm: boolean;
 }
 
-/** runtime's PsiCacheFlags: the folder, --psi-rotate (applied once per process) and --psi-max-age. */
-export interface PsiCacheOptions {
-  dir: string;
-  rotate: boolean;
-  maxAgeDays: number;
-}
-
-/** Where the caches' decisions are said (the coordinator's logger). */
-export interface CacheLog {
-  info(fields: object, msg: string): void;
-  warn(fields: object, msg: string): void;
-}
-
 export class CoordinatorPsiCaches {
   /** The name of this folder's caches (challenge.psiCache). */
   readonly name: string;
   private readonly opened = new Map<string, PsiCache | undefined>();
 
   constructor(
-    private readonly opts: PsiCacheOptions,
-    private readonly log: CacheLog,
+    private readonly opts: PsiCacheSettings,
+    private readonly log: PsiCacheLog,
   ) {
     try {
       mkdirSync(join(opts.dir, 'parties'), { recursive: true, mode: 0o700 });
@@ -65,14 +52,33 @@ export class CoordinatorPsiCaches {
     }
   }
 
+  /**
+   * The cache this coordinator holds for `party`, opened now (before the party's hello: its
+   * label points can be made while the parties start), or undefined if it has none usable.
+   */
+  held(party: string): PartyCache | undefined {
+    try {
+      this.open(party);
+    } catch (err) {
+      if (!(err as NodeJS.ErrnoException).code) throw err;
+      return undefined;
+    }
+    const cache = this.opened.get(party);
+    return cache ? { cache, warm: true } : undefined;
+  }
+
+  private open(party: string): void {
+    if (this.opened.has(party)) return;
+    const dir = join(this.opts.dir, 'parties', party);
+    // Rotation and age apply once per process: a rejoin keeps the cache just made.
+    const { cache, why, first } = PsiCache.open(dir, { tables: ['own', 'peer'], maxAgeDays: this.opts.maxAgeDays, rotate: this.opts.rotate });
+    if (!cache) this.log[first ? 'info' : 'warn']({ party, cache: dir }, `psi cache: not used (${why})`);
+    this.opened.set(party, cache);
+  }
+
   private cacheFor(party: string, announced: string | null): PartyCache {
     const dir = join(this.opts.dir, 'parties', party);
-    if (!this.opened.has(party)) {
-      // Rotation and age apply once per process: a rejoin keeps the cache just made.
-      const { cache, why, first } = PsiCache.open(dir, { tables: ['own', 'peer'], maxAgeDays: this.opts.maxAgeDays, rotate: this.opts.rotate });
-      if (!cache) this.log[first ? 'info' : 'warn']({ party, cache: dir }, `psi cache: not used (${why})`);
-      this.opened.set(party, cache);
-    }
+    this.open(party);
     const mine = this.opened.get(party);
     if (mine && mine.id === announced) return { cache: mine, warm: true };
     const why = !mine ? 'this coordinator has no usable cache for it' : announced === null ? `the party has none (this coordinator's is ${mine.id})` : `the party holds cache ${announced}, this coordinator ${mine.id}`;

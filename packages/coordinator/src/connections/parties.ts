@@ -109,6 +109,18 @@ export class Parties {
     return this.list.find((p) => p.id === id);
   }
 
+  /** Parties whose PSI cache has points to write (saveCaches). */
+  private readonly cacheToSave = new Set<string>();
+
+  /** Writes the PSI caches used since the last time, and frees their tables unless online scoring looks ids up in them. */
+  private saveCaches(): void {
+    for (const party of this.cacheToSave) {
+      this.opts.psi.saveCache(party, !this.opts.onIndex);
+      if (this.opts.psi.cacheFull(party)) this.opts.log.warn({ party }, 'psi cache: full, the new points are not kept (--psi-rotate starts a new cache)');
+    }
+    this.cacheToSave.clear();
+  }
+
   /** A hello passed admission: authenticate it and start the party's handshake (or throw). */
   onHello(ws: WebSocket, hello: Hello, nonce: Uint8Array, log: Logger): void {
     const p = this.byId(hello.partyId);
@@ -245,9 +257,9 @@ export class Parties {
           matched[msg.set] = positions;
           if (!sets.every((s) => matched[s])) return;
           if (current()) done(matched);
-          // Written after the job has what it needs: not on the alignment's path.
-          psi.saveCache(p.id, !this.opts.onIndex);
-          if (psi.cacheFull(p.id)) this.opts.log.warn({ party: p.id }, 'psi cache: full, the new points are not kept (--psi-rotate starts a new cache)');
+          // Written once every party is aligned (each party's in turn would hold up the others').
+          this.cacheToSave.add(p.id);
+          if (this.lossPolicy !== 'may-join-again' || this.list.every((q) => this.matched.has(q.id))) this.saveCaches();
         });
       });
     next();

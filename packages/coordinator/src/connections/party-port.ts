@@ -90,6 +90,27 @@ export class PartyPort {
     });
   }
 
+  /**
+   * Begins the label points of each party's cache that this coordinator holds, while the parties
+   * start: a party whose hello names the same cache finds them made (any other is given a new
+   * cache, and these are dropped). Without caches, the job's label points of each set.
+   */
+  prepare(sets: readonly SampleSet[], fail: (err: Error) => void): void {
+    const caches = this.psiCaches;
+    for (const set of sets) {
+      if (!caches) {
+        this.psi.points(set).catch(fail);
+        continue;
+      }
+      for (const party of this.opts.ids) {
+        const held = caches.held(party);
+        if (!held) continue;
+        this.psi.useCache(party, held);
+        this.psi.psi(party, set).catch(fail);
+      }
+    }
+  }
+
   /** Listen for the parties; resolves with the port once listening. */
   async listen(l: ListenOptions): Promise<number> {
     const { log, traffic, onFailure } = this.opts;

@@ -158,8 +158,10 @@ class Coordinator {
     // The label side of the intersection starts now, while the parties connect.
     this.alignment.started = performance.now();
     if (cfg.http && this.monitor) this.status = await startStatusServer(cfg.http, this.monitor, log);
-    // (With PSI caches each party gets points of its own key, made when it joins.)
-    if (!cfg.psiCache) for (const set of ['train', 'test'] as const) if (partyPort.psi.counts[set] > 0) partyPort.psi.points(set).catch((err: Error) => this.fail(err));
+    partyPort.prepare(
+      (['train', 'test'] as const).filter((set) => partyPort.psi.counts[set] > 0),
+      (err) => this.fail(err),
+    );
     let port: number;
     try {
       port = await partyPort.listen({ host: cfg.host, port: cfg.port, tls: cfg.tls, maxPayload, helloTimeoutMs: cfg.helloTimeoutMs, onRefused: (code, kind) => this.monitor?.refused(code, kind) });

@@ -127,6 +127,11 @@ export class ScoringNet {
     return this.port.psi;
   }
 
+  /** Begins the points of the ids to score while the parties start (PartyPort.prepare). */
+  prepare(fail: (err: Error) => void): void {
+    this.port.prepare(['train'], fail);
+  }
+
   async listen(labelRows: number): Promise<number> {
     const { cfg, log } = this;
     // The largest frame: a party's ids (up to maxRows points, and one point per id to score) or its scores.
@@ -266,7 +271,7 @@ export async function predict(cfg: PredictConfig, log: Logger): Promise<PredictS
   const y = labelled && labelsFor(labelled, d);
   try {
     const guard = <T>(p: Promise<T>) => Promise.race([p, failed]);
-    if (!cfg.psiCache) void net.psi.points('train').catch((err: Error) => fail(err));
+    net.prepare(fail);
     await net.listen(ids.length);
     const matched = await guard(net.parties.allJoined());
     const alignment = (performance.now() - started) / 1000;

@@ -63,6 +63,19 @@ const TABLE_KEYED: Readonly<Record<CacheTableName, boolean>> = { own: true, peer
  */
 export const PSI_CACHE_MAX_ENTRIES = 1 << 23;
 
+/** Where a side keeps its caches, and when it starts anew (--psi-cache, --psi-rotate applied once per process, --psi-max-age). */
+export interface PsiCacheSettings {
+  dir: string;
+  rotate: boolean;
+  maxAgeDays: number;
+}
+
+/** Where a side says what it decided about its caches (its logger). */
+export interface PsiCacheLog {
+  info(fields: object, msg: string): void;
+  warn(fields: object, msg: string): void;
+}
+
 /** Keyed BLAKE2b-128 of each id's UTF-8 bytes, PSI_DIGEST_BYTES each, in order (PsiCache.digests). */
 export function digestIds(ids: readonly string[] | PackedIds, key: Uint8Array): Uint8Array {
   const p = 'offsets' in ids ? ids : packIds(ids);

@@ -9,23 +9,11 @@ import { _map_to_curve_elligator2_curve25519 as elligator2 } from '@noble/curves
 import { hashToPoints, packIds } from '../index.js';
 import { LIMBS, edwardsToMontgomery, invert, mul, pack, unpack } from '../psi/field25519.js';
 import { seeded } from './support.js';
+import { P, fromLe, le, modPow } from './field-bigint.js';
 
-const P = 2n ** 255n - 19n;
 const TAG = 'admm-share psi v2 X25519 ELL2 single-map SHA-512\0';
 
-function modPow(b: bigint, e: bigint): bigint {
-  let r = 1n;
-  b %= P;
-  for (; e > 0n; e >>= 1n, b = (b * b) % P) if (e & 1n) r = (r * b) % P;
-  return r;
-}
 const inverse = (a: bigint) => modPow(a, P - 2n);
-const le = (u: bigint): Uint8Array => {
-  const out = new Uint8Array(32);
-  for (let i = 0; i < 32; i++) out[i] = Number((u >> BigInt(8 * i)) & 0xffn);
-  return out;
-};
-const fromLe = (b: Uint8Array): bigint => b.reduceRight((acc, x) => (acc << 8n) | BigInt(x), 0n);
 
 /** x([2] P) from x(P) = u on Curve25519: (u^2 - 1)^2 / (4 u (u^2 + A u + 1)). */
 const double = (u: bigint) => ((u * u - 1n) ** 2n % P) * inverse((4n * u * ((u * u + 486662n * u + 1n) % P)) % P) % P;

@@ -7,24 +7,12 @@
 import { test } from 'node:test';
 import assert from 'node:assert/strict';
 import { PointError, blindPoints, checkPoints, hashToPoints, newPsiKey } from '../index.js';
+import { P, fromLe, le, modPow } from './field-bigint.js';
 
-const P = 2n ** 255n - 19n;
 const A = 486662n;
 /** The order of the prime-order subgroup of Curve25519 (RFC 7748, section 4.1). */
 const Q = 2n ** 252n + 27742317777372353535851937790883648493n;
 
-function modPow(b: bigint, e: bigint, m = P): bigint {
-  let r = 1n;
-  b %= m;
-  for (; e > 0n; e >>= 1n, b = (b * b) % m) if (e & 1n) r = (r * b) % m;
-  return r;
-}
-const le = (u: bigint): Uint8Array => {
-  const out = new Uint8Array(32);
-  for (let i = 0; i < 32; i++) out[i] = Number((u >> BigInt(8 * i)) & 0xffn);
-  return out;
-};
-const fromLe = (b: Uint8Array): bigint => b.reduceRight((acc, x) => (acc << 8n) | BigInt(x), 0n);
 /** Legendre symbol of u^3 + A u^2 + u: 1 on the curve, p - 1 on the twist, 0 for u = 0. */
 const side = (u: bigint) => modPow((((u + A) * u + 1n) * u) % P, (P - 1n) / 2n);
 

@@ -10,22 +10,10 @@ import assert from 'node:assert/strict';
 import { ed25519, x25519 } from '@noble/curves/ed25519.js';
 import { type PackedIds, POINT_BYTES, PointError, PsiTeam, blindPoints, checkPoints, hashToPoints, newPsiKey, packIds, pointKeys, randomPermutation, selectIds, sliceIds } from '../index.js';
 import { seeded } from './support.js';
+import { P, fromLe, le, modPow } from './field-bigint.js';
 
-const P = 2n ** 255n - 19n;
 
-function modPow(b: bigint, e: bigint): bigint {
-  let r = 1n;
-  b %= P;
-  for (; e > 0n; e >>= 1n, b = (b * b) % P) if (e & 1n) r = (r * b) % P;
-  return r;
-}
 
-const le = (u: bigint): Uint8Array => {
-  const out = new Uint8Array(32);
-  for (let i = 0; i < 32; i++) out[i] = Number((u >> BigInt(8 * i)) & 0xffn);
-  return out;
-};
-const fromLe = (b: Uint8Array): bigint => b.reduceRight((acc, x) => (acc << 8n) | BigInt(x), 0n);
 
 const ids = (n: number, prefix = 'id-') => Array.from({ length: n }, (_, i) => `${prefix}${i}`);
 

@@ -12,21 +12,8 @@
  */
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { ConfigError, PsiCache } from '@admm-share/core';
+import { type PsiCacheLog, type PsiCacheSettings, ConfigError, PsiCache } from '@admm-share/core';
 import { ProtocolError } from '@admm-share/protocol';
-
-/** runtime's PsiCacheFlags: the folder, --psi-rotate (applied once per process) and --psi-max-age. */
-export interface PsiCacheOptions {
-  dir: string;
-  rotate: boolean;
-  maxAgeDays: number;
-}
-
-/** Where the caches' decisions are said (the party's logger). */
-export interface CacheLog {
-  info(fields: object, msg: string): void;
-  warn(fields: object, msg: string): void;
-}
 
 export class PartyPsiCaches {
   /** The coordinator's cache name this process uses, and its cache (undefined: none usable yet). */
@@ -35,8 +22,8 @@ export class PartyPsiCaches {
   private lost = false;
 
   constructor(
-    private readonly opts: PsiCacheOptions,
-    private readonly log: CacheLog,
+    private readonly opts: PsiCacheSettings,
+    private readonly log: PsiCacheLog,
   ) {
     try {
       mkdirSync(opts.dir, { recursive: true, mode: 0o700 });

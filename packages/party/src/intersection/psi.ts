@@ -44,6 +44,8 @@ export class PartyPsi {
   private readonly own = new Map<SampleSet, OwnSet>();
   /** Per set, what its own points cost (once computed). */
   readonly costs = new Map<SampleSet, OwnCost>();
+  /** Sets whose own points are being looked up in the cache's table. */
+  private inFlight = 0;
   /** The last label set blinded, per set, by its digest. */
   private readonly answered = new Map<SampleSet, { digest: string; points: Promise<SpilledBytes> }>();
 
@@ -90,13 +92,12 @@ export class PartyPsi {
   }
 
   /**
-   * The intersection is over (the set-up, or a first request to score, has come): the cache's
-   * table (48 bytes an id) is written, after every set's points joined it, and freed. (Not
-   * before the answer: a party stopped before this recomputes the same points next time.)
+   * The intersection is over (the set-up, or a first request to score, has come): whatever the
+   * cache's table still holds is written and freed.
    */
   settle(): void {
     // (release writes what was added first.)
-    this.cache?.release();
+    if (this.inFlight === 0) this.cache?.release();
   }
 
   /**
@@ -144,11 +145,18 @@ export class PartyPsi {
           this.costs.set(set, { blinded: ids.length, reused: 0 });
           return new SpilledBytes(await blind(selectIds(ids, order)));
         }
-        // In the file's order (digested and looked up without a shuffled copy of the ids), then shuffled.
-        const digests = await cache.digestsOn(this.pool, ids);
-        const got = await cachedPoints(cache.table('own'), digests, DIGEST_BYTES, (missing) => blind(selectIds(ids, missing)));
-        this.costs.set(set, { blinded: got.computed, reused: ids.length - got.computed, ...(got.full ? { cacheFull: true as const } : {}) });
-        return new SpilledBytes(pickRows(got.points, POINT_BYTES, order));
+        // Digested in the file's order (no shuffled copy of the ids), the digests shuffled (16
+        // bytes an id, not the points' 32), and the points looked up in the order sent.
+        this.inFlight++;
+        try {
+          const digests = pickRows(await cache.digestsOn(this.pool, ids), DIGEST_BYTES, order);
+          const got = await cachedPoints(cache.table('own'), digests, DIGEST_BYTES, (missing) => blind(selectIds(ids, Uint32Array.from(missing, (j) => order[j]))));
+          this.costs.set(set, { blinded: got.computed, reused: ids.length - got.computed, ...(got.full ? { cacheFull: true as const } : {}) });
+          return new SpilledBytes(got.points);
+        } finally {
+          // The table (48 bytes an id) is written and freed once no set is using it; a later set reads it again.
+          if (--this.inFlight === 0) cache.release();
+        }
       })();
       own = { order, points };
       this.own.set(set, own);
