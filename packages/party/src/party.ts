@@ -184,7 +184,7 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
   }
   // A progress bar for the intersection on a terminal (silent otherwise).
   const progress = new Progress();
-  const psi = new PartyPsi(new PsiTeam({ afterChunk: collectYoungGarbage }), { train: train.ids, test: test?.ids }, (set, what) => progress.counter(`${set} ${what}`));
+  const psi = new PartyPsi(new PsiTeam({ afterChunk: collectYoungGarbage }), { train: train.ids, test: test?.ids }, (set, what) => progress.counter(`${set} ${what}`), collectGarbage);
   const env: SessionEnv = {
     partyId: config.partyId,
     jobId: config.jobId,
@@ -242,7 +242,7 @@ export function startScoring(config: ScoringConfig, deps: { logger: Logger }): P
     features: model.features,
     privacy: new Privacy({ mechanism: 'none', bx: DEFAULT_BX }),
     ledgerPath: ledgerPath(config.model),
-    psi: new PartyPsi(new PsiTeam({ afterChunk: collectYoungGarbage }), { train: rows.ids, test: undefined }, (set, what) => progress.counter(what)),
+    psi: new PartyPsi(new PsiTeam({ afterChunk: collectYoungGarbage }), { train: rows.ids, test: undefined }, (set, what) => progress.counter(what), collectGarbage),
     maxLabelIds: Math.ceil((config.maxLabelFactor ?? MAX_LABEL_FACTOR) * data.ids.length) + SLACK_LABEL_IDS,
     probe: probeBudget(config.coordinator, ledgerPath(config.model), 'scoring', data.ids.length, { perDay: config.maxProbeIdsPerDay, perConnection: config.maxLookupIdsPerConnection }),
     scoring: { scorer, ledger: scoringLedgerPath(config.model) },

@@ -241,9 +241,15 @@ export class LabelPsi {
     }
     await refusing('ids.labelPoints', this.pool.check(msg.labelPoints));
     const n = blinded.length / POINT_BYTES;
-    // Keyed: H(y)^(ab) is blinded with this side's key, which the party cannot steer.
-    const index = new ByteTable(POINT_BYTES, n, true);
-    for (let i = 0; i < n; i++) if (index.set(blinded, i * POINT_BYTES, i) !== -1) throw new AlignmentError(party, `the ${set} ids contain a duplicate`);
+    // Over the blinded points themselves (no copy); keyed: H(y)^(ab) is blinded with this
+    // side's key, which the party cannot steer. A repeated point is a repeated id.
+    let index: ByteTable;
+    try {
+      index = ByteTable.adopt(POINT_BYTES, blinded, true);
+    } catch (err) {
+      if (err instanceof RangeError && /repeats/.test(err.message)) throw new AlignmentError(party, `the ${set} ids contain a duplicate`);
+      throw err;
+    }
     const positions = new Int32Array(this.counts[set]).fill(-1);
     const used = new Uint8Array(n);
     const place = (row: number, points: Uint8Array, off: number) => {

@@ -20,11 +20,15 @@ const MIN_SLOT_BITS = 4;
 /** Values are kept in an Int32Array, with -1 meaning absent. */
 const MAX_VALUE = 2 ** 31 - 1;
 
+/** Slot bits of a keyed table (its hash is a key's first 32 bits): 2^29 keys. */
+const MAX_KEYED_SLOT_BITS = 30;
+
 /** Bits of the smallest power-of-two slot count that holds `n` keys at load at most 1/2. */
-function slotBits(n: number): number {
+function slotBits(n: number, keyed = false): number {
+  const most = keyed ? MAX_KEYED_SLOT_BITS : MAX_SLOT_BITS;
   let bits = MIN_SLOT_BITS;
   while (2 ** bits < 2 * n) bits++;
-  if (bits > MAX_SLOT_BITS) throw new RangeError(`ByteTable: ${n} keys is more than the ${2 ** (MAX_SLOT_BITS - 1)} its hash spreads evenly`);
+  if (bits > most) throw new RangeError(`ByteTable: ${n} keys is more than the ${2 ** (most - 1)} its hash spreads evenly`);
   return bits;
 }
 
@@ -57,7 +61,7 @@ export class ByteTable {
     this.#mul = randomFillSync(new Int32Array(keyBytes + 1));
     this.#capacity = Math.max(8, Math.ceil(expected));
     this.#keys = new Uint8Array(this.#capacity * keyBytes);
-    const bits = slotBits(this.#capacity);
+    const bits = slotBits(this.#capacity, keyed);
     this.#slots = new Int32Array(2 ** bits);
     this.#shift = 32 - bits;
   }
@@ -71,7 +75,7 @@ export class ByteTable {
     const n = keys.length / keyBytes;
     if (!Number.isInteger(n)) throw new RangeError(`ByteTable: ${keys.length} bytes is not a whole number of ${keyBytes}-byte keys`);
     const table = new ByteTable(keyBytes, 0, keyed);
-    const bits = slotBits(n);
+    const bits = slotBits(n, keyed);
     table.#keys = keys;
     table.#capacity = n;
     table.#slots = new Int32Array(2 ** bits);
@@ -110,7 +114,7 @@ export class ByteTable {
     const e = this.#size;
     if (e === this.#capacity) this.#grow(Math.max(8, Math.ceil(this.#capacity * 1.5)));
     if (2 * (e + 1) > this.#slots.length) {
-      this.#rehash(slotBits(e + 1));
+      this.#rehash(slotBits(e + 1, this.keyed));
       s = this.#find(keys, off);
     }
     const kb = this.keyBytes;
@@ -124,7 +128,7 @@ export class ByteTable {
   /** Makes room for `n` keys in all, so that adding up to that many allocates nothing more. */
   reserve(n: number): void {
     if (n > this.#capacity) this.#grow(Math.max(n, Math.ceil(this.#capacity * 1.125)));
-    if (2 * n > this.#slots.length) this.#rehash(slotBits(n));
+    if (2 * n > this.#slots.length) this.#rehash(slotBits(n, this.keyed));
   }
 
   /** The keys in the order they were first set, keyBytes each: a view, valid until the next set or reserve. */

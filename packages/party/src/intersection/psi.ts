@@ -53,6 +53,8 @@ export class PartyPsi {
     private readonly pool: PsiTeam,
     private readonly ids: { train: PackedIds; test: PackedIds | undefined },
     private readonly progress: (set: SampleSet, what: string) => PsiProgress,
+    /** Collects the garbage a set's own points leave (their digests, the cache's table): a full collection at a party. */
+    private readonly collect: () => void = () => undefined,
   ) {}
 
   /**
@@ -148,15 +150,20 @@ export class PartyPsi {
         // Digested in the file's order (no shuffled copy of the ids), the digests shuffled (16
         // bytes an id, not the points' 32), and the points looked up in the order sent.
         this.inFlight++;
-        try {
-          const digests = pickRows(await cache.digestsOn(this.pool, ids), DIGEST_BYTES, order);
-          const got = await cachedPoints(cache.table('own'), digests, DIGEST_BYTES, (missing) => blind(selectIds(ids, Uint32Array.from(missing, (j) => order[j]))));
-          this.costs.set(set, { blinded: got.computed, reused: ids.length - got.computed, ...(got.full ? { cacheFull: true as const } : {}) });
-          return new SpilledBytes(got.points);
-        } finally {
-          // The table (48 bytes an id) is written and freed once no set is using it; a later set reads it again.
-          if (--this.inFlight === 0) cache.release();
-        }
+        const spilled = await (async () => {
+          try {
+            const digests = pickRows(await cache.digestsOn(this.pool, ids), DIGEST_BYTES, order);
+            const got = await cachedPoints(cache.table('own'), digests, DIGEST_BYTES, (missing) => blind(selectIds(ids, Uint32Array.from(missing, (j) => order[j]))));
+            this.costs.set(set, { blinded: got.computed, reused: ids.length - got.computed, ...(got.full ? { cacheFull: true as const } : {}) });
+            return new SpilledBytes(got.points);
+          } finally {
+            // The table (48 bytes an id) is written and freed once no set is using it; a later set reads it again.
+            if (--this.inFlight === 0) cache.release();
+          }
+        })();
+        // The digests, the points now in their file and a freed table are garbage.
+        this.collect();
+        return spilled;
       })();
       own = { order, points };
       this.own.set(set, own);
