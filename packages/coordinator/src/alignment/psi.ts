@@ -27,6 +27,7 @@ import {
   ByteTable,
   PointCache,
   POINT_BYTES,
+  PSI_DIGEST_BYTES,
   PointError,
   cachedPoints,
   keyedStream,
@@ -37,9 +38,6 @@ import {
 import { type Ids, type Psi, type SampleSet, ProtocolError } from '@admm-share/protocol';
 import { AlignmentError } from './alignment.js';
 import type { PartyCache } from './psi-caches.js';
-
-/** Bytes of a cache's digest of an id (PsiCache.digests). */
-const DIGEST_BYTES = 16;
 
 interface LabelSet {
   /** The points sent: H(x)^a for the label ids sent, in the shuffled order sent. */
@@ -106,7 +104,7 @@ export class LabelPsi {
     const partner = this.partners.get(party);
     if (!c) this.partners.delete(party);
     else if (partner?.cache === c.cache) partner.warm = c.warm;
-    else this.partners.set(party, { ...c, sets: new Map(), full: false, lookedUp: new PointCache(DIGEST_BYTES, 0, true) });
+    else this.partners.set(party, { ...c, sets: new Map(), full: false, lookedUp: new PointCache(PSI_DIGEST_BYTES, 0, true) });
   }
 
   /** What the summary says of the intersection's work (output/summary.ts alignmentWork). */
@@ -304,8 +302,8 @@ export class LabelPsi {
    */
   private async cachedLookup(cache: PsiCache, lookedUp: PointCache, index: PartyIndex, ids: readonly string[], ask: (points: Uint8Array) => Promise<Uint8Array>): Promise<Int32Array> {
     const digests = cache.digests(ids);
-    const known = await cachedPoints(cache.table('own'), digests, DIGEST_BYTES, async (missing) => {
-      const more = await cachedPoints(lookedUp, pickRows(digests, DIGEST_BYTES, missing), DIGEST_BYTES, async (asked) =>
+    const known = await cachedPoints(cache.table('own'), digests, PSI_DIGEST_BYTES, async (missing) => {
+      const more = await cachedPoints(lookedUp, pickRows(digests, PSI_DIGEST_BYTES, missing), PSI_DIGEST_BYTES, async (asked) =>
         ask(
           await this.blindIds(
             Array.from(asked, (j) => ids[missing[j]]),

@@ -16,7 +16,7 @@
  * are hashed and blinded (docs/privacy.md, 11.7).
  */
 import { createHash } from 'node:crypto';
-import { type PackedIds, type PsiCache, type PsiTeam, type PsiProgress, POINT_BYTES, PointError, SpilledBytes, cachedPoints, newPsiKey, pickRows, randomPermutation, selectIds } from '@admm-share/core';
+import { type PackedIds, type PsiCache, type PsiTeam, type PsiProgress, POINT_BYTES, PSI_DIGEST_BYTES, PointError, SpilledBytes, cachedPoints, newPsiKey, pickRows, randomPermutation, selectIds } from '@admm-share/core';
 import { ProtocolError, type SampleSet } from '@admm-share/protocol';
 
 interface OwnSet {
@@ -31,9 +31,6 @@ export interface OwnCost {
   reused: number;
   cacheFull?: true;
 }
-
-/** Bytes of a cache's digest of an id (PsiCache.digests). */
-const DIGEST_BYTES = 16;
 
 export class PartyPsi {
   /** This process's own key, used with a coordinator that keeps no cache. */
@@ -152,8 +149,8 @@ export class PartyPsi {
         this.inFlight++;
         const spilled = await (async () => {
           try {
-            const digests = pickRows(await cache.digestsOn(this.pool, ids), DIGEST_BYTES, order);
-            const got = await cachedPoints(cache.table('own'), digests, DIGEST_BYTES, (missing) => blind(selectIds(ids, Uint32Array.from(missing, (j) => order[j]))));
+            const digests = pickRows(await cache.digestsOn(this.pool, ids), PSI_DIGEST_BYTES, order);
+            const got = await cachedPoints(cache.table('own'), digests, PSI_DIGEST_BYTES, (missing) => blind(selectIds(ids, Uint32Array.from(missing, (j) => order[j]))));
             this.costs.set(set, { blinded: got.computed, reused: ids.length - got.computed, ...(got.full ? { cacheFull: true as const } : {}) });
             return new SpilledBytes(got.points);
           } finally {
