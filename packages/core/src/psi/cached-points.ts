@@ -12,19 +12,46 @@ export interface CachedPoints {
   full: boolean;
 }
 
+/** Keys looked up at a time: keys made per slice (a party's digests) never exist all at once, and the event loop is served between slices. */
+export const LOOKUP_SLICE = 1 << 16;
+
+/** Keys given whole, or made a slice at a time (keys from..to-1, keyBytes each). */
+export type CacheKeys = Uint8Array | { count: number; slice(from: number, to: number): Uint8Array };
+
 /**
  * Every key's point (keyBytes a key): cached ones from `table`, the others from `compute`
  * (given the indices of the keys that have none, it returns their points in that order),
- * which are then added to the table (unless `keep` is false).
+ * which are then added to the table (unless `keep` is false). Keys are looked up LOOKUP_SLICE
+ * at a time; of a slice's keys only the missing ones are kept.
  */
-export async function cachedPoints(table: PointCache, keys: Uint8Array, keyBytes: number, compute: (missing: Uint32Array) => Promise<Uint8Array>, keep = true): Promise<CachedPoints> {
-  const points = new Uint8Array((keys.length / keyBytes) * POINT_BYTES);
-  const missing = table.lookup(keys, points);
+export async function cachedPoints(table: PointCache, keys: CacheKeys, keyBytes: number, compute: (missing: Uint32Array) => Promise<Uint8Array>, keep = true): Promise<CachedPoints> {
+  const n = keys instanceof Uint8Array ? keys.length / keyBytes : keys.count;
+  const sliceOf = keys instanceof Uint8Array ? (a: number, b: number) => keys.subarray(a * keyBytes, b * keyBytes) : (a: number, b: number) => keys.slice(a, b);
+  const points = new Uint8Array(n * POINT_BYTES);
+  const missing: number[] = [];
+  const missingKeys: Uint8Array[] = [];
+  for (let from = 0; from < n; from += LOOKUP_SLICE) {
+    const to = Math.min(n, from + LOOKUP_SLICE);
+    const slice = sliceOf(from, to);
+    const miss = table.lookup(slice, points.subarray(from * POINT_BYTES, to * POINT_BYTES));
+    for (const m of miss) missing.push(from + m);
+    if (miss.length > 0) missingKeys.push(pickRows(slice, keyBytes, miss));
+    if (to < n) await new Promise((resolve) => setImmediate(resolve));
+  }
   if (missing.length === 0) return { points, computed: 0, full: false };
-  const fresh = await compute(missing);
-  const full = keep && !table.add(keys, fresh, missing);
+  const fresh = await compute(Uint32Array.from(missing));
+  let full = false;
+  if (keep) {
+    const added = new Uint8Array(missing.length * keyBytes);
+    let at = 0;
+    for (const k of missingKeys) {
+      added.set(k, at);
+      at += k.length;
+    }
+    full = !table.add(added, fresh);
+  }
   // None cached (a first intersection): the computed points are all of them, in order.
-  if (missing.length === points.length / POINT_BYTES) return { points: fresh, computed: missing.length, full };
+  if (missing.length === n) return { points: fresh, computed: n, full };
   for (let j = 0; j < missing.length; j++) points.set(fresh.subarray(j * POINT_BYTES, (j + 1) * POINT_BYTES), missing[j] * POINT_BYTES);
   return { points, computed: missing.length, full };
 }

@@ -16,7 +16,7 @@
  * are hashed and blinded (docs/privacy.md, 11.7).
  */
 import { createHash } from 'node:crypto';
-import { type CachedPoints, type PackedIds, type PsiCache, type PsiTeam, type PsiProgress, POINT_BYTES, PSI_DIGEST_BYTES, PointError, SpilledBytes, newPsiKey, pickRows, randomPermutation, selectIds } from '@admm-share/core';
+import { type PackedIds, type PsiCache, type PsiTeam, type PsiProgress, PSI_DIGEST_BYTES, PointError, SpilledBytes, cachedPoints, newPsiKey, randomPermutation, selectIds } from '@admm-share/core';
 import { ProtocolError, type SampleSet } from '@admm-share/protocol';
 
 interface OwnSet {
@@ -24,9 +24,6 @@ interface OwnSet {
   order: Uint32Array;
   points: Promise<SpilledBytes>;
 }
-
-/** Ids looked up in the cache at a time (fromCache): a slice's digests are 1 MiB. */
-const LOOKUP_SLICE = 1 << 16;
 
 /** What the last intersection of a set cost: ids hashed and blinded, ids whose points came from the cache, and whether the cache was too full to keep the new ones. */
 export interface OwnCost {
@@ -121,39 +118,6 @@ export class PartyPsi {
     }
   }
 
-  /**
-   * The points of `ids` in the order `order` (file rows by position sent): looked up in the
-   * cache a slice at a time (each slice's digests made and dropped, only the missing ids'
-   * kept: a million ids' digests are never held at once), the missing ones then hashed and
-   * blinded by `blind` and added to the cache.
-   */
-  private async fromCache(cache: PsiCache, ids: PackedIds, order: Uint32Array, blind: (some: PackedIds) => Promise<Uint8Array>): Promise<CachedPoints> {
-    const n = order.length;
-    const table = cache.table('own');
-    const points = new Uint8Array(n * POINT_BYTES);
-    const missing: number[] = [];
-    const missingDigests: Uint8Array[] = [];
-    for (let from = 0; from < n; from += LOOKUP_SLICE) {
-      const rows = order.subarray(from, Math.min(n, from + LOOKUP_SLICE));
-      const digests = cache.digests(selectIds(ids, rows));
-      const miss = table.lookup(digests, points.subarray(from * POINT_BYTES, (from + rows.length) * POINT_BYTES));
-      for (const m of miss) missing.push(from + m);
-      if (miss.length > 0) missingDigests.push(pickRows(digests, PSI_DIGEST_BYTES, miss));
-      // A slice is a few tens of milliseconds: the connection's heartbeats are answered between them.
-      await new Promise((resolve) => setImmediate(resolve));
-    }
-    if (missing.length === 0) return { points, computed: 0, full: false };
-    const fresh = await blind(selectIds(ids, Uint32Array.from(missing, (j) => order[j])));
-    for (let j = 0; j < missing.length; j++) points.set(fresh.subarray(j * POINT_BYTES, (j + 1) * POINT_BYTES), missing[j] * POINT_BYTES);
-    const keys = new Uint8Array(missing.length * PSI_DIGEST_BYTES);
-    let at = 0;
-    for (const d of missingDigests) {
-      keys.set(d, at);
-      at += d.length;
-    }
-    return { points, computed: missing.length, full: !table.add(keys, fresh) };
-  }
-
   /** The file rows of the positions the coordinator names (validated to be below the row count). */
   fileRows(set: SampleSet, positions: Uint32Array): Uint32Array {
     const own = this.own.get(set);
@@ -183,7 +147,9 @@ export class PartyPsi {
         this.inFlight++;
         const spilled = await (async () => {
           try {
-            const got = await this.fromCache(cache, ids, order, blind);
+            // Digests made a slice at a time, in the order sent: a million ids' are never held at once.
+            const digests = { count: order.length, slice: (a: number, b: number) => cache.digests(selectIds(ids, order.subarray(a, b))) };
+            const got = await cachedPoints(cache.table('own'), digests, PSI_DIGEST_BYTES, (missing) => blind(selectIds(ids, Uint32Array.from(missing, (j) => order[j]))));
             this.costs.set(set, { blinded: got.computed, reused: ids.length - got.computed, ...(got.full ? { cacheFull: true as const } : {}) });
             return new SpilledBytes(got.points);
           } finally {
