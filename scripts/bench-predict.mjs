@@ -43,8 +43,15 @@ const cachedRun = (run) => {
   return false;
 };
 
+/** Every process started, ended with this script even when it fails (a failed request must not leave a service running). */
+const children = new Set();
+process.on('exit', () => {
+  for (const c of children) if (c.exitCode === null) c.kill('SIGKILL');
+});
+
 function node(script, args, opts = {}) {
   const child = spawn(process.execPath, [script, ...args], { stdio: ['ignore', 'pipe', 'pipe'], ...opts });
+  children.add(child);
   let out = '';
   let err = '';
   const lines = [];
