@@ -20,26 +20,78 @@ const CR = 0x0d;
  */
 export const MAX_FEATURES = 1 << 24;
 
-/**
- * Splits `line` at spaces and tabs into `out` (cleared first), ignoring one trailing '\r' (CRLF)
- * and blanks at either end. Other whitespace stays inside a token (and is rejected there).
- */
-export function splitBlanks(line: string, out: string[]): void {
-  out.length = 0;
-  let end = line.length;
-  if (end > 0 && line.charCodeAt(end - 1) === CR) end--;
-  let i = 0;
+const HASH = 0x23;
+const COLON = 0x3a;
+const DOT = 0x2e;
+const ZERO = 0x30;
+const NINE = 0x39;
+const MINUS = 0x2d;
+const PLUS = 0x2b;
+/** 10^k, exact for k <= 22. */
+const POW10 = Array.from({ length: 23 }, (_, k) => 10 ** k);
+
+function skipBlanks(text: string, i: number, end: number): number {
   while (i < end) {
-    let c = line.charCodeAt(i);
-    if (c === SPACE || c === TAB) {
-      i++;
-      continue;
-    }
-    const start = i;
-    do c = line.charCodeAt(++i);
-    while (i < end && c !== SPACE && c !== TAB);
-    out.push(line.slice(start, i));
+    const c = text.charCodeAt(i);
+    if (c !== SPACE && c !== TAB) break;
+    i++;
   }
+  return i;
+}
+
+function tokenEnd(text: string, i: number, end: number): number {
+  while (i < end) {
+    const c = text.charCodeAt(i);
+    if (c === SPACE || c === TAB) break;
+    i++;
+  }
+  return i;
+}
+
+/** fastEntry's result when it returns an end (module state: no object per token). */
+let fastIndex = 0;
+let fastValue = 0;
+
+/**
+ * The common entry `j:v` read where it stands in the line: j of at most 8 digits, from 1 to
+ * `limit`; v an optional sign and at most 15 digits around an optional point, no exponent.
+ * Such a v is M / 10^f with M < 2^53 and f <= 15, both exact, so the one division is correctly
+ * rounded: the same number as Number(v) (Clinger's fast path). Sets fastIndex and fastValue and
+ * returns where the token ends, or -1 for anything else (the caller's full checks then take it:
+ * other forms, and every error with its message).
+ */
+function fastEntry(text: string, i: number, end: number, limit: number): number {
+  const start = i;
+  let idx = 0;
+  let c = text.charCodeAt(i);
+  while (c >= ZERO && c <= NINE && i < end) {
+    idx = idx * 10 + (c - ZERO);
+    c = text.charCodeAt(++i);
+  }
+  if (i === start || i - start > 8 || i >= end || c !== COLON || idx < 1 || idx > limit) return -1;
+  c = text.charCodeAt(++i);
+  let negative = false;
+  if (c === MINUS || c === PLUS) {
+    negative = c === MINUS;
+    c = text.charCodeAt(++i);
+  }
+  let m = 0;
+  let digits = 0;
+  let fraction = -1;
+  while (i < end) {
+    if (c >= ZERO && c <= NINE) {
+      m = m * 10 + (c - ZERO);
+      digits++;
+      if (fraction >= 0) fraction++;
+    } else if (c === DOT && fraction < 0) fraction = 0;
+    else break;
+    c = text.charCodeAt(++i);
+  }
+  if (digits === 0 || digits > 15 || (i < end && c !== SPACE && c !== TAB)) return -1;
+  const v = fraction > 0 ? m / POW10[fraction] : m;
+  fastIndex = idx;
+  fastValue = negative ? -v : v;
+  return i;
 }
 
 export function readLibsvm(path: string, opts: ReadOptions = {}): FeatureTable {
@@ -59,58 +111,78 @@ export function scanLibsvm(path: string, opts: ReadOptions, keepFeatures: boolea
   const labels = new SharedLabels();
   // An entry is at least 'j:v' and a blank before it.
   const b = new BlockBuilder(opts.features, keepFeatures ? fileSize(path) : 0, 4, dense);
-  const tokens: string[] = [];
   // One row's entries, reused from row to row.
   const cols: number[] = [];
   const vals: number[] = [];
   const order: number[] = [];
   let row = 0;
+  const limit = Math.min(MAX_FEATURES, opts.features ?? MAX_FEATURES);
   forEachLine(path, chunkSize(opts.chunkBytes), (text, lineNo) => {
-    splitBlanks(text, tokens);
-    if (tokens.length === 0 || tokens[0].startsWith('#')) return;
+    // Tokens are read in place (no string per token); see fastEntry.
+    let end = text.length;
+    if (end > 0 && text.charCodeAt(end - 1) === CR) end--;
+    const s0 = skipBlanks(text, 0, end);
+    if (s0 === end || text.charCodeAt(s0) === HASH) return;
     const fail = (detail: string): never => {
       throw new DataError(path, lineNo, detail);
     };
+    const e0 = tokenEnd(text, s0, end);
+    const first = text.slice(s0, e0);
+    let pos = skipBlanks(text, e0, end);
     let t = 1;
-    if (mode === 'auto') mode = tokens.length > 1 && tokens[1].startsWith('qid:') ? 'qid' : 'row';
+    if (mode === 'auto') mode = pos < end && text.startsWith('qid:', pos) ? 'qid' : 'row';
     row++;
     let id: string;
     if (mode === 'first') {
-      id = tokens[0];
+      id = first;
       if (id.includes(':')) fail(`expected a sample id as the first token, found '${id}'`);
       id = detach(id);
     } else if (mode === 'qid') {
-      if (tokens.length < 2 || !tokens[1].startsWith('qid:')) fail(`expected 'qid:ID' as the second token`);
-      id = detach(tokens[1].slice(4));
+      if (pos === end || !text.startsWith('qid:', pos)) fail(`expected 'qid:ID' as the second token`);
+      const e1 = tokenEnd(text, pos, end);
+      id = detach(text.slice(pos + 4, e1));
       if (id === '') fail(`empty qid`);
+      pos = skipBlanks(text, e1, end);
       t = 2;
-      firstTokens.push(labels.get(detach(tokens[0])));
+      firstTokens.push(labels.get(detach(first)));
     } else {
       id = String(row);
-      firstTokens.push(labels.get(detach(tokens[0])));
+      firstTokens.push(labels.get(detach(first)));
     }
-    if (tokens[0].includes(':')) fail(`first token '${tokens[0]}' looks like index:value; a label or id must come first`);
+    if (first.includes(':')) fail(`first token '${first}' looks like index:value; a label or id must come first`);
     ids.add(id, lineNo);
     cols.length = 0;
     vals.length = 0;
     let sorted = true;
-    for (; t < tokens.length; t++) {
-      const tok = tokens[t];
-      const colon = tok.indexOf(':');
-      if (colon <= 0) fail(`token ${t + 1} '${tok}' is not index:value`);
-      const idxText = tok.slice(0, colon);
-      const valText = tok.slice(colon + 1);
-      if (!INDEX_RE.test(idxText)) fail(`token ${t + 1} '${tok}': index '${idxText}' is not a positive integer`);
-      const idx = Number(idxText);
-      if (idx < 1) fail(`token ${t + 1} '${tok}': indices start at 1`);
-      if (idx > MAX_FEATURES) fail(`token ${t + 1} '${tok}': index ${idx} exceeds the limit of ${MAX_FEATURES} features`);
-      if (opts.features !== undefined && idx > opts.features)
-        fail(`token ${t + 1} '${tok}': index ${idx} exceeds the ${opts.features} features declared`);
-      const val = parseDataNumber(valText);
-      if (typeof val === 'string') fail(`token ${t + 1} '${tok}': value ${val}`);
+    for (; pos < end; t++) {
+      let stop = fastEntry(text, pos, end, limit);
+      let idx: number;
+      let val: number;
+      if (stop >= 0) {
+        idx = fastIndex;
+        val = fastValue;
+      } else {
+        // Anything the fast path does not take, with the messages of the full checks.
+        stop = tokenEnd(text, pos, end);
+        const tok = text.slice(pos, stop);
+        const colon = tok.indexOf(':');
+        if (colon <= 0) fail(`token ${t + 1} '${tok}' is not index:value`);
+        const idxText = tok.slice(0, colon);
+        const valText = tok.slice(colon + 1);
+        if (!INDEX_RE.test(idxText)) fail(`token ${t + 1} '${tok}': index '${idxText}' is not a positive integer`);
+        idx = Number(idxText);
+        if (idx < 1) fail(`token ${t + 1} '${tok}': indices start at 1`);
+        if (idx > MAX_FEATURES) fail(`token ${t + 1} '${tok}': index ${idx} exceeds the limit of ${MAX_FEATURES} features`);
+        if (opts.features !== undefined && idx > opts.features)
+          fail(`token ${t + 1} '${tok}': index ${idx} exceeds the ${opts.features} features declared`);
+        const v = parseDataNumber(valText);
+        if (typeof v === 'string') fail(`token ${t + 1} '${tok}': value ${v}`);
+        val = v as number;
+      }
       if (cols.length > 0 && idx - 1 <= cols[cols.length - 1]) sorted = false;
       cols.push(idx - 1);
-      vals.push(val as number);
+      vals.push(val);
+      pos = skipBlanks(text, stop, end);
     }
     // Files usually list a row's indices in increasing order; sort only when they are not.
     order.length = cols.length;

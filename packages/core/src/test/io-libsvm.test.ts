@@ -199,3 +199,39 @@ test('readLibsvm: spaces and tabs separate tokens, CRLF and a byte order mark ar
   assert.deepEqual(t.firstTokens, ['+1', '-1']);
   assert.deepEqual(plain(t.X), { rows: 2, cols: 3, indptr: [0, 2, 3], indices: [0, 1, 2], values: [1, 2, 3] });
 });
+
+test('readLibsvm: values read in place are the very numbers Number() gives (random spellings, 1 to 18 digits)', () => {
+  // A seeded stream (mulberry32): the spellings are reproducible.
+  let state = 47;
+  const rand = () => {
+    state = (state + 0x6d2b79f5) | 0;
+    let x = Math.imul(state ^ (state >>> 15), 1 | state);
+    x = (x + Math.imul(x ^ (x >>> 7), 61 | x)) ^ x;
+    return ((x ^ (x >>> 14)) >>> 0) / 2 ** 32;
+  };
+  const digits = (n: number) => Array.from({ length: n }, () => String(Math.floor(rand() * 10))).join('');
+  const lines: string[] = [];
+  const expected: number[][] = [];
+  for (let r = 0; r < 400; r++) {
+    const row: number[] = [];
+    const tokens: string[] = [];
+    for (let j = 1; j <= 20; j++) {
+      const n = 1 + Math.floor(rand() * 18);
+      const body = digits(n);
+      const point = Math.floor(rand() * (n + 2)) - 1; // -1: no point; else its place
+      const sign = ['', '-', '+'][Math.floor(rand() * 3)];
+      const exponent = rand() < 0.1 ? `e${Math.floor(rand() * 40) - 20}` : '';
+      const text = `${sign}${point < 0 ? body : `${body.slice(0, point)}.${body.slice(point)}`}${exponent}`;
+      tokens.push(`${j}:${text}`);
+      row.push(Number(text));
+    }
+    lines.push(`${r} ${tokens.join(rand() < 0.5 ? ' ' : '\t')}`);
+    expected.push(row);
+  }
+  const t = readLibsvm(file(`${lines.join('\n')}\n`), { ids: 'first', features: 20 });
+  for (let r = 0; r < expected.length; r++) {
+    const got = new Array<number>(20).fill(0);
+    for (let k = t.X.indptr[r]; k < t.X.indptr[r + 1]; k++) got[t.X.indices[k]] = t.X.values[k];
+    for (let j = 0; j < 20; j++) if (expected[r][j] !== 0) assert.ok(Object.is(got[j], expected[r][j]), `row ${r} token ${j + 1}: ${got[j]} for ${lines[r].split(/\s/)[j + 1]}`);
+  }
+});
