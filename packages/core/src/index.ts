@@ -36,5 +36,6 @@ export * from './psi/psi.js';
 export * from './psi/psi-team.js';
 // The PSI cache (--psi-cache): per partner, a kept key and the points already blinded, on typed-array tables.
 export * from './psi/byte-table.js';
+export * from './psi/point-cache.js';
 export * from './psi/psi-cache.js';
 export * from './psi/cached-points.js';

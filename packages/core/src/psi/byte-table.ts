@@ -67,20 +67,22 @@ export class ByteTable {
   }
 
   /**
-   * A table of the keys in `keys` (keyBytes each), key e with value e, over `keys` itself as its
-   * storage (not copied: a table read from a file costs no second copy of its keys while it is
-   * built). A key that appears twice is refused.
+   * A table of the first `count` keys in `keys` (keyBytes each), key e with value e, over `keys`
+   * itself as its storage (not copied: a table read from a file costs no second copy of its
+   * keys while it is built; the array's room beyond `count` keys takes later sets). A key that
+   * appears twice is refused.
    */
-  static adopt(keyBytes: number, keys: Uint8Array, keyed = false): ByteTable {
-    const n = keys.length / keyBytes;
-    if (!Number.isInteger(n)) throw new RangeError(`ByteTable: ${keys.length} bytes is not a whole number of ${keyBytes}-byte keys`);
+  static adopt(keyBytes: number, keys: Uint8Array, keyed = false, count = keys.length / keyBytes): ByteTable {
+    const capacity = keys.length / keyBytes;
+    if (!Number.isInteger(capacity)) throw new RangeError(`ByteTable: ${keys.length} bytes is not a whole number of ${keyBytes}-byte keys`);
+    if (!Number.isInteger(count) || count < 0 || count > capacity) throw new RangeError(`ByteTable: ${count} keys adopted from an array of ${capacity}`);
     const table = new ByteTable(keyBytes, 0, keyed);
-    const bits = slotBits(n, keyed);
+    const bits = slotBits(count, keyed);
     table.#keys = keys;
-    table.#capacity = n;
+    table.#capacity = capacity;
     table.#slots = new Int32Array(2 ** bits);
     table.#shift = 32 - bits;
-    for (let e = 0; e < n; e++) {
+    for (let e = 0; e < count; e++) {
       const s = table.#find(keys, e * keyBytes);
       if (table.#slots[s] !== 0) throw new RangeError(`ByteTable: key ${e} repeats key ${table.#slots[s] - 1}`);
       table.#slots[s] = e + 1;

@@ -2,7 +2,7 @@
  * Points looked up in a PSI cache's table, the missing ones computed and added: the one way both
  * sides use a cache (a party's own ids, the coordinator's label ids and a party's points).
  */
-import type { PointCache } from './psi-cache.js';
+import type { PointCache } from './point-cache.js';
 import { POINT_BYTES } from './psi.js';
 
 /** The points of some keys, how many of them were computed (not in the cache), and whether those could not join it (full). */

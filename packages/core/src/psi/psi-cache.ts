@@ -32,36 +32,17 @@ import { DataError } from '../errors.js';
 import { writeFileAtomic } from '../io/atomic-write.js';
 import { readJsonFile, z } from '../io/json-file.js';
 import { type PackedIds, packIds } from '../io/packed-ids.js';
-import { ByteTable } from './byte-table.js';
+import { type CacheTableName, PointCache, PSI_DIGEST_BYTES, TABLE_KEY_BYTES, TABLE_KEYED, readTable, tableChunks } from './point-cache.js';
 import { POINT_BYTES } from './psi.js';
 import type { PsiTeam } from './psi-team.js';
 
 /** A cache id as both sides name it: 16 random bytes in hex. */
 export const PSI_CACHE_ID = /^[0-9a-f]{32}$/;
-/** Bytes of an id's keyed digest (BLAKE2b-128): collisions need about 2^64 ids. */
-export const PSI_DIGEST_BYTES = 16;
 export const PSI_CACHE_META = 'meta.json';
 const META_FORMAT = 'admm-share psi cache 1';
 const GENERATION = /^[0-9a-f]{16}$/;
-const TABLE_MAGIC = 'ADMMPSIT';
-const TABLE_FORMAT = 1;
-const HEADER_BYTES = 16;
-const MAC_BYTES = 32;
 const SECRET_BYTES = 32;
 const DAY_MS = 86_400_000;
-
-export type CacheTableName = 'own' | 'peer';
-/** Key width of each table: an id's digest, or the point the partner sent. */
-const TABLE_KEY_BYTES: Readonly<Record<CacheTableName, 16 | 32>> = { own: PSI_DIGEST_BYTES, peer: POINT_BYTES };
-/** Whether a table's keys are keyed outputs (ByteTable's `keyed`): the digests are, the peer's points are not. */
-const TABLE_KEYED: Readonly<Record<CacheTableName, boolean>> = { own: true, peer: false };
-
-/**
- * The most entries a table keeps: 2^23, below what ByteTable's hash spreads (2^24 keys), about
- * 400 MB of a party's table on disk and 540 MB in memory. Every job adds the ids it has not seen;
- * rotation (--psi-rotate, --psi-max-age) starts anew.
- */
-export const PSI_CACHE_MAX_ENTRIES = 1 << 23;
 
 /** Where a side keeps its caches, and when it starts anew (--psi-cache, --psi-rotate applied once per process, --psi-max-age). */
 export interface PsiCacheSettings {
@@ -88,108 +69,6 @@ export function digestIds(ids: readonly string[] | PackedIds, key: Uint8Array): 
     for (let j = 0; j < PSI_DIGEST_BYTES; j++) out[to + j] = one[j];
   }
   return out;
-}
-
-/** One table of points: keyBytes-wide keys -> 32-byte points (POINT_BYTES); `keyed` as ByteTable's. */
-export class PointCache {
-  readonly keyBytes: 16 | 32;
-  #index: ByteTable;
-  /** Point of entry e at e*32; room for #capacity entries. */
-  #points: Uint8Array;
-  #capacity: number;
-  /** Added to since it was loaded or last written (PsiCache.save clears it). */
-  changed = false;
-
-  constructor(keyBytes: 16 | 32, expected = 0, keyed = false) {
-    this.keyBytes = keyBytes;
-    this.#index = new ByteTable(keyBytes, expected, keyed);
-    this.#capacity = Math.max(8, Math.ceil(expected));
-    this.#points = new Uint8Array(this.#capacity * POINT_BYTES);
-  }
-
-  /** A table of key e -> point e over these arrays, adopted rather than copied (see ByteTable.adopt); a repeated key is refused. */
-  static adopt(keyBytes: 16 | 32, keys: Uint8Array, points: Uint8Array, keyed = false): PointCache {
-    const table = new PointCache(keyBytes, 0, keyed);
-    table.#index = ByteTable.adopt(keyBytes, keys, keyed);
-    if (points.length !== table.size * POINT_BYTES) throw new RangeError(`PointCache.adopt: ${points.length} bytes of points for ${table.size} keys`);
-    table.#points = points;
-    table.#capacity = table.size;
-    return table;
-  }
-
-  get size(): number {
-    return this.#index.size;
-  }
-
-  /** For each of the keys.length/keyBytes keys, writes its point into out at i*32 when cached; returns the indices i of the keys that have none (ascending). */
-  lookup(keys: Uint8Array, out: Uint8Array): Uint32Array {
-    const n = this.#count(keys);
-    if (out.length < n * POINT_BYTES) throw new RangeError(`PointCache.lookup: ${out.length} bytes of output for ${n} points`);
-    const kb = this.keyBytes;
-    const points = this.#points;
-    const misses = new Uint32Array(n);
-    let m = 0;
-    for (let i = 0; i < n; i++) {
-      const e = this.#index.get(keys, i * kb);
-      if (e < 0) {
-        misses[m++] = i;
-        continue;
-      }
-      const from = e * POINT_BYTES;
-      const to = i * POINT_BYTES;
-      for (let j = 0; j < POINT_BYTES; j++) out[to + j] = points[from + j];
-    }
-    return misses.slice(0, m);
-  }
-
-  /**
-   * Adds (or replaces) points: key i of `keys` gets points[j*32..] for the j-th index of `which`
-   * (all keys in order when `which` is absent). Marks the table changed. Returns false, adding
-   * nothing, when the table would hold more than PSI_CACHE_MAX_ENTRIES (a full cache is used
-   * as it is until it is rotated).
-   */
-  add(keys: Uint8Array, points: Uint8Array, which?: Uint32Array): boolean {
-    const n = this.#count(keys);
-    const m = which === undefined ? n : which.length;
-    if (points.length !== m * POINT_BYTES) throw new RangeError(`PointCache.add: ${points.length} bytes of points for ${m} keys`);
-    const index = this.#index;
-    if (index.size + m > PSI_CACHE_MAX_ENTRIES) return false;
-    index.reserve(index.size + m);
-    if (index.size + m > this.#capacity) this.#grow(Math.max(index.size + m, Math.ceil(this.#capacity * 1.125)));
-    const kb = this.keyBytes;
-    const own = this.#points;
-    for (let j = 0; j < m; j++) {
-      const i = which === undefined ? j : which[j];
-      if (i >= n) throw new RangeError(`PointCache.add: key index ${i} of ${n} keys`);
-      let e = index.get(keys, i * kb);
-      if (e < 0) {
-        e = index.size;
-        index.set(keys, i * kb, e);
-      }
-      const to = e * POINT_BYTES;
-      const from = j * POINT_BYTES;
-      for (let b = 0; b < POINT_BYTES; b++) own[to + b] = points[from + b];
-    }
-    if (m > 0) this.changed = true;
-    return true;
-  }
-
-  /** The keys and their points in the order first added (views, valid until the next add). */
-  entries(): { keys: Uint8Array; points: Uint8Array } {
-    return { keys: this.#index.keys(), points: this.#points.subarray(0, this.size * POINT_BYTES) };
-  }
-
-  #count(keys: Uint8Array): number {
-    if (keys.length % this.keyBytes !== 0) throw new RangeError(`PointCache: ${keys.length} bytes of keys is not a whole number of ${this.keyBytes}-byte keys`);
-    return keys.length / this.keyBytes;
-  }
-
-  #grow(capacity: number): void {
-    const points = new Uint8Array(capacity * POINT_BYTES);
-    points.set(this.#points.subarray(0, this.size * POINT_BYTES));
-    this.#points = points;
-    this.#capacity = capacity;
-  }
 }
 
 export interface OpenedCache {
@@ -222,13 +101,6 @@ function metaMac(macKey: Uint8Array, m: Omit<Meta, 'mac'>): string {
   return createHmac('sha256', macKey).update('admm-share psi cache meta\0').update(fields).digest('hex');
 }
 
-/** The MAC of a table's file: its bytes (`parts`, one after the other) bound to the cache id and the table's name. */
-function tableMac(macKey: Uint8Array, id: string, name: CacheTableName, ...parts: Uint8Array[]): Buffer {
-  const h = createHmac('sha256', macKey).update(`admm-share psi cache table\0${id}\0${name}\0`);
-  for (const p of parts) h.update(p);
-  return h.digest();
-}
-
 /** The bytes of a file of the cache; any failure to read it is a refusal naming it. */
 function readCacheFile(path: string, what: string): Buffer {
   try {
@@ -254,42 +126,6 @@ function readSecret(path: string): Uint8Array {
   const key = readCacheFile(path, what);
   if (key.length !== SECRET_BYTES) throw new DataError(path, undefined, `${what}: wrong size, ${key.length} bytes, expected ${SECRET_BYTES} (truncated or replaced)`);
   return new Uint8Array(key);
-}
-
-function readTable(path: string, name: CacheTableName, id: string, macKey: Uint8Array): PointCache {
-  const what = `PSI cache table '${name}'`;
-  const buf = readCacheFile(path, what);
-  const refuse = (detail: string) => new DataError(path, undefined, `${what}: ${detail}`);
-  if (buf.length < HEADER_BYTES + MAC_BYTES) throw refuse(`truncated: ${buf.length} bytes, less than a header and its MAC (${HEADER_BYTES + MAC_BYTES})`);
-  if (buf.toString('latin1', 0, 8) !== TABLE_MAGIC) throw refuse(`not a PSI cache table (it does not start with ${TABLE_MAGIC})`);
-  const format = buf.readUInt16LE(8);
-  if (format !== TABLE_FORMAT) throw refuse(`unknown format ${format} (this program reads format ${TABLE_FORMAT}; written by another version?)`);
-  const kb = TABLE_KEY_BYTES[name];
-  if (buf.readUInt16LE(10) !== kb) throw refuse(`keys of ${buf.readUInt16LE(10)} bytes, the '${name}' table's are ${kb}`);
-  const count = buf.readUInt32LE(12);
-  const expected = HEADER_BYTES + count * (kb + POINT_BYTES) + MAC_BYTES;
-  if (buf.length !== expected)
-    throw refuse(`wrong size: ${buf.length} bytes, its header's ${count} entries make ${expected} (${buf.length < expected ? 'truncated' : 'bytes appended'})`);
-  const body = buf.subarray(0, expected - MAC_BYTES);
-  if (!timingSafeEqual(tableMac(macKey, id, name, body), buf.subarray(expected - MAC_BYTES)))
-    throw refuse(`bad MAC: edited, or from another cache or another table (the MAC binds its content and order to cache ${id} and table '${name}')`);
-  const keysEnd = HEADER_BYTES + count * kb;
-  try {
-    return PointCache.adopt(kb, buf.subarray(HEADER_BYTES, keysEnd), buf.subarray(keysEnd, expected - MAC_BYTES), TABLE_KEYED[name]);
-  } catch (err) {
-    throw refuse(`${(err as Error).message} (a file this program did not write)`);
-  }
-}
-
-/** The file of a table, in chunks (header, keys, points, MAC): its arrays are written as they are, not copied into one. */
-function tableChunks(table: PointCache, name: CacheTableName, id: string, macKey: Uint8Array): Uint8Array[] {
-  const { keys, points } = table.entries();
-  const header = Buffer.alloc(HEADER_BYTES);
-  header.write(TABLE_MAGIC, 0, 'latin1');
-  header.writeUInt16LE(TABLE_FORMAT, 8);
-  header.writeUInt16LE(table.keyBytes, 10);
-  header.writeUInt32LE(table.size, 12);
-  return [header, keys, points, tableMac(macKey, id, name, header, keys, points)];
 }
 
 export class PsiCache {

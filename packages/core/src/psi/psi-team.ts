@@ -10,7 +10,8 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { type PackedIds, sliceIds } from '../io/packed-ids.js';
 import { POINT_BYTES, PointError, blindPoints, checkPoints, hashToPoints } from './psi.js';
-import { PSI_DIGEST_BYTES, digestIds } from './psi-cache.js';
+import { PSI_DIGEST_BYTES } from './point-cache.js';
+import { digestIds } from './psi-cache.js';
 
 /**
  * Each worker thread's young generation, in MB. A chunk's garbage (its strings, hashes and

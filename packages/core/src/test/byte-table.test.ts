@@ -135,3 +135,18 @@ test('ByteTable.adopt: the keys given become the table (key e -> e) without a co
   for (let i = 0; i < 20; i++) assert.equal(empty.set(keys, i * 16, i + 5), -1);
   for (let i = 0; i < 20; i++) assert.equal(empty.get(keys, i * 16), i + 5);
 });
+
+test('ByteTable.adopt with room: the first `count` keys are the table, sets fill the room in the same array, then it grows', () => {
+  const keys = randomKeys(seeded('room'), 50, 16);
+  const storage = new Uint8Array(40 * 16);
+  storage.set(keys.subarray(0, 30 * 16));
+  const table = ByteTable.adopt(16, storage, false, 30);
+  assert.equal(table.size, 30);
+  assert.equal(table.get(keys, 30 * 16), -1);
+  for (let i = 30; i < 40; i++) assert.equal(table.set(keys, i * 16, i), -1);
+  assert.equal(table.keys().buffer, storage.buffer);
+  for (let i = 40; i < 50; i++) assert.equal(table.set(keys, i * 16, i), -1);
+  assert.notEqual(table.keys().buffer, storage.buffer);
+  for (let i = 0; i < 50; i++) assert.equal(table.get(keys, i * 16), i);
+  assert.throws(() => ByteTable.adopt(16, storage, false, 41), /41 keys adopted from an array of 40/);
+});

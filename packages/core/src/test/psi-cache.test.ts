@@ -271,3 +271,23 @@ test('PsiCache.digests: keyed BLAKE2b-128 as computed directly with sodium, the 
   assert.notDeepEqual(b.digests(ids), fromStrings);
   assert.deepEqual(fromStrings.subarray(0, 16), fromStrings.subarray(64, 80));
 });
+
+test('PsiCache: a table read back takes new entries (into the room it was read with, and past it) and keeps every entry through another save', () => {
+  const { dir, cache, own } = filled(100, 'room');
+  cache.release();
+  const ids = Array.from({ length: 70_000 }, (_, i) => `new-${i}`);
+  const digests = cache.digests(ids);
+  const points = bytes(seeded('room-points'), ids.length * 32);
+  // 100 entries read back leave room for 65,536 more: the first add fits, the second goes past.
+  cache.table('own').add(digests.subarray(0, 60_000 * 16), points.subarray(0, 60_000 * 32));
+  cache.table('own').add(digests.subarray(60_000 * 16), points.subarray(60_000 * 32));
+  cache.release();
+  const again = opened(PsiCache.open(dir, { tables: BOTH, maxAgeDays: 90 }));
+  assert.equal(again.table('own').size, 70_100);
+  const out = new Uint8Array(ids.length * 32);
+  assert.deepEqual(again.table('own').lookup(digests, out), new Uint32Array(0));
+  assert.deepEqual(out, points);
+  const first = new Uint8Array(100 * 32);
+  assert.deepEqual(again.table('own').lookup(own.keys, first), new Uint32Array(0));
+  assert.deepEqual(first, own.points);
+});
