@@ -155,13 +155,9 @@ class Coordinator {
     // label id of the set) or a vector of doubles over the label rows, whichever is larger.
     const labelRows = Math.max(this.labels.ids.length, this.testLabels?.ids.length ?? 0);
     const maxPayload = Math.max((this.maxRows + labelRows) * POINT_BYTES, labelRows * 8) + ENVELOPE_BYTES;
-    // The label side of the intersection starts now, while the parties connect.
+    // The intersection's clock starts now; its label side once listening, while the parties start.
     this.alignment.started = performance.now();
     if (cfg.http && this.monitor) this.status = await startStatusServer(cfg.http, this.monitor, log);
-    partyPort.prepare(
-      (['train', 'test'] as const).filter((set) => partyPort.psi.counts[set] > 0),
-      (err) => this.fail(err),
-    );
     let port: number;
     try {
       port = await partyPort.listen({ host: cfg.host, port: cfg.port, tls: cfg.tls, maxPayload, helloTimeoutMs: cfg.helloTimeoutMs, onRefused: (code, kind) => this.monitor?.refused(code, kind) });
@@ -171,6 +167,12 @@ class Coordinator {
     }
     this.phase = 'waiting';
     log.info({ port, host: cfg.host, tls: Boolean(cfg.tls), mutualTls: Boolean(cfg.tls?.clientCa), jobId: cfg.jobId, parties: cfg.parties, maxPayload }, 'listening');
+    // After saying so (the parties start reading their data meanwhile), and before any hello is
+    // handled (this runs before the event loop takes a connection): opening the caches takes seconds.
+    partyPort.prepare(
+      (['train', 'test'] as const).filter((set) => partyPort.psi.counts[set] > 0),
+      (err) => this.fail(err),
+    );
     this.run().then(
       (summary) => this.resolveDone(summary),
       (err: Error) => this.fail(err),

@@ -271,8 +271,9 @@ export async function predict(cfg: PredictConfig, log: Logger): Promise<PredictS
   const y = labelled && labelsFor(labelled, d);
   try {
     const guard = <T>(p: Promise<T>) => Promise.race([p, failed]);
-    net.prepare(fail);
     await net.listen(ids.length);
+    // Once listening (the parties start meanwhile), before any hello is handled.
+    net.prepare(fail);
     const matched = await guard(net.parties.allJoined());
     const alignment = (performance.now() - started) / 1000;
     const names = net.parties.list.map((p) => p.id);
