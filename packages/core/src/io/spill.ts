@@ -32,17 +32,27 @@ class TempFile {
 
   /** A file holding `parts` one after the other, or undefined. */
   static of(parts: readonly ArrayBufferView[]): TempFile | undefined {
+    const file = TempFile.empty();
+    try {
+      let at = 0;
+      for (const p of parts) {
+        const bytes = new Uint8Array(p.buffer, p.byteOffset, p.byteLength);
+        file?.write(bytes, at);
+        at += bytes.length;
+      }
+      return file;
+    } catch {
+      return undefined;
+    }
+  }
+
+  /** An empty file, already removed, to write into; undefined where none can be made. */
+  static empty(): TempFile | undefined {
     let dir: string | undefined;
     let fd: number | undefined;
     try {
       dir = mkdtempSync(join(tmpdir(), 'admm-spill-'));
       fd = openSync(join(dir, 'data'), 'wx+', 0o600);
-      let at = 0;
-      for (const p of parts) {
-        const bytes = new Uint8Array(p.buffer, p.byteOffset, p.byteLength);
-        for (let k = 0; k < bytes.length; ) k += writeSync(fd, bytes, k, Math.min(PIECE_BYTES, bytes.length - k), at + k);
-        at += bytes.length;
-      }
       // Removed while open: where the system refuses (an open file cannot be removed there),
       // the file is given up, and the data stays in memory.
       rmSync(dir, { recursive: true });
@@ -52,6 +62,11 @@ class TempFile {
       if (dir !== undefined) rmSync(dir, { recursive: true, force: true });
       return undefined;
     }
+  }
+
+  /** Writes `bytes` at byte `at` of the file. */
+  write(bytes: Uint8Array, at: number): void {
+    for (let k = 0; k < bytes.length; ) k += writeSync(this.fd, bytes, k, Math.min(PIECE_BYTES, bytes.length - k), at + k);
   }
 
   /** Fills `into` with the file's bytes from byte `at`. */
@@ -70,10 +85,30 @@ export class SpilledBytes {
   private readonly kept: Uint8Array | undefined;
   readonly length: number;
 
-  constructor(bytes: Uint8Array) {
+  constructor(bytes: Uint8Array | { length: number; file: TempFile | undefined; kept: Uint8Array | undefined }) {
     this.length = bytes.length;
-    this.file = TempFile.of([bytes]);
-    this.kept = this.file ? undefined : bytes;
+    if (bytes instanceof Uint8Array) {
+      this.file = TempFile.of([bytes]);
+      this.kept = this.file ? undefined : bytes;
+    } else ({ file: this.file, kept: this.kept } = bytes);
+  }
+
+  /**
+   * `length` bytes written a piece at a time, at any offsets (`write`), then read as a
+   * SpilledBytes (`done`): the whole never needs to be in memory, except where no temporary
+   * file can be made (then they are kept in an array).
+   */
+  static writer(length: number): { write(at: number, bytes: Uint8Array): void; done(): SpilledBytes } {
+    const file = TempFile.empty();
+    const kept = file ? undefined : new Uint8Array(length);
+    return {
+      write(at, bytes) {
+        if (at < 0 || at + bytes.length > length) throw new RangeError(`bytes ${at} to ${at + bytes.length} written to ${length}`);
+        if (kept) kept.set(bytes, at);
+        else file!.write(bytes, at);
+      },
+      done: () => new SpilledBytes({ length, file, kept }),
+    };
   }
 
   /** Whether the bytes are in a file (not kept in memory). */

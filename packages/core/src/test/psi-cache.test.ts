@@ -7,7 +7,7 @@ import { createHmac } from 'node:crypto';
 import { chmodSync, copyFileSync, readFileSync, readdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import sodium from 'sodium-native';
-import { type CacheTableName, type OpenedCache, PointCache, PsiCache, packIds } from '../index.js';
+import { type CacheTableName, type OpenedCache, PointCache, PsiCache, cachedPoints, packIds, pickRows } from '../index.js';
 import { seeded, tempDir } from './support.js';
 
 const root = tempDir({ after }, 'admm-core-psi-cache-');
@@ -290,4 +290,31 @@ test('PsiCache: a table read back takes new entries (into the room it was read w
   const first = new Uint8Array(100 * 32);
   assert.deepEqual(again.table('own').lookup(own.keys, first), new Uint32Array(0));
   assert.deepEqual(first, own.points);
+});
+
+test('cachedPoints: the points sent to a sink a slice at a time are those returned in one array, cached, computed or none cached', async () => {
+  const rand = seeded('sink');
+  const n = 150_000; // over two slices of 65,536
+  const keys = bytes(rand, n * 16);
+  const truth = bytes(rand, n * 32);
+  // Key i's point is computed as truth's row i.
+  const compute = async (missing: Uint32Array) => {
+    const out = new Uint8Array(missing.length * 32);
+    missing.forEach((i, j) => out.set(truth.subarray(i * 32, i * 32 + 32), j * 32));
+    return out;
+  };
+  for (const cachedShare of [0.9, 0, 1]) {
+    const cached = Uint32Array.from({ length: n }, (_, i) => i).filter((i) => (i * 7919) % 1000 < cachedShare * 1000);
+    const tables = [new PointCache(16), new PointCache(16)];
+    for (const t of tables) t.add(keys, pickRows(truth, 32, cached), cached);
+    const whole = await cachedPoints(tables[0], keys, 16, compute);
+    const sunk = new Uint8Array(n * 32).fill(0xee);
+    const got = await cachedPoints(tables[1], keys, 16, compute, true, (from, points) => sunk.set(points, from * 32));
+    assert.deepEqual(whole.points, truth);
+    assert.deepEqual(sunk, truth, `${cachedShare} cached`);
+    assert.equal(got.points.length, 0);
+    assert.equal(got.computed, n - cached.length);
+    assert.equal(whole.computed, got.computed);
+    assert.equal(tables[1].size, n);
+  }
 });

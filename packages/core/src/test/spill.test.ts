@@ -98,3 +98,18 @@ test('rows selected from a spilled matrix equal those of the matrix in memory', 
   assert.ok(!kept.spilled);
   assert.deepEqual(plain(kept.selectCsr(order)), expected);
 });
+
+test('bytes written a piece at a time, at any offsets and over each other, read back as the last writes left them (in a file, or kept)', () => {
+  const bytes = Uint8Array.from({ length: 2_500_001 }, (_, i) => (i * 37) % 253);
+  for (const folder of [dir, join(dir, 'missing')]) {
+    const w = withTmp(folder, () => SpilledBytes.writer(bytes.length));
+    // Garbage first, then the true bytes in pieces out of order, the last piece past a 1 MiB write.
+    w.write(1000, new Uint8Array(5000).fill(9));
+    for (const [a, b] of [[2_000_000, 2_500_001], [0, 700_000], [700_000, 2_000_000]]) w.write(a, bytes.subarray(a, b));
+    assert.throws(() => w.write(bytes.length - 1, new Uint8Array(2)), RangeError);
+    const s = w.done();
+    assert.equal(s.spilled, folder === dir);
+    assert.deepEqual(readAll(s), bytes);
+  }
+  assert.deepEqual(readdirSync(dir), [], 'nothing left in the temporary folder');
+});

@@ -16,7 +16,7 @@
  * are hashed and blinded (docs/privacy.md, 11.7).
  */
 import { createHash } from 'node:crypto';
-import { type PackedIds, type PsiCache, type PsiTeam, type PsiProgress, PSI_DIGEST_BYTES, PointError, SpilledBytes, cachedPoints, newPsiKey, randomPermutation, selectIds } from '@admm-share/core';
+import { type PackedIds, type PsiCache, type PsiTeam, type PsiProgress, POINT_BYTES, PSI_DIGEST_BYTES, PointError, SpilledBytes, cachedPoints, newPsiKey, randomPermutation, selectIds } from '@admm-share/core';
 import { ProtocolError, type SampleSet } from '@admm-share/protocol';
 
 interface OwnSet {
@@ -149,9 +149,11 @@ export class PartyPsi {
           try {
             // Digests made a slice at a time, in the order sent: a million ids' are never held at once.
             const digests = { count: order.length, slice: (a: number, b: number) => cache.digests(selectIds(ids, order.subarray(a, b))) };
-            const got = await cachedPoints(cache.table('own'), digests, PSI_DIGEST_BYTES, (missing) => blind(selectIds(ids, Uint32Array.from(missing, (j) => order[j]))));
+            // The points go to their file as they are found: they are never all in memory beside the table.
+            const file = SpilledBytes.writer(order.length * POINT_BYTES);
+            const got = await cachedPoints(cache.table('own'), digests, PSI_DIGEST_BYTES, (missing) => blind(selectIds(ids, Uint32Array.from(missing, (j) => order[j]))), true, (from, points) => file.write(from * POINT_BYTES, points));
             this.costs.set(set, { blinded: got.computed, reused: ids.length - got.computed, ...(got.full ? { cacheFull: true as const } : {}) });
-            return new SpilledBytes(got.points);
+            return file.done();
           } finally {
             // The table (48 bytes an id) is written and freed once no set is using it; a later set reads it again.
             if (--this.inFlight === 0) cache.release();
