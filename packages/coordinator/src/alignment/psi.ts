@@ -269,15 +269,15 @@ export class LabelPsi {
   }
 
   /**
-   * Writes the cache used with `party` (after its intersection), and frees its tables when
-   * nothing more will be looked up in them (a training job: a rejoin reads them again).
+   * Writes the cache used with `party` (after its intersection), in the background (its tables
+   * are a few hundred MB at a million ids), and frees its tables once written when nothing more
+   * will be looked up in them (a training job: a rejoin reads them again). Resolves with the
+   * bytes written.
    */
-  saveCache(party: string, release: boolean): number {
+  saveCache(party: string, release: boolean): Promise<number> {
     const cache = this.partners.get(party)?.cache;
-    if (!cache) return 0;
-    const bytes = cache.save();
-    if (release) cache.release();
-    return bytes;
+    if (!cache) return Promise.resolve(0);
+    return release ? cache.releaseInBackground() : cache.saveInBackground();
   }
 
   /**

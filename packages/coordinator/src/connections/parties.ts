@@ -112,13 +112,27 @@ export class Parties {
   /** Parties whose PSI cache has points to write (saveCaches). */
   private readonly cacheToSave = new Set<string>();
 
-  /** Writes the PSI caches used since the last time, and frees their tables unless online scoring looks ids up in them. */
+  /** The PSI caches' writes under way (saveCaches). */
+  private cacheWrites: Promise<unknown>[] = [];
+
+  /**
+   * Writes the PSI caches used since the last time, in the background, and frees their tables
+   * unless online scoring looks ids up in them. A job waits for the writes before it ends
+   * (cachesWritten).
+   */
   private saveCaches(): void {
     for (const party of this.cacheToSave) {
-      this.opts.psi.saveCache(party, !this.opts.onIndex);
+      const written = this.opts.psi.saveCache(party, !this.opts.onIndex);
+      written.catch((err: unknown) => this.opts.log.error({ party, err: (err as Error).message }, 'psi cache: could not be written'));
+      this.cacheWrites.push(written);
       if (this.opts.psi.cacheFull(party)) this.opts.log.warn({ party }, 'psi cache: full, the new points are not kept (--psi-rotate starts a new cache)');
     }
     this.cacheToSave.clear();
+  }
+
+  /** Resolves once the PSI caches written so far are on disk; rejects if one could not be written. */
+  async cachesWritten(): Promise<void> {
+    await Promise.all(this.cacheWrites);
   }
 
   /** A hello passed admission: authenticate it and start the party's handshake (or throw). */

@@ -228,6 +228,7 @@ class Coordinator {
       classes: this.labels.classes ?? null,
     };
     await this.guard(parties.finish(done, CLOSE_GRACE_MS));
+    await this.guard(parties.cachesWritten());
     const built = buildSummary({ cfg, job, result, participation: joined, parties: parties.list, traffic: this.traffic, setupSeconds, totalSeconds: (performance.now() - this.started) / 1000,
       alignment: { ...ALIGNMENT_METHOD, labelIds: this.port.psi.counts, seconds: this.resumeFrom ? null : this.alignment.seconds, ...this.port.psi.report() },
       classes: this.labels.classes ?? null,

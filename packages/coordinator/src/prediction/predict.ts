@@ -295,6 +295,8 @@ export async function predict(cfg: PredictConfig, log: Logger): Promise<PredictS
       files: { predictions: cfg.out },
     };
     writeFileAtomic(summaryPath(cfg.out), JSON.stringify(summary, null, 2) + '\n');
+    // The PSI caches are written in the background meanwhile: the job ends once they are on disk.
+    await guard(net.parties.cachesWritten());
     await net.close('predictions written');
     log.info({ rows: ids.length, missing: summary.missing, metrics: summary.metrics, seconds: summary.seconds }, 'predictions written');
     return summary;

@@ -42,16 +42,22 @@ export function writeFileAtomic(path: string, data: string | Uint8Array | readon
 }
 
 /**
- * writeFileAtomic off the caller's thread (Node's file system threads): the same steps and
+ * writeFileAtomic off the caller's thread (Node's file system threads; `data` whole or in chunks): the same steps and
  * temporary file, so at most one write of a given path may be in flight at a time.
  */
-export async function writeFileAtomicAsync(path: string, data: Uint8Array, mode = 0o644): Promise<void> {
+export async function writeFileAtomicAsync(path: string, data: Uint8Array | readonly Uint8Array[], mode = 0o644): Promise<void> {
   const tmp = atomicTemp(path);
   await unlink(tmp).catch(() => undefined);
   try {
     const handle = await open(tmp, 'wx', mode);
     try {
-      await handle.writeFile(data);
+      let at = 0;
+      for (const chunk of data instanceof Uint8Array ? [data] : data)
+        for (let k = 0; k < chunk.length; ) {
+          const { bytesWritten } = await handle.write(chunk, k, chunk.length - k, at);
+          k += bytesWritten;
+          at += bytesWritten;
+        }
       await handle.sync();
     } finally {
       await handle.close();

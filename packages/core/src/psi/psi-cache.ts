@@ -29,7 +29,7 @@ import { mkdirSync, readFileSync, readdirSync, statSync, unlinkSync } from 'node
 import { join } from 'node:path';
 import sodium from 'sodium-native';
 import { DataError } from '../errors.js';
-import { writeFileAtomic } from '../io/atomic-write.js';
+import { writeFileAtomic, writeFileAtomicAsync } from '../io/atomic-write.js';
 import { readJsonFile, z } from '../io/json-file.js';
 import { type PackedIds, packIds } from '../io/packed-ids.js';
 import { type CacheTableName, PointCache, PSI_DIGEST_BYTES, TABLE_KEY_BYTES, TABLE_KEYED, readTable, tableChunks } from './point-cache.js';
@@ -261,15 +261,51 @@ export class PsiCache {
 
   /** Writes the tables that changed since open/create/save, each atomically (mode 0600) with its MAC. Returns bytes written. */
   save(): number {
+    if (this.#writing > 0) throw new Error(`internal: PsiCache ${this.id}: save while a write in the background is under way`);
     let written = 0;
-    for (const [name, table] of this.#loaded) {
-      if (!table.changed) continue;
-      const chunks = tableChunks(table, name, this.id, this.#macKey);
-      writeFileAtomic(this.#tablePath(name), chunks, 0o600);
-      table.changed = false;
+    for (const { path, chunks } of this.#changedFiles()) {
+      writeFileAtomic(path, chunks, 0o600);
       written += chunks.reduce((sum, c) => sum + c.length, 0);
     }
     return written;
+  }
+
+  /**
+   * save() with the files written by Node's file system threads: the MACs are computed now,
+   * and the tables may change meanwhile (their arrays are only appended to past what is being
+   * written). Such saves of one cache go one after the other. Resolves with bytes written.
+   */
+  saveInBackground(): Promise<number> {
+    const files = this.#changedFiles();
+    this.#writing++;
+    const run = this.#lastWrite.then(async () => {
+      let written = 0;
+      for (const { path, chunks } of files) {
+        await writeFileAtomicAsync(path, chunks, 0o600);
+        written += chunks.reduce((sum, c) => sum + c.length, 0);
+      }
+      return written;
+    });
+    this.#lastWrite = run.then(
+      () => void this.#writing--,
+      () => void this.#writing--,
+    );
+    return run;
+  }
+
+  /** Background writes under way (saveInBackground), and the end of the last one. */
+  #writing = 0;
+  #lastWrite: Promise<void> = Promise.resolve();
+
+  /** The files of the tables that changed, each as the chunks to write; they count as written from now on. */
+  #changedFiles(): { path: string; chunks: Uint8Array[] }[] {
+    const files: { path: string; chunks: Uint8Array[] }[] = [];
+    for (const [name, table] of this.#loaded) {
+      if (!table.changed) continue;
+      files.push({ path: this.#tablePath(name), chunks: tableChunks(table, name, this.id, this.#macKey) });
+      table.changed = false;
+    }
+    return files;
   }
 
   /** Bytes of the cache's files on disk (meta, key, tables). */
@@ -282,6 +318,13 @@ export class PsiCache {
   release(): void {
     this.save();
     this.#loaded.clear();
+  }
+
+  /** release() with the writes in the background (saveInBackground): the memory goes once they are written. */
+  releaseInBackground(): Promise<number> {
+    const written = this.saveInBackground();
+    this.#loaded.clear();
+    return written;
   }
 
   #tablePath(name: CacheTableName): string {

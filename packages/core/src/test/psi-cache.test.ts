@@ -318,3 +318,24 @@ test('cachedPoints: the points sent to a sink a slice at a time are those return
     assert.equal(tables[1].size, n);
   }
 });
+
+test('PsiCache: saves in the background are written one after the other, entries added meanwhile go with the next, and a table released that way reads back whole', async () => {
+  const { dir, cache } = filled(100, 'background');
+  const more = (k: number) => cache.digests([`more-${k}`]);
+  const point = (k: number) => new Uint8Array(32).fill(k);
+  cache.table('own').add(more(1), point(1));
+  const first = cache.saveInBackground();
+  // Added while the first write is under way: not in it (its size was fixed), in the next one.
+  cache.table('own').add(more(2), point(2));
+  assert.throws(() => cache.save(), /while a write in the background is under way/);
+  const second = cache.releaseInBackground();
+  assert.equal(await first, 16 + 101 * 48 + 32);
+  assert.equal(await second, 16 + 102 * 48 + 32);
+  const again = opened(PsiCache.open(dir, { tables: BOTH, maxAgeDays: 90 }));
+  assert.equal(again.table('own').size, 102);
+  const out = new Uint8Array(32);
+  assert.deepEqual(again.table('own').lookup(more(2), out), new Uint32Array(0));
+  assert.deepEqual(out, point(2));
+  assert.equal(cache.save(), 0, 'nothing left to write, and no write under way');
+  assert.equal(cache.table('own').size, 102, 'released: read back from its file');
+});
