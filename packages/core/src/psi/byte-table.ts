@@ -32,24 +32,70 @@ function slotBits(n: number, keyed = false): number {
   return bits;
 }
 
+/** An Int32Array or Uint8Array of `length` in shared memory: a table's arrays can be read by the PSI team's threads (tableFind). */
+export function sharedInt32(length: number): Int32Array {
+  return new Int32Array(new SharedArrayBuffer(length * 4));
+}
+export function sharedBytes(length: number): Uint8Array {
+  return new Uint8Array(new SharedArrayBuffer(length));
+}
+
+/**
+ * A table's arrays, as a ByteTable holds them and as a thread is given them (ByteTable.arrays;
+ * structured clone shares their memory): enough to find a key.
+ */
+export interface TableArrays {
+  readonly keyBytes: number;
+  readonly keyed: boolean;
+  /** a_0 (added) and a_1..a_keyBytes (one per byte of the key). */
+  readonly mul: Int32Array;
+  /** Entry index + 1 per slot, 0 for an empty slot; a power of two in length. */
+  slots: Int32Array;
+  shift: number;
+  /** The keys in the order they were added, keyBytes each. */
+  keys: Uint8Array;
+}
+
+function slotHash(t: TableArrays, keys: Uint8Array, off: number): number {
+  if (t.keyed) return ((keys[off] | (keys[off + 1] << 8) | (keys[off + 2] << 16) | (keys[off + 3] << 24)) ^ t.mul[0]) >>> t.shift;
+  const mul = t.mul;
+  let h = mul[0];
+  for (let j = 0; j < t.keyBytes; j++) h = (h + Math.imul(mul[j + 1], keys[off + j])) | 0;
+  return h >>> t.shift;
+}
+
+/** The slot that holds the key at keys[off..], or the empty slot where it would go. */
+export function tableFind(t: TableArrays, keys: Uint8Array, off: number): number {
+  const slots = t.slots;
+  const mask = slots.length - 1;
+  const kb = t.keyBytes;
+  const stored = t.keys;
+  let s = slotHash(t, keys, off);
+  for (;;) {
+    const e = slots[s];
+    if (e === 0) return s;
+    const base = (e - 1) * kb;
+    let j = 0;
+    while (j < kb && stored[base + j] === keys[off + j]) j++;
+    if (j === kb) return s;
+    s = (s + 1) & mask;
+  }
+}
+
 /**
  * Open addressing (linear probing) from fixed-width byte keys to uint32 values below 2^31.
  * `keyed`: the keys are outputs of a keyed function no peer can steer (a keyed digest, or a
  * point blinded with this side's secret key), so their first 32 bits already spread evenly and
- * serve as the hash (a third of the time of a lookup); any other keys get the hash above.
+ * serve as the hash (a third of the time of a lookup); any other keys get the hash above. Its
+ * arrays are in shared memory.
  */
 export class ByteTable {
   readonly keyBytes: number;
   readonly keyed: boolean;
-  /** a_0 (added) and a_1..a_keyBytes (one per byte of the key). */
-  readonly #mul: Int32Array;
-  /** Entry index + 1 per slot, 0 for an empty slot; a power of two in length. */
-  #slots: Int32Array;
-  #shift: number;
-  /** The keys in the order they were added, keyBytes each; room for #capacity. */
-  #keys: Uint8Array;
+  readonly #t: TableArrays;
   /** Values by entry; absent while every value set equals its entry's index (the point caches), which saves 4 bytes a key. */
   #values: Int32Array | undefined;
+  /** Room for this many keys in #t.keys. */
   #capacity: number;
   #size = 0;
 
@@ -58,12 +104,9 @@ export class ByteTable {
     if (keyed && keyBytes < 4) throw new RangeError(`ByteTable: keyed keys of ${keyBytes} bytes: a keyed table reads the first 4 bytes as its hash`);
     this.keyBytes = keyBytes;
     this.keyed = keyed;
-    this.#mul = randomFillSync(new Int32Array(keyBytes + 1));
     this.#capacity = Math.max(8, Math.ceil(expected));
-    this.#keys = new Uint8Array(this.#capacity * keyBytes);
     const bits = slotBits(this.#capacity, keyed);
-    this.#slots = new Int32Array(2 ** bits);
-    this.#shift = 32 - bits;
+    this.#t = { keyBytes, keyed, mul: randomFillSync(new Int32Array(keyBytes + 1)), slots: sharedInt32(2 ** bits), shift: 32 - bits, keys: sharedBytes(this.#capacity * keyBytes) };
   }
 
   /**
@@ -77,15 +120,16 @@ export class ByteTable {
     if (!Number.isInteger(capacity)) throw new RangeError(`ByteTable: ${keys.length} bytes is not a whole number of ${keyBytes}-byte keys`);
     if (!Number.isInteger(count) || count < 0 || count > capacity) throw new RangeError(`ByteTable: ${count} keys adopted from an array of ${capacity}`);
     const table = new ByteTable(keyBytes, 0, keyed);
+    const t = table.#t;
     const bits = slotBits(count, keyed);
-    table.#keys = keys;
+    t.keys = keys;
     table.#capacity = capacity;
-    table.#slots = new Int32Array(2 ** bits);
-    table.#shift = 32 - bits;
+    t.slots = sharedInt32(2 ** bits);
+    t.shift = 32 - bits;
     for (let e = 0; e < count; e++) {
-      const s = table.#find(keys, e * keyBytes);
-      if (table.#slots[s] !== 0) throw new RangeError(`ByteTable: key ${e} repeats key ${table.#slots[s] - 1}`);
-      table.#slots[s] = e + 1;
+      const s = tableFind(t, keys, e * keyBytes);
+      if (t.slots[s] !== 0) throw new RangeError(`ByteTable: key ${e} repeats key ${t.slots[s] - 1}`);
+      t.slots[s] = e + 1;
       table.#size = e + 1;
     }
     return table;
@@ -95,10 +139,17 @@ export class ByteTable {
     return this.#size;
   }
 
+  /** The arrays a thread needs to find keys (see TableArrays): valid until the next set or reserve; only a table whose values are its entries' indices. */
+  arrays(): TableArrays {
+    if (this.#values !== undefined) throw new Error('internal: ByteTable.arrays of a table with values of its own');
+    const t = this.#t;
+    return { keyBytes: t.keyBytes, keyed: t.keyed, mul: t.mul, slots: t.slots, shift: t.shift, keys: t.keys };
+  }
+
   /** Value of the key at keys[off .. off+keyBytes), or -1. */
   get(keys: Uint8Array, off: number): number {
     this.#check(keys, off);
-    const e = this.#slots[this.#find(keys, off)];
+    const e = this.#t.slots[tableFind(this.#t, keys, off)];
     return e === 0 ? -1 : this.#valueOf(e - 1);
   }
 
@@ -106,8 +157,9 @@ export class ByteTable {
   set(keys: Uint8Array, off: number, value: number): number {
     if (!Number.isInteger(value) || value < 0 || value > MAX_VALUE) throw new RangeError(`ByteTable: value ${value} is not an integer from 0 to 2^31 - 1`);
     this.#check(keys, off);
-    let s = this.#find(keys, off);
-    const found = this.#slots[s];
+    const t = this.#t;
+    let s = tableFind(t, keys, off);
+    const found = t.slots[s];
     if (found !== 0) {
       const previous = this.#valueOf(found - 1);
       this.#setValue(found - 1, value);
@@ -115,13 +167,13 @@ export class ByteTable {
     }
     const e = this.#size;
     if (e === this.#capacity) this.#grow(Math.max(8, Math.ceil(this.#capacity * 1.5)));
-    if (2 * (e + 1) > this.#slots.length) {
+    if (2 * (e + 1) > t.slots.length) {
       this.#rehash(slotBits(e + 1, this.keyed));
-      s = this.#find(keys, off);
+      s = tableFind(t, keys, off);
     }
     const kb = this.keyBytes;
-    for (let j = 0; j < kb; j++) this.#keys[e * kb + j] = keys[off + j];
-    this.#slots[s] = e + 1;
+    for (let j = 0; j < kb; j++) t.keys[e * kb + j] = keys[off + j];
+    t.slots[s] = e + 1;
     this.#size = e + 1;
     this.#setValue(e, value);
     return -1;
@@ -130,49 +182,23 @@ export class ByteTable {
   /** Makes room for `n` keys in all, so that adding up to that many allocates nothing more. */
   reserve(n: number): void {
     if (n > this.#capacity) this.#grow(Math.max(n, Math.ceil(this.#capacity * 1.125)));
-    if (2 * n > this.#slots.length) this.#rehash(slotBits(n, this.keyed));
+    if (2 * n > this.#t.slots.length) this.#rehash(slotBits(n, this.keyed));
   }
 
   /** The keys in the order they were first set, keyBytes each: a view, valid until the next set or reserve. */
   keys(): Uint8Array {
-    return this.#keys.subarray(0, this.#size * this.keyBytes);
+    return this.#t.keys.subarray(0, this.#size * this.keyBytes);
   }
 
   /** Slots looked at to find the key at keys[off..] (or its absence): 1 unless keys share slots. */
   probes(keys: Uint8Array, off: number): number {
-    const mask = this.#slots.length - 1;
-    const end = this.#find(keys, off);
-    return ((end - this.#hash(keys, off)) & mask) + 1;
+    const mask = this.#t.slots.length - 1;
+    const end = tableFind(this.#t, keys, off);
+    return ((end - slotHash(this.#t, keys, off)) & mask) + 1;
   }
 
   #check(keys: Uint8Array, off: number): void {
     if (!(Number.isInteger(off) && off >= 0 && off + this.keyBytes <= keys.length)) throw new RangeError(`ByteTable: a key at ${off} runs past the ${keys.length} bytes given`);
-  }
-
-  #hash(keys: Uint8Array, off: number): number {
-    if (this.keyed) return ((keys[off] | (keys[off + 1] << 8) | (keys[off + 2] << 16) | (keys[off + 3] << 24)) ^ this.#mul[0]) >>> this.#shift;
-    const mul = this.#mul;
-    let h = mul[0];
-    for (let j = 0; j < this.keyBytes; j++) h = (h + Math.imul(mul[j + 1], keys[off + j])) | 0;
-    return h >>> this.#shift;
-  }
-
-  /** The slot that holds the key, or the empty slot where it would go. */
-  #find(keys: Uint8Array, off: number): number {
-    const slots = this.#slots;
-    const mask = slots.length - 1;
-    const kb = this.keyBytes;
-    const stored = this.#keys;
-    let s = this.#hash(keys, off);
-    for (;;) {
-      const e = slots[s];
-      if (e === 0) return s;
-      const base = (e - 1) * kb;
-      let j = 0;
-      while (j < kb && stored[base + j] === keys[off + j]) j++;
-      if (j === kb) return s;
-      s = (s + 1) & mask;
-    }
   }
 
   #valueOf(e: number): number {
@@ -189,9 +215,9 @@ export class ByteTable {
   }
 
   #grow(capacity: number): void {
-    const keys = new Uint8Array(capacity * this.keyBytes);
+    const keys = sharedBytes(capacity * this.keyBytes);
     keys.set(this.keys());
-    this.#keys = keys;
+    this.#t.keys = keys;
     if (this.#values !== undefined) {
       const values = new Int32Array(capacity);
       values.set(this.#values.subarray(0, this.#size));
@@ -201,12 +227,13 @@ export class ByteTable {
   }
 
   #rehash(bits: number): void {
-    const slots = new Int32Array(2 ** bits);
-    this.#slots = slots;
-    this.#shift = 32 - bits;
+    const t = this.#t;
+    const slots = sharedInt32(2 ** bits);
+    t.slots = slots;
+    t.shift = 32 - bits;
     const mask = slots.length - 1;
     for (let e = 0; e < this.#size; e++) {
-      let s = this.#hash(this.#keys, e * this.keyBytes);
+      let s = slotHash(t, t.keys, e * this.keyBytes);
       while (slots[s] !== 0) s = (s + 1) & mask;
       slots[s] = e + 1;
     }

@@ -5,7 +5,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { DataError } from '../errors.js';
-import { ByteTable } from './byte-table.js';
+import { ByteTable, type TableArrays, sharedBytes, tableFind } from './byte-table.js';
 import { POINT_BYTES } from './psi.js';
 
 /** Bytes of an id's keyed digest (BLAKE2b-128): collisions need about 2^64 ids. */
@@ -30,6 +30,36 @@ export const TABLE_KEYED: Readonly<Record<CacheTableName, boolean>> = { own: tru
  */
 export const PSI_CACHE_MAX_ENTRIES = 1 << 23;
 
+/** A PointCache's arrays (PointCache.arrays), for a lookup on another thread. */
+export interface PointArrays {
+  index: TableArrays;
+  /** Point of entry e at e*32. */
+  points: Uint8Array;
+}
+
+/** PointCache.lookup over a table's arrays: writes each cached key's point into out at i*32; returns the indices of the keys that have none (ascending). */
+export function lookupPoints(t: PointArrays, keys: Uint8Array, out: Uint8Array): Uint32Array {
+  const kb = t.index.keyBytes;
+  if (keys.length % kb !== 0) throw new RangeError(`PointCache: ${keys.length} bytes of keys is not a whole number of ${kb}-byte keys`);
+  const n = keys.length / kb;
+  if (out.length < n * POINT_BYTES) throw new RangeError(`PointCache.lookup: ${out.length} bytes of output for ${n} points`);
+  const slots = t.index.slots;
+  const points = t.points;
+  const misses = new Uint32Array(n);
+  let m = 0;
+  for (let i = 0; i < n; i++) {
+    const e = slots[tableFind(t.index, keys, i * kb)] - 1;
+    if (e < 0) {
+      misses[m++] = i;
+      continue;
+    }
+    const from = e * POINT_BYTES;
+    const to = i * POINT_BYTES;
+    for (let j = 0; j < POINT_BYTES; j++) out[to + j] = points[from + j];
+  }
+  return misses.slice(0, m);
+}
+
 /** One table of points: keyBytes-wide keys -> 32-byte points (POINT_BYTES); `keyed` as ByteTable's. */
 export class PointCache {
   readonly keyBytes: 16 | 32;
@@ -44,7 +74,7 @@ export class PointCache {
     this.keyBytes = keyBytes;
     this.#index = new ByteTable(keyBytes, expected, keyed);
     this.#capacity = Math.max(8, Math.ceil(expected));
-    this.#points = new Uint8Array(this.#capacity * POINT_BYTES);
+    this.#points = sharedBytes(this.#capacity * POINT_BYTES);
   }
 
   /**
@@ -67,23 +97,12 @@ export class PointCache {
 
   /** For each of the keys.length/keyBytes keys, writes its point into out at i*32 when cached; returns the indices i of the keys that have none (ascending). */
   lookup(keys: Uint8Array, out: Uint8Array): Uint32Array {
-    const n = this.#count(keys);
-    if (out.length < n * POINT_BYTES) throw new RangeError(`PointCache.lookup: ${out.length} bytes of output for ${n} points`);
-    const kb = this.keyBytes;
-    const points = this.#points;
-    const misses = new Uint32Array(n);
-    let m = 0;
-    for (let i = 0; i < n; i++) {
-      const e = this.#index.get(keys, i * kb);
-      if (e < 0) {
-        misses[m++] = i;
-        continue;
-      }
-      const from = e * POINT_BYTES;
-      const to = i * POINT_BYTES;
-      for (let j = 0; j < POINT_BYTES; j++) out[to + j] = points[from + j];
-    }
-    return misses.slice(0, m);
+    return lookupPoints(this.arrays(), keys, out);
+  }
+
+  /** What a thread needs to look keys up (lookupPoints; shared memory): valid until the next add. */
+  arrays(): PointArrays {
+    return { index: this.#index.arrays(), points: this.#points };
   }
 
   /**
@@ -129,7 +148,7 @@ export class PointCache {
   }
 
   #grow(capacity: number): void {
-    const points = new Uint8Array(capacity * POINT_BYTES);
+    const points = sharedBytes(capacity * POINT_BYTES);
     points.set(this.#points.subarray(0, this.size * POINT_BYTES));
     this.#points = points;
     this.#capacity = capacity;
@@ -179,8 +198,8 @@ export function readTable(path: string, name: CacheTableName, id: string, macKey
     const expected = HEADER_BYTES + count * (kb + POINT_BYTES) + MAC_BYTES;
     if (size !== expected) throw refuse(`wrong size: ${size} bytes, its header's ${count} entries make ${expected} (${size < expected ? 'truncated' : 'bytes appended'})`);
     const room = count + Math.max(ROOM_ENTRIES, Math.ceil(count / 8));
-    const keys = new Uint8Array(room * kb);
-    const points = new Uint8Array(room * POINT_BYTES);
+    const keys = sharedBytes(room * kb);
+    const points = sharedBytes(room * POINT_BYTES);
     const mac = Buffer.alloc(MAC_BYTES);
     readAt(keys.subarray(0, count * kb), HEADER_BYTES);
     readAt(points.subarray(0, count * POINT_BYTES), HEADER_BYTES + count * kb);

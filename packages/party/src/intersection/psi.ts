@@ -151,7 +151,7 @@ export class PartyPsi {
             const digests = { count: order.length, slice: (a: number, b: number) => cache.digests(selectIds(ids, order.subarray(a, b))) };
             // The points go to their file as they are found: they are never all in memory beside the table.
             const file = SpilledBytes.writer(order.length * POINT_BYTES);
-            const got = await cachedPoints(cache.table('own'), digests, PSI_DIGEST_BYTES, (missing) => blind(selectIds(ids, Uint32Array.from(missing, (j) => order[j]))), true, (from, points) => file.write(from * POINT_BYTES, points));
+            const got = await cachedPoints(cache.table('own'), digests, PSI_DIGEST_BYTES, (missing) => blind(selectIds(ids, Uint32Array.from(missing, (j) => order[j]))), { sink: (from, points) => file.write(from * POINT_BYTES, points) });
             this.costs.set(set, { blinded: got.computed, reused: ids.length - got.computed, ...(got.full ? { cacheFull: true as const } : {}) });
             return file.done();
           } finally {
