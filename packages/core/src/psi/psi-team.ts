@@ -148,24 +148,24 @@ export class PsiTeam {
     return this.run(points.length / POINT_BYTES, (a, b) => ({ op: 'blind', points: points.slice(a * POINT_BYTES, b * POINT_BYTES), key, check }), progress, POINT_BYTES, inPlace ? points : undefined);
   }
 
-  /** Throws (rejects with) a PointError for the first invalid point. */
+  /**
+   * Throws (rejects with) a PointError for the first invalid point. On the calling thread, so
+   * not queued behind the team's runs (a coordinator checks one party's answer while the
+   * threads look up another's points).
+   */
   async check(points: Uint8Array, progress?: PsiProgress): Promise<void> {
     const n = points.length / POINT_BYTES;
     if (!Number.isInteger(n)) return checkPoints(points);
-    const result = this.last.then(async () => {
-      for (let from = 0; from < n; from += CHECK_SLICE) {
-        const to = Math.min(n, from + CHECK_SLICE);
-        try {
-          checkPoints(points.subarray(from * POINT_BYTES, to * POINT_BYTES));
-        } catch (err) {
-          throw err instanceof PointError ? new PointError(from + err.index, err.reason) : err;
-        }
-        progress?.(to, n);
-        if (to < n) await new Promise((resolve) => setImmediate(resolve));
+    for (let from = 0; from < n; from += CHECK_SLICE) {
+      const to = Math.min(n, from + CHECK_SLICE);
+      try {
+        checkPoints(points.subarray(from * POINT_BYTES, to * POINT_BYTES));
+      } catch (err) {
+        throw err instanceof PointError ? new PointError(from + err.index, err.reason) : err;
       }
-    });
-    this.last = result.catch(() => undefined);
-    return result;
+      progress?.(to, n);
+      if (to < n) await new Promise((resolve) => setImmediate(resolve));
+    }
   }
 
   private takeThread(): Worker {
