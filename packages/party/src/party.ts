@@ -377,7 +377,8 @@ function run(config: RunConfig, env: SessionEnv, rowsScaled: number, preparation
         settled = true;
         env.log.info({ rounds: msg.rounds, reason: msg.reason, model: config.model, peakMemoryBytes: peakMemoryBytes() }, 'model written');
         const result: PartyResult = { jobId: msg.jobId, rounds: msg.rounds, model: config.model };
-        void link.finish('done', 'model written').then(() => resolve(result));
+        // The PSI cache is written in the background meanwhile: the party ends once it is on disk.
+        void Promise.all([link.finish('done', 'model written'), env.psi.written()]).then(() => resolve(result), reject);
         return;
       }
       default:
@@ -419,7 +420,7 @@ function run(config: RunConfig, env: SessionEnv, rowsScaled: number, preparation
         if (!env.scoring || settled) return false;
         settled = true;
         env.log.info({ requests: session.scored, peakMemoryBytes: peakMemoryBytes() }, 'prediction job ended by the coordinator');
-        resolve({ jobId: session.jobId ?? '', rounds: session.scored, model: config.model });
+        env.psi.written().then(() => resolve({ jobId: session.jobId ?? '', rounds: session.scored, model: config.model }), reject);
         return true;
       },
     },

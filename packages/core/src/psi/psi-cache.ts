@@ -236,6 +236,7 @@ export class PsiCache {
 
   /** The table `name`, loaded (and verified) again if it was released; a corrupt file throws its DataError. */
   table(name: CacheTableName): PointCache {
+    this.#releaseWhenWritten = false;
     let t = this.#loaded.get(name);
     if (t === undefined) {
       if (!this.tables.includes(name)) throw new RangeError(`PSI cache ${this.id} holds no '${name}' table (it holds ${this.tables.join(', ')})`);
@@ -320,11 +321,29 @@ export class PsiCache {
     this.#loaded.clear();
   }
 
-  /** release() with the writes in the background (saveInBackground): the memory goes once they are written. */
+  /**
+   * release() with the writes in the background (saveInBackground): the tables stay loaded
+   * until they are written (a table() meanwhile keeps them: read again from a file not yet
+   * written, the next save would lose what this one writes), then their memory goes.
+   */
   releaseInBackground(): Promise<number> {
     const written = this.saveInBackground();
-    this.#loaded.clear();
+    this.#releaseWhenWritten = true;
+    void written.then(
+      () => this.#releaseIfStillWanted(),
+      () => this.#releaseIfStillWanted(),
+    );
     return written;
+  }
+
+  /** Set by releaseInBackground, cleared by table(): whether the tables go once the writes under way end. */
+  #releaseWhenWritten = false;
+
+  #releaseIfStillWanted(): void {
+    if (this.#releaseWhenWritten && this.#writing === 0) {
+      this.#loaded.clear();
+      this.#releaseWhenWritten = false;
+    }
   }
 
   #tablePath(name: CacheTableName): string {

@@ -360,3 +360,16 @@ test('PsiTeam.lookup and cachedPoints on a team: the threads find in the shared 
   assert.equal(got.computed, n - held.length);
   assert.equal(table.size, n);
 });
+
+test('PsiCache: a table asked for again while its release is being written is the one in memory, so the next write loses nothing', async () => {
+  const { dir, cache } = filled(10, 'release-race');
+  const add = (k: number) => cache.table('own').add(cache.digests([`id-${k}`]), new Uint8Array(32).fill(k + 1));
+  add(1);
+  const first = cache.releaseInBackground();
+  // Before that write ends: the table is still the one with entry 1, not its file's older copy.
+  add(2);
+  const second = cache.releaseInBackground();
+  await Promise.all([first, second]);
+  const again = opened(PsiCache.open(dir, { tables: BOTH, maxAgeDays: 90 }));
+  assert.equal(again.table('own').size, 12);
+});

@@ -95,8 +95,22 @@ export class PartyPsi {
    * cache's table still holds is written and freed.
    */
   settle(): void {
-    // (release writes what was added first.)
-    if (this.inFlight === 0) this.cache?.release();
+    if (this.inFlight === 0 && this.cache) this.releaseCache(this.cache);
+  }
+
+  /** The cache's writes under way (written in the background: a million ids' table takes a fraction of a second and an fsync). */
+  private readonly writes: Promise<unknown>[] = [];
+
+  /** Writes what the cache's table gained, in the background, and frees it once written. */
+  private releaseCache(cache: PsiCache): void {
+    const written = cache.releaseInBackground();
+    written.catch(() => undefined);
+    this.writes.push(written);
+  }
+
+  /** Resolves once the cache's writes so far are on disk; rejects if one failed. */
+  async written(): Promise<void> {
+    await Promise.all(this.writes);
   }
 
   /**
@@ -156,7 +170,7 @@ export class PartyPsi {
             return file.done();
           } finally {
             // The table (48 bytes an id) is written and freed once no set is using it; a later set reads it again.
-            if (--this.inFlight === 0) cache.release();
+            if (--this.inFlight === 0) this.releaseCache(cache);
           }
         })();
         // The digests, the points now in their file and a freed table are garbage.

@@ -111,7 +111,7 @@ export interface SessionEnv {
   /** Where the privacy ledger is kept between restarts. */
   ledgerPath: string;
   /** This party's side of the private set intersection (its key and order last as long as the process). */
-  psi: Pick<PartyPsi, 'answer' | 'fileRows' | 'blindAgain' | 'useCache' | 'costs' | 'settle' | 'prepare'>;
+  psi: Pick<PartyPsi, 'answer' | 'fileRows' | 'blindAgain' | 'useCache' | 'costs' | 'settle' | 'prepare' | 'written'>;
   /** --psi-cache: this party's caches of the intersection, one per coordinator. */
   psiCaches?: PartyPsiCaches;
   /**

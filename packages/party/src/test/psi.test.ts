@@ -66,6 +66,7 @@ test('with a cache, the points of both sets answered at once are all kept, and a
   // Both sets' points are computed side by side, into one table.
   const [a, b] = await Promise.all([psi.answer('train', labels.slice()), psi.answer('test', labels.slice())]);
   psi.settle();
+  await psi.written();
   assert.deepEqual(psi.costs.get('train'), { blinded: 300, reused: 0 });
   assert.deepEqual(psi.costs.get('test'), { blinded: 200, reused: 0 });
   const { cache: reopened } = PsiCache.open(dir, { tables: ['own'], maxAgeDays: 1 });

@@ -54,7 +54,7 @@ function env(opts: { privacy?: PrivacyConfig; intercept?: boolean; ledgerPath?: 
     privacy: new Privacy(opts.privacy ?? NO_PRIVACY),
     ledgerPath: opts.ledgerPath ?? '/nonexistent/ledger.json',
     // The intersection is not under test here (psi.test.ts): setup names file rows directly.
-    psi: { answer: () => Promise.reject(new Error('no psi in these tests')), blindAgain: () => Promise.reject(new Error('no psi in these tests')), fileRows: (_set, positions) => positions, useCache: () => undefined, costs: new Map(), settle: () => undefined, prepare: () => undefined },
+    psi: { answer: () => Promise.reject(new Error('no psi in these tests')), blindAgain: () => Promise.reject(new Error('no psi in these tests')), fileRows: (_set, positions) => positions, useCache: () => undefined, costs: new Map(), settle: () => undefined, prepare: () => undefined, written: () => Promise.resolve() },
     maxLabelIds: 1000,
     threads: 'auto',
     role: 'passive',
