@@ -167,7 +167,8 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
   const testTable = config.test === undefined ? undefined : loaded.preparation ? loadPreparedLike(config.test, config.read, loaded.preparation, log) : (privacy.enabled ? readFeatureBlock : readKeptBlock)(config.test, { ...config.read, features });
   let test: SessionRows | undefined = testTable ? keptRows(testTable, privacy.enabled).rows : undefined;
   const X = train.X;
-  log.info({ file: config.data, rows: train.ids.length, features, nonzeros: X.nonzeros(), dense: X instanceof DenseRows, testRows: test?.ids.length ?? 0 }, 'data loaded');
+  // The peak so far is the reading's: at a million rows it had been the party's whole peak.
+  log.info({ file: config.data, rows: train.ids.length, features, nonzeros: X.nonzeros(), dense: X instanceof DenseRows, testRows: test?.ids.length ?? 0, peakMemoryBytes: peakMemoryBytes() }, 'data loaded');
   if (privacy.enabled) {
     if (loaded.spend)
       log.info({ share: loaded.spend.share, mu: loaded.spend.mu, reused: loaded.spend.reused, releaseEpsilon: loaded.spend.releaseEpsilon, releaseDelta: loaded.spend.releaseDelta }, "privacy: the preparation's statistics are differentially private estimates paid from the budget (composed with the release in GDP)");

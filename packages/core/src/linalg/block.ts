@@ -60,7 +60,8 @@ export class BlockBuilder<S = never> {
     private readonly spill?: () => SparseSink<S>,
   ) {
     this.entries = Math.ceil(fileChars / charsPerEntry);
-    this.csr = new CsrBuilder(features ?? 0, this.entries);
+    // With a sink, the CsrBuilder holds the probe's rows only (or a file shorter than the probe).
+    this.csr = new CsrBuilder(features ?? 0, spill ? 0 : this.entries);
   }
 
   push(col: number, value: number): void {
