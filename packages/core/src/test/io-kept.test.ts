@@ -136,7 +136,7 @@ const eq = (x, y) => x.length === y.length && x.every((v, i) => v === y[i]);
 console.log(JSON.stringify({ spilled: got.spilled, same: eq(a.indptr, want.indptr) && eq(a.indices, want.indices) && eq(a.values, want.values) }));
 `,
   );
-  const run = (limitKiB: number) => JSON.parse(execFileSync('/bin/sh', ['-c', `ulimit -f ${limitKiB}; exec "$0" "$1"`, process.execPath, script], { env: { ...process.env, TMPDIR: tmp }, encoding: 'utf8' })) as { spilled: boolean; same: boolean };
+  const run = (limitKiB: number) => JSON.parse(execFileSync('sh', ['-c', `ulimit -f ${limitKiB}; exec "$0" "$1"`, process.execPath, script], { env: { ...process.env, TMPDIR: tmp }, encoding: 'utf8' })) as { spilled: boolean; same: boolean };
   assert.deepEqual(run(1024), { spilled: false, same: true }, 'the values file passed the limit: in memory');
   assert.deepEqual(run(1 << 20), { spilled: true, same: true }, 'no limit reached: in the temporary files');
   // The builder in this process: in files, and a column beyond the one declared refused.
