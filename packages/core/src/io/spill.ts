@@ -284,12 +284,13 @@ export class SpillingCsrBuilder implements SparseSink<SpilledCsr> {
     this.indptr[++this.rows] = this.nnz;
   }
 
+  /** The matrix; its row pointers are a view of the array they were written into (its room beyond was never written: no memory). */
   build(cols?: number): SpilledCsr {
     if (this.files) this.flush();
     if (this.memory) return new SpilledCsr(this.memory.build(cols));
     const c = cols ?? this.cols;
     if (c < this.cols) throw new RangeError(`matrix has a column ${this.cols - 1}, more than the ${c} declared`);
-    return new SpilledCsr({ rows: this.rows, cols: c, indptr: this.indptr.slice(0, this.rows + 1), files: { ...this.files!, valuesAt: 0 } });
+    return new SpilledCsr({ rows: this.rows, cols: c, indptr: this.indptr.subarray(0, this.rows + 1), files: { ...this.files!, valuesAt: 0 } });
   }
 
   /** The entries held written out (or, if a write fails, all of them moved to memory). */

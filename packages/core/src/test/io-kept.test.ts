@@ -9,7 +9,7 @@ import { execFileSync } from 'node:child_process';
 import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
-import { type Csr, type Dense, type ReadOptions, CsrBuilder, DataError, SpilledCsr, SpillingCsrBuilder, isDense, readFeatureBlock, readKeptBlock } from '../index.js';
+import { type Csr, type Dense, type ReadOptions, CsrBuilder, DataError, SpilledCsr, SpillingCsrBuilder, isDense, packIds, readFeatureBlock, readKeptBlock, readLibsvm } from '../index.js';
 import { seeded, tempDir } from './support.js';
 
 const dir = tempDir({ after }, 'admm-core-kept-');
@@ -82,6 +82,12 @@ test('a sparse LIBSVM file kept as it is read: the matrix of readFeatureBlock, i
     assert.ok(X instanceof SpilledCsr && X.spilled);
     assert.equal(X.cols, opts.features ?? 100);
   }
+  // The ids (packed as they are read, returned as views of the arrays they grew in) are those
+  // of the reader of strings, packed afterwards; the views are exactly as long as the ids.
+  const { ids } = withTmp(tmp, () => readKeptBlock(path, { ids: 'first' }));
+  assert.deepEqual(ids, packIds(readLibsvm(path, { ids: 'first' }).ids));
+  assert.equal(ids.offsets.length, 30_001);
+  assert.equal(ids.bytes.length, ids.offsets[30_000]);
   // Without a temporary folder: in memory, the same matrix.
   const kept = same(path, { ids: 'first' }, join(dir, 'missing'));
   assert.ok(kept instanceof SpilledCsr && !kept.spilled);
