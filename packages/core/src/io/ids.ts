@@ -53,7 +53,8 @@ export class IdList implements IdSink {
 /**
  * IdList with the ids packed as they come (UTF-8 bytes and offsets, as packIds makes them) and
  * the lines in an array of 32-bit integers: about 11 MB for a million short ids, against about
- * 35 MB as strings in arrays. `done` refuses a repeated id and gives the packed ids.
+ * 35 MB as strings in arrays. `done` refuses a repeated id and gives the packed ids (views of
+ * the arrays they were written into).
  */
 export class PackedIdList implements IdSink {
   private bytes = Buffer.allocUnsafeSlow(1 << 16);
