@@ -4,7 +4,7 @@
 import { accessSync, constants, mkdirSync } from 'node:fs';
 import { dirname } from 'node:path';
 import type { Logger } from 'pino';
-import { type BlockTable, type Preparation, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiTeam, SpilledCsr, denseToCsr, detectFormat, isDense, originalUnits, osNoise, packIds, readFeatureBlock, readFeatureFile, seededNoise } from '@admm-share/core';
+import { type BlockTable, type KeptTable, type Preparation, type ReadOptions, ConfigError, DataError, DenseRows, InternalError, PeerError, PsiTeam, SpilledCsr, denseToCsr, detectFormat, isDense, originalUnits, osNoise, packIds, readFeatureBlock, readFeatureFile, readKeptBlock, seededNoise } from '@admm-share/core';
 import { type CloseKind, type Role, ProtocolError, SCORING_RETRIABLE_CLOSE_CODES, assertNever } from '@admm-share/protocol';
 import { type PsiCacheFlags, Progress, peakMemoryBytes } from '@admm-share/runtime';
 import { collectGarbage, collectYoungGarbage } from './session/gc.js';
@@ -164,10 +164,11 @@ export function start(config: PartyConfig, deps: { logger: Logger }): PartyHandl
   const { rows: train, scaled: rowsScaled } = keptRows(loaded.table, privacy.enabled);
   // The training file fixes the number of features; a test row with a larger index is an error.
   const features = train.X.cols;
-  const testTable = config.test === undefined ? undefined : loaded.preparation ? loadPreparedLike(config.test, config.read, loaded.preparation, log) : readFeatureBlock(config.test, { ...config.read, features });
+  const testTable = config.test === undefined ? undefined : loaded.preparation ? loadPreparedLike(config.test, config.read, loaded.preparation, log) : (privacy.enabled ? readFeatureBlock : readKeptBlock)(config.test, { ...config.read, features });
   let test: SessionRows | undefined = testTable ? keptRows(testTable, privacy.enabled).rows : undefined;
   const X = train.X;
-  log.info({ file: config.data, rows: train.ids.length, features, nonzeros: X.nonzeros(), dense: X instanceof DenseRows, testRows: test?.ids.length ?? 0 }, 'data loaded');
+  // The peak so far is the reading's: at a million rows it had been the party's whole peak.
+  log.info({ file: config.data, rows: train.ids.length, features, nonzeros: X.nonzeros(), dense: X instanceof DenseRows, testRows: test?.ids.length ?? 0, peakMemoryBytes: peakMemoryBytes() }, 'data loaded');
   if (privacy.enabled) {
     if (loaded.spend)
       log.info({ share: loaded.spend.share, mu: loaded.spend.mu, reused: loaded.spend.reused, releaseEpsilon: loaded.spend.releaseEpsilon, releaseDelta: loaded.spend.releaseDelta }, "privacy: the preparation's statistics are differentially private estimates paid from the budget (composed with the release in GDP)");
@@ -276,7 +277,12 @@ function scoringRows(config: ScoringConfig, model: PartyModel, log: Logger): Sco
  * What a training party keeps of a file it read: a dense matrix, or a sparse one in a temporary
  * file; with `unit`, every row with a norm above 1 scaled to norm 1, and the number scaled.
  */
-function keptRows(t: BlockTable, unit: boolean): { rows: SessionRows & { X: DenseRows | SpilledCsr }; scaled: number } {
+function keptRows(t: BlockTable | KeptTable, unit: boolean): { rows: SessionRows & { X: DenseRows | SpilledCsr }; scaled: number } {
+  if (t.X instanceof SpilledCsr) {
+    // Spilled as it was read: only without privacy, whose rows need no scaling.
+    if (unit) throw new InternalError('keeping the rows read', 'rows to scale in a temporary file');
+    return { rows: { ids: t.ids, X: t.X, featureNames: t.featureNames }, scaled: 0 };
+  }
   const scaled = !unit ? 0 : isDense(t.X) ? normaliseDenseRows(t.X) : normaliseCsrRows(t.X);
   return { rows: { ids: t.ids, X: isDense(t.X) ? new DenseRows(t.X) : new SpilledCsr(t.X), featureNames: t.featureNames }, scaled };
 }

@@ -1,6 +1,6 @@
 // CSV files: a header line, then one row a record (RFC 4180 quoting), parsed by csv-parse.
 import { type Options as CsvOptions, Parser as CsvParser } from 'csv-parse';
-import { BlockBuilder } from '../linalg/block.js';
+import { BlockBuilder, type SparseSink } from '../linalg/block.js';
 import { DataError, InternalError } from '../errors.js';
 import { IdList, type IdSink } from './ids.js';
 import { type TextEncoding, chunkSize, fileSize, readChunks } from './lines.js';
@@ -147,16 +147,16 @@ export function readCsvFeatures(path: string, opts: ReadOptions = {}): FeatureTa
   return sparse(path, t, ids);
 }
 
-/** readCsvFeatures, dense when allowed and the file is (see BlockBuilder). */
-export function csvFeatures(path: string, opts: ReadOptions, dense: boolean, ids: IdSink): Scanned {
-  let table: { b: BlockBuilder; featureNames: string[] } | undefined;
+/** readCsvFeatures, dense when allowed and the file is (see BlockBuilder; sparse rows past the first to `spill` when given). */
+export function csvFeatures<S = never>(path: string, opts: ReadOptions, dense: boolean, ids: IdSink, spill?: () => SparseSink<S>): Scanned<S> {
+  let table: { b: BlockBuilder<S>; featureNames: string[] } | undefined;
   readCsv(path, chunkSize(opts.chunkBytes), (h) => {
     const idCol = columnIndex(h, path, opts.idColumn ?? 'id');
     const featureCols = h.names.map((_, i) => i).filter((i) => i !== idCol);
     if (opts.features !== undefined && opts.features !== featureCols.length)
       throw new DataError(path, h.line, `header has ${featureCols.length} feature columns, ${opts.features} declared`);
     // A field is at least one character and a comma or line end.
-    const b = new BlockBuilder(featureCols.length, fileSize(path), 2, dense);
+    const b = new BlockBuilder<S>(featureCols.length, fileSize(path), 2, dense, spill);
     table = { b, featureNames: featureCols.map((c) => h.names[c]) };
     return (r, line) => {
       ids.add(r[idCol], line);

@@ -5,7 +5,7 @@ export { type PackedIds, packIds, selectIds, sliceIds } from './packed-ids.js';
 export { type BlockTable, type FeatureTable, type FileFormat, type ReadOptions, FILE_FORMATS, detectFormat } from './table.js';
 export { ID_ENCODING_OPTION, READ_CHUNK_BYTES, TEXT_ENCODINGS, type TextEncoding, readChunks } from './lines.js';
 export { MAX_ABS_VALUE, parseDataNumber } from './numbers.js';
-export { readFeatureBlock, readFeatureFile } from './features.js';
+export { type KeptTable, readFeatureBlock, readFeatureFile, readKeptBlock } from './features.js';
 export { MAX_FEATURES, formatLibsvmWithIds, readLibsvm } from './libsvm.js';
 export { csvField, readCsv, readCsvFeatures } from './csv.js';
 export { type LabelTable, binaryLabels, formatLabelsCsv, labelKey, numericLabels, readIdFile, readLabelFile } from './labels.js';

@@ -1,5 +1,5 @@
 // LIBSVM files: `label-or-id [qid:ID] index:value ...`, one row a line.
-import { BlockBuilder } from '../linalg/block.js';
+import { BlockBuilder, type SparseSink } from '../linalg/block.js';
 import { type Csr } from '../linalg/csr.js';
 import { DataError } from '../errors.js';
 import { IdList, type IdSink } from './ids.js';
@@ -102,15 +102,16 @@ export function readLibsvm(path: string, opts: ReadOptions = {}): FeatureTable {
 }
 
 /**
- * readLibsvm (dense when allowed and the file is, see BlockBuilder); with `keepFeatures` false
- * every token is still checked, but no matrix is built (X is 0 x 0).
+ * readLibsvm (dense when allowed and the file is, see BlockBuilder; sparse rows past the first
+ * to `spill` when given); with `keepFeatures` false every token is still checked, but no matrix
+ * is built (X is 0 x 0).
  */
-export function scanLibsvm(path: string, opts: ReadOptions, keepFeatures: boolean, dense: boolean, ids: IdSink): Scanned {
+export function scanLibsvm<S extends { cols: number } = never>(path: string, opts: ReadOptions, keepFeatures: boolean, dense: boolean, ids: IdSink, spill?: () => SparseSink<S>): Scanned<S> {
   let mode = opts.ids ?? 'auto';
   const firstTokens: string[] = [];
   const labels = new SharedLabels();
   // An entry is at least 'j:v' and a blank before it.
-  const b = new BlockBuilder(opts.features, keepFeatures ? fileSize(path) : 0, 4, dense);
+  const b = new BlockBuilder<S>(opts.features, keepFeatures ? fileSize(path) : 0, 4, dense, keepFeatures ? spill : undefined);
   // One row's entries, reused from row to row.
   const cols: number[] = [];
   const vals: number[] = [];

@@ -10,7 +10,8 @@
 import { closeSync, mkdtempSync, openSync, readSync, rmSync, writeSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { type Csr, csrSelectRowsInto, csrSelectedEntries } from '../linalg/csr.js';
+import { type SparseSink } from '../linalg/block.js';
+import { type Csr, CsrBuilder, MAX_NNZ, csrSelectRowsInto, csrSelectedEntries } from '../linalg/csr.js';
 
 /** Bytes read or written at a time (a selection copies its rows out of each piece). */
 const PIECE_BYTES = 1 << 20;
@@ -124,6 +125,13 @@ export class SpilledBytes {
   }
 }
 
+/** Where a SpilledCsr's entries are: its indices from the start of one file, its values from `valuesAt` of another (or the same). */
+interface EntryFiles {
+  indices: TempFile;
+  values: TempFile;
+  valuesAt: number;
+}
+
 /**
  * A CSR matrix whose entries wait in a temporary file (its indices, then its values): only its
  * row pointers stay in memory (4 bytes a row). A selection of rows is read back piece by piece,
@@ -133,23 +141,30 @@ export class SpilledCsr {
   readonly rows: number;
   readonly cols: number;
   private readonly indptr: Int32Array;
-  private readonly file: TempFile | undefined;
+  private readonly files: EntryFiles | undefined;
   /** The matrix itself where no temporary file could be written. */
   private readonly kept: Csr | undefined;
 
-  constructor(a: Csr) {
+  /** `a` spilled; or (from SpillingCsrBuilder) entries already in files, with row pointers from 0. */
+  constructor(a: Csr | { rows: number; cols: number; indptr: Int32Array; files: EntryFiles }) {
     this.rows = a.rows;
     this.cols = a.cols;
+    if ('files' in a) {
+      this.indptr = a.indptr;
+      this.files = a.files;
+      return;
+    }
     const first = a.indptr[0];
     const nnz = a.indptr[a.rows] - first;
     this.indptr = a.indptr.map((p) => p - first);
-    this.file = TempFile.of([a.indices.subarray(first, first + nnz), a.values.subarray(first, first + nnz)]);
-    this.kept = this.file ? undefined : { ...a, indptr: this.indptr, indices: a.indices.subarray(first, first + nnz), values: a.values.subarray(first, first + nnz) };
+    const file = TempFile.of([a.indices.subarray(first, first + nnz), a.values.subarray(first, first + nnz)]);
+    this.files = file ? { indices: file, values: file, valuesAt: 4 * nnz } : undefined;
+    this.kept = this.files ? undefined : { ...a, indptr: this.indptr, indices: a.indices.subarray(first, first + nnz), values: a.values.subarray(first, first + nnz) };
   }
 
   /** Whether the entries are in a file (not kept in memory). */
   get spilled(): boolean {
-    return this.file !== undefined;
+    return this.files !== undefined;
   }
 
   /** Its stored entries. */
@@ -189,8 +204,9 @@ export class SpilledCsr {
     else {
       for (let i = 0; i < order.length; i++) out.indptr[i + 1] = out.indptr[i] + indptr[order[i] + 1] - indptr[order[i]];
       const nnz = this.nonzeros();
-      this.copyOut(out.indices, new Int32Array(PIECE_BYTES / 4), 0, nnz, at, out.indptr);
-      this.copyOut(out.values, new Float64Array(PIECE_BYTES / 8), 4 * nnz, nnz, at, out.indptr);
+      const { indices, values, valuesAt } = this.files!;
+      this.copyOut(out.indices, new Int32Array(PIECE_BYTES / 4), indices, 0, nnz, at, out.indptr);
+      this.copyOut(out.values, new Float64Array(PIECE_BYTES / 8), values, valuesAt, nnz, at, out.indptr);
     }
   }
 
@@ -198,13 +214,13 @@ export class SpilledCsr {
    * One of the two arrays (`from` its byte offset in the file, nnz entries) read a piece at a
    * time into `piece`, each selected row's part of the piece copied to its place in `to`.
    */
-  private copyOut<T extends Int32Array | Float64Array>(to: T, piece: T, from: number, nnz: number, at: Int32Array, outPtr: Int32Array): void {
+  private copyOut<T extends Int32Array | Float64Array>(to: T, piece: T, file: TempFile, from: number, nnz: number, at: Int32Array, outPtr: Int32Array): void {
     const { indptr } = this;
     const bytes = new Uint8Array(piece.buffer);
     let r = 0;
     for (let e0 = 0; e0 < nnz; e0 += piece.length) {
       const e1 = Math.min(nnz, e0 + piece.length);
-      this.file!.read(bytes.subarray(0, (e1 - e0) * piece.BYTES_PER_ELEMENT), from + e0 * piece.BYTES_PER_ELEMENT);
+      file.read(bytes.subarray(0, (e1 - e0) * piece.BYTES_PER_ELEMENT), from + e0 * piece.BYTES_PER_ELEMENT);
       // Rows overlapping [e0, e1): from the first that ends after e0 to the last that starts before e1.
       while (indptr[r + 1] <= e0) r++;
       for (let q = r; q < this.rows && indptr[q] < e1; q++) {
@@ -215,5 +231,110 @@ export class SpilledCsr {
         for (let k = lo, d = outPtr[at[q]] + lo - indptr[q]; k < hi; k++, d++) to[d] = piece[k - e0];
       }
     }
+  }
+}
+
+/** Entries a SpillingCsrBuilder holds before it writes them (12 bytes each). */
+const SINK_ENTRIES = 1 << 16;
+
+/**
+ * Builds a SpilledCsr row by row, as CsrBuilder builds a CSR matrix, writing its entries to two
+ * temporary files as they come: the matrix is never whole in memory, only its row pointers and
+ * the last SINK_ENTRIES entries. A million-row party read its file's 71 MB of entries into memory
+ * and spilled them afterwards; now its reading peaks that much lower (docs/scaling.md). Where no
+ * temporary file can be made or written, the entries are kept in memory (a CsrBuilder).
+ */
+export class SpillingCsrBuilder implements SparseSink<SpilledCsr> {
+  private indptr = new Int32Array(1 << 12);
+  private rows = 0;
+  /** Entries pushed, and of them written to the files. */
+  private nnz = 0;
+  private written = 0;
+  private readonly indices = new Int32Array(SINK_ENTRIES);
+  private readonly values = new Float64Array(SINK_ENTRIES);
+  private files: { indices: TempFile; values: TempFile } | undefined;
+  private memory: CsrBuilder | undefined;
+
+  constructor(private cols = 0) {
+    const indices = TempFile.empty();
+    const values = indices && TempFile.empty();
+    if (indices && values) this.files = { indices, values };
+    else this.memory = new CsrBuilder(cols);
+  }
+
+  push(col: number, value: number): void {
+    if (this.memory) return this.memory.push(col, value);
+    if (value === 0) return;
+    if (this.nnz === MAX_NNZ) throw new RangeError(`more than ${MAX_NNZ} stored entries`);
+    const k = this.nnz - this.written;
+    this.indices[k] = col;
+    this.values[k] = value;
+    this.nnz++;
+    if (col + 1 > this.cols) this.cols = col + 1;
+    if (this.nnz - this.written === SINK_ENTRIES) this.flush();
+  }
+
+  endRow(): void {
+    if (this.memory) return this.memory.endRow();
+    if (this.rows + 2 > this.indptr.length) {
+      const bigger = new Int32Array(2 * this.indptr.length);
+      bigger.set(this.indptr);
+      this.indptr = bigger;
+    }
+    this.indptr[++this.rows] = this.nnz;
+  }
+
+  /** The matrix; its row pointers are a view of the array they were written into (its room beyond was never written: no memory). */
+  build(cols?: number): SpilledCsr {
+    if (this.files) this.flush();
+    if (this.memory) return new SpilledCsr(this.memory.build(cols));
+    const c = cols ?? this.cols;
+    if (c < this.cols) throw new RangeError(`matrix has a column ${this.cols - 1}, more than the ${c} declared`);
+    return new SpilledCsr({ rows: this.rows, cols: c, indptr: this.indptr.subarray(0, this.rows + 1), files: { ...this.files!, valuesAt: 0 } });
+  }
+
+  /** The entries held written out (or, if a write fails, all of them moved to memory). */
+  private flush(): void {
+    const n = this.nnz - this.written;
+    if (n === 0) return;
+    const { indices, values } = this.files!;
+    try {
+      indices.write(new Uint8Array(this.indices.buffer, 0, 4 * n), 4 * this.written);
+      values.write(new Uint8Array(this.values.buffer, 0, 8 * n), 8 * this.written);
+      this.written += n;
+    } catch {
+      this.toMemory();
+    }
+  }
+
+  /** Every entry so far, written or held, into a CsrBuilder that takes the rest. */
+  private toMemory(): void {
+    const b = new CsrBuilder(this.cols);
+    const { indptr, rows, nnz, written } = this;
+    const files = this.files!;
+    const idx = new Int32Array(SINK_ENTRIES);
+    const val = new Float64Array(SINK_ENTRIES);
+    let r = 0;
+    for (let e0 = 0; e0 < nnz; e0 += SINK_ENTRIES) {
+      const n = Math.min(SINK_ENTRIES, nnz - e0);
+      if (e0 < written) {
+        files.indices.read(new Uint8Array(idx.buffer, 0, 4 * n), 4 * e0);
+        files.values.read(new Uint8Array(val.buffer, 0, 8 * n), 8 * e0);
+      } else {
+        idx.set(this.indices.subarray(0, n));
+        val.set(this.values.subarray(0, n));
+      }
+      for (let k = 0; k < n; k++) {
+        // Rows that end at or before this entry (empty ones included) ended before it.
+        while (r < rows && indptr[r + 1] <= e0 + k) {
+          b.endRow();
+          r++;
+        }
+        b.push(idx[k], val[k]);
+      }
+    }
+    for (; r < rows; r++) b.endRow();
+    this.memory = b;
+    this.files = undefined;
   }
 }

@@ -44,9 +44,13 @@ export interface BlockTable extends Pick<FeatureTable, 'file' | 'featureNames'> 
   X: Csr | Dense;
 }
 
-/** What a reader of features returns; its ids went to the IdSink it was given (scanLibsvm, csvFeatures). */
-export interface Scanned {
-  X: Csr | Dense;
+/**
+ * What a reader of features returns; its ids went to the IdSink it was given (scanLibsvm,
+ * csvFeatures). S: what the sparse rows were built into when the reader was given a sink for them
+ * (BlockBuilder's `spill`).
+ */
+export interface Scanned<S = never> {
+  X: Csr | Dense | S;
   featureNames: string[];
   firstTokens: string[] | undefined;
 }

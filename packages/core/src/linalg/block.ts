@@ -7,6 +7,16 @@ import { type Dense, DENSE_DENSITY, csrToDense, preferDense, sharedFloat64 } fro
 /** Rows collected as CSR before the density decides the form of the rest. */
 export const PROBE_ROWS = 64;
 
+/**
+ * Where a BlockBuilder puts its sparse rows once the first PROBE_ROWS are read, instead of a
+ * CsrBuilder in memory (io's SpillingCsrBuilder writes them to a temporary file as they come).
+ */
+export interface SparseSink<S> {
+  push(col: number, value: number): void;
+  endRow(): void;
+  build(cols?: number): S;
+}
+
 /** Largest dense capacity taken up front from the file size's estimate (8 bytes of address space each); beyond it, the array grows. */
 const MAX_DENSE_CAPACITY = 2 ** 31;
 
@@ -20,8 +30,10 @@ const MAX_DENSE_CAPACITY = 2 ** 31;
  * the array (a copy), unless the wider matrix would no longer be dense: then the rest goes on
  * as CSR. A file that turns out sparse after all is stored as CSR at the end.
  */
-export class BlockBuilder {
+export class BlockBuilder<S = never> {
   private csr: CsrBuilder | undefined;
+  /** The sparse rows' sink past the probe, when the caller gave one (`spill`). */
+  private sink: SparseSink<S> | undefined;
   private data: Float64Array = new Float64Array(0);
   private width = 0;
   private capacity = 0;
@@ -37,18 +49,23 @@ export class BlockBuilder {
    * @param fileChars the size of the whole text (0: unknown), for the capacities
    * @param charsPerEntry the fewest characters an entry takes with its separator, for the CSR form's capacity
    * @param dense whether the dense form is allowed (false: always CSR, as CsrBuilder)
+   * @param spill where sparse rows go from the end of the probe on (default: a CsrBuilder): a
+   *   matrix of fewer than PROBE_ROWS rows, or a dense one, is still built in memory
    */
   constructor(
     private readonly features: number | undefined,
     private readonly fileChars: number,
     charsPerEntry: number,
     private dense: boolean,
+    private readonly spill?: () => SparseSink<S>,
   ) {
     this.entries = Math.ceil(fileChars / charsPerEntry);
-    this.csr = new CsrBuilder(features ?? 0, this.entries);
+    // With a sink, the CsrBuilder holds the probe's rows only (or a file shorter than the probe).
+    this.csr = new CsrBuilder(features ?? 0, spill ? 0 : this.entries);
   }
 
   push(col: number, value: number): void {
+    if (this.sink) return this.sink.push(col, value);
     if (this.csr) return this.csr.push(col, value);
     if (value === 0) return;
     if (col >= this.width) {
@@ -56,7 +73,7 @@ export class BlockBuilder {
       // indices far beyond them later) goes on as CSR instead.
       if (this.nonzeros + 1 < DENSE_DENSITY * (this.rows + 1) * (col + 1)) {
         this.toCsr();
-        return this.csr!.push(col, value);
+        return this.push(col, value);
       }
       this.relayout(this.capacity, col + 1);
     }
@@ -68,13 +85,22 @@ export class BlockBuilder {
   endRow(chars: number): void {
     this.rows++;
     this.chars += chars;
-    if (this.csr) {
+    if (this.sink) this.sink.endRow();
+    else if (this.csr) {
       this.csr.endRow();
-      if (this.dense && this.rows === PROBE_ROWS) this.probe();
+      if (this.rows === PROBE_ROWS) {
+        if (this.dense) this.probe();
+        else this.toSink();
+      }
     } else if (this.rows === this.capacity) this.relayout(Math.ceil(this.capacity * 1.5), this.width);
   }
 
-  build(cols?: number): Csr | Dense {
+  build(cols?: number): Csr | Dense | S {
+    if (this.sink) {
+      const s = this.sink.build(cols);
+      this.sink = undefined;
+      return s;
+    }
     if (this.csr) {
       const a = this.csr.build(cols);
       this.csr = undefined;
@@ -93,6 +119,7 @@ export class BlockBuilder {
     const csr = this.csr!;
     if (!(csr.columns > 0 && csr.entries >= DENSE_DENSITY * this.rows * csr.columns)) {
       this.dense = false;
+      this.toSink();
       return;
     }
     const a = csr.build(this.features);
@@ -105,15 +132,30 @@ export class BlockBuilder {
     this.nonzeros = a.indices.length;
   }
 
-  /** From here on as CSR: the rows so far, and the entries of the one under way, copied over. */
-  private toCsr(): void {
-    const b = new CsrBuilder(this.features ?? 0, this.entries);
-    const { data, width } = this;
-    for (let i = 0; i <= this.rows; i++) {
-      pushDenseRow(b, data, i, width);
-      if (i < this.rows) b.endRow();
+  /** The probe's rows moved to the sink, which takes the rest (when there is one). */
+  private toSink(): void {
+    if (!this.spill) return;
+    const a = this.csr!.build(this.features);
+    this.csr = undefined;
+    const sink = this.spill();
+    for (let i = 0; i < a.rows; i++) {
+      for (let k = a.indptr[i]; k < a.indptr[i + 1]; k++) sink.push(a.indices[k], a.values[k]);
+      sink.endRow();
     }
-    this.csr = b;
+    this.sink = sink;
+  }
+
+  /** From here on as CSR (or to the sink): the rows so far, and the entries of the one under way, copied over. */
+  private toCsr(): void {
+    const { data, width, rows } = this;
+    const copy = (b: Pick<CsrBuilder, 'push' | 'endRow'>) => {
+      for (let i = 0; i <= rows; i++) {
+        pushDenseRow(b, data, i, width);
+        if (i < rows) b.endRow();
+      }
+    };
+    if (this.spill) copy((this.sink = this.spill()));
+    else copy((this.csr = new CsrBuilder(this.features ?? 0, this.entries)));
     this.dense = false;
     this.data = new Float64Array(0);
   }
@@ -131,7 +173,7 @@ export class BlockBuilder {
 }
 
 /** Row i of a row-major array `cols` wide, its non-zeros pushed to `b` (the row is not ended). */
-function pushDenseRow(b: CsrBuilder, data: Float64Array, i: number, cols: number): void {
+function pushDenseRow(b: Pick<CsrBuilder, 'push'>, data: Float64Array, i: number, cols: number): void {
   for (let j = 0, o = i * cols; j < cols; j++) b.push(j, data[o + j]);
 }
 

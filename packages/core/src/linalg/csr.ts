@@ -33,7 +33,7 @@ export function assertLength(name: string, v: ArrayLike<number>, n: number): voi
  */
 const BLOCK = 1 << 16;
 /** Largest number of stored entries: `indptr` is an Int32Array. */
-const MAX_NNZ = 2 ** 31 - 1;
+export const MAX_NNZ = 2 ** 31 - 1;
 /** Largest capacity taken up front (12 bytes of address space each); beyond it, blocks. */
 export const MAX_CSR_CAPACITY = 2 ** 27;
 

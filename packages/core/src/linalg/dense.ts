@@ -63,8 +63,8 @@ export function denseColumnMeans(a: Dense): Float64Array {
   return m;
 }
 
-/** Whether a matrix is dense (as opposed to CSR). */
-export function isDense(a: Csr | Dense): a is Dense {
+/** Whether a matrix is dense (as opposed to CSR, or io's SpilledCsr). */
+export function isDense<M extends object = Csr>(a: M | Dense): a is Dense {
   return 'data' in a;
 }
 

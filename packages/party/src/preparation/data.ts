@@ -8,6 +8,7 @@ import { existsSync } from 'node:fs';
 import type { Logger } from 'pino';
 import {
   type BlockTable,
+  type KeptTable,
   type MissingStrategy,
   type NoiseSource,
   type Preparation,
@@ -28,7 +29,9 @@ import {
   readOptionsOf,
   rawTableFromFeatures,
   readFeatureBlock,
+  readKeptBlock,
   readFeatureFile,
+  SpilledCsr,
   readJsonFile,
   readPublicSpec,
   readRawTable,
@@ -60,7 +63,8 @@ export interface PreparationFlags {
 export const DEFAULT_PREPARE_SHARE = 0.1;
 
 export interface LoadedData {
-  table: BlockTable;
+  /** Read as a party keeps it (readKeptBlock) without a budget; with one its rows are scaled in memory first. */
+  table: BlockTable | KeptTable;
   preparation: Preparation | null;
   spend: PreparationSpend | null;
 }
@@ -158,7 +162,7 @@ export function loadTrainingData(file: string, read: ReadOptions, flags: Prepara
   if (!preparing(file, read, flags)) {
     const extra = unusedFlags(flags);
     if (extra.length > 0) throw new ConfigError(`${extra.join(', ')} need the data prepared: drop --no-prepare${detectFormat(file, read.format) === 'libsvm' ? ', or add --prepare for a LIBSVM file' : ''}`);
-    return { table: readFeatureBlock(file, read), preparation: null, spend: null };
+    return { table: budget === null ? readKeptBlock(file, read) : readFeatureBlock(file, read), preparation: null, spend: null };
   }
   if (budget !== null && detectFormat(file, read.format) === 'libsvm' && read.features === undefined)
     // The columns fix the queries and their noise before any row is read; a LIBSVM file's width is its largest index, which one row can change.
@@ -226,8 +230,9 @@ export function loadPreparedLike(file: string, read: ReadOptions, preparation: P
  * Columns whose scales differ by orders of magnitude at a private party without preparation:
  * every row is scaled to norm 1, so the largest column decides the row. The warning names them.
  */
-export function scaleWarning(t: BlockTable): string | undefined {
+export function scaleWarning(t: BlockTable | KeptTable): string | undefined {
   const X = t.X;
+  if (X instanceof SpilledCsr) throw new InternalError('the scale warning', 'a matrix in a temporary file (read without privacy)');
   const d = X.cols;
   if (d < 2) return undefined;
   const sq = new Float64Array(d);
