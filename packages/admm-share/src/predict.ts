@@ -5,7 +5,7 @@
 // per block (admm-party predict) run on localhost with the run's model files and credentials.
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { type TextEncoding, ConfigError, binaryLabels, csrSelectRows, csrSliceColumns, formatLabelsCsv, formatLibsvmWithIds, randomPermutation, readLibsvm, writeFileAtomic } from '@admm-share/core';
+import { type TextEncoding, ConfigError, binaryLabels, formatLabelsCsv, formatLibsvmWithIds, randomPermutation, readLibsvm, writeFileAtomic } from '@admm-share/core';
 import { JOB_FILE, type PredictSummary, type MissingPolicy, predictLine, readJobFile, readPredictSummary } from '@admm-share/coordinator';
 import { type Child, killAll } from './processes.js';
 import { psiCacheArgs, runProcesses } from './launch.js';
@@ -64,9 +64,8 @@ export async function predictRun(opts: PredictRunOptions, out: NodeJS.WriteStrea
   let start = 0;
   const blocks = job.parties.map((p) => {
     const file = join(dir, `${p.id}.libsvm`);
-    const order = randomPermutation(table.ids.length);
-    const X = csrSelectRows(csrSliceColumns(table.X, start, start + p.features), order);
-    writeFileAtomic(file, formatLibsvmWithIds(Array.from(order, (i) => table.ids[i]), X));
+    // Written straight from the whole matrix: no sliced or reordered copy of it.
+    writeFileAtomic(file, formatLibsvmWithIds(table.ids, table.X, { rows: randomPermutation(table.ids.length), columns: [start, start + p.features] }));
     start += p.features;
     return { party: p, file };
   });

@@ -3,7 +3,6 @@ import { join } from 'node:path';
 import {
   ConfigError,
   type LabelledSet,
-  csrSliceColumns,
   formatLabelsCsv,
   formatLibsvmWithIds,
   writeFileAtomic,
@@ -56,10 +55,10 @@ export function writeVerticalSplit(dir: string, blocks: number[], train: Labelle
   const parties = blocks.map((size, m): PartyFiles => {
     const end = start + size;
     const f: PartyFiles = { id: ids[m], train: join(dir, `${ids[m]}.train.libsvm`), features: size, columns: [start + 1, end] };
-    writeFileAtomic(f.train, formatLibsvmWithIds(train.ids, csrSliceColumns(train.X, start, end)));
+    writeFileAtomic(f.train, formatLibsvmWithIds(train.ids, train.X, { columns: [start, end] }));
     if (test) {
       f.test = join(dir, `${ids[m]}.test.libsvm`);
-      writeFileAtomic(f.test, formatLibsvmWithIds(test.ids, csrSliceColumns(test.X, start, end)));
+      writeFileAtomic(f.test, formatLibsvmWithIds(test.ids, test.X, { columns: [start, end] }));
     }
     start = end;
     return f;
