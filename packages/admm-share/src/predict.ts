@@ -5,7 +5,7 @@
 // per block (admm-party predict) run on localhost with the run's model files and credentials.
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { type TextEncoding, ConfigError, binaryLabels, formatLabelsCsv, formatLibsvmWithIds, randomPermutation, readLibsvm, writeFileAtomic } from '@admm-share/core';
+import { type TextEncoding, ConfigError, binaryLabels, formatLabelsCsv, formatLibsvmViews, randomPermutation, readLibsvm, writeFileAtomic } from '@admm-share/core';
 import { JOB_FILE, type PredictSummary, type MissingPolicy, predictLine, readJobFile, readPredictSummary } from '@admm-share/coordinator';
 import { type Child, killAll } from './processes.js';
 import { psiCacheArgs, runProcesses } from './launch.js';
@@ -60,15 +60,14 @@ export async function predictRun(opts: PredictRunOptions, out: NodeJS.WriteStrea
     rowsFile = join(dir, 'ids.csv');
     writeFileAtomic(rowsFile, ['id', ...table.ids].join('\n') + '\n');
   }
-  // Each party's block, in a row order of its own.
+  // Each party's block, in a row order of its own (randomPermutation: the line of each row),
+  // written straight from the whole matrix: no sliced or reordered copy of it.
   let start = 0;
   const blocks = job.parties.map((p) => {
-    const file = join(dir, `${p.id}.libsvm`);
-    // Written straight from the whole matrix: no sliced or reordered copy of it.
-    writeFileAtomic(file, formatLibsvmWithIds(table.ids, table.X, { rows: randomPermutation(table.ids.length), columns: [start, start + p.features] }));
-    start += p.features;
-    return { party: p, file };
+    const columns = [start, (start += p.features)] as const;
+    return { party: p, file: join(dir, `${p.id}.libsvm`), view: { columns, lineOfRow: randomPermutation(table.ids.length) } };
   });
+  formatLibsvmViews(table.ids, table.X, blocks.map((b) => b.view), (chunks, b) => writeFileAtomic(blocks[b].file, chunks));
   const passive = job.parties.filter((p) => p.role === 'passive').map((p) => p.id);
   out.write(`admm-share predict: ${table.ids.length} rows of ${opts.data} with the model of job ${job.jobId} (${job.parties.length} parties, ${job.parties.map((p) => p.features).join(' | ')} features; each party's rows in its own order)\n`);
   out.write(describeScoringPrivacy(opts, passive));

@@ -7,7 +7,7 @@ export { ID_ENCODING_OPTION, READ_CHUNK_BYTES, TEXT_ENCODINGS, type TextEncoding
 export { MAX_ABS_VALUE, parseDataNumber } from './numbers.js';
 export { readFeatureBlock, readFeatureFile } from './features.js';
 export { MAX_FEATURES, readLibsvm } from './libsvm.js';
-export { type LibsvmView, formatLibsvmWithIds } from './libsvm-format.js';
+export { type LibsvmView, formatLibsvmViews, formatLibsvmWithIds } from './libsvm-format.js';
 export { csvField, readCsv, readCsvFeatures } from './csv.js';
 export { type LabelTable, binaryLabels, formatLabelsCsv, labelKey, numericLabels, readIdFile, readLabelFile } from './labels.js';
 export { type ClassWeightSpec, CLASS_WEIGHT_SYNTAX, describeClassWeights, parseClassWeight, resolveClassWeights } from './class-weights.js';

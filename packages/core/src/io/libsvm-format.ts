@@ -1,19 +1,22 @@
 // Writing LIBSVM text (`id index:value ...`, one row a line) from a CSR matrix, as bytes.
 import { type Csr } from '../linalg/csr.js';
 
-/** Which part of the matrix is written: rows in this order (each at most once) and columns [start, end), renumbered from 1. */
+/**
+ * Which part of the matrix is written, and in which order: the columns [start, end) (renumbered
+ * from 1), and either `rows` (line r is row rows[r]; each row at most once) or `lineOfRow` (row
+ * i is line lineOfRow[i]: a permutation of 0..rows-1, e.g. randomPermutation's). Every row in
+ * order by default.
+ */
 export interface LibsvmView {
-  rows?: ArrayLike<number>;
   columns?: readonly [number, number];
+  rows?: ArrayLike<number>;
+  lineOfRow?: ArrayLike<number>;
 }
 
 /**
- * Bytes per chunk of output. A chunk is filled and the next one started, so a file of any size
- * is never one string (the old formatter built a string per line and joined them: 7-9 s for a
- * party's 1e6 rows) nor one buffer.
+ * Room kept for one entry: ` ` + index (at most 10 digits) + `:` + a value. String(v) is at most
+ * 25 characters: `-0.0000010000000000000002`, a sign, `0.`, five zeros and 17 digits.
  */
-const CHUNK_BYTES = 1 << 20;
-/** Room kept for one entry: ` ` + index (at most 10 digits) + `:` + a value (String(v) is at most 24 characters). */
 const ENTRY_BYTES = 40;
 
 const ZERO = 0x30;
@@ -27,6 +30,11 @@ const POW10 = Array.from({ length: 23 }, (_, k) => 10 ** k);
 
 /** Decimal digits of a non-negative integer below 2^53, at least `width` of them (leading zeros). */
 function writeDigits(buf: Buffer, pos: number, n: number, width: number): number {
+  // Indices and short fractions: the common cases, without a division.
+  if (width <= 1 && n < 10) {
+    buf[pos] = ZERO + n;
+    return pos + 1;
+  }
   let d = 1;
   while (d < 16 && n >= POW10[d]) d++;
   if (d < width) d = width;
@@ -83,7 +91,7 @@ function writeValue(buf: Buffer, pos: number, v: number): number {
 
 /** Values whose text a cache slot holds (a power of 2), and the bytes a slot has for it. */
 const CACHE_SLOTS = 1 << 12;
-const SLOT_BYTES = 24;
+const SLOT_BYTES = 32;
 
 /**
  * writeValue through a direct-mapped cache of the texts last written: data files hold few
@@ -110,6 +118,7 @@ class ValueTexts {
       return pos + n;
     }
     const end = writeValue(buf, pos, v);
+    if (end - pos > SLOT_BYTES) return end;
     this.key[slot] = v;
     this.length[slot] = end - pos;
     for (let b = pos; b < end; b++) text[at + b - pos] = buf[b];
@@ -118,7 +127,7 @@ class ValueTexts {
 }
 
 /** The ids' UTF-8 bytes, back to back, and where each starts (ids.length + 1 offsets). */
-function encodeIds(ids: readonly string[]): { bytes: Buffer; at: Float64Array } {
+function encodeIds(ids: readonly string[]): Ids {
   const joined = ids.join('');
   const bytes = Buffer.from(joined, 'utf8');
   const at = new Float64Array(ids.length + 1);
@@ -136,107 +145,172 @@ function copyBytes(from: Buffer, start: number, end: number, to: Buffer, at: num
   return at;
 }
 
-/** Where each output line was written: line r is chunks[chunk[r]], bytes start[r] to end[r]. */
-interface Lines {
-  chunks: Buffer[];
-  chunk: Int32Array;
-  start: Int32Array;
-  end: Int32Array;
+/**
+ * Rows are formatted in the matrix's order (in a random row order every row was a few cache
+ * misses: 1e6 rows took 1.0-1.3 s against 0.6 in order), each line appended to the bucket of
+ * the output lines it falls among, with its place in the bucket and its line number written
+ * next in that bucket's lists: every write goes to the end of one of a few hundred streams.
+ * A bucket is then put in line order from cache. A bucket holds about this many bytes.
+ */
+const BUCKET_TARGET_BYTES = 1 << 19;
+
+interface Ids {
+  bytes: Buffer;
+  at: Float64Array;
 }
 
-/**
- * Every line, formatted with the matrix read front to back (row i goes to line dest[i], none
- * when -1): in a random row order every row of the matrix was a few cache misses, and 1e6
- * rows took 1.0-1.3 s against 0.6 in order. A line is whole in one chunk.
- */
-function formatLines(ids: readonly string[], X: Csr, start: number, end: number, dest: Int32Array, lines: number): Lines {
-  const { bytes: idBytes, at } = encodeIds(ids);
+/** A view's lines: bucket q holds lines q << shift up to the next bucket's, in the order they were appended. */
+interface Buckets {
+  shift: number;
+  text: Buffer[];
+  /** The bytes of text[q] in use. */
+  fill: Float64Array;
+  /** At (q << shift) + a: where the a-th line appended to bucket q starts in its text, and its line number less q << shift. */
+  start: Float64Array;
+  line: Int32Array;
+}
+
+/** log2 of the lines per bucket: about BUCKET_TARGET_BYTES of text each, from the average line's length. */
+function bucketShift(ids: Ids, X: Csr, lines: number): number {
+  const bytes = ids.bytes.length + X.indptr[X.rows] * 12 + X.rows;
+  const perLine = Math.max(1, bytes / Math.max(1, X.rows));
+  return Math.max(0, Math.min(20, Math.floor(Math.log2(BUCKET_TARGET_BYTES / perLine)), Math.ceil(Math.log2(lines))));
+}
+
+/** Row i of X goes to line dest[i] (none when -1); `lines` lines in all. */
+function formatLines(ids: Ids, X: Csr, start: number, end: number, dest: Int32Array, lines: number): Buckets {
+  const { bytes: idBytes, at } = ids;
   const { indptr, indices, values } = X;
   const texts = new ValueTexts();
-  const out: Lines = { chunks: [], chunk: new Int32Array(lines), start: new Int32Array(lines), end: new Int32Array(lines) };
-  let buf = Buffer.allocUnsafe(CHUNK_BYTES);
-  let pos = 0;
+  const shift = bucketShift(ids, X, lines);
+  const buckets = ((lines - 1) >>> shift) + 1;
+  const out: Buckets = { shift, text: [], fill: new Float64Array(buckets), start: new Float64Array(lines), line: new Int32Array(lines) };
+  const count = new Int32Array(buckets);
+  const initial = Math.min(BUCKET_TARGET_BYTES, 1 << 16);
+  for (let q = 0; q < buckets; q++) out.text.push(Buffer.allocUnsafe(initial));
+  const mask = (1 << shift) - 1;
   for (let i = 0; i < X.rows; i++) {
     const r = dest[i];
     if (r < 0) continue;
+    const q = r >>> shift;
     const from = at[i];
     const to = at[i + 1];
+    let pos = out.fill[q];
+    let buf = out.text[q];
     // Room for the id, the newline and ENTRY_BYTES for every entry of the row.
-    const need = to - from + 1 + ENTRY_BYTES * (indptr[i + 1] - indptr[i]);
-    if (pos + need > buf.length) {
-      out.chunks.push(buf.subarray(0, pos));
-      buf = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, need));
-      pos = 0;
+    const need = pos + to - from + 1 + ENTRY_BYTES * (indptr[i + 1] - indptr[i]);
+    if (need > buf.length) {
+      const grown = Buffer.allocUnsafe(Math.max(need, 2 * buf.length));
+      buf.copy(grown, 0, 0, pos);
+      buf = out.text[q] = grown;
     }
-    out.chunk[r] = out.chunks.length;
-    out.start[r] = pos;
+    const a = (q << shift) + count[q]++;
+    out.start[a] = pos;
+    out.line[a] = r & mask;
     pos = copyBytes(idBytes, from, to, buf, pos);
+    // Every entry is looked at (not only a run from `start`): not every Csr made in this
+    // repository is checked to have its columns increase, and a skipped entry would be lost.
     for (let k = indptr[i]; k < indptr[i + 1]; k++) {
       const j = indices[k];
-      if (j < start || j >= end) continue;
+      // A zero (or -0) is not written, as csrSliceColumns did not keep it before.
+      if (j < start || j >= end || values[k] === 0) continue;
       buf[pos++] = SPACE;
       pos = writeDigits(buf, pos, j - start + 1, 1);
       buf[pos++] = COLON;
       pos = texts.write(buf, pos, values[k]);
     }
     buf[pos++] = NEWLINE;
-    out.end[r] = pos;
+    out.fill[q] = pos;
   }
-  out.chunks.push(buf.subarray(0, pos));
   return out;
 }
 
-/** The lines in order, in chunks of about CHUNK_BYTES (copied: the lines are in another order). */
-function joinLines(lines: Lines): Buffer[] {
+/**
+ * Each bucket's lines in line order: one chunk a bucket, each bucket's text let go once copied.
+ * A line is copied by copyWithin inside one buffer (the text, then the chunk): 1e6 lines of 67
+ * bytes took about 45 ms so, against 90-280 by Buffer.copy and 160-220 byte by byte.
+ */
+function joinLines(b: Buckets, lines: number): Buffer[] {
   const out: Buffer[] = [];
-  let buf = Buffer.allocUnsafe(CHUNK_BYTES);
-  let pos = 0;
-  for (let r = 0; r < lines.start.length; r++) {
-    const from = lines.start[r];
-    const to = lines.end[r];
-    if (pos + to - from > buf.length) {
-      out.push(buf.subarray(0, pos));
-      buf = Buffer.allocUnsafe(Math.max(CHUNK_BYTES, to - from));
-      pos = 0;
+  const slot = new Int32Array(1 << b.shift);
+  for (let q = 0; q < b.text.length; q++) {
+    const base = q << b.shift;
+    const n = Math.min(lines - base, 1 << b.shift);
+    for (let a = 0; a < n; a++) slot[b.line[base + a]] = a;
+    const fill = b.fill[q];
+    let both = b.text[q];
+    if (both.length < 2 * fill) {
+      both = Buffer.allocUnsafe(2 * fill);
+      b.text[q].copy(both, 0, 0, fill);
     }
-    pos = copyBytes(lines.chunks[lines.chunk[r]], from, to, buf, pos);
+    b.text[q] = Buffer.alloc(0);
+    let pos = fill;
+    for (let r = 0; r < n; r++) {
+      const a = slot[r];
+      const from = b.start[base + a];
+      const to = a + 1 < n ? b.start[base + a + 1] : fill;
+      both.copyWithin(pos, from, to);
+      pos += to - from;
+    }
+    out.push(both.subarray(fill, 2 * fill));
   }
-  out.push(buf.subarray(0, pos));
   return out;
 }
 
-/** dest[i]: the line row i of the matrix goes to (rows[dest[i]] === i), -1 for a row not written. */
-function destinations(rowCount: number, rows: ArrayLike<number> | undefined): Int32Array {
+/** dest[i]: the line row i of the matrix goes to, -1 for a row not written; and how many lines. */
+function destinations(rowCount: number, view: LibsvmView): { dest: Int32Array; lines: number } {
+  const { rows, lineOfRow } = view;
+  if (rows && lineOfRow) throw new RangeError('give rows or lineOfRow, not both');
   const dest = new Int32Array(rowCount);
+  if (lineOfRow) {
+    // Checked to be a permutation by marks in line order: a random row order costs no random
+    // writes here (the inverse, from `rows`, is one per row).
+    if (lineOfRow.length !== rowCount) throw new RangeError(`lineOfRow has length ${lineOfRow.length}, expected ${rowCount}`);
+    const seen = new Uint8Array(rowCount);
+    for (let i = 0; i < rowCount; i++) {
+      const r = lineOfRow[i];
+      if (!(r >= 0 && r < rowCount && r === Math.floor(r)) || seen[r] !== 0) throw new RangeError(`lineOfRow is not a permutation of 0..${rowCount - 1} (line ${r} of row ${i})`);
+      seen[r] = 1;
+      dest[i] = r;
+    }
+    return { dest, lines: rowCount };
+  }
   if (!rows) {
     for (let i = 0; i < rowCount; i++) dest[i] = i;
-    return dest;
+    return { dest, lines: rowCount };
   }
   dest.fill(-1);
   for (let r = 0; r < rows.length; r++) {
     const i = rows[r];
-    if (!(Number.isInteger(i) && i >= 0 && i < rowCount)) throw new RangeError(`row ${i} out of range 0..${rowCount - 1}`);
+    if (!(i >= 0 && i < rowCount && i === Math.floor(i))) throw new RangeError(`row ${i} out of range 0..${rowCount - 1}`);
     if (dest[i] >= 0) throw new RangeError(`row ${i} is listed twice`);
     dest[i] = r;
   }
-  return dest;
+  return { dest, lines: rows.length };
 }
 
 /**
- * LIBSVM text with the sample id as the first token (`ids: 'first'`), as UTF-8 chunks to write
- * one after the other (writeFileAtomic takes them): line r is `ids[i] j:v ...` for row
- * i = rows[r] of X (every row in order by default), with the entries of the columns in
- * `columns` only, renumbered from 1. A value is written as String(v), as a template string
- * would: the same text as before this formatter wrote bytes.
+ * LIBSVM text with the sample id as the first token (`ids: 'first'`) for each view of X in
+ * turn, handed to `each` as UTF-8 chunks to write one after the other (writeFileAtomic takes
+ * them): each line `ids[i] j:v ...` for a row i of X (see LibsvmView for which and in which
+ * order), with the entries of the view's columns only, renumbered from 1. A value is written as
+ * String(v), as a template string would. The ids are encoded once for all views.
  */
-export function formatLibsvmWithIds(ids: readonly string[], X: Csr, view: LibsvmView = {}): Buffer[] {
-  const [start, end] = view.columns ?? [0, X.cols];
+export function formatLibsvmViews(ids: readonly string[], X: Csr, views: readonly LibsvmView[], each: (chunks: Buffer[], view: number) => void): void {
   if (ids.length !== X.rows) throw new RangeError(`${ids.length} ids for ${X.rows} rows`);
-  if (!(start >= 0 && start <= end && end <= X.cols)) throw new RangeError(`columns [${start}, ${end}) out of range 0..${X.cols}`);
-  const n = view.rows ? view.rows.length : X.rows;
-  // No rows: a lone newline, as the joined lines were.
-  if (n === 0) return [Buffer.from('\n')];
-  const lines = formatLines(ids, X, start, end, destinations(X.rows, view.rows), n);
-  // In the matrix's order the chunks are the file already.
-  return view.rows ? joinLines(lines) : lines.chunks;
+  const encoded = encodeIds(ids);
+  views.forEach((view, v) => {
+    const [start, end] = view.columns ?? [0, X.cols];
+    if (!(start >= 0 && start <= end && end <= X.cols)) throw new RangeError(`columns [${start}, ${end}) out of range 0..${X.cols}`);
+    const { dest, lines } = destinations(X.rows, view);
+    // No rows: a lone newline, as the joined lines were.
+    each(lines === 0 ? [Buffer.from('\n')] : joinLines(formatLines(encoded, X, start, end, dest, lines), lines), v);
+  });
+}
+
+/** formatLibsvmViews of one view, its chunks returned. */
+export function formatLibsvmWithIds(ids: readonly string[], X: Csr, view: LibsvmView = {}): Buffer[] {
+  let out: Buffer[] = [];
+  formatLibsvmViews(ids, X, [view], (chunks) => (out = chunks));
+  return out;
 }
