@@ -177,8 +177,23 @@ function bucketShift(ids: Ids, X: Csr, lines: number): number {
   return Math.max(0, Math.min(20, Math.floor(Math.log2(BUCKET_TARGET_BYTES / perLine)), Math.ceil(Math.log2(lines))));
 }
 
+/**
+ * Buffers kept from one view to the next. Each new ArrayBuffer counts towards V8's external
+ * memory, and every few tens of MB of them were a full garbage collection (40-90 ms with a
+ * table's 1e6 ids on the heap): allocated afresh for each view they were about 10 of them, 0.6 s.
+ */
+interface Scratch {
+  /** The buckets' text, cut into equal parts. */
+  slab: Buffer;
+  /** The lines in order (and a bucket's text being copied from), when one group takes them all. */
+  out: Buffer;
+}
+
+/** Most bytes of a buffer made here (Buffer's limit is 4 GiB); past it, buckets grow on their own, and lines go to more chunks. */
+const MAX_BUFFER_BYTES = 1 << 30;
+
 /** Row i of X goes to line dest[i] (none when -1); `lines` lines in all. */
-function formatLines(ids: Ids, X: Csr, start: number, end: number, dest: Int32Array, lines: number): Buckets {
+function formatLines(ids: Ids, X: Csr, start: number, end: number, dest: Int32Array, lines: number, scratch: Scratch): Buckets {
   const { bytes: idBytes, at } = ids;
   const { indptr, indices, values } = X;
   const texts = new ValueTexts();
@@ -186,8 +201,13 @@ function formatLines(ids: Ids, X: Csr, start: number, end: number, dest: Int32Ar
   const buckets = ((lines - 1) >>> shift) + 1;
   const out: Buckets = { shift, text: [], fill: new Float64Array(buckets), start: new Float64Array(lines), line: new Int32Array(lines) };
   const count = new Int32Array(buckets);
-  const initial = Math.min(BUCKET_TARGET_BYTES, 1 << 16);
-  for (let q = 0; q < buckets; q++) out.text.push(Buffer.allocUnsafe(initial));
+  // Each bucket's part of the slab: a guess at its text (12 bytes a stored entry in the view's
+  // share of the columns) and a quarter more, so that few buckets have to grow.
+  const entries = (indptr[X.rows] / Math.max(1, X.rows)) * ((end - start) / Math.max(1, X.cols));
+  const guess = (idBytes.length / Math.max(1, X.rows) + 1 + 12 * entries) * 2 ** shift;
+  const part = Math.min(Math.ceil(1.25 * guess) + 256, Math.floor(MAX_BUFFER_BYTES / buckets));
+  if (scratch.slab.length < part * buckets) scratch.slab = Buffer.allocUnsafe(part * buckets);
+  for (let q = 0; q < buckets; q++) out.text.push(scratch.slab.subarray(q * part, (q + 1) * part));
   const mask = (1 << shift) - 1;
   for (let i = 0; i < X.rows; i++) {
     const r = dest[i];
@@ -226,33 +246,44 @@ function formatLines(ids: Ids, X: Csr, start: number, end: number, dest: Int32Ar
 }
 
 /**
- * Each bucket's lines in line order: one chunk a bucket, each bucket's text let go once copied.
- * A line is copied by copyWithin inside one buffer (the text, then the chunk): 1e6 lines of 67
- * bytes took about 45 ms so, against 90-280 by Buffer.copy and 160-220 byte by byte.
+ * The lines in order, in groups of buckets of at most MAX_BUFFER_BYTES (one for 1e6 rows): a
+ * group's buffer takes its lines in order and, after them, the text of the bucket being copied,
+ * so that every line is copied by copyWithin inside one buffer: 1e6 lines of 67 bytes took about
+ * 45 ms so, against 90-280 by Buffer.copy and 160-220 byte by byte.
  */
-function joinLines(b: Buckets, lines: number): Buffer[] {
+function joinLines(b: Buckets, lines: number, scratch: Scratch): Buffer[] {
   const out: Buffer[] = [];
   const slot = new Int32Array(1 << b.shift);
-  for (let q = 0; q < b.text.length; q++) {
-    const base = q << b.shift;
-    const n = Math.min(lines - base, 1 << b.shift);
-    for (let a = 0; a < n; a++) slot[b.line[base + a]] = a;
-    const fill = b.fill[q];
-    let both = b.text[q];
-    if (both.length < 2 * fill) {
-      both = Buffer.allocUnsafe(2 * fill);
-      b.text[q].copy(both, 0, 0, fill);
+  const buckets = b.text.length;
+  for (let q0 = 0; q0 < buckets; ) {
+    let q1 = q0;
+    let total = 0;
+    let widest = 0;
+    for (; q1 < buckets && (q1 === q0 || total + b.fill[q1] + Math.max(widest, b.fill[q1]) <= MAX_BUFFER_BYTES); q1++) {
+      total += b.fill[q1];
+      widest = Math.max(widest, b.fill[q1]);
     }
-    b.text[q] = Buffer.alloc(0);
-    let pos = fill;
-    for (let r = 0; r < n; r++) {
-      const a = slot[r];
-      const from = b.start[base + a];
-      const to = a + 1 < n ? b.start[base + a + 1] : fill;
-      both.copyWithin(pos, from, to);
-      pos += to - from;
+    // Only the first group may reuse the kept buffer: a later one would overwrite it.
+    let buf = scratch.out;
+    if (q0 > 0 || buf.length < total + widest) buf = Buffer.allocUnsafe(total + widest);
+    if (q0 === 0) scratch.out = buf;
+    let pos = 0;
+    for (let q = q0; q < q1; q++) {
+      const base = q << b.shift;
+      const n = Math.min(lines - base, 1 << b.shift);
+      for (let a = 0; a < n; a++) slot[b.line[base + a]] = a;
+      const fill = b.fill[q];
+      b.text[q].copy(buf, total, 0, fill);
+      for (let r = 0; r < n; r++) {
+        const a = slot[r];
+        const from = b.start[base + a];
+        const to = a + 1 < n ? b.start[base + a + 1] : fill;
+        buf.copyWithin(pos, total + from, total + to);
+        pos += to - from;
+      }
     }
-    out.push(both.subarray(fill, 2 * fill));
+    out.push(buf.subarray(0, total));
+    q0 = q1;
   }
   return out;
 }
@@ -294,21 +325,23 @@ function destinations(rowCount: number, view: LibsvmView): { dest: Int32Array; l
  * turn, handed to `each` as UTF-8 chunks to write one after the other (writeFileAtomic takes
  * them): each line `ids[i] j:v ...` for a row i of X (see LibsvmView for which and in which
  * order), with the entries of the view's columns only, renumbered from 1. A value is written as
- * String(v), as a template string would. The ids are encoded once for all views.
+ * String(v), as a template string would. The ids are encoded once for all views, and the
+ * buffers kept: a view's chunks are valid until `each` returns (the next view may overwrite them).
  */
 export function formatLibsvmViews(ids: readonly string[], X: Csr, views: readonly LibsvmView[], each: (chunks: Buffer[], view: number) => void): void {
   if (ids.length !== X.rows) throw new RangeError(`${ids.length} ids for ${X.rows} rows`);
   const encoded = encodeIds(ids);
+  const scratch: Scratch = { slab: Buffer.alloc(0), out: Buffer.alloc(0) };
   views.forEach((view, v) => {
     const [start, end] = view.columns ?? [0, X.cols];
     if (!(start >= 0 && start <= end && end <= X.cols)) throw new RangeError(`columns [${start}, ${end}) out of range 0..${X.cols}`);
     const { dest, lines } = destinations(X.rows, view);
     // No rows: a lone newline, as the joined lines were.
-    each(lines === 0 ? [Buffer.from('\n')] : joinLines(formatLines(encoded, X, start, end, dest, lines), lines), v);
+    each(lines === 0 ? [Buffer.from('\n')] : joinLines(formatLines(encoded, X, start, end, dest, lines, scratch), lines, scratch), v);
   });
 }
 
-/** formatLibsvmViews of one view, its chunks returned. */
+/** formatLibsvmViews of one view, its chunks returned (no later view overwrites them). */
 export function formatLibsvmWithIds(ids: readonly string[], X: Csr, view: LibsvmView = {}): Buffer[] {
   let out: Buffer[] = [];
   formatLibsvmViews(ids, X, [view], (chunks) => (out = chunks));
