@@ -31,9 +31,15 @@ const POW10 = Array.from({ length: 23 }, (_, k) => 10 ** k);
 /** Decimal digits of a non-negative integer below 2^53, at least `width` of them (leading zeros). */
 function writeDigits(buf: Buffer, pos: number, n: number, width: number): number {
   // Indices and short fractions: the common cases, without a division.
-  if (width <= 1 && n < 10) {
-    buf[pos] = ZERO + n;
-    return pos + 1;
+  if (width <= 1 && n < 100) {
+    if (n < 10) {
+      buf[pos] = ZERO + n;
+      return pos + 1;
+    }
+    const t = (n / 10) | 0;
+    buf[pos] = ZERO + t;
+    buf[pos + 1] = ZERO + (n - 10 * t);
+    return pos + 2;
   }
   let d = 1;
   while (d < 16 && n >= POW10[d]) d++;
@@ -90,7 +96,8 @@ function writeValue(buf: Buffer, pos: number, v: number): number {
 }
 
 /** Values whose text a cache slot holds (a power of 2), and the bytes a slot has for it. */
-const CACHE_SLOTS = 1 << 12;
+const CACHE_BITS = 14;
+const CACHE_SLOTS = 1 << CACHE_BITS;
 const SLOT_BYTES = 32;
 
 /**
@@ -108,7 +115,7 @@ class ValueTexts {
 
   write(buf: Buffer, pos: number, v: number): number {
     this.bits[0] = v;
-    const slot = Math.imul(this.words[0] ^ this.words[1], 0x9e3779b1) >>> 20;
+    const slot = Math.imul(this.words[0] ^ this.words[1], 0x9e3779b1) >>> (32 - CACHE_BITS);
     const at = slot * SLOT_BYTES;
     const text = this.text;
     // NaN never equals a key; 0 and -0 are equal, and both are written "0".
