@@ -30,7 +30,7 @@ const POW10 = Array.from({ length: 23 }, (_, k) => 10 ** k);
 
 /** Decimal digits of a non-negative integer below 2^53, at least `width` of them (leading zeros). */
 function writeDigits(buf: Buffer, pos: number, n: number, width: number): number {
-  // Indices and short fractions: the common cases, without a division.
+  // Indices of one or two digits: the common case, without the loops.
   if (width <= 1 && n < 100) {
     if (n < 10) {
       buf[pos] = ZERO + n;
@@ -133,13 +133,17 @@ class ValueTexts {
   }
 }
 
-/** The ids' UTF-8 bytes, back to back, and where each starts (ids.length + 1 offsets). */
+/**
+ * The ids' UTF-8 bytes, a newline after each, and where each starts (ids.length + 1 offsets: id i
+ * ends one byte before at[i + 1]). The newline keeps a lone surrogate at the end of one id from
+ * pairing with one at the start of the next: each is U+FFFD, as when every line was encoded.
+ */
 function encodeIds(ids: readonly string[]): Ids {
-  const joined = ids.join('');
+  const joined = ids.join('\n') + '\n';
   const bytes = Buffer.from(joined, 'utf8');
   const at = new Float64Array(ids.length + 1);
   const ascii = bytes.length === joined.length;
-  for (let i = 0; i < ids.length; i++) at[i + 1] = at[i] + (ascii ? ids[i].length : Buffer.byteLength(ids[i], 'utf8'));
+  for (let i = 0; i < ids.length; i++) at[i + 1] = at[i] + (ascii ? ids[i].length : Buffer.byteLength(ids[i], 'utf8')) + 1;
   return { bytes, at };
 }
 
@@ -221,7 +225,7 @@ function formatLines(ids: Ids, X: Csr, start: number, end: number, dest: Int32Ar
     if (r < 0) continue;
     const q = r >>> shift;
     const from = at[i];
-    const to = at[i + 1];
+    const to = at[i + 1] - 1;
     let pos = out.fill[q];
     let buf = out.text[q];
     // Room for the id, the newline and ENTRY_BYTES for every entry of the row.

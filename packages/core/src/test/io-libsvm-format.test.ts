@@ -7,7 +7,10 @@ import { testFiles } from './io-support.js';
 
 const { file } = testFiles('admm-core-io-libsvm-format-');
 
-/** What predict and split wrote before: `${value}` per entry, rows sliced and reordered first. */
+/** Bytes as latin1 text: compared exactly, with a readable difference. */
+const bytes = (b: Buffer | string) => (typeof b === 'string' ? Buffer.from(b, 'utf8') : b).toString('latin1');
+
+/** What predict and split wrote before (as UTF-8): `${value}` per entry, rows sliced and reordered first. */
 function oldText(ids: readonly string[], X: Csr, columns: readonly [number, number], rows: ArrayLike<number>): string {
   const Y = csrSelectRows(csrSliceColumns(X, columns[0], columns[1]), rows);
   const out: string[] = [];
@@ -67,7 +70,12 @@ function matrix(rows: number, cols: number, density: number, seed: number): Csr 
   return { rows, cols, indptr, indices: Int32Array.from(indices), values: Float64Array.from(values) };
 }
 
-const ids = (n: number, rand: () => number) => Array.from({ length: n }, (_, i) => (rand() < 0.2 ? `ü-${i}-日本` : `id${i}`));
+/** Ids, a fifth of them not ASCII, and pairs of ids that end and start with half of a surrogate pair (U+FFFD each, never the pair's character). */
+const ids = (n: number, rand: () => number) =>
+  Array.from({ length: n }, (_, i) => {
+    const u = rand();
+    return u < 0.2 ? `ü-${i}-日本` : u < 0.25 ? (i % 2 === 0 ? `hi${i}\uD83D` : `\uDE00lo${i}`) : `id${i}`;
+  });
 
 test('formatLibsvmViews writes what the old formatter wrote, byte for byte: every view of random data with awkward values, in a random row order of its own', () => {
   const X = matrix(3000, 40, 0.3, 1);
@@ -78,7 +86,7 @@ test('formatLibsvmViews writes what the old formatter wrote, byte for byte: ever
     seen.push(v);
     const rows = new Uint32Array(X.rows);
     views[v].lineOfRow.forEach((r, i) => (rows[r] = i));
-    assert.equal(Buffer.concat(chunks).toString('utf8'), oldText(names, X, views[v].columns, rows), `view ${v}`);
+    assert.equal(bytes(Buffer.concat(chunks)), bytes(oldText(names, X, views[v].columns, rows)), `view ${v}`);
   });
   assert.deepEqual(seen, [0, 1, 2, 3]);
 });
@@ -102,7 +110,8 @@ test('the written files read back as the same rows: same ids, same entries as do
   assert.equal(t.ids.length, X.rows);
   for (let r = 0; r < t.ids.length; r++) {
     const i = lineOfRow.indexOf(r);
-    assert.equal(t.ids[r], names[i]);
+    // A lone surrogate was written (and reads back) as U+FFFD.
+    assert.equal(t.ids[r], Buffer.from(names[i]).toString());
     const want: [number, number][] = [];
     for (let k = X.indptr[i]; k < X.indptr[i + 1]; k++) if (X.indices[k] >= 5 && X.indices[k] < 25 && X.values[k] !== 0) want.push([X.indices[k] - 5, X.values[k]]);
     const got: [number, number][] = [];
@@ -110,13 +119,14 @@ test('the written files read back as the same rows: same ids, same entries as do
     assert.deepEqual(got, want, `row ${i} (line ${r})`);
   }
   assert.equal(new Set(t.ids).size, X.rows);
+  assert.ok(t.ids.some((id) => id.includes('\uFFFD')));
 });
 
 test('rows: lines in the order given, a subset allowed; no rows is a lone newline; a row twice, a row out of range, or lineOfRow that is not a permutation is refused', () => {
   const X = matrix(50, 6, 0.5, 6);
   const names = ids(X.rows, random(7));
   const rows = Uint32Array.from([49, 3, 17, 0, 22]);
-  assert.equal(Buffer.concat(formatLibsvmWithIds(names, X, { rows })).toString(), oldText(names, X, [0, 6], rows));
+  assert.equal(bytes(Buffer.concat(formatLibsvmWithIds(names, X, { rows }))), bytes(oldText(names, X, [0, 6], rows)));
   assert.equal(Buffer.concat(formatLibsvmWithIds(names, X, { rows: [] })).toString(), '\n');
   assert.throws(() => formatLibsvmWithIds(names, X, { rows: [1, 2, 1] }), /row 1 is listed twice/);
   assert.throws(() => formatLibsvmWithIds(names, X, { rows: [50] }), /row 50 out of range/);
@@ -132,8 +142,8 @@ test('long lines and many rows: lines of any length stay whole and in order acro
   const lineOfRow = randomPermutation(X.rows);
   const rows = new Uint32Array(X.rows);
   lineOfRow.forEach((r, i) => (rows[r] = i));
-  assert.equal(Buffer.concat(formatLibsvmWithIds(names, X, { lineOfRow })).toString(), oldText(names, X, [0, 3], rows));
+  assert.equal(bytes(Buffer.concat(formatLibsvmWithIds(names, X, { lineOfRow }))), bytes(oldText(names, X, [0, 3], rows)));
   const wide = matrix(5, 20_000, 0.9, 10);
   const wideNames = ids(5, random(11));
-  assert.equal(Buffer.concat(formatLibsvmWithIds(wideNames, wide, { rows: [4, 0, 2] })).toString(), oldText(wideNames, wide, [0, 20_000], [4, 0, 2]));
+  assert.equal(bytes(Buffer.concat(formatLibsvmWithIds(wideNames, wide, { rows: [4, 0, 2] }))), bytes(oldText(wideNames, wide, [0, 20_000], [4, 0, 2])));
 });
