@@ -204,7 +204,7 @@ interface Scratch {
 const MAX_BUFFER_BYTES = 1 << 30;
 
 /** Row i of X goes to line dest[i] (none when -1); `lines` lines in all. */
-function formatLines(ids: Ids, X: Csr, start: number, end: number, dest: Int32Array, lines: number, scratch: Scratch): Buckets {
+function formatLines(ids: Ids, X: Csr, start: number, end: number, dest: Int32Array, lines: number, scratch: Scratch, increasing: boolean): Buckets {
   const { bytes: idBytes, at } = ids;
   const { indptr, indices, values } = X;
   const texts = new ValueTexts();
@@ -239,10 +239,13 @@ function formatLines(ids: Ids, X: Csr, start: number, end: number, dest: Int32Ar
     out.start[a] = pos;
     out.line[a] = r & mask;
     pos = copyBytes(idBytes, from, to, buf, pos);
-    // Every entry is looked at (not only a run from `start`): not every Csr made in this
-    // repository is checked to have its columns increase, and a skipped entry would be lost.
-    for (let k = indptr[i]; k < indptr[i + 1]; k++) {
+    // With columns increasing in every row, the view's entries are one run of it.
+    let k = indptr[i];
+    const last = indptr[i + 1];
+    if (increasing) while (k < last && indices[k] < start) k++;
+    for (; k < last; k++) {
       const j = indices[k];
+      if (increasing && j >= end) break;
       // A zero (or -0) is not written, as csrSliceColumns did not keep it before.
       if (j < start || j >= end || values[k] === 0) continue;
       buf[pos++] = SPACE;
@@ -332,6 +335,16 @@ function destinations(rowCount: number, view: LibsvmView): { dest: Int32Array; l
 }
 
 /**
+ * Whether every row's columns increase, as Csr says they do: checked once (about 25 ms for 24e6
+ * entries), not taken on trust, since an entry skipped on the strength of it would be lost.
+ */
+function columnsIncrease(X: Csr): boolean {
+  const { indptr, indices } = X;
+  for (let i = 0; i < X.rows; i++) for (let k = indptr[i] + 1; k < indptr[i + 1]; k++) if (indices[k] <= indices[k - 1]) return false;
+  return true;
+}
+
+/**
  * LIBSVM text with the sample id as the first token (`ids: 'first'`) for each view of X in
  * turn, handed to `each` as UTF-8 chunks to write one after the other (writeFileAtomic takes
  * them): each line `ids[i] j:v ...` for a row i of X (see LibsvmView for which and in which
@@ -343,12 +356,13 @@ export function formatLibsvmViews(ids: readonly string[], X: Csr, views: readonl
   if (ids.length !== X.rows) throw new RangeError(`${ids.length} ids for ${X.rows} rows`);
   const encoded = encodeIds(ids);
   const scratch: Scratch = { slab: Buffer.alloc(0), out: Buffer.alloc(0) };
+  const increasing = columnsIncrease(X);
   views.forEach((view, v) => {
     const [start, end] = view.columns ?? [0, X.cols];
     if (!(start >= 0 && start <= end && end <= X.cols)) throw new RangeError(`columns [${start}, ${end}) out of range 0..${X.cols}`);
     const { dest, lines } = destinations(X.rows, view);
     // No rows: a lone newline, as the joined lines were.
-    each(lines === 0 ? [Buffer.from('\n')] : joinLines(formatLines(encoded, X, start, end, dest, lines, scratch), lines, scratch), v);
+    each(lines === 0 ? [Buffer.from('\n')] : joinLines(formatLines(encoded, X, start, end, dest, lines, scratch, increasing), lines, scratch), v);
   });
 }
 

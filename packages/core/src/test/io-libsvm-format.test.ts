@@ -147,3 +147,21 @@ test('long lines and many rows: lines of any length stay whole and in order acro
   const wideNames = ids(5, random(11));
   assert.equal(bytes(Buffer.concat(formatLibsvmWithIds(wideNames, wide, { rows: [4, 0, 2] }))), bytes(oldText(wideNames, wide, [0, 20_000], [4, 0, 2])));
 });
+
+test('a matrix whose columns do not increase in some row: every entry of a view is still written, in the order stored', () => {
+  const X = matrix(300, 12, 0.5, 12);
+  // Reverse the entries of every third row: still a matrix, but not in the order Csr promises.
+  const indices = Int32Array.from(X.indices);
+  const values = Float64Array.from(X.values);
+  for (let i = 0; i < X.rows; i += 3) {
+    indices.subarray(X.indptr[i], X.indptr[i + 1]).reverse();
+    values.subarray(X.indptr[i], X.indptr[i + 1]).reverse();
+  }
+  const Y: Csr = { ...X, indices, values };
+  const names = ids(Y.rows, random(13));
+  const lineOfRow = randomPermutation(Y.rows);
+  const rows = new Uint32Array(Y.rows);
+  lineOfRow.forEach((r, i) => (rows[r] = i));
+  for (const columns of [[0, 4], [4, 9], [9, 12]] as const)
+    assert.equal(bytes(Buffer.concat(formatLibsvmWithIds(names, Y, { columns, lineOfRow }))), bytes(oldText(names, Y, columns, rows)), `columns ${columns}`);
+});
