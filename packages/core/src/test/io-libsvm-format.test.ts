@@ -89,6 +89,11 @@ test('formatLibsvmViews writes what the old formatter wrote, byte for byte: ever
     assert.equal(bytes(Buffer.concat(chunks)), bytes(oldText(names, X, views[v].columns, rows)), `view ${v}`);
   });
   assert.deepEqual(seen, [0, 1, 2, 3]);
+  // As split.ts writes them: columns only, rows in the matrix's order.
+  const identity = Uint32Array.from({ length: X.rows }, (_, i) => i);
+  formatLibsvmViews(names, X, [{ columns: [0, 13] }, { columns: [13, 40] }], (chunks, v) =>
+    assert.equal(bytes(Buffer.concat(chunks)), bytes(oldText(names, X, v === 0 ? [0, 13] : [13, 40], identity)), `in order, view ${v}`),
+  );
 });
 
 test('a value is written as String(v): 400,000 random values of every kind, and the awkward ones', () => {
