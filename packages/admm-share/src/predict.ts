@@ -5,8 +5,8 @@
 // per block (admm-party predict) run on localhost with the run's model files and credentials.
 import { existsSync, mkdirSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { type TextEncoding, ConfigError, binaryLabels, csrSelectRows, csrSliceColumns, formatLabelsCsv, formatLibsvmWithIds, randomPermutation, readLibsvm, writeFileAtomic } from '@admm-share/core';
-import { JOB_FILE, type PredictSummary, type MissingPolicy, predictLine, readJobFile, readPredictSummary } from '@admm-share/coordinator';
+import { type TextEncoding, ConfigError, binaryLabels, formatLabelsCsv, formatLibsvmViews, randomPermutation, readLibsvm, writeFileAtomic } from '@admm-share/core';
+import { JOB_FILE, type JobDescription, type PredictSummary, type MissingPolicy, predictLine, readJobFile, readPredictSummary } from '@admm-share/coordinator';
 import { type Child, killAll } from './processes.js';
 import { psiCacheArgs, runProcesses } from './launch.js';
 import { SimulationError } from './errors.js';
@@ -38,18 +38,16 @@ export function describeScoringPrivacy(o: Pick<PredictRunOptions, 'epsilon' | 'd
   return `scoring privacy: ${passive.join(', ') || 'no passive party'} noise their scores (Gaussian, epsilon ${o.epsilon}, delta ${o.delta} for this prediction job, ${o.seed !== undefined ? `SEEDED ('${o.seed}'): predictable, experiments only` : 'OS CSPRNG'})\n`;
 }
 
-export async function predictRun(opts: PredictRunOptions, out: NodeJS.WriteStream = process.stdout): Promise<PredictSummary> {
-  const run = resolve(opts.run);
-  for (const f of [JOB_FILE, 'data/credentials.json'])
-    if (!existsSync(join(run, f))) throw new ConfigError(`--run ${run}: no ${f} (give the folder of a completed admm-share simulate run)`);
-  const job = readJobFile(join(run, JOB_FILE));
+/**
+ * What the processes of `predict` read, in `dir`: the coordinator's labels.csv (or ids.csv) and
+ * one LIBSVM file per party with its columns, each in a row order of its own (randomPermutation
+ * gives the line of each row), written straight from the whole matrix: no sliced or reordered
+ * copy of it.
+ */
+export function writePredictFiles(opts: Pick<PredictRunOptions, 'data' | 'labels' | 'idEncoding'>, job: Pick<JobDescription, 'parties'>, dir: string): { rows: number; rowsFile: string; blocks: { party: JobDescription['parties'][number]; file: string }[] } {
   const features = job.parties.reduce((k, p) => k + p.features, 0);
   const table = readLibsvm(resolve(opts.data), { ids: 'auto', features, encoding: opts.idEncoding });
-  const dir = join(run, 'predict');
-  const logs = join(dir, 'logs');
-  mkdirSync(logs, { recursive: true });
-  const outFile = resolve(opts.out ?? join(run, 'predictions.csv'));
-
+  mkdirSync(dir, { recursive: true });
   // The coordinator's file: the ids (with their labels, mapped as in training, for metrics).
   let rowsFile: string;
   if (opts.labels) {
@@ -60,18 +58,27 @@ export async function predictRun(opts: PredictRunOptions, out: NodeJS.WriteStrea
     rowsFile = join(dir, 'ids.csv');
     writeFileAtomic(rowsFile, ['id', ...table.ids].join('\n') + '\n');
   }
-  // Each party's block, in a row order of its own.
   let start = 0;
   const blocks = job.parties.map((p) => {
-    const file = join(dir, `${p.id}.libsvm`);
-    const order = randomPermutation(table.ids.length);
-    const X = csrSelectRows(csrSliceColumns(table.X, start, start + p.features), order);
-    writeFileAtomic(file, formatLibsvmWithIds(Array.from(order, (i) => table.ids[i]), X));
-    start += p.features;
-    return { party: p, file };
+    const columns = [start, (start += p.features)] as const;
+    return { party: p, file: join(dir, `${p.id}.libsvm`), view: { columns, lineOfRow: randomPermutation(table.ids.length) } };
   });
+  formatLibsvmViews(table.ids, table.X, blocks.map((b) => b.view), (chunks, b) => writeFileAtomic(blocks[b].file, chunks));
+  return { rows: table.ids.length, rowsFile, blocks: blocks.map(({ party, file }) => ({ party, file })) };
+}
+
+export async function predictRun(opts: PredictRunOptions, out: NodeJS.WriteStream = process.stdout): Promise<PredictSummary> {
+  const run = resolve(opts.run);
+  for (const f of [JOB_FILE, 'data/credentials.json'])
+    if (!existsSync(join(run, f))) throw new ConfigError(`--run ${run}: no ${f} (give the folder of a completed admm-share simulate run)`);
+  const job = readJobFile(join(run, JOB_FILE));
+  const dir = join(run, 'predict');
+  const { rows, rowsFile, blocks } = writePredictFiles(opts, job, dir);
+  const logs = join(dir, 'logs');
+  mkdirSync(logs, { recursive: true });
+  const outFile = resolve(opts.out ?? join(run, 'predictions.csv'));
   const passive = job.parties.filter((p) => p.role === 'passive').map((p) => p.id);
-  out.write(`admm-share predict: ${table.ids.length} rows of ${opts.data} with the model of job ${job.jobId} (${job.parties.length} parties, ${job.parties.map((p) => p.features).join(' | ')} features; each party's rows in its own order)\n`);
+  out.write(`admm-share predict: ${rows} rows of ${opts.data} with the model of job ${job.jobId} (${job.parties.length} parties, ${job.parties.map((p) => p.features).join(' | ')} features; each party's rows in its own order)\n`);
   out.write(describeScoringPrivacy(opts, passive));
 
   const children = new Set<Child>();

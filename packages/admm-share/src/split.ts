@@ -3,9 +3,8 @@ import { join } from 'node:path';
 import {
   ConfigError,
   type LabelledSet,
-  csrSliceColumns,
   formatLabelsCsv,
-  formatLibsvmWithIds,
+  formatLibsvmViews,
   writeFileAtomic,
 } from '@admm-share/core';
 
@@ -52,18 +51,18 @@ export function partyIds(count: number): string[] {
 export function writeVerticalSplit(dir: string, blocks: number[], train: LabelledSet, test?: LabelledSet): SplitFiles {
   mkdirSync(dir, { recursive: true });
   const ids = partyIds(blocks.length);
+  const testFile = (id: string) => join(dir, `${id}.test.libsvm`);
   let start = 0;
   const parties = blocks.map((size, m): PartyFiles => {
     const end = start + size;
     const f: PartyFiles = { id: ids[m], train: join(dir, `${ids[m]}.train.libsvm`), features: size, columns: [start + 1, end] };
-    writeFileAtomic(f.train, formatLibsvmWithIds(train.ids, csrSliceColumns(train.X, start, end)));
-    if (test) {
-      f.test = join(dir, `${ids[m]}.test.libsvm`);
-      writeFileAtomic(f.test, formatLibsvmWithIds(test.ids, csrSliceColumns(test.X, start, end)));
-    }
+    if (test) f.test = testFile(ids[m]);
     start = end;
     return f;
   });
+  const views = parties.map((f) => ({ columns: [f.columns[0] - 1, f.columns[1]] as const }));
+  formatLibsvmViews(train.ids, train.X, views, (chunks, m) => writeFileAtomic(parties[m].train, chunks));
+  if (test) formatLibsvmViews(test.ids, test.X, views, (chunks, m) => writeFileAtomic(testFile(ids[m]), chunks));
   const labels = join(dir, 'labels.train.csv');
   writeFileAtomic(labels, formatLabelsCsv(train.ids, train.y));
   let testLabels: string | undefined;

@@ -8,7 +8,7 @@ import { after, before, test } from 'node:test';
 import assert from 'node:assert/strict';
 import { cpSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { type Csr, csrHStack, csrSelectRows, formatLibsvmWithIds, helloProof, readLibsvm } from '@admm-share/core';
+import { type Csr, csrHStack, formatLibsvmWithIds, helloProof, readLibsvm } from '@admm-share/core';
 import { CloseCodes, PROTOCOL_VERSION, decode, encode } from '@admm-share/protocol';
 import { WebSocket } from 'ws';
 import { A9A, BIN, type Proc, STACK_LINE, freeze, killAll, run, tempDir } from './procs.js';
@@ -64,7 +64,7 @@ function partFromModel(runDir: string, party: string, X: Csr): Float64Array {
 function shuffledBlock(runDir: string, party: string, out: string, drop: Set<string> = new Set()): void {
   const t = readLibsvm(join(runDir, 'data', `${party}.test.libsvm`), { ids: 'first' });
   const order = Uint32Array.from(Array.from(t.ids.keys()).filter((i) => !drop.has(t.ids[i])).reverse());
-  writeFileSync(out, formatLibsvmWithIds(Array.from(order, (i) => t.ids[i]), csrSelectRows(t.X, order)));
+  writeFileSync(out, Buffer.concat(formatLibsvmWithIds(t.ids, t.X, { rows: order })));
 }
 
 function predictCoordinator(runDir: string, out: string, extra: string[] = [], labels = join(runDir, 'data', 'labels.test.csv')): Proc {
@@ -128,7 +128,7 @@ test('one-shot: a private run (active party-1, passive parties with budgets) sco
   const blocks = PARTIES.map((party) => readLibsvm(join(runDir, 'data', `${party}.test.libsvm`), { ids: 'first' }).X);
   const labels = readFileSync(join(runDir, 'data', 'labels.test.csv'), 'utf8').trimEnd().split('\n').slice(1).map((l) => l.split(',')[1]);
   const full = join(dir, 'new.libsvm');
-  writeFileSync(full, formatLibsvmWithIds(labels, csrHStack(blocks)));
+  writeFileSync(full, Buffer.concat(formatLibsvmWithIds(labels, csrHStack(blocks))));
   const p = run(BIN.share, ['predict', '--run', runDir, '--data', full, '--labels']);
   assert.equal((await p.exit).code, 0, p.stderr());
   const metrics = readJson(join(runDir, 'predictions.json')).metrics;

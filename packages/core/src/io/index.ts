@@ -6,7 +6,8 @@ export { type BlockTable, type FeatureTable, type FileFormat, type ReadOptions, 
 export { ID_ENCODING_OPTION, READ_CHUNK_BYTES, TEXT_ENCODINGS, type TextEncoding, readChunks } from './lines.js';
 export { MAX_ABS_VALUE, parseDataNumber } from './numbers.js';
 export { type KeptTable, readFeatureBlock, readFeatureFile, readKeptBlock } from './features.js';
-export { MAX_FEATURES, formatLibsvmWithIds, readLibsvm } from './libsvm.js';
+export { MAX_FEATURES, readLibsvm } from './libsvm.js';
+export { type LibsvmView, formatLibsvmViews, formatLibsvmWithIds } from './libsvm-format.js';
 export { csvField, readCsv, readCsvFeatures } from './csv.js';
 export { type LabelTable, binaryLabels, formatLabelsCsv, labelKey, numericLabels, readIdFile, readLabelFile } from './labels.js';
 export { type ClassWeightSpec, CLASS_WEIGHT_SYNTAX, describeClassWeights, parseClassWeight, resolveClassWeights } from './class-weights.js';

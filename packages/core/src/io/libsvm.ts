@@ -1,6 +1,5 @@
 // LIBSVM files: `label-or-id [qid:ID] index:value ...`, one row a line.
 import { BlockBuilder, type SparseSink } from '../linalg/block.js';
-import { type Csr } from '../linalg/csr.js';
 import { DataError } from '../errors.js';
 import { IdList, type IdSink } from './ids.js';
 import { SharedLabels, chunkSize, detach, fileSize, forEachLine } from './lines.js';
@@ -202,15 +201,4 @@ export function scanLibsvm<S extends { cols: number } = never>(path: string, opt
   const X = keepFeatures ? b.build(opts.features) : { rows: 0, cols: 0, indptr: new Int32Array(1), indices: new Int32Array(0), values: new Float64Array(0) };
   const featureNames = Array.from({ length: X.cols }, (_, j) => String(j + 1));
   return { X, featureNames, firstTokens: mode === 'first' ? undefined : firstTokens };
-}
-
-/** LIBSVM text with the sample id as the first token (`ids: 'first'`). */
-export function formatLibsvmWithIds(ids: readonly string[], X: Csr): string {
-  const out: string[] = [];
-  for (let i = 0; i < X.rows; i++) {
-    let line = ids[i];
-    for (let k = X.indptr[i]; k < X.indptr[i + 1]; k++) line += ` ${X.indices[k] + 1}:${X.values[k]}`;
-    out.push(line);
-  }
-  return out.join('\n') + '\n';
 }
