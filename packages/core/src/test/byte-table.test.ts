@@ -76,18 +76,21 @@ test('ByteTable: refuses values outside 0..2^31-1 and keys past the end of their
   assert.equal(table.size, 0);
 });
 
-test('ByteTable: hostile keys that share their first 28 bytes all work and spread over the slots', () => {
+test('ByteTable: hostile keys that share their first 28 bytes all work and spread over the slots, under every one of 40 hashes drawn', () => {
+  // (A 2-independent hash failed this in 2-3 % of draws: a mean of 3 to 90 probes.)
   const n = 50_000;
   const keys = new Uint8Array(n * 32).fill(0xab);
   for (let i = 0; i < n; i++) new DataView(keys.buffer).setUint32(i * 32 + 28, i, true);
-  const table = new ByteTable(32);
-  for (let i = 0; i < n; i++) assert.equal(table.set(keys, i * 32, i), -1);
-  let probes = 0;
-  for (let i = 0; i < n; i++) {
-    assert.equal(table.get(keys, i * 32), i);
-    probes += table.probes(keys, i * 32);
+  for (let draw = 0; draw < 40; draw++) {
+    const table = new ByteTable(32);
+    for (let i = 0; i < n; i++) assert.equal(table.set(keys, i * 32, i), -1);
+    let probes = 0;
+    for (let i = 0; i < n; i++) {
+      assert.equal(table.get(keys, i * 32), i);
+      probes += table.probes(keys, i * 32);
+    }
+    assert.ok(probes / n < 3, `draw ${draw}: mean probes ${probes / n}`);
   }
-  assert.ok(probes / n < 3, `mean probes ${probes / n}`);
 });
 
 test('ByteTable: keys that differ only in the top bits of their 32-bit words (all in a few slots under a sum of odd multiples of the words) spread too', () => {
