@@ -2,6 +2,7 @@
 // their parts, blinded again with this party's key (intersection/psi.ts), answered with this
 // party's own points.
 import { createHash } from 'node:crypto';
+import { peakMemoryBytes } from '@admm-share/runtime';
 import { type Psi, type SampleSet, POINT_BYTES, ProtocolError, encodeIdsSource } from '@admm-share/protocol';
 import { ProbeRefused } from '../intersection/probe-budget.js';
 import { collectGarbage, collectYoungGarbage } from './gc.js';
@@ -38,7 +39,7 @@ export function onPsi(s: SessionState, env: SessionEnv, msg: Psi): Outcome {
   const work = env.psi.answer(set, points.points, digest).then((answer): Outcome => {
     const cost = env.psi.costs.get(set);
     if (cost?.cacheFull) env.log.warn({ set }, 'psi cache: full, the new ids are not kept (--psi-rotate starts a new cache)');
-    env.log.info({ set, labelIds, ids: answer.points.length / POINT_BYTES, seconds: (performance.now() - t0) / 1000, ...cost, ...(points.cache ? { cache: points.cache.id, warm: points.cache.warm } : {}), ...probe }, 'ids intersected (ECDH PSI)');
+    env.log.info({ set, labelIds, ids: answer.points.length / POINT_BYTES, seconds: (performance.now() - t0) / 1000, ...cost, ...(points.cache ? { cache: points.cache.id, warm: points.cache.warm } : {}), ...probe, peakMemoryBytes: peakMemoryBytes() }, 'ids intersected (ECDH PSI)');
     if (s.connection !== connection) return reply();
     // Read from their temporary files a frame at a time, as the message is sent.
     const encoded = encodeIdsSource({ jobId, set }, answer.points, answer.labelPoints);

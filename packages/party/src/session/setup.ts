@@ -2,6 +2,7 @@
 // (the x-update's block, an SGD model, or a one-shot party's), and the privacy calibrated.
 import { type Csr, type Dense, ConfigError, DenseRows, SpilledCsr, WasmCsr, csrSelectRows, csrSelectRowsDense, preferDense } from '@admm-share/core';
 import type { Setup } from '@admm-share/protocol';
+import { peakMemoryBytes } from '@admm-share/runtime';
 import { normaliseRows } from '../privacy/mechanism.js';
 import { PassiveModel, releaseTarget } from '../privacy/release.js';
 import { CHOLESKY_LIMIT } from '../xupdate/cholesky.js';
@@ -149,6 +150,7 @@ function ready(s: SessionState, env: SessionEnv, msg: Setup, model: Model, testX
       threads: model.kind === 'admm' ? model.x.threads : undefined,
       factorMs: Math.round(performance.now() - t0),
       factorPieces,
+      peakMemoryBytes: peakMemoryBytes(),
     },
     'aligned and factorised',
   );
