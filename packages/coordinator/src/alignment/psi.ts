@@ -162,7 +162,8 @@ export class LabelPsi {
   private async cachedLabelSet(party: string, cache: PsiCache, set: SampleSet): Promise<LabelSet> {
     const ids = this.labelIds(set);
     const digests = await cache.digestsOn(this.pool, ids);
-    const { points: ab, misses: missing } = await this.pool.lookup(cache.table('own').arrays(), digests);
+    const ab = new Uint8Array(ids.length * POINT_BYTES);
+    const missing = cache.table('own').lookup(digests, ab);
     this.work.reused += ids.length - missing.length;
     const shuffle = this.order(`${set} ${party}`, missing.length);
     const order = Uint32Array.from(shuffle, (j) => missing[j]);
@@ -225,8 +226,7 @@ export class LabelPsi {
     const blind = (points: Uint8Array) => refusing('ids.points', this.pool.blind(points, key, true, progress));
     let blinded: Uint8Array;
     if (partner) {
-      // Looked up on the team's threads: the calling thread matches other parties meanwhile.
-      const got = await cachedPoints(partner.cache.table('peer'), msg.points, POINT_BYTES, (missing) => blind(pickRows(msg.points, POINT_BYTES, missing)), { team: this.pool });
+      const got = await cachedPoints(partner.cache.table('peer'), msg.points, POINT_BYTES, (missing) => blind(pickRows(msg.points, POINT_BYTES, missing)));
       this.work.blinded += got.computed;
       this.work.reused += msg.points.length / POINT_BYTES - got.computed;
       if (got.full) partner.full = true;

@@ -32,17 +32,9 @@ function slotBits(n: number, keyed = false): number {
   return bits;
 }
 
-/** An Int32Array or Uint8Array of `length` in shared memory: a table's arrays can be read by the PSI team's threads (tableFind). */
-export function sharedInt32(length: number): Int32Array {
-  return new Int32Array(new SharedArrayBuffer(length * 4));
-}
-export function sharedBytes(length: number): Uint8Array {
-  return new Uint8Array(new SharedArrayBuffer(length));
-}
-
 /**
- * A table's arrays, as a ByteTable holds them and as a thread is given them (ByteTable.arrays;
- * structured clone shares their memory): enough to find a key.
+ * A table's arrays, as a ByteTable holds them (ByteTable.arrays): enough to find a key, for a
+ * lookup that reads several tables' arrays at once (PointCache's lookupPoints).
  */
 export interface TableArrays {
   readonly keyBytes: number;
@@ -86,8 +78,7 @@ export function tableFind(t: TableArrays, keys: Uint8Array, off: number): number
  * Open addressing (linear probing) from fixed-width byte keys to uint32 values below 2^31.
  * `keyed`: the keys are outputs of a keyed function no peer can steer (a keyed digest, or a
  * point blinded with this side's secret key), so their first 32 bits already spread evenly and
- * serve as the hash (a third of the time of a lookup); any other keys get the hash above. Its
- * arrays are in shared memory.
+ * serve as the hash (a third of the time of a lookup); any other keys get the hash above.
  */
 export class ByteTable {
   readonly keyBytes: number;
@@ -106,7 +97,7 @@ export class ByteTable {
     this.keyed = keyed;
     this.#capacity = Math.max(8, Math.ceil(expected));
     const bits = slotBits(this.#capacity, keyed);
-    this.#t = { keyBytes, keyed, tab: randomFillSync(new Int32Array(keyBytes * 256)), slots: sharedInt32(2 ** bits), shift: 32 - bits, keys: sharedBytes(this.#capacity * keyBytes) };
+    this.#t = { keyBytes, keyed, tab: randomFillSync(new Int32Array(keyBytes * 256)), slots: new Int32Array(2 ** bits), shift: 32 - bits, keys: new Uint8Array(this.#capacity * keyBytes) };
   }
 
   /**
@@ -124,7 +115,7 @@ export class ByteTable {
     const bits = slotBits(count, keyed);
     t.keys = keys;
     table.#capacity = capacity;
-    t.slots = sharedInt32(2 ** bits);
+    t.slots = new Int32Array(2 ** bits);
     t.shift = 32 - bits;
     for (let e = 0; e < count; e++) {
       const s = tableFind(t, keys, e * keyBytes);
@@ -139,7 +130,7 @@ export class ByteTable {
     return this.#size;
   }
 
-  /** The arrays a thread needs to find keys (see TableArrays): valid until the next set or reserve; only a table whose values are its entries' indices. */
+  /** The arrays to find keys in (see TableArrays): valid until the next set or reserve; only a table whose values are its entries' indices. */
   arrays(): TableArrays {
     if (this.#values !== undefined) throw new Error('internal: ByteTable.arrays of a table with values of its own');
     const t = this.#t;
@@ -215,7 +206,7 @@ export class ByteTable {
   }
 
   #grow(capacity: number): void {
-    const keys = sharedBytes(capacity * this.keyBytes);
+    const keys = new Uint8Array(capacity * this.keyBytes);
     keys.set(this.keys());
     this.#t.keys = keys;
     if (this.#values !== undefined) {
@@ -228,7 +219,7 @@ export class ByteTable {
 
   #rehash(bits: number): void {
     const t = this.#t;
-    const slots = sharedInt32(2 ** bits);
+    const slots = new Int32Array(2 ** bits);
     t.slots = slots;
     t.shift = 32 - bits;
     const mask = slots.length - 1;

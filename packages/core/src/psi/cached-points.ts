@@ -3,7 +3,6 @@
  * sides use a cache (a party's own ids, the coordinator's label ids and a party's points).
  */
 import type { PointCache } from './point-cache.js';
-import type { PsiTeam } from './psi-team.js';
 import { POINT_BYTES } from './psi.js';
 
 /** The points of some keys (absent when they went to a sink), how many of them were computed (not in the cache), and whether those could not join it (full). */
@@ -22,12 +21,10 @@ export type CacheKeys = Uint8Array | { count: number; slice(from: number, to: nu
 /** Where points go instead of one array: the points of keys from..., at byte from*32 (a slice's, or one computed point's). */
 export type PointSink = (from: number, points: Uint8Array) => void;
 
-/** How cachedPoints runs: `keep` (default true) adds the computed points to the table; `sink` and `team` as there. */
+/** How cachedPoints runs: `keep` (default true) adds the computed points to the table; `sink` as there. */
 export interface CachedPointsOptions {
   keep?: boolean;
   sink?: PointSink;
-  /** Keys given whole are looked up on this team's threads (the table's arrays are shared), leaving the calling thread free. */
-  team?: PsiTeam;
 }
 
 /**
@@ -39,31 +36,21 @@ export interface CachedPointsOptions {
  * never all in memory; `points` is then empty.
  */
 export async function cachedPoints(table: PointCache, keys: CacheKeys, keyBytes: number, compute: (missing: Uint32Array) => Promise<Uint8Array>, opts: CachedPointsOptions = {}): Promise<CachedPoints> {
-  const { keep = true, sink, team } = opts;
+  const { keep = true, sink } = opts;
   const n = keys instanceof Uint8Array ? keys.length / keyBytes : keys.count;
-  let points: Uint8Array;
-  let missing: ArrayLike<number>;
+  const sliceOf = keys instanceof Uint8Array ? (a: number, b: number) => keys.subarray(a * keyBytes, b * keyBytes) : (a: number, b: number) => keys.slice(a, b);
+  const points = new Uint8Array((sink ? Math.min(n, LOOKUP_SLICE) : n) * POINT_BYTES);
+  const missing: number[] = [];
   const missingKeys: Uint8Array[] = [];
-  if (team && keys instanceof Uint8Array && !sink) {
-    const found = await team.lookup(table.arrays(), keys);
-    points = found.points;
-    missing = found.misses;
-    if (missing.length > 0) missingKeys.push(pickRows(keys, keyBytes, missing));
-  } else {
-    const sliceOf = keys instanceof Uint8Array ? (a: number, b: number) => keys.subarray(a * keyBytes, b * keyBytes) : (a: number, b: number) => keys.slice(a, b);
-    points = new Uint8Array((sink ? Math.min(n, LOOKUP_SLICE) : n) * POINT_BYTES);
-    const misses: number[] = [];
-    for (let from = 0; from < n; from += LOOKUP_SLICE) {
-      const to = Math.min(n, from + LOOKUP_SLICE);
-      const slice = sliceOf(from, to);
-      const out = sink ? points.subarray(0, (to - from) * POINT_BYTES) : points.subarray(from * POINT_BYTES, to * POINT_BYTES);
-      const miss = table.lookup(slice, out);
-      sink?.(from, out);
-      for (const m of miss) misses.push(from + m);
-      if (miss.length > 0) missingKeys.push(pickRows(slice, keyBytes, miss));
-      if (to < n) await new Promise((resolve) => setImmediate(resolve));
-    }
-    missing = misses;
+  for (let from = 0; from < n; from += LOOKUP_SLICE) {
+    const to = Math.min(n, from + LOOKUP_SLICE);
+    const slice = sliceOf(from, to);
+    const out = sink ? points.subarray(0, (to - from) * POINT_BYTES) : points.subarray(from * POINT_BYTES, to * POINT_BYTES);
+    const miss = table.lookup(slice, out);
+    sink?.(from, out);
+    for (const m of miss) missing.push(from + m);
+    if (miss.length > 0) missingKeys.push(pickRows(slice, keyBytes, miss));
+    if (to < n) await new Promise((resolve) => setImmediate(resolve));
   }
   const none = new Uint8Array(0);
   if (missing.length === 0) return { points: sink ? none : points, computed: 0, full: false };

@@ -5,7 +5,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { DataError } from '../errors.js';
-import { ByteTable, type TableArrays, sharedBytes, tableFind } from './byte-table.js';
+import { ByteTable, type TableArrays, tableFind } from './byte-table.js';
 import { POINT_BYTES } from './psi.js';
 
 /** Bytes of an id's keyed digest (BLAKE2b-128): collisions need about 2^64 ids. */
@@ -30,7 +30,7 @@ export const TABLE_KEYED: Readonly<Record<CacheTableName, boolean>> = { own: tru
  */
 export const PSI_CACHE_MAX_ENTRIES = 1 << 23;
 
-/** A PointCache's arrays (PointCache.arrays), for a lookup on another thread. */
+/** A PointCache's arrays (PointCache.arrays). */
 export interface PointArrays {
   index: TableArrays;
   /** Point of entry e at e*32. */
@@ -74,7 +74,7 @@ export class PointCache {
     this.keyBytes = keyBytes;
     this.#index = new ByteTable(keyBytes, expected, keyed);
     this.#capacity = Math.max(8, Math.ceil(expected));
-    this.#points = sharedBytes(this.#capacity * POINT_BYTES);
+    this.#points = new Uint8Array(this.#capacity * POINT_BYTES);
   }
 
   /**
@@ -100,7 +100,7 @@ export class PointCache {
     return lookupPoints(this.arrays(), keys, out);
   }
 
-  /** What a thread needs to look keys up (lookupPoints; shared memory): valid until the next add. */
+  /** What a lookup reads (lookupPoints): valid until the next add. */
   arrays(): PointArrays {
     return { index: this.#index.arrays(), points: this.#points };
   }
@@ -148,7 +148,7 @@ export class PointCache {
   }
 
   #grow(capacity: number): void {
-    const points = sharedBytes(capacity * POINT_BYTES);
+    const points = new Uint8Array(capacity * POINT_BYTES);
     points.set(this.#points.subarray(0, this.size * POINT_BYTES));
     this.#points = points;
     this.#capacity = capacity;
@@ -198,8 +198,8 @@ export function readTable(path: string, name: CacheTableName, id: string, macKey
     const expected = HEADER_BYTES + count * (kb + POINT_BYTES) + MAC_BYTES;
     if (size !== expected) throw refuse(`wrong size: ${size} bytes, its header's ${count} entries make ${expected} (${size < expected ? 'truncated' : 'bytes appended'})`);
     const room = count + Math.max(ROOM_ENTRIES, Math.ceil(count / 8));
-    const keys = sharedBytes(room * kb);
-    const points = sharedBytes(room * POINT_BYTES);
+    const keys = new Uint8Array(room * kb);
+    const points = new Uint8Array(room * POINT_BYTES);
     const mac = Buffer.alloc(MAC_BYTES);
     readAt(keys.subarray(0, count * kb), HEADER_BYTES);
     readAt(points.subarray(0, count * POINT_BYTES), HEADER_BYTES + count * kb);

@@ -10,7 +10,7 @@ import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { type PackedIds, sliceIds } from '../io/packed-ids.js';
 import { POINT_BYTES, PointError, blindPoints, checkPoints, hashToPoints } from './psi.js';
-import { PSI_DIGEST_BYTES, type PointArrays, lookupPoints } from './point-cache.js';
+import { PSI_DIGEST_BYTES } from './point-cache.js';
 import { digestIds } from './psi-cache.js';
 
 /**
@@ -47,31 +47,20 @@ export type PsiTask =
   | { op: 'hash'; ids: string[] | PackedIds }
   | { op: 'blind'; points: Uint8Array; key: Uint8Array; check: boolean }
   | { op: 'check'; points: Uint8Array }
-  | { op: 'digest'; ids: string[] | PackedIds; key: Uint8Array }
-  | { op: 'lookup'; table: PointArrays; keys: Uint8Array };
+  | { op: 'digest'; ids: string[] | PackedIds; key: Uint8Array };
 
-/** A task's result: `width` bytes per item, and for a lookup the items not found (indices in the task's chunk). */
-export interface PsiResult {
-  out: Uint8Array;
-  misses?: Uint32Array;
-}
-
-export function runPsiTask(task: PsiTask): PsiResult {
+export function runPsiTask(task: PsiTask): Uint8Array {
   switch (task.op) {
     case 'hash':
-      return { out: hashToPoints(task.ids) };
+      return hashToPoints(task.ids);
     case 'blind':
       if (task.check) checkPoints(task.points);
-      return { out: blindPoints(task.points, task.key) };
+      return blindPoints(task.points, task.key);
     case 'check':
       checkPoints(task.points);
-      return { out: new Uint8Array(0) };
+      return new Uint8Array(0);
     case 'digest':
-      return { out: digestIds(task.ids, task.key) };
-    case 'lookup': {
-      const out = new Uint8Array((task.keys.length / task.table.index.keyBytes) * POINT_BYTES);
-      return { out, misses: lookupPoints(task.table, task.keys, out) };
-    }
+      return digestIds(task.ids, task.key);
   }
 }
 
@@ -125,18 +114,6 @@ export class PsiTeam {
   /** A PSI cache's keyed digest of every id (psi-cache.ts digestIds), in order. */
   digest(ids: readonly string[] | PackedIds, key: Uint8Array, progress?: PsiProgress): Promise<Uint8Array> {
     return this.run(ids.length, (a, b) => ({ op: 'digest', ids: idSlice(ids, a, b), key }), progress, PSI_DIGEST_BYTES);
-  }
-
-  /**
-   * Keys (keyBytes each) looked up in a PointCache's table on the team's threads (its arrays in
-   * shared memory, PointCache.arrays): their points in order (zero where missing), and the
-   * indices of the missing keys, ascending. The table must not change meanwhile.
-   */
-  async lookup(table: PointArrays, keys: Uint8Array, progress?: PsiProgress): Promise<{ points: Uint8Array; misses: Uint32Array }> {
-    const kb = table.index.keyBytes;
-    const misses: number[] = [];
-    const points = await this.run(keys.length / kb, (a, b) => ({ op: 'lookup', table, keys: keys.slice(a * kb, b * kb) }), progress, POINT_BYTES, undefined, misses);
-    return { points, misses: Uint32Array.from(misses).sort() };
   }
 
   /**
@@ -197,8 +174,8 @@ export class PsiTeam {
    * (`width` bytes per item) into `out` (a new array by default). Each chunk's input is a copy,
    * so `out` may be the input itself.
    */
-  private run(n: number, chunk: (from: number, to: number) => PsiTask, progress: PsiProgress | undefined, width = POINT_BYTES, out?: Uint8Array, misses?: number[]): Promise<Uint8Array> {
-    const result = this.last.then(() => this.runNow(n, chunk, progress, width, out ?? new Uint8Array(n * width), misses));
+  private run(n: number, chunk: (from: number, to: number) => PsiTask, progress: PsiProgress | undefined, width = POINT_BYTES, out?: Uint8Array): Promise<Uint8Array> {
+    const result = this.last.then(() => this.runNow(n, chunk, progress, width, out ?? new Uint8Array(n * width)));
     // Settled with nothing: a promise settled with the result would hold its array (32 MB for
     // a million points) until the next run.
     this.last = result.then(
@@ -208,12 +185,10 @@ export class PsiTeam {
     return result;
   }
 
-  private async runNow(n: number, chunk: (from: number, to: number) => PsiTask, progress: PsiProgress | undefined, width: number, out: Uint8Array, misses?: number[]): Promise<Uint8Array> {
+  private async runNow(n: number, chunk: (from: number, to: number) => PsiTask, progress: PsiProgress | undefined, width: number, out: Uint8Array): Promise<Uint8Array> {
     if (n <= this.inlineBelow) {
       try {
-        const r = runPsiTask(chunk(0, n));
-        out.set(r.out);
-        if (r.misses) misses?.push(...r.misses);
+        out.set(runPsiTask(chunk(0, n)));
       } finally {
         progress?.(n, n);
       }
@@ -232,7 +207,7 @@ export class PsiTeam {
           const to = Math.min(n, from + CHUNK);
           next = to;
           const task = chunk(from, to);
-          const answer = await new Promise<Partial<PsiResult> & { point?: { index: number; reason: string }; failure?: string }>((resolve, reject) => {
+          const answer = await new Promise<{ out?: Uint8Array; point?: { index: number; reason: string }; failure?: string }>((resolve, reject) => {
             w.once('message', resolve);
             w.once('error', (err) => {
               healthy = false;
@@ -243,7 +218,6 @@ export class PsiTeam {
           if (answer.point) throw new PointError(from + answer.point.index, answer.point.reason);
           if (answer.failure !== undefined) throw new Error(answer.failure);
           out.set(answer.out!, from * width);
-          if (answer.misses) for (const m of answer.misses) misses?.push(from + m);
           this.afterChunk?.();
           done += to - from;
           progress?.(done, n);

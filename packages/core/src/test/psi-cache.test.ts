@@ -7,7 +7,7 @@ import { createHmac } from 'node:crypto';
 import { chmodSync, copyFileSync, readFileSync, readdirSync, statSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import sodium from 'sodium-native';
-import { type CacheTableName, type OpenedCache, PointCache, PsiCache, PsiTeam, cachedPoints, packIds, pickRows } from '../index.js';
+import { type CacheTableName, type OpenedCache, PointCache, PsiCache, cachedPoints, packIds, pickRows } from '../index.js';
 import { seeded, tempDir } from './support.js';
 
 const root = tempDir({ after }, 'admm-core-psi-cache-');
@@ -338,27 +338,6 @@ test('PsiCache: saves in the background are written one after the other, entries
   assert.deepEqual(out, point(2));
   assert.equal(cache.save(), 0, 'nothing left to write, and no write under way');
   assert.equal(cache.table('own').size, 102, 'released: read back from its file');
-});
-
-test('PsiTeam.lookup and cachedPoints on a team: the threads find in the shared table what PointCache.lookup finds, misses ascending', async () => {
-  const rand = seeded('team-lookup');
-  const n = 40_000; // past the size a team runs on the calling thread
-  const keys = bytes(rand, n * 32);
-  const truth = bytes(rand, n * 32);
-  const held = Uint32Array.from({ length: n }, (_, i) => i).filter((i) => i % 7 !== 3);
-  const table = new PointCache(32);
-  table.add(keys, pickRows(truth, 32, held), held);
-  const team = new PsiTeam({ threads: 2 });
-  const { points, misses } = await team.lookup(table.arrays(), keys);
-  const out = new Uint8Array(n * 32);
-  assert.deepEqual(misses, table.lookup(keys, out));
-  assert.deepEqual(points, out);
-  assert.equal(misses.length, n - held.length);
-  const compute = async (missing: Uint32Array) => pickRows(truth, 32, missing);
-  const got = await cachedPoints(table, keys, 32, compute, { team });
-  assert.deepEqual(got.points, truth);
-  assert.equal(got.computed, n - held.length);
-  assert.equal(table.size, n);
 });
 
 test('PsiCache: a table asked for again while its release is being written is the one in memory, so the next write loses nothing', async () => {
