@@ -128,7 +128,7 @@ export class PsiTeam {
   /**
    * Throws (rejects with) a PointError for the first invalid point. On the calling thread, so
    * not queued behind the team's runs (a coordinator checks one party's answer while the
-   * threads look up another's points).
+   * threads blind another's points).
    */
   async check(points: Uint8Array, progress?: PsiProgress): Promise<void> {
     const n = points.length / POINT_BYTES;
