@@ -1,5 +1,6 @@
 // Writing LIBSVM text (`id index:value ...`, one row a line) from a CSR matrix, as bytes.
 import { type Csr } from '../linalg/csr.js';
+import { COLON, DOT, MINUS, NEWLINE, POW10, SPACE, ZERO } from './ascii.js';
 
 /**
  * Which part of the matrix is written, and in which order: the columns [start, end) (renumbered
@@ -19,14 +20,6 @@ export interface LibsvmView {
  */
 const ENTRY_BYTES = 40;
 
-const ZERO = 0x30;
-const SPACE = 0x20;
-const COLON = 0x3a;
-const NEWLINE = 0x0a;
-const MINUS = 0x2d;
-const DOT = 0x2e;
-/** 10^k, exact for k <= 22. */
-const POW10 = Array.from({ length: 23 }, (_, k) => 10 ** k);
 
 /** Decimal digits of a non-negative integer below 2^53, at least `width` of them (leading zeros). */
 function writeDigits(buf: Buffer, pos: number, n: number, width: number): number {

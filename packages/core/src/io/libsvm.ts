@@ -1,6 +1,7 @@
 // LIBSVM files: `label-or-id [qid:ID] index:value ...`, one row a line.
 import { BlockBuilder, type SparseSink } from '../linalg/block.js';
 import { DataError } from '../errors.js';
+import { COLON, CR, DOT, HASH, MINUS, NINE, PLUS, POW10, SPACE, TAB, ZERO } from './ascii.js';
 import { IdList, type IdSink } from './ids.js';
 import { SharedLabels, chunkSize, detach, fileSize, forEachLine } from './lines.js';
 import { parseDataNumber } from './numbers.js';
@@ -8,9 +9,6 @@ import { type FeatureTable, type ReadOptions, type Scanned, sparse } from './tab
 
 const INDEX_RE = /^[0-9]+$/;
 
-const SPACE = 0x20;
-const TAB = 0x09;
-const CR = 0x0d;
 
 /**
  * Largest feature index accepted. Column indices are stored as Int32, and a party's model
@@ -19,15 +17,6 @@ const CR = 0x0d;
  */
 export const MAX_FEATURES = 1 << 24;
 
-const HASH = 0x23;
-const COLON = 0x3a;
-const DOT = 0x2e;
-const ZERO = 0x30;
-const NINE = 0x39;
-const MINUS = 0x2d;
-const PLUS = 0x2b;
-/** 10^k, exact for k <= 22. */
-const POW10 = Array.from({ length: 23 }, (_, k) => 10 ** k);
 
 function skipBlanks(text: string, i: number, end: number): number {
   while (i < end) {

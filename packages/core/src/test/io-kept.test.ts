@@ -10,21 +10,10 @@ import { readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { pathToFileURL } from 'node:url';
 import { type Csr, type Dense, type ReadOptions, CsrBuilder, DataError, SpilledCsr, SpillingCsrBuilder, isDense, packIds, readFeatureBlock, readKeptBlock, readLibsvm } from '../index.js';
-import { seeded, tempDir } from './support.js';
+import { seeded, tempDir, withTmp } from './support.js';
 
 const dir = tempDir({ after }, 'admm-core-kept-');
 const tmp = tempDir({ after }, 'admm-core-kept-tmp-');
-
-function withTmp<T>(folder: string, fn: () => T): T {
-  const saved = process.env.TMPDIR;
-  process.env.TMPDIR = folder;
-  try {
-    return fn();
-  } finally {
-    if (saved === undefined) delete process.env.TMPDIR;
-    else process.env.TMPDIR = saved;
-  }
-}
 
 let counter = 0;
 function file(text: string, ext = 'libsvm'): string {

@@ -8,21 +8,9 @@ import assert from 'node:assert/strict';
 import { readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { type Csr, CsrBuilder, SpilledBytes, SpilledCsr, WasmCsr, csrSelectRows } from '../index.js';
-import { readAll, seeded, tempDir } from './support.js';
+import { readAll, seeded, tempDir, withTmp } from './support.js';
 
 const dir = tempDir({ after }, 'admm-core-spill-');
-
-/** Runs `fn` with the system's temporary folder set to `folder`. */
-function withTmp<T>(folder: string, fn: () => T): T {
-  const saved = process.env.TMPDIR;
-  process.env.TMPDIR = folder;
-  try {
-    return fn();
-  } finally {
-    if (saved === undefined) delete process.env.TMPDIR;
-    else process.env.TMPDIR = saved;
-  }
-}
 
 /** A sparse matrix whose rows have 0 to `maxRow` entries (some long enough to cross the 1 MiB pieces). */
 function matrix(rows: number, cols: number, maxRow: number, seed: number): Csr {

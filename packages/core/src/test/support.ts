@@ -117,3 +117,15 @@ export function pairAuc(scores: ArrayLike<number>, y: ArrayLike<number>): number
   }
   return num / den;
 }
+
+/** Runs `fn` with the system's temporary folder set to `folder` (TMPDIR). */
+export function withTmp<T>(folder: string, fn: () => T): T {
+  const saved = process.env.TMPDIR;
+  process.env.TMPDIR = folder;
+  try {
+    return fn();
+  } finally {
+    if (saved === undefined) delete process.env.TMPDIR;
+    else process.env.TMPDIR = saved;
+  }
+}
