@@ -277,7 +277,7 @@ export class LabelPsi {
   saveCache(party: string, release: boolean): Promise<number> {
     const cache = this.partners.get(party)?.cache;
     if (!cache) return Promise.resolve(0);
-    return release ? cache.releaseInBackground() : cache.saveInBackground();
+    return release ? cache.release() : cache.saveInBackground();
   }
 
   /**

@@ -32,11 +32,8 @@ function slotBits(n: number, keyed = false): number {
   return bits;
 }
 
-/**
- * A table's arrays, as a ByteTable holds them (ByteTable.arrays): enough to find a key, for a
- * lookup that reads several tables' arrays at once (PointCache's lookupPoints).
- */
-export interface TableArrays {
+/** A table's arrays and hash: what finding a key reads. */
+interface TableArrays {
   readonly keyBytes: number;
   readonly keyed: boolean;
   /** The tabulation hash's tables, 256 random words per byte position (word 0 also masks a keyed table's hash). */
@@ -57,7 +54,7 @@ function slotHash(t: TableArrays, keys: Uint8Array, off: number): number {
 }
 
 /** The slot that holds the key at keys[off..], or the empty slot where it would go. */
-export function tableFind(t: TableArrays, keys: Uint8Array, off: number): number {
+function tableFind(t: TableArrays, keys: Uint8Array, off: number): number {
   const slots = t.slots;
   const mask = slots.length - 1;
   const kb = t.keyBytes;
@@ -128,13 +125,6 @@ export class ByteTable {
 
   get size(): number {
     return this.#size;
-  }
-
-  /** The arrays to find keys in (see TableArrays): valid until the next set or reserve; only a table whose values are its entries' indices. */
-  arrays(): TableArrays {
-    if (this.#values !== undefined) throw new Error('internal: ByteTable.arrays of a table with values of its own');
-    const t = this.#t;
-    return { keyBytes: t.keyBytes, keyed: t.keyed, tab: t.tab, slots: t.slots, shift: t.shift, keys: t.keys };
   }
 
   /** Value of the key at keys[off .. off+keyBytes), or -1. */

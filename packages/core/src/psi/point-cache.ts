@@ -5,7 +5,7 @@
 import { createHmac, timingSafeEqual } from 'node:crypto';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import { DataError } from '../errors.js';
-import { ByteTable, type TableArrays, tableFind } from './byte-table.js';
+import { ByteTable } from './byte-table.js';
 import { POINT_BYTES } from './psi.js';
 
 /** Bytes of an id's keyed digest (BLAKE2b-128): collisions need about 2^64 ids. */
@@ -29,36 +29,6 @@ export const TABLE_KEYED: Readonly<Record<CacheTableName, boolean>> = { own: tru
  * rotation (--psi-rotate, --psi-max-age) starts anew.
  */
 export const PSI_CACHE_MAX_ENTRIES = 1 << 23;
-
-/** A PointCache's arrays (PointCache.arrays). */
-export interface PointArrays {
-  index: TableArrays;
-  /** Point of entry e at e*32. */
-  points: Uint8Array;
-}
-
-/** PointCache.lookup over a table's arrays: writes each cached key's point into out at i*32; returns the indices of the keys that have none (ascending). */
-export function lookupPoints(t: PointArrays, keys: Uint8Array, out: Uint8Array): Uint32Array {
-  const kb = t.index.keyBytes;
-  if (keys.length % kb !== 0) throw new RangeError(`PointCache: ${keys.length} bytes of keys is not a whole number of ${kb}-byte keys`);
-  const n = keys.length / kb;
-  if (out.length < n * POINT_BYTES) throw new RangeError(`PointCache.lookup: ${out.length} bytes of output for ${n} points`);
-  const slots = t.index.slots;
-  const points = t.points;
-  const misses = new Uint32Array(n);
-  let m = 0;
-  for (let i = 0; i < n; i++) {
-    const e = slots[tableFind(t.index, keys, i * kb)] - 1;
-    if (e < 0) {
-      misses[m++] = i;
-      continue;
-    }
-    const from = e * POINT_BYTES;
-    const to = i * POINT_BYTES;
-    for (let j = 0; j < POINT_BYTES; j++) out[to + j] = points[from + j];
-  }
-  return misses.slice(0, m);
-}
 
 /** One table of points: keyBytes-wide keys -> 32-byte points (POINT_BYTES); `keyed` as ByteTable's. */
 export class PointCache {
@@ -97,12 +67,23 @@ export class PointCache {
 
   /** For each of the keys.length/keyBytes keys, writes its point into out at i*32 when cached; returns the indices i of the keys that have none (ascending). */
   lookup(keys: Uint8Array, out: Uint8Array): Uint32Array {
-    return lookupPoints(this.arrays(), keys, out);
-  }
-
-  /** What a lookup reads (lookupPoints): valid until the next add. */
-  arrays(): PointArrays {
-    return { index: this.#index.arrays(), points: this.#points };
+    const n = this.#count(keys);
+    if (out.length < n * POINT_BYTES) throw new RangeError(`PointCache.lookup: ${out.length} bytes of output for ${n} points`);
+    const kb = this.keyBytes;
+    const points = this.#points;
+    const misses = new Uint32Array(n);
+    let m = 0;
+    for (let i = 0; i < n; i++) {
+      const e = this.#index.get(keys, i * kb);
+      if (e < 0) {
+        misses[m++] = i;
+        continue;
+      }
+      const from = e * POINT_BYTES;
+      const to = i * POINT_BYTES;
+      for (let j = 0; j < POINT_BYTES; j++) out[to + j] = points[from + j];
+    }
+    return misses.slice(0, m);
   }
 
   /**

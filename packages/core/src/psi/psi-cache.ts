@@ -315,18 +315,13 @@ export class PsiCache {
     return files.reduce((sum, f) => sum + statSync(join(this.dir, f)).size, 0);
   }
 
-  /** Releases the tables' memory, writing first any that changed (as save); table() after this reloads them (verified again). */
-  release(): void {
-    this.save();
-    this.#loaded.clear();
-  }
-
   /**
-   * release() with the writes in the background (saveInBackground): the tables stay loaded
-   * until they are written (a table() meanwhile keeps them: read again from a file not yet
-   * written, the next save would lose what this one writes), then their memory goes.
+   * Releases the tables' memory, writing first any that changed, in the background
+   * (saveInBackground); table() after this reloads them (verified again). The tables stay
+   * loaded until they are written (a table() meanwhile keeps them: read again from a file not
+   * yet written, the next save would lose what this one writes), then their memory goes.
    */
-  releaseInBackground(): Promise<number> {
+  release(): Promise<number> {
     const written = this.saveInBackground();
     this.#releaseWhenWritten = true;
     void written.then(
@@ -336,7 +331,7 @@ export class PsiCache {
     return written;
   }
 
-  /** Set by releaseInBackground, cleared by table(): whether the tables go once the writes under way end. */
+  /** Set by release, cleared by table(): whether the tables go once the writes under way end. */
   #releaseWhenWritten = false;
 
   #releaseIfStillWanted(): void {

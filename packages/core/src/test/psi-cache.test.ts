@@ -107,20 +107,20 @@ test('PointCache: lookup writes hits, lists misses in order and leaves their out
   assert.throws(() => t.add(keys, points.subarray(0, 32), Uint32Array.of(10)), /key index 10 of 10/);
 });
 
-test('PsiCache: save writes only changed tables; release writes and frees them, and table() reloads them verified', () => {
+test('PsiCache: save writes only changed tables; release writes and frees them, and table() reloads them verified', async () => {
   const { dir, cache, own } = filled(100, 'save');
   assert.equal(cache.save(), 0);
   const more = bytes(seeded('more'), 32);
   cache.table('own').add(cache.digests(['new id']), more);
   assert.equal(cache.save(), 16 + 101 * 48 + 32);
   cache.table('own').add(cache.digests(['newer id']), more);
-  cache.release();
+  await cache.release();
   const out = new Uint8Array(32);
   assert.deepEqual(cache.table('own').lookup(cache.digests(['newer id']), out), new Uint32Array(0));
   assert.deepEqual(out, more);
   assert.equal(cache.table('own').size, 102);
   // Released, then edited on disk: the reload refuses it by name.
-  cache.release();
+  await cache.release();
   const path = fileOf(dir, 'own.bin');
   const b = readFileSync(path);
   b[100] ^= 1;
@@ -272,16 +272,16 @@ test('PsiCache.digests: keyed BLAKE2b-128 as computed directly with sodium, the 
   assert.deepEqual(fromStrings.subarray(0, 16), fromStrings.subarray(64, 80));
 });
 
-test('PsiCache: a table read back takes new entries (into the room it was read with, and past it) and keeps every entry through another save', () => {
+test('PsiCache: a table read back takes new entries (into the room it was read with, and past it) and keeps every entry through another save', async () => {
   const { dir, cache, own } = filled(100, 'room');
-  cache.release();
+  await cache.release();
   const ids = Array.from({ length: 70_000 }, (_, i) => `new-${i}`);
   const digests = cache.digests(ids);
   const points = bytes(seeded('room-points'), ids.length * 32);
   // 100 entries read back leave room for 65,536 more: the first add fits, the second goes past.
   cache.table('own').add(digests.subarray(0, 60_000 * 16), points.subarray(0, 60_000 * 32));
   cache.table('own').add(digests.subarray(60_000 * 16), points.subarray(60_000 * 32));
-  cache.release();
+  await cache.release();
   const again = opened(PsiCache.open(dir, { tables: BOTH, maxAgeDays: 90 }));
   assert.equal(again.table('own').size, 70_100);
   const out = new Uint8Array(ids.length * 32);
@@ -328,7 +328,7 @@ test('PsiCache: saves in the background are written one after the other, entries
   // Added while the first write is under way: not in it (its size was fixed), in the next one.
   cache.table('own').add(more(2), point(2));
   assert.throws(() => cache.save(), /while a write in the background is under way/);
-  const second = cache.releaseInBackground();
+  const second = cache.release();
   assert.equal(await first, 16 + 101 * 48 + 32);
   assert.equal(await second, 16 + 102 * 48 + 32);
   const again = opened(PsiCache.open(dir, { tables: BOTH, maxAgeDays: 90 }));
@@ -344,10 +344,10 @@ test('PsiCache: a table asked for again while its release is being written is th
   const { dir, cache } = filled(10, 'release-race');
   const add = (k: number) => cache.table('own').add(cache.digests([`id-${k}`]), new Uint8Array(32).fill(k + 1));
   add(1);
-  const first = cache.releaseInBackground();
+  const first = cache.release();
   // Before that write ends: the table is still the one with entry 1, not its file's older copy.
   add(2);
-  const second = cache.releaseInBackground();
+  const second = cache.release();
   await Promise.all([first, second]);
   const again = opened(PsiCache.open(dir, { tables: BOTH, maxAgeDays: 90 }));
   assert.equal(again.table('own').size, 12);

@@ -103,7 +103,7 @@ export class PartyPsi {
 
   /** Writes what the cache's table gained, in the background, and frees it once written. */
   private releaseCache(cache: PsiCache): void {
-    const written = cache.releaseInBackground();
+    const written = cache.release();
     written.catch(() => undefined);
     this.writes.push(written);
   }
