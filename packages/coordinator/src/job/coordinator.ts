@@ -283,8 +283,8 @@ class Coordinator {
       ),
     );
     ready.forEach((r, m) => (parties.list[m].privacy = r.privacy));
-    // The PSI caches were written while the parties set up; their tables go before training
-    // allocates its state (held beside it, they were 450 MB more at a million ids and 4 parties).
+    // The PSI caches were written while the parties set up: their tables (a few hundred MB at a
+    // million ids) are freed before training allocates its state, not held beside it.
     await this.guard(parties.cachesWritten());
     return { job, setupSeconds: (performance.now() - setupStart) / 1000 };
   }
